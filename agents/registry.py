@@ -1,0 +1,48 @@
+"""Name registry: env id -> agent name -> ``"module:Class"`` (imported lazily).
+
+A new setting adds its table here; ``agent_names`` and ``make_agent`` serve the harness and the CLI.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from agents.base import Agent
+
+AGENTS: dict[str, dict[str, str]] = {
+    "ClusterSLA-v0": {
+        "mwu": "agents.sla.mwu:MWU",
+        "mwu_extended": "agents.sla.mwu:ExtendedMWU",
+        "static": "agents.sla.heuristics:StaticSLA",
+        "proportional": "agents.sla.heuristics:ProportionalOnline",
+        "owm": "agents.sla.heuristics:OnlineWorkMaximizing",
+        "pg": "agents.sla.oracles:ProportionalGreedy",
+        "rest_pg": "agents.sla.oracles:RestrictedProportionalGreedy",
+    },
+}
+
+
+def agent_names(env_id: str) -> list[str]:
+    """The names of the reference agents of ``env_id`` (``ValueError`` for an unknown id)."""
+    return list(_table(env_id))
+
+
+def agent_class(env_id: str, name: str) -> type:
+    table = _table(env_id)
+    if name not in table:
+        raise ValueError(f"agent={name!r} is not an agent of {env_id}; allowed: {list(table)}")
+    module_name, _, class_name = table[name].partition(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def make_agent(env_id: str, name: str, **kwargs: Any) -> Agent:
+    """Build the agent ``name`` of ``env_id`` with hyperparameters ``kwargs``."""
+    return agent_class(env_id, name)(**kwargs)
+
+
+def _table(env_id: str) -> dict[str, str]:
+    base_id = env_id.split(":")[-1]
+    if base_id not in AGENTS:
+        raise ValueError(f"env_id={env_id!r} has no agents; known env ids: {list(AGENTS)}")
+    return AGENTS[base_id]

@@ -1,0 +1,1 @@
+"""Helpers shared by two or more settings: configuration, validation and seeding."""

@@ -1,0 +1,56 @@
+"""Typed env configuration: a frozen dataclass built from a named preset plus keyword overrides.
+
+Every env takes ``preset=...`` and keyword overrides. Unknown keys and unknown presets raise a
+``ValueError`` naming the offending argument and listing what is allowed, before anything is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+C = TypeVar("C")
+
+
+def build_config(config_cls: type[C], presets: Mapping[str, Mapping[str, Any]], preset: str, overrides: Mapping[str, Any]) -> C:
+    """Return ``config_cls(**presets[preset] | overrides)`` after checking the names."""
+    if preset not in presets:
+        raise ValueError(f"preset={preset!r} is not a known preset; allowed: {sorted(presets)}")
+    allowed = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(overrides) - allowed)
+    if unknown:
+        raise ValueError(f"unknown keyword argument(s) {unknown}; allowed: {sorted(allowed)}")
+    return config_cls(**{**presets[preset], **overrides})
+
+
+def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> None:
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not allowed; choose one of {list(allowed)}")
+
+
+def check_number(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    integer: bool = False,
+) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite real (or integer) number in the given interval."""
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be {'an integer' if integer else 'a finite number'}, got {value!r}")
+    too_low = low is not None and (value <= low if low_open else value < low)
+    too_high = high is not None and (value >= high if high_open else value > high)
+    if too_low or too_high:
+        interval = (
+            f"{'(' if low_open else '['}{'-inf' if low is None else low}, "
+            f"{'inf' if high is None else high}{')' if high_open else ']'}"
+        )
+        raise ValueError(f"{name}={value!r} is out of range; allowed: {interval}")

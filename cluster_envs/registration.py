@@ -1,0 +1,24 @@
+"""The table of env ids. ``import cluster_envs`` registers every id (idempotently).
+
+A new setting adds one line to ``ENV_ENTRY_POINTS``; the registry-wide conformance test
+(tests/test_conformance.py) then covers it automatically.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+ENV_ENTRY_POINTS: dict[str, str] = {
+    "ClusterSLA-v0": "cluster_envs.sla.env:ClusterSLAEnv",
+}
+
+
+def register_envs() -> None:
+    for env_id, entry_point in ENV_ENTRY_POINTS.items():
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=entry_point)
+
+
+def env_ids() -> list[str]:
+    """Every id this package registers, in table order."""
+    return list(ENV_ENTRY_POINTS)

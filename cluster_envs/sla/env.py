@@ -1,0 +1,337 @@
+"""``ClusterSLA-v0``: SLA-constrained sharing of one resource with binary feedback (paper 003)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from cluster_envs.common.config import build_config, check_choice, check_number
+from cluster_envs.common.seeding import episode_streams
+from cluster_envs.sla.dynamics import ACTION_MODES, SLAProblem, SLASimulator, feedback_vector, to_allocation
+from cluster_envs.sla.workloads import make_load_generator
+
+OBS_MODES = ("binary", "binary+sla", "full")
+OBS_FORMATS = ("box", "dict")
+REWARD_MODES = ("work", "work_sla", "work_sla_level", "neg_regret", "neg_regret_sla")
+INFO_LEVELS = ("minimal", "full")
+
+
+@dataclass(frozen=True)
+class SLAConfig:
+    """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``paper_synthetic_small`` preset)."""
+
+    n_users: int = 3
+    sla: tuple[float, ...] | str = (0.2, 0.3, 0.5)
+    horizon: int = 6000
+    scenario: str | Callable = "paper_synthetic"
+    scenario_kwargs: dict[str, Any] = field(default_factory=dict)
+    action_mode: str = "normalize"
+    obs_mode: str = "binary"
+    obs_format: str = "box"
+    include_time: bool = False
+    reward_mode: str | Callable = "work_sla"
+    reward_kappa: float = 1.0
+    sla_tol: float = 1.0
+    eps_ref: float = 0.02
+    empty_tol: float = 1e-9
+    info_level: str = "full"
+
+    def __post_init__(self) -> None:
+        check_number("n_users", self.n_users, low=2, integer=True)
+        check_number("horizon", self.horizon, low=1, integer=True)
+        if isinstance(self.sla, str):
+            check_choice("sla", self.sla, ("mean",))
+        else:
+            sla = tuple(float(b) if np.isscalar(b) else b for b in self.sla)
+            if len(sla) != self.n_users:
+                raise ValueError(f"sla has {len(sla)} entries but n_users={self.n_users}; give one SLA share per user")
+            for i, b in enumerate(sla):
+                check_number(f"sla[{i}]", b, low=0.0)
+            if sum(sla) <= 0:
+                raise ValueError("sla must have a positive sum")
+            object.__setattr__(self, "sla", sla)
+        check_choice("action_mode", self.action_mode, ACTION_MODES)
+        check_choice("obs_mode", self.obs_mode, OBS_MODES)
+        check_choice("obs_format", self.obs_format, OBS_FORMATS)
+        check_choice("include_time", self.include_time, (False, True))
+        if not callable(self.reward_mode):
+            check_choice("reward_mode", self.reward_mode, REWARD_MODES)
+        check_number("reward_kappa", self.reward_kappa, low=0.0)
+        check_number("sla_tol", self.sla_tol, low=0.0)
+        check_number("eps_ref", self.eps_ref, low=0.0, high=0.5, low_open=True, high_open=True)
+        check_number("empty_tol", self.empty_tol, low=0.0)
+        check_choice("info_level", self.info_level, INFO_LEVELS)
+        if not isinstance(self.scenario_kwargs, dict):
+            raise ValueError(f"scenario_kwargs must be a dict, got {type(self.scenario_kwargs).__name__}")
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper_synthetic": {"horizon": 3_000_000},
+    "paper_synthetic_small": {},
+    "paper_real_standin": {
+        "n_users": 6,
+        "sla": "mean",
+        "horizon": 14_628,
+        "scenario": "trace_standin",
+        "eps_ref": 0.01,
+    },
+    "example_1_1": {"sla": (0.5, 0.2, 0.3), "horizon": 3000, "scenario": "example_1_1"},
+    "proportionality_3_4": {"sla": (0.5, 0.3, 0.2), "horizon": 60_000, "scenario": "sec_3_4", "eps_ref": 0.1},
+}
+
+
+class ClusterSLAEnv(gym.Env):
+    """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
+
+    Paper: Perez-Salazar, Menache, Singh, Toriello, "Dynamic Resource Allocation in the Cloud with
+    Near-Optimal Efficiency" (paper 003; spec ``specs/sla_mwu.md``).
+
+    **Dynamics.** In step t the agent's action becomes an allocation h_t (Σh ≤ 1), the load L_t arrives,
+    user i is served w_t(i) = min(h_t(i), Q_t(i) + L_t(i)) and the rest queues: Q_{t+1} = Q_t + L_t - w_t.
+    Queues start empty; a queue ≤ ``empty_tol`` counts as empty. Loads come from ``scenario`` and are
+    drawn at reset (common random numbers: the same seed gives every policy the same loads).
+
+    **Observation** (``obs_mode="binary"``, the paper's feedback): ``Box(0, 1, (3N,), float32)`` holding
+    [a_t, h_t, β̄] with a_t = 1[Q_{t+1} > 0] (which queues are non-empty after the step), h_t the
+    allocation just applied and β̄ = β / max(1, Σβ). At reset a_0 = 0 and h_0 = 1/N.
+    ``include_time=True`` appends t/T. Non-paper ablations: ``"binary+sla"`` appends 1[D_t > sla_tol]
+    (whether each user is behind its SLA) and ``"full"`` appends log1p(Q_{t+1}), log1p(L_t) and
+    sign(D_t)·log1p(|D_t|). ``obs_format="dict"`` gives the same pieces as a Dict space.
+
+    **Action** ``Box(0, 1, (N,))`` (``"softmax"``: ``Box(-10, 10, (N,))`` logits), mapped to h by
+    ``action_mode``: ``"normalize"`` h = a⁺/Σa⁺ (uniform if Σa⁺ = 0); ``"sub_simplex"`` clip to [0, 1] and
+    rescale only if Σa > 1 (idle capacity allowed); ``"softmax"`` h = softmax(a). NaN/inf or a wrong shape
+    raises ``ValueError`` and leaves the env unchanged.
+
+    **Reward** (``reward_mode``), with s = β̄ and D_t = W'_t - W_t the SLA deficit against the static
+    policy h = s: ``"work"`` Σw_t; ``"work_sla"`` (default) Σw_t - κ Σ([D_t]⁺ - [D_{t-1}]⁺);
+    ``"work_sla_level"`` Σw_t - κ Σ s_i 1[D_t(i) > sla_tol]; ``"neg_regret"`` Σw_t - (OPT(t) - OPT(t-1));
+    ``"neg_regret_sla"`` adds the ``work_sla`` penalty to it; or a callable ``f(info) -> float``.
+
+    **Episode end.** Never terminated (the queues go on); truncated at t = ``horizon``.
+
+    **info** (``info_level="full"``): ``t, alloc, action_projected, load, work, total_work, queue, active,
+    cum_work, static_queue, static_cum_work, sla_deficit, sla_deficit_relaxed, sla_ok, opt_cum_work,
+    opt_eps_cum_work, regret, queue_l2``; ``"minimal"`` keeps ``work, active, queue, sla_deficit``. At
+    truncation ``episode_summary`` (total and optimal work, regret, max SLA deficits, queue norms).
+    OPT_c(t) is the offline dynamic optimum with capacity c (Prop. 2), c = 1 and 1 - ``eps_ref``.
+
+    **Presets**: ``paper_synthetic`` (N = 3, β = (0.2, 0.3, 0.5), T = 3·10⁶, Sec. 4.1),
+    ``paper_synthetic_small`` (the same at T = 6000, default), ``paper_real_standin`` (N = 6, T = 14,628,
+    a synthetic stand-in for the Azure traces of Sec. 4.2, β = normalised mean load), ``example_1_1``
+    (Example 1.1), ``proportionality_3_4`` (the Sec. 3.4 example).
+
+    **Privileged state** (offline oracles and evaluation only): ``loads`` (N, T), ``queue``, ``next_load``.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, preset: str = "paper_synthetic_small", render_mode: str | None = None, **overrides: Any):
+        config = build_config(SLAConfig, PRESETS, preset, overrides)
+        if render_mode is not None:
+            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        self.config = config
+        self.preset = preset
+        self.render_mode = render_mode
+        self._generate_loads = make_load_generator(
+            config.scenario, config.n_users, config.horizon, config.sla, config.scenario_kwargs
+        )
+        n = config.n_users
+        self.action_space = (
+            spaces.Box(-10.0, 10.0, shape=(n,), dtype=np.float32)
+            if config.action_mode == "softmax"
+            else spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)
+        )
+        self.observation_space = self._build_observation_space()
+        self._sim: SLASimulator | None = None
+        self._sla_bar = np.zeros(n)
+
+    def _build_observation_space(self) -> spaces.Space:
+        n, cfg = self.config.n_users, self.config
+        unit = spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)
+        parts: dict[str, spaces.Box] = {"active": unit, "alloc": unit, "sla": unit}
+        if cfg.obs_mode == "binary+sla":
+            parts["sla_flag"] = unit
+        if cfg.obs_mode == "full":
+            parts["log_queue"] = spaces.Box(0.0, np.inf, shape=(n,), dtype=np.float32)
+            parts["log_load"] = spaces.Box(0.0, np.inf, shape=(n,), dtype=np.float32)
+            parts["signed_log_deficit"] = spaces.Box(-np.inf, np.inf, shape=(n,), dtype=np.float32)
+        if cfg.include_time:
+            parts["time"] = spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
+        if cfg.obs_format == "dict":
+            parts["active"] = spaces.MultiBinary(n)
+            return spaces.Dict(parts)
+        low = np.concatenate([p.low for p in parts.values()]).astype(np.float32)
+        high = np.concatenate([p.high for p in parts.values()]).astype(np.float32)
+        return spaces.Box(low, high, dtype=np.float32)
+
+    # -- public static data and privileged state -------------------------------------------------------
+
+    @property
+    def problem(self) -> SLAProblem:
+        """The static public data an agent is built from (available after ``reset``)."""
+        return self._simulator.problem
+
+    @property
+    def loads(self) -> np.ndarray:
+        """Privileged: the whole load matrix L (N, T) of this episode."""
+        return self._simulator.loads
+
+    @property
+    def queue(self) -> np.ndarray:
+        """Privileged: the current queues Q_t."""
+        return self._simulator.queue
+
+    @property
+    def next_load(self) -> np.ndarray:
+        """Privileged: the load L_t of the next step."""
+        return self._simulator.next_load
+
+    @property
+    def simulator(self) -> SLASimulator:
+        return self._simulator
+
+    @property
+    def _simulator(self) -> SLASimulator:
+        if self._sim is None:
+            raise RuntimeError("ClusterSLA-v0: call reset() before using the env")
+        return self._sim
+
+    # -- gymnasium API ---------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = sorted(set(options) - {"loads"})
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {unknown}; allowed: ['loads']")
+        cfg = self.config
+        if "loads" in options:
+            loads = self._checked_loads(options["loads"])
+        else:
+            loads = np.asarray(self._generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64)
+            loads = self._checked_loads(loads, name="scenario output")
+        sla = tuple(loads.mean(axis=1) / loads.mean(axis=1).sum()) if cfg.sla == "mean" else cfg.sla
+        problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
+        self._sim = SLASimulator(problem, loads, empty_tol=cfg.empty_tol, eps_ref=cfg.eps_ref, sla_tol=cfg.sla_tol)
+        self._sla_bar = problem.static_share
+        info = {
+            "sla": problem.sla_array,
+            "horizon": cfg.horizon,
+            "scenario": cfg.scenario if isinstance(cfg.scenario, str) else getattr(cfg.scenario, "__name__", "callable"),
+            "opt_total_work": float(self._sim.opt_cum_work[-1]),
+            "opt_eps_total_work": float(self._sim.opt_eps_cum_work[-1]),
+        }
+        return self._observation(), info
+
+    def _checked_loads(self, loads: Any, name: str = "options['loads']") -> np.ndarray:
+        loads = np.asarray(loads, dtype=np.float64)
+        expected = (self.config.n_users, self.config.horizon)
+        if loads.shape != expected:
+            raise ValueError(f"{name} must have shape (n_users, horizon) = {expected}, got {loads.shape}")
+        if not np.isfinite(loads).all() or (loads < 0).any():
+            raise ValueError(f"{name} must be finite and non-negative")
+        return loads
+
+    def step(self, action: Any):
+        sim = self._simulator
+        if sim.t >= sim.horizon:
+            raise RuntimeError(f"ClusterSLA-v0: the episode ended at t = {sim.t}; call reset()")
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != (self.config.n_users,):
+            raise ValueError(f"action must have shape ({self.config.n_users},), got {action.shape}")
+        if not np.isfinite(action).all():
+            raise ValueError(f"action must be finite, got {action}")
+        alloc = to_allocation(action, self.config.action_mode)
+        sim.step(alloc)
+        info = self._info(action)
+        reward = self._reward(info)
+        truncated = sim.t == sim.horizon
+        if truncated:
+            info["episode_summary"] = sim.summary()
+        return self._observation(), reward, False, truncated, info
+
+    def _reward(self, info: dict[str, Any]) -> float:
+        cfg, sim = self.config, self._simulator
+        mode = cfg.reward_mode
+        if callable(mode):
+            return float(mode(info))
+        reward = float(sim.work.sum())
+        if mode in ("neg_regret", "neg_regret_sla"):
+            previous = sim.opt_cum_work[sim.t - 2] if sim.t > 1 else 0.0
+            reward -= float(sim.opt_cum_work[sim.t - 1] - previous)
+        if mode in ("work_sla", "neg_regret_sla"):
+            increase = np.maximum(sim.deficit, 0.0).sum() - np.maximum(sim.previous_deficit, 0.0).sum()
+            reward -= cfg.reward_kappa * float(increase)
+        elif mode == "work_sla_level":
+            reward -= cfg.reward_kappa * float(self._sla_bar[sim.deficit > cfg.sla_tol].sum())
+        return reward
+
+    def _info(self, action: np.ndarray) -> dict[str, Any]:
+        sim = self._simulator
+        info: dict[str, Any] = {
+            "work": sim.work,
+            "active": sim.active.astype(bool),
+            "queue": sim.queue,
+            "sla_deficit": sim.deficit,
+        }
+        if self.config.info_level == "minimal":
+            return info
+        projected = self.config.action_mode != "softmax" and float(np.abs(sim.alloc - action).max()) > 1e-6
+        static_cum = sim.static_cum_work[:, sim.t - 1]
+        opt = sim.opt_total_work
+        info.update(
+            t=sim.t,
+            alloc=sim.alloc,
+            action_projected=projected,
+            load=sim.loads[:, sim.t - 1],
+            total_work=float(sim.work.sum()),
+            cum_work=sim.cum_work.copy(),
+            static_queue=sim.cum_load - static_cum,
+            static_cum_work=static_cum,
+            sla_deficit_relaxed=sim.relaxed_deficit,
+            sla_ok=sim.deficit <= self.config.sla_tol,
+            opt_cum_work=opt,
+            opt_eps_cum_work=float(sim.opt_eps_cum_work[sim.t - 1]),
+            regret=opt - sim.total_work,
+            queue_l2=sim.queue_l2,
+        )
+        return info
+
+    def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
+        sim, cfg = self._simulator, self.config
+        parts = {"active": sim.active, "alloc": sim.alloc, "sla": self._sla_bar}
+        if cfg.obs_mode == "binary+sla":
+            parts["sla_flag"] = (sim.deficit > cfg.sla_tol).astype(np.float64)
+        if cfg.obs_mode == "full":
+            last_load = sim.loads[:, sim.t - 1] if sim.t else np.zeros(cfg.n_users)
+            parts["log_queue"] = np.log1p(sim.queue)
+            parts["log_load"] = np.log1p(last_load)
+            parts["signed_log_deficit"] = np.sign(sim.deficit) * np.log1p(np.abs(sim.deficit))
+        if cfg.include_time:
+            parts["time"] = np.array([sim.t / sim.horizon])
+        if cfg.obs_format == "dict":
+            obs = {k: v.astype(np.float32) for k, v in parts.items()}
+            obs["active"] = sim.active.astype(np.int8)
+            return obs
+        if len(parts) == 3:
+            return feedback_vector(sim.active, sim.alloc, self._sla_bar)
+        return np.concatenate(list(parts.values())).astype(np.float32)
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        sim = self._simulator
+        lines = [f"t={sim.t}/{sim.horizon}  work={sim.total_work:.2f}  regret={sim.opt_total_work - sim.total_work:.2f}"]
+        for i in range(self.config.n_users):
+            bar = "#" * int(round(20 * sim.alloc[i]))
+            lines.append(
+                f"user {i + 1}: h={sim.alloc[i]:.3f} {bar:<20} queue={sim.queue[i]:.2f} "
+                f"active={int(sim.active[i])} deficit={sim.deficit[i]:.2f}"
+            )
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,194 @@
+"""Load scenarios of the SLA setting (spec §3.8): the paper's synthetic experiments, a trace loader and a
+synthetic stand-in for the proprietary Azure traces.
+
+``make_load_generator(name, n_users, horizon, sla, kwargs)`` checks the arguments once, at env
+construction, and returns a picklable ``generate(rng) -> loads`` with loads of shape (N, T).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from scipy.signal import lfilter
+
+from cluster_envs.common.config import check_choice, check_number
+
+LoadGenerator = Callable[[np.random.Generator], np.ndarray]
+
+
+def paper_synthetic(
+    rng: np.random.Generator,
+    *,
+    horizon: int,
+    sla: tuple[float, ...],
+    shape: float = 2000.0,
+    p23_pairs: tuple[tuple[int, int], ...] = ((1, 2), (1, 3)),
+) -> np.ndarray:
+    """S1 [L394-401]: six periods of P = T/6 steps, two users loaded in each, critically loaded in expectation.
+
+    Periods 0-2 are SLA-proportional: the burst user b gets P·Gamma(k, σ_b/k) at the period's first step and
+    the stream user s gets Gamma(k, σ_s/k) in each later step, σ_b = β_b/(β_b+β_s). Periods 3-5 give both
+    users of the pairs (2,3), (1,2), (1,3) Gamma(k, 0.5/k) per step. ``p23_pairs`` are the (burst, stream)
+    users of periods 1 and 2, which the paper leaves unspecified (A16); users are 1-based as in the paper.
+    """
+    period = horizon // 6
+    beta = np.asarray(sla, dtype=np.float64)
+    loads = np.zeros((3, horizon))
+    for p, (b, s) in enumerate(((2, 3), *p23_pairs)):
+        sigma_b, sigma_s = beta[[b - 1, s - 1]] / beta[[b - 1, s - 1]].sum()
+        start, stop = p * period, (p + 1) * period
+        loads[b - 1, start] = period * rng.gamma(shape, sigma_b / shape)
+        loads[s - 1, start + 1 : stop] = rng.gamma(shape, sigma_s / shape, size=stop - start - 1)
+    for p, pair in zip(range(3, 6), ((2, 3), (1, 2), (1, 3))):
+        users = [u - 1 for u in pair]
+        loads[users, p * period : (p + 1) * period] = rng.gamma(shape, 0.5 / shape, size=(2, period))
+    return loads
+
+
+def example_1_1(rng: np.random.Generator, *, horizon: int) -> np.ndarray:
+    """S2 [L66-84]: user 1 has load 1 in the first and last thirds, users 2 and 3 in the middle third."""
+    third = horizon // 3
+    first = np.zeros(horizon)
+    first[:third] = 1.0
+    first[2 * third :] = 1.0
+    return np.stack([first, 1.0 - first, 1.0 - first])
+
+
+def sec_3_4(rng: np.random.Generator, *, horizon: int, t0: int | None = None, eta: float = 1 / 3, eps: float = 0.1) -> np.ndarray:
+    """S3 [L317-319]: user 1 idle, user 2 always loaded, user 3 loaded from step t0 = ceil(1/(η ε)) on."""
+    start = math.ceil(1.0 / (eta * eps)) if t0 is None else t0
+    loads = np.zeros((3, horizon))
+    loads[1] = 1.0
+    loads[2, start:] = 1.0
+    return loads
+
+
+def gamma_iid(rng: np.random.Generator, *, n_users: int, horizon: int, sla: tuple[float, ...], shape: float = 2000.0, rho: float = 1.0) -> np.ndarray:
+    """S4 [ours]: L_t(i) ~ Gamma(k, ρ s_i / k) independently, s the static share."""
+    beta = np.asarray(sla, dtype=np.float64)
+    share = beta / max(1.0, beta.sum())
+    return rng.gamma(shape, (rho * share / shape)[:, None], size=(n_users, horizon))
+
+
+def trace_standin(
+    rng: np.random.Generator,
+    *,
+    n_users: int,
+    horizon: int,
+    rho: float = 0.99,
+    sigma: float = 0.15,
+    amplitude: float = 0.5,
+    ar_coef: float = 0.99,
+    day: int = 1440,
+) -> np.ndarray:
+    """S6 [ours]: diurnal, log-normal AR(1) CPU demands standing in for the proprietary Azure traces.
+
+    L_t(i) = w_i (1 + a sin(2π(t + φ_i)/day)) exp(σ Z_{i,t} - σ²/2), w ~ Dirichlet(2), φ ~ U[0, day),
+    Z a unit-variance AR(1); rescaled so that the mean total load per step is ρ.
+    """
+    weights = rng.dirichlet(np.full(n_users, 2.0))
+    phase = rng.uniform(0.0, day, size=n_users)
+    steps = np.arange(horizon)
+    diurnal = 1.0 + amplitude * np.sin(2 * np.pi * (steps[None, :] + phase[:, None]) / day)
+    innovations = rng.standard_normal((n_users, horizon))
+    innovations[:, 0] /= math.sqrt(1.0 - ar_coef**2)  # Z_0 ~ N(0, 1)
+    ar = lfilter([math.sqrt(1.0 - ar_coef**2)], [1.0, -ar_coef], innovations, axis=1)
+    loads = weights[:, None] * diurnal * np.exp(sigma * ar - sigma**2 / 2)
+    return loads * (rho / loads.sum(axis=0).mean())
+
+
+def trace(rng: np.random.Generator, *, data: np.ndarray, horizon: int, start: int = 0, scale: str = "rho", rho: float = 0.99) -> np.ndarray:
+    """S5: a window of a loaded trace, optionally rescaled to mean total load ρ per step."""
+    loads = data[:, start : start + horizon]
+    return loads * (rho / loads.sum(axis=0).mean()) if scale == "rho" else loads.copy()
+
+
+def read_trace(path: str | Path, n_users: int) -> np.ndarray:
+    """Read a non-negative load trace from .npy, .npz (first array) or .csv, as an (N, T) float64 array.
+
+    Either orientation is accepted: the axis of length N is taken as the user axis.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"scenario_kwargs['path']: no trace file at {str(path)!r}")
+    suffix = path.suffix.lower()
+    check_choice("scenario_kwargs['path'] suffix", suffix, (".npy", ".npz", ".csv"))
+    try:
+        if suffix == ".npy":
+            data = np.load(path, allow_pickle=False)
+        elif suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                if not archive.files:
+                    raise ValueError("the .npz archive holds no array")
+                data = archive[archive.files[0]]
+        else:
+            data = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
+        data = np.asarray(data, dtype=np.float64)
+    except ValueError as err:
+        raise ValueError(f"scenario_kwargs['path']: {str(path)!r} is not a numeric trace ({err})") from None
+    if data.ndim != 2 or data.size == 0:
+        raise ValueError(f"scenario_kwargs['path']: the trace must be a non-empty 2-D array, got shape {data.shape}")
+    if data.shape[0] != n_users:
+        if data.shape[1] != n_users:
+            raise ValueError(
+                f"scenario_kwargs['path']: the trace has shape {data.shape}, neither axis matches n_users={n_users}"
+            )
+        data = data.T
+    if not np.isfinite(data).all():
+        raise ValueError("scenario_kwargs['path']: the trace has NaN or infinite entries")
+    if (data < 0).any():
+        raise ValueError("scenario_kwargs['path']: the trace has negative loads")
+    return np.ascontiguousarray(data)
+
+
+SCENARIOS = ("paper_synthetic", "example_1_1", "sec_3_4", "gamma_iid", "trace", "trace_standin")
+SLA_FROM_LOADS = ("trace", "trace_standin")  # scenarios with which sla="mean" (normalised mean load) is allowed
+
+
+def make_load_generator(
+    scenario: str | Callable, n_users: int, horizon: int, sla: tuple[float, ...] | str, kwargs: dict
+) -> LoadGenerator:
+    """Check a scenario's arguments and return ``generate(rng) -> loads (N, T)``."""
+    if callable(scenario):
+        return functools.partial(_call_user_scenario, scenario, n_users=n_users, horizon=horizon, sla=sla, kwargs=kwargs)
+    check_choice("scenario", scenario, SCENARIOS)
+    kwargs = dict(kwargs)
+    if sla == "mean" and scenario not in SLA_FROM_LOADS:
+        raise ValueError(f"sla='mean' needs a trace scenario {list(SLA_FROM_LOADS)}, got scenario={scenario!r}")
+    if scenario in ("paper_synthetic", "example_1_1", "sec_3_4") and n_users != 3:
+        raise ValueError(f"n_users={n_users} is not allowed with scenario={scenario!r}, which has exactly 3 users")
+    if scenario == "paper_synthetic" and horizon % 6:
+        raise ValueError(f"horizon={horizon} must be divisible by 6 for scenario='paper_synthetic' (six periods)")
+    if scenario == "example_1_1" and horizon % 3:
+        raise ValueError(f"horizon={horizon} must be divisible by 3 for scenario='example_1_1' (three thirds)")
+    if scenario == "trace":
+        if "path" not in kwargs:
+            raise ValueError("scenario='trace' needs scenario_kwargs['path'] (a .npy, .npz or .csv file)")
+        kwargs["data"] = read_trace(kwargs.pop("path"), n_users)
+        start = kwargs.get("start", 0)
+        check_number("scenario_kwargs['start']", start, low=0, integer=True)
+        if start + horizon > kwargs["data"].shape[1]:
+            raise ValueError(
+                f"horizon={horizon} from scenario_kwargs['start']={start} exceeds the trace length {kwargs['data'].shape[1]}"
+            )
+        check_choice("scenario_kwargs['scale']", kwargs.get("scale", "rho"), ("rho", "none"))
+    function = globals()[scenario]
+    context = {"n_users": n_users, "horizon": horizon, "sla": sla}
+    accepted = inspect.signature(function).parameters
+    allowed = sorted(k for k in accepted if k not in ("rng", *context, "data"))
+    unknown = sorted(set(kwargs) - set(allowed) - {"data"})
+    if unknown:
+        raise ValueError(f"unknown scenario_kwargs {unknown} for scenario={scenario!r}; allowed: {allowed}")
+    for key in ("shape", "rho", "sigma", "ar_coef", "eta", "eps"):
+        if key in kwargs:
+            check_number(f"scenario_kwargs[{key!r}]", kwargs[key], low=0, low_open=True)
+    return functools.partial(function, **{k: v for k, v in context.items() if k in accepted}, **kwargs)
+
+
+def _call_user_scenario(scenario: Callable, rng: np.random.Generator, *, n_users, horizon, sla, kwargs) -> np.ndarray:
+    return scenario(rng, n_users, horizon, sla, **kwargs)

@@ -1,0 +1,1 @@
+import cluster_envs  # noqa: F401  (registers every id)

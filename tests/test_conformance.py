@@ -1,0 +1,151 @@
+"""Registry-wide conformance: every id this package registers goes through the same checks."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from cluster_envs import env_ids
+
+IDS = env_ids()
+RANDOM_STEPS = 2000
+
+
+def _sample_actions(env: gym.Env, seed: int, count: int) -> list:
+    env.action_space.seed(seed)
+    return [env.action_space.sample() for _ in range(count)]
+
+
+def _flatten(obs) -> np.ndarray:
+    if isinstance(obs, dict):
+        return np.concatenate([np.asarray(v, dtype=np.float64).ravel() for _, v in sorted(obs.items())])
+    return np.asarray(obs, dtype=np.float64).ravel()
+
+
+def _rollout(env: gym.Env, actions: list, seed: int) -> list[np.ndarray]:
+    obs, _ = env.reset(seed=seed)
+    out = [_flatten(obs)]
+    for action in actions:
+        obs, reward, terminated, truncated, _ = env.step(action)
+        out.append(np.append(_flatten(obs), reward))
+        if terminated or truncated:
+            obs, _ = env.reset()
+            out.append(_flatten(obs))
+    return out
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_gymnasium_env_checker(env_id):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(gym.make(env_id).unwrapped, skip_render_check=False)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_sb3_env_checker(env_id):
+    sb3_env_util = pytest.importorskip("stable_baselines3.common.env_checker")
+    sb3_env_util.check_env(gym.make(env_id).unwrapped, warn=True)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_same_seed_same_trajectory(env_id):
+    env = gym.make(env_id)
+    actions = _sample_actions(env, 0, 200)
+    first = _rollout(env, actions, seed=123)
+    np.random.seed(999)  # disturb every global RNG between the two runs
+    np.random.rand(17)
+    second = _rollout(gym.make(env_id), actions, seed=123)
+    assert len(first) == len(second)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("clone", [pickle.loads, copy.deepcopy], ids=["pickle", "deepcopy"])
+def test_clone_mid_episode_continues_identically(env_id, clone):
+    env = gym.make(env_id).unwrapped
+    actions = _sample_actions(env, 1, 60)
+    env.reset(seed=5)
+    for action in actions[:30]:
+        env.step(action)
+    twin = clone(pickle.dumps(env)) if clone is pickle.loads else clone(env)
+    for action in actions[30:]:
+        a = env.step(action)
+        b = twin.step(action)
+        np.testing.assert_array_equal(_flatten(a[0]), _flatten(b[0]))
+        assert a[1:4] == b[1:4]
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_sync_vector_env_steps(env_id):
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(3)])
+    envs.reset(seed=[0, 1, 2])
+    envs.action_space.seed(0)
+    for _ in range(20):
+        _, rewards, _, _, _ = envs.step(envs.action_space.sample())
+        assert np.isfinite(rewards).all()
+    envs.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_observations_stay_in_space_under_random_actions(env_id):
+    env = gym.make(env_id)
+    obs, _ = env.reset(seed=7)
+    assert env.observation_space.contains(obs)
+    for step, action in enumerate(_sample_actions(env, 7, RANDOM_STEPS)):
+        obs, reward, terminated, truncated, _ = env.step(action)
+        assert env.observation_space.contains(obs), f"{env_id}: observation left its space at step {step}"
+        assert np.isfinite(reward)
+        if terminated or truncated:
+            obs, _ = env.reset()
+            assert env.observation_space.contains(obs)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_unknown_kwarg_is_a_clear_error(env_id):
+    with pytest.raises(ValueError, match="no_such_option"):
+        gym.make(env_id, no_such_option=1)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_unknown_preset_is_a_clear_error(env_id):
+    with pytest.raises(ValueError, match="preset"):
+        gym.make(env_id, preset="no_such_preset")
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_non_finite_action_is_rejected_and_leaves_env_unchanged(env_id):
+    env = gym.make(env_id).unwrapped
+    env.reset(seed=3)
+    actions = _sample_actions(env, 3, 10)
+    for action in actions[:5]:
+        env.step(action)
+    twin = copy.deepcopy(env)
+    bad = np.asarray(actions[5], dtype=np.float64).copy()
+    if bad.dtype.kind == "f" and bad.size:
+        bad.flat[0] = np.nan
+        with pytest.raises(ValueError, match="action"):
+            env.step(bad)
+    with pytest.raises(ValueError, match="action"):
+        env.step(np.zeros(np.asarray(actions[5]).size + 1))
+    for action in actions[5:]:
+        a, b = env.step(action), twin.step(action)
+        np.testing.assert_array_equal(_flatten(a[0]), _flatten(b[0]))
+        assert a[1] == b[1]
+
+
+def test_import_registers_idempotently_and_module_prefix_works():
+    import importlib
+
+    import cluster_envs
+
+    importlib.reload(cluster_envs)
+    cluster_envs.register_envs()
+    env = gym.make(f"cluster_envs:{IDS[0]}")
+    env.reset(seed=0)
