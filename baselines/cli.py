@@ -5,11 +5,17 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import pkgutil
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-REPRODUCTIONS = ("sla",)
+
+def reproductions() -> list[str]:
+    """The settings with a module in ``baselines/reproduce/`` (each defines ``run(scale, out_dir)``)."""
+    import baselines.reproduce
+
+    return sorted(m.name for m in pkgutil.iter_modules(baselines.reproduce.__path__))
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -83,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_cmd_run)
 
     rep = sub.add_parser("reproduce", help="regenerate a paper's figures and tables")
-    rep.add_argument("setting", choices=REPRODUCTIONS)
+    rep.add_argument("setting", choices=reproductions())
     rep.add_argument("--scale", choices=("small", "paper"), default="small")
     rep.add_argument("--out", default=None, help="output folder (default results/<setting>)")
     rep.set_defaults(func=_cmd_reproduce)
