@@ -181,7 +181,7 @@ def synthetic_report(runs: list[Run], seeds, eps_values, horizon: int, out: Path
     lines.append("  (paper: OWM gives user 3 nothing until user 2 is done; Alg2 approximately meets β(3) = 0.5)")
     for agent in ("mwu_extended", "owm", "proportional"):
         tr = _find(runs, agent, seeds[0], eps).trajectory
-        lines.append(f"- max_t D_t(3) of {agent}: {tr.deficit[:, 2].max():,.0f} (at recorded steps)")
+        lines.append(f"- max_t D_t(3) of {agent}: {tr.max_deficit[2]:,.1f}")
     queues = {
         a: _find(runs, a, seeds[0], eps).trajectory.queue_l2 for a in ("mwu_extended", "static", "proportional", "owm")
     }

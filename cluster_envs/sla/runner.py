@@ -18,7 +18,8 @@ from cluster_envs.sla.env import ClusterSLAEnv
 @dataclass
 class Trajectory:
     """Recorded steps t (1-based) and, at those steps, per-user cumulative work W_t, instantaneous work w_t,
-    SLA deficits D_t and queues Q_{t+1}, the queue 2-norm, plus the episode summary at the end."""
+    SLA deficits D_t and queues Q_{t+1}, the queue 2-norm; and over every step, each user's largest deficit
+    max_t D_t(i), plus the episode summary."""
 
     times: np.ndarray
     cum_work: np.ndarray
@@ -27,6 +28,7 @@ class Trajectory:
     queue: np.ndarray
     queue_l2: np.ndarray
     opt_cum_work: np.ndarray
+    max_deficit: np.ndarray
     summary: dict[str, float]
 
 
@@ -55,4 +57,9 @@ def simulate(agent, env: ClusterSLAEnv, *, record_every: int = 1000) -> Trajecto
             ):
                 records[key].append(value)
     arrays = {k: np.asarray(v) for k, v in records.items()}
-    return Trajectory(**arrays, opt_cum_work=sim.opt_cum_work[arrays["times"] - 1], summary=sim.summary())
+    return Trajectory(
+        **arrays,
+        opt_cum_work=sim.opt_cum_work[arrays["times"] - 1],
+        max_deficit=sim.max_deficit.copy(),
+        summary=sim.summary(),
+    )
