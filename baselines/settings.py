@@ -1,0 +1,79 @@
+"""Per env id: how to compare agents on it and how to train RL on it. A new id needs one entry here.
+
+An entry names the paper's algorithm (the reference of the paired differences), the naive baseline
+and the oracle (the 0 and 1 of the normalized score), the metrics to report with their direction,
+the per-step ``info`` keys to plot as curves, and the env kwargs that make RL learning sensible. The
+RL kwargs may change only how an action is read (or what the agent observes within the information
+rule), never the reward or the metrics, so RL and reference agents are scored on the same scale.
+The RL hyperparameters themselves live in rl-zoo3's YAML format under ``baselines/hyperparams/``.
+
+Ids without an entry still work with ``compare`` (means and intervals, no paired differences and no
+RL); ``benchmark`` skips them with a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+HIGHER, LOWER = 1, -1
+
+
+@dataclass(frozen=True)
+class EnvSetting:
+    paper_agent: str
+    naive_agent: str
+    oracle_agent: str
+    headline: str
+    metrics: Mapping[str, int]  # metric -> HIGHER or LOWER is better, in report order
+    curves: tuple[str, ...]  # scalar per-step info keys, plotted as the paper plots them
+    rl_env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    rl_steps: int = 100_000  # PPO training steps of `benchmark`
+    rl_steps_quick: int = 20_000  # ... and of `benchmark --quick`
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.headline not in self.metrics:
+            raise ValueError(f"headline={self.headline!r} must be one of the metrics {list(self.metrics)}")
+        object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
+        object.__setattr__(self, "rl_env_kwargs", MappingProxyType(dict(self.rl_env_kwargs)))
+
+
+SETTINGS: dict[str, EnvSetting] = {
+    "ClusterSLA-v0": EnvSetting(
+        paper_agent="mwu_extended",
+        naive_agent="static",
+        oracle_agent="pg",
+        headline="regret",
+        metrics={
+            "regret": LOWER,
+            "work_ratio": HIGHER,
+            "return": HIGHER,
+            "max_sla_deficit": LOWER,
+            "max_sla_deficit_relaxed": LOWER,
+            "sla_violation_fraction": LOWER,
+            "mean_queue_l2": LOWER,
+            "final_queue_l2": LOWER,
+        },
+        curves=("regret", "queue_l2"),
+        # Spec 5.5: softmax logits (any action is a valid allocation, no projection at the boundary).
+        rl_env_kwargs={"action_mode": "softmax"},
+        rl_steps=100_000,
+        rl_steps_quick=20_000,
+        notes="T = 6000 does not exercise MWU's λ-rebalancing time scale (1/(ηλ) ≈ 1.8·10⁵ steps); spec §5.5.",
+    ),
+}
+
+
+def env_setting(env_id: str) -> EnvSetting | None:
+    """The entry of ``env_id`` (``"cluster_envs:"`` prefix allowed), or None if it has none."""
+    return SETTINGS.get(env_id.split(":")[-1])
+
+
+def require_setting(env_id: str) -> EnvSetting:
+    setting = env_setting(env_id)
+    if setting is None:
+        raise ValueError(f"env_id={env_id!r} has no entry in baselines/settings.py; known: {list(SETTINGS)}")
+    return setting
