@@ -79,7 +79,10 @@ def training_seed(seed: int, resumed_at: int = 0) -> int:
 
 def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> dict[str, Any]:
     """The section of ``env_id`` in the rl-zoo3 YAML file of ``algo`` (a copy, raw as in the file)."""
-    import yaml
+    try:
+        import yaml
+    except ImportError:
+        raise RuntimeError("RL baselines need the 'rl' extra: pip install 'cluster-envs[rl]'") from None
 
     path = Path(path) if path is not None else HYPERPARAMS_DIR / f"{algo}.yml"
     if not path.is_file():
@@ -195,22 +198,23 @@ def train(
     progress: bool = True,
 ) -> TrainResult:
     """Train ``algo`` on ``env_id`` and save the run in ``out_dir`` (resume the run found there with ``load``)."""
+    cls = algo_class(algo)  # a clear error without the 'rl' extra
     import torch
     from stable_baselines3.common.vec_env import VecNormalize
 
     torch.set_num_threads(1)  # the envs are cheap; one thread is faster on small machines and leaves cores free
     out = Path(out_dir)
     config = RunConfig.resolve(algo, env_id, env_overrides, hyperparams)
+    gym.make(env_id, **config.env_kwargs).close()  # bad env kwargs fail here, with the env's own message
     steps = config.n_timesteps if steps is None else steps
     if steps < 1:
         raise ValueError(f"steps must be positive, got {steps}")
-    cls = algo_class(algo)
-    previous = 0
+    previous, previous_seconds = 0, 0.0
     if load:
         meta = _read_meta(out)
         if (meta["algo"], meta["env_id"], meta["env_kwargs"]) != (algo, env_id, as_json_value(config.env_kwargs)):
             raise ValueError(f"--load: {out} holds {meta['algo']} on {meta['env_id']} with {meta['env_kwargs']}")
-        previous = meta["total_timesteps"]
+        previous, previous_seconds = meta["total_timesteps"], meta["train_seconds"]
     vec_env = make_vec_env(config, training_seed(seed, previous))
     if config.normalize is not None:
         if load and (out / "vecnormalize.pkl").is_file():
@@ -225,25 +229,31 @@ def train(
     start = time.perf_counter()
     model.learn(total_timesteps=steps, callback=curve, reset_num_timesteps=not load)
     seconds = time.perf_counter() - start
+    rate = (model.num_timesteps - previous) / seconds
+    save_run(out, model, config, seed, train_seconds=previous_seconds + seconds, steps_per_second=rate)
+    vec_env.close()
+    curve.write(out, append=load)
+    return TrainResult(out, int(model.num_timesteps), seconds, rate)
+
+
+def save_run(out: str | Path, model: Any, config: RunConfig, seed: int, **facts: Any) -> None:
+    """Save a model, its VecNormalize statistics (if any), the hyperparameters and ``meta.json`` in ``out``."""
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     model.save(out / "model.zip")
-    if config.normalize is not None:
-        vec_env.save(str(out / "vecnormalize.pkl"))
-    vec_env.close()
+    normalizer = model.get_vec_normalize_env()
+    if normalizer is not None:
+        normalizer.save(str(out / "vecnormalize.pkl"))
     _write_config(out / "config.yml", config)
-    total = int(model.num_timesteps)
     meta = {
-        "env_id": env_id,
-        "algo": algo,
+        "env_id": config.env_id,
+        "algo": config.algo,
         "seed": seed,
         "env_kwargs": config.env_kwargs,
-        "total_timesteps": total,
-        "train_seconds": seconds + (_read_meta(out)["train_seconds"] if load else 0.0),
-        "steps_per_second": (total - previous) / seconds,
+        "total_timesteps": int(model.num_timesteps),
+        **facts,
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2, default=repr))
-    curve.write(out, append=load)
-    return TrainResult(out, total, seconds, meta["steps_per_second"])
 
 
 def as_json_value(value: Any) -> Any:
