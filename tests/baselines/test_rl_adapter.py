@@ -7,7 +7,8 @@ import pickle
 
 import numpy as np
 import pytest
-import yaml
+
+yaml = pytest.importorskip("yaml")
 
 pytest.importorskip("stable_baselines3")
 

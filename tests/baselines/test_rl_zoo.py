@@ -8,11 +8,12 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from baselines.rl import ALGOS, HYPERPARAMS_DIR
 from baselines.settings import SETTINGS
 from cluster_envs import env_ids
+
+yaml = pytest.importorskip("yaml")
 
 RL_IDS = [env_id for env_id in env_ids() if env_id in SETTINGS]
 
