@@ -414,7 +414,10 @@ class SavedPolicy:
 
     @classmethod
     def from_dir(cls, path: str | Path, name: str | None = None) -> SavedPolicy:
+        """A run saved by ``train`` (``meta.json``) or by ``python -m rl_zoo3.train`` (``<env_id>/args.yml``)."""
         path = Path(path)
+        if not (path / "meta.json").is_file() and list(path.glob("*/args.yml")):
+            return cls._from_zoo(path, name)
         meta = _read_meta(path)
         needs = require_setting(meta["env_id"]).rl_env_kwargs
         vecnorm = path / "vecnormalize.pkl"
@@ -424,6 +427,26 @@ class SavedPolicy:
             env_id=meta["env_id"],
             env_kwargs=tuple(sorted((k, meta["env_kwargs"][k]) for k in needs)),
             model=(path / "model.zip").read_bytes(),
+            vecnormalize=vecnorm.read_bytes() if vecnorm.is_file() else None,
+        )
+
+    @classmethod
+    def _from_zoo(cls, path: Path, name: str | None) -> SavedPolicy:
+        args_file = next(path.glob("*/args.yml"))
+        args, config = (_read_zoo_yaml(args_file.parent / f) for f in ("args.yml", "config.yml"))
+        env_id = args["env"]
+        env_kwargs = {**(config.get("env_kwargs") or {}), **(args.get("env_kwargs") or {})}
+        needs = require_setting(env_id).rl_env_kwargs
+        model = next((p for p in (path / f"{env_id}.zip", path / "best_model.zip") if p.is_file()), None)
+        if model is None:
+            raise FileNotFoundError(f"{path} holds no {env_id}.zip or best_model.zip")
+        vecnorm = args_file.parent / "vecnormalize.pkl"
+        return cls(
+            name=name or args["algo"],
+            algo=args["algo"],
+            env_id=env_id,
+            env_kwargs=tuple(sorted((k, v) for k, v in env_kwargs.items() if k in needs)),
+            model=model.read_bytes(),
             vecnormalize=vecnorm.read_bytes() if vecnorm.is_file() else None,
         )
 
@@ -440,6 +463,21 @@ def _load_model(policy: SavedPolicy) -> tuple[Any, Any]:
     return model, normalizer
 
 
+def _read_zoo_yaml(path: Path) -> dict[str, Any]:
+    """rl-zoo3 dumps an OrderedDict; read it with the safe loader taught only that one tag."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def ordered_dict(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> dict[str, Any]:
+        (pairs,) = loader.construct_sequence(node, deep=True)
+        return dict(pairs)
+
+    Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.OrderedDict", ordered_dict)
+    return yaml.load(path.read_text(), Loader=Loader)  # noqa: S506 (a SafeLoader subclass)
+
+
 def load_agent(path: str | Path, name: str | None = None) -> SB3Agent:
-    """The run saved in ``path`` (by ``train``) as an ``Agent``, with its VecNormalize statistics."""
+    """The run saved in ``path`` (by ``train`` or rl-zoo3) as an ``Agent``, with its VecNormalize statistics."""
     return SavedPolicy.from_dir(path, name).build()

@@ -40,3 +40,9 @@ def test_rl_zoo3_trains_from_our_yaml(env_id, tmp_path):
     assert (run / env_id / "vecnormalize.pkl").is_file()
     saved = yaml.load((run / env_id / "config.yml").read_text(), Loader=yaml.UnsafeLoader)  # rl-zoo3's OrderedDict
     assert saved["env_kwargs"] == dict(SETTINGS[env_id].rl_env_kwargs)
+    from baselines.harness import rollout
+    from baselines.rl import load_agent
+
+    agent = load_agent(run)  # the adapter reads rl-zoo3's run folder too
+    assert agent.env_kwargs == dict(SETTINGS[env_id].rl_env_kwargs)
+    assert rollout(env_id, agent, seed=0, record=()).metrics["steps"] > 0
