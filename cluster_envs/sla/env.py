@@ -47,14 +47,18 @@ class SLAConfig:
         if isinstance(self.sla, str):
             check_choice("sla", self.sla, ("mean",))
         else:
-            sla = tuple(float(b) if np.isscalar(b) else b for b in self.sla)
+            if not isinstance(self.sla, (tuple, list, np.ndarray)):
+                raise ValueError(
+                    f"sla must be a sequence of {self.n_users} non-negative shares or 'mean', got {self.sla!r}"
+                )
+            sla = tuple(np.ravel(self.sla))
             if len(sla) != self.n_users:
                 raise ValueError(f"sla has {len(sla)} entries but n_users={self.n_users}; give one SLA share per user")
             for i, b in enumerate(sla):
                 check_number(f"sla[{i}]", b, low=0.0)
             if sum(sla) <= 0:
                 raise ValueError("sla must have a positive sum")
-            object.__setattr__(self, "sla", sla)
+            object.__setattr__(self, "sla", tuple(float(b) for b in sla))
         check_choice("action_mode", self.action_mode, ACTION_MODES)
         check_choice("obs_mode", self.obs_mode, OBS_MODES)
         check_choice("obs_format", self.obs_format, OBS_FORMATS)
