@@ -7,6 +7,8 @@ task alone, so every backend returns the same episodes in the order of the tasks
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,13 +41,11 @@ def run_task(task: Task) -> Episode:
 
 
 def _init_worker() -> None:
-    """Workers share a small machine: one BLAS/torch thread each."""
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-    except ImportError:
-        pass
+    """Workers share a machine: one BLAS/OpenMP/torch thread each (torch reads the variable when imported)."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = "1"
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
 
 
 def run_tasks(
