@@ -10,17 +10,20 @@ baseline (0) and the oracle (1) on the headline metric.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from agents import agent_names
 from agents.registry import agent_class
 from baselines.backends import Task, run_tasks
 from baselines.harness import Episode, build_agent, env_kwargs_for
+from baselines.rl import RunConfig, SavedPolicy, as_json_value, check_eval_seeds, train
 from baselines.settings import EnvSetting, env_setting, require_setting
 from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
 
@@ -138,8 +141,6 @@ def compare(
     ``rl`` names RL algorithms; each is loaded from ``models_dir/<algo>-<env_id>`` if a run with the same
     env kwargs and at least ``rl_steps`` steps is there, and trained there otherwise.
     """
-    from baselines.rl import check_eval_seeds
-
     seeds = list(seeds)
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct and non-empty, got {seeds}")
@@ -147,16 +148,12 @@ def compare(
     env_kwargs = dict(env_kwargs or {})
     setting = env_setting(env_id)
     names = resolve_agents(env_id, agents)
-    import gymnasium as gym
-
     for name in names:  # bad env kwargs or a conflict with an agent's needs fail before any work
         gym.make(env_id, **env_kwargs_for(build_agent(env_id, name), env_kwargs)).close()
     rl_runs: dict[str, dict[str, Any]] = {}
     policies = []
     if rl:
         require_setting(env_id)
-        from baselines.rl import RunConfig
-
         for algo in rl:  # fail on an unknown algorithm or missing hyperparameters before training anything
             RunConfig.resolve(algo, env_id, env_kwargs)
         for algo in rl:
@@ -191,10 +188,6 @@ def obtain_policy(
     progress: bool,
 ):
     """The run in ``models_dir/<algo>-<env_id>`` if it matches (same env kwargs, enough steps), else a new one."""
-    import json
-
-    from baselines.rl import RunConfig, SavedPolicy, as_json_value, train
-
     run_dir = Path(models_dir or "runs") / f"{algo}-{env_id.split(':')[-1]}"
     config = RunConfig.resolve(algo, env_id, env_kwargs)
     wanted = config.n_timesteps if steps is None else steps

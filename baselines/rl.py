@@ -15,6 +15,7 @@ torch, stable-baselines3 and sb3-contrib are imported only when a function here 
 
 from __future__ import annotations
 
+import ast
 import csv
 import functools
 import importlib
@@ -123,8 +124,6 @@ class RunConfig:
                 raise ValueError(f"env_kwargs[{key!r}] is {value!r} in the YAML but {table_kwargs[key]!r} in settings")
         normalize = raw.pop("normalize", False)
         if isinstance(normalize, str):  # rl-zoo3 also accepts a Python dict literal
-            import ast
-
             normalize = ast.literal_eval(normalize)
         normalize = {} if normalize is True else (dict(normalize) if normalize else None)
         policy_kwargs = raw.pop("policy_kwargs", None)
@@ -225,7 +224,7 @@ def train(
         model = cls.load(out / "model.zip", env=vec_env, device="cpu")
     else:
         model = cls(env=vec_env, seed=seed, device="cpu", verbose=0, **config.model_kwargs)
-    curve = _TrainingCurve(require_setting(env_id).headline, steps, progress)
+    curve = _training_curve(require_setting(env_id).headline, steps, progress)
     start = time.perf_counter()
     model.learn(total_timesteps=steps, callback=curve, reset_num_timesteps=not load)
     seconds = time.perf_counter() - start
@@ -274,71 +273,69 @@ def _read_meta(out: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-class _TrainingCurve:
-    """An SB3 callback (built lazily to keep SB3 optional) with a tqdm progress bar. Every ~2% of the
-    steps it records the mean raw reward per step, and the mean return and headline metric of the
-    episodes that ended (long episodes may not end in every interval)."""
+def _training_curve(headline: str, steps: int, progress: bool):
+    """An SB3 callback (its class is defined here to keep SB3 an optional import) with a tqdm progress
+    bar. Every ~2% of the steps it records the mean raw reward per step, and the mean return and headline
+    metric of the episodes that ended (long episodes may not end in every interval)."""
+    from stable_baselines3.common.callbacks import BaseCallback
 
-    def __new__(cls, headline: str, steps: int, progress: bool):
-        from stable_baselines3.common.callbacks import BaseCallback
+    interval = max(steps // 50, 256)
 
-        interval = max(steps // 50, 256)
+    class Callback(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.rows: list[dict[str, float]] = []
+            self.bar = None
+            self._rewards: list[float] = []
+            self._episodes: list[tuple[float, float]] = []
+            self._next = 0
 
-        class Callback(BaseCallback):
-            def __init__(self):
-                super().__init__()
-                self.rows: list[dict[str, float]] = []
-                self.bar = None
-                self._rewards: list[float] = []
-                self._episodes: list[tuple[float, float]] = []
-                self._next = 0
+        def _on_training_start(self) -> None:
+            self._next = self.num_timesteps + interval
+            if progress:
+                from tqdm.auto import tqdm
 
-            def _on_training_start(self) -> None:
-                self._next = self.num_timesteps + interval
-                if progress:
-                    from tqdm.auto import tqdm
+                self.bar = tqdm(total=steps, desc=f"train {self.model.__class__.__name__}", unit="step")
 
-                    self.bar = tqdm(total=steps, desc=f"train {self.model.__class__.__name__}", unit="step")
-
-            def _on_step(self) -> bool:
-                if self.bar is not None:
-                    self.bar.update(self.training_env.num_envs)
-                normalizer = self.model.get_vec_normalize_env()
-                raw = normalizer.get_original_reward() if normalizer is not None else self.locals["rewards"]
-                self._rewards.extend(np.asarray(raw, dtype=np.float64).ravel().tolist())
-                for info in self.locals["infos"]:
-                    if "episode" in info:
-                        summary = info.get("episode_summary") or {}
-                        self._episodes.append((float(info["episode"]["r"]), float(summary.get(headline, np.nan))))
-                if self.num_timesteps >= self._next:
-                    self._flush()
-                return True
-
-            def _flush(self) -> None:
-                if not self._rewards:
-                    return
-                returns, metric = np.array(self._episodes).reshape(-1, 2).T
-                self.rows.append(
-                    {
-                        "timesteps": self.num_timesteps,
-                        "mean_step_reward": float(np.mean(self._rewards)),
-                        "episodes": len(returns),
-                        "episode_return": float(returns.mean()) if len(returns) else np.nan,
-                        headline: float(metric.mean()) if len(metric) else np.nan,
-                    }
-                )
-                self._rewards, self._episodes = [], []
-                self._next = self.num_timesteps + interval
-
-            def _on_training_end(self) -> None:
+        def _on_step(self) -> bool:
+            if self.bar is not None:
+                self.bar.update(self.training_env.num_envs)
+            normalizer = self.model.get_vec_normalize_env()
+            raw = normalizer.get_original_reward() if normalizer is not None else self.locals["rewards"]
+            self._rewards.extend(np.asarray(raw, dtype=np.float64).ravel().tolist())
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    summary = info.get("episode_summary") or {}
+                    self._episodes.append((float(info["episode"]["r"]), float(summary.get(headline, np.nan))))
+            if self.num_timesteps >= self._next:
                 self._flush()
-                if self.bar is not None:
-                    self.bar.close()
+            return True
 
-            def write(self, out: Path, append: bool) -> None:
-                write_training_curve(out, self.rows, headline, append)
+        def _flush(self) -> None:
+            if not self._rewards:
+                return
+            returns, metric = np.array(self._episodes).reshape(-1, 2).T
+            self.rows.append(
+                {
+                    "timesteps": self.num_timesteps,
+                    "mean_step_reward": float(np.mean(self._rewards)),
+                    "episodes": len(returns),
+                    "episode_return": float(returns.mean()) if len(returns) else np.nan,
+                    headline: float(metric.mean()) if len(metric) else np.nan,
+                }
+            )
+            self._rewards, self._episodes = [], []
+            self._next = self.num_timesteps + interval
 
-        return Callback()
+        def _on_training_end(self) -> None:
+            self._flush()
+            if self.bar is not None:
+                self.bar.close()
+
+        def write(self, out: Path, append: bool) -> None:
+            write_training_curve(out, self.rows, headline, append)
+
+    return Callback()
 
 
 def write_training_curve(out: Path, rows: list[dict[str, float]], headline: str, append: bool = False) -> None:
