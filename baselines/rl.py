@@ -46,8 +46,8 @@ ALGOS: dict[str, tuple[str, str]] = {
     "td3": ("stable_baselines3", "TD3"),
     "ppo_lstm": ("sb3_contrib", "RecurrentPPO"),
 }
-# rl-zoo3 keys this trainer understands besides the algorithm's own keyword arguments.
-ZOO_KEYS = {"n_envs", "n_timesteps", "policy", "normalize", "env_kwargs", "policy_kwargs"}
+# rl-zoo3 keys this trainer does not implement (the others are n_envs, n_timesteps, normalize, env_kwargs,
+# policy, policy_kwargs and the algorithm's own keyword arguments).
 ZOO_UNSUPPORTED = {"env_wrapper", "vec_env_wrapper", "frame_stack", "callback", "monitor_kwargs"}
 
 
@@ -110,6 +110,7 @@ class RunConfig:
     n_timesteps: int
     normalize: dict[str, Any] | None
     model_kwargs: dict[str, Any] = field(default_factory=dict)
+    section: dict[str, Any] = field(default_factory=dict)  # the YAML section as written
 
     @classmethod
     def resolve(
@@ -117,6 +118,7 @@ class RunConfig:
     ) -> RunConfig:
         """The YAML section with the settings table's RL env kwargs and the user's ``overrides`` on top."""
         raw = load_hyperparams(algo, env_id, path)
+        section = dict(raw)
         table_kwargs = dict(require_setting(env_id).rl_env_kwargs)
         yaml_kwargs = dict(raw.pop("env_kwargs", None) or {})
         for key, value in yaml_kwargs.items():
@@ -140,14 +142,12 @@ class RunConfig:
             n_timesteps=int(float(model_kwargs.pop("n_timesteps", 100_000))),
             normalize=normalize,
             model_kwargs=model_kwargs,
+            section=section,
         )
 
     def as_yaml_dict(self) -> dict[str, Any]:
-        """The resolved section in rl-zoo3's format (saved next to the model as ``config.yml``)."""
-        section = {"env_kwargs": self.env_kwargs, "n_envs": self.n_envs, "n_timesteps": self.n_timesteps}
-        section["normalize"] = self.normalize if self.normalize is not None else False
-        section.update({k: (repr(v) if k == "policy_kwargs" else v) for k, v in self.model_kwargs.items()})
-        return {self.env_id: section}
+        """The section with the env kwargs actually used, in rl-zoo3's format (saved as ``config.yml``)."""
+        return {self.env_id: {**self.section, "env_kwargs": self.env_kwargs}}
 
 
 def _eval_policy_kwargs(text: str) -> dict[str, Any]:
@@ -223,7 +223,10 @@ def train(
     if load:
         model = cls.load(out / "model.zip", env=vec_env, device="cpu")
     else:
-        model = cls(env=vec_env, seed=seed, device="cpu", verbose=0, **config.model_kwargs)
+        try:
+            model = cls(env=vec_env, seed=seed, device="cpu", verbose=0, **config.model_kwargs)
+        except TypeError as err:  # a misspelt hyperparameter
+            raise ValueError(f"hyperparameters of {algo} for {env_id}: {err}") from None
     curve = _training_curve(require_setting(env_id).headline, steps, progress)
     start = time.perf_counter()
     model.learn(total_timesteps=steps, callback=curve, reset_num_timesteps=not load)

@@ -34,6 +34,7 @@ def test_compare_writes_a_report(tmp_path, capsys):
     (["train", "ClusterSLA-v0", "--set", "colour=3"], "colour"),
     (["train", "ClusterSLA-v0", "--steps", "0"], "steps"),
     (["train", "ClusterSLA-v0", "--load", "--out", "/nonexistent/run"], "no trained run"),
+    (["train", "ClusterSLA-v0", "--hyperparams", "/nonexistent.yml"], "no hyperparameter file"),
 ])  # fmt: skip
 def test_bad_input_is_a_one_line_error(capsys, argv, message):
     if argv[0] == "train" or "--rl" in argv:
@@ -42,3 +43,13 @@ def test_bad_input_is_a_one_line_error(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("cluster-envs: error:") and message in err[0], err
+
+
+def test_a_misspelt_hyperparameter_is_a_one_line_error(tmp_path, capsys):
+    pytest.importorskip("stable_baselines3")
+    yaml = pytest.importorskip("yaml")
+    path = tmp_path / "ppo.yml"
+    path.write_text(yaml.safe_dump({"ClusterSLA-v0": {"env_kwargs": {"action_mode": "softmax"}, "learning_rat": 0.1}}))
+    assert main(["train", "ClusterSLA-v0", "--hyperparams", str(path), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "learning_rat" in err[0]
