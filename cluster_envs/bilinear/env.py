@@ -12,6 +12,7 @@ from gymnasium import spaces
 
 from cluster_envs.bilinear.dynamics import (
     ACTION_MODES,
+    NOISE_CLIP,
     OBSERVATION_MODES,
     SERVICE_MODELS,
     BilinearProblem,
@@ -87,9 +88,15 @@ class BilinearConfig:
         check_number("num_server_classes", self.num_server_classes, low=1, integer=True)
         check_number("feature_dim", self.feature_dim, low=1, integer=True)
         n_i, n_j, d = self.num_job_classes, self.num_server_classes, self.feature_dim
-        servers = (self.servers_per_class,) * n_j if np.isscalar(self.servers_per_class) else tuple(self.servers_per_class)
+        servers = (
+            (self.servers_per_class,) * n_j
+            if np.isscalar(self.servers_per_class)
+            else tuple(self.servers_per_class)
+        )
         if len(servers) != n_j:
-            raise ValueError(f"servers_per_class must be an integer or have {n_j} entries, got {len(servers)}")
+            raise ValueError(
+                f"servers_per_class must be an integer or have {n_j} entries, got {len(servers)}"
+            )
         for j, c in enumerate(servers):
             check_number(f"servers_per_class[{j}]", c, low=1, integer=True)
         object.__setattr__(self, "servers_per_class", tuple(int(c) for c in servers))
@@ -97,7 +104,9 @@ class BilinearConfig:
             _unit_bounded(name, getattr(self, name), shape)
         if self.instance_seed is not None:
             check_number("instance_seed", self.instance_seed, low=0, integer=True)
-        rho = _per_class("traffic_intensity", self.traffic_intensity, 1 if np.isscalar(self.traffic_intensity) else n_i)
+        rho = _per_class(
+            "traffic_intensity", self.traffic_intensity, 1 if np.isscalar(self.traffic_intensity) else n_i
+        )
         rho = tuple(r / n_i for r in rho * n_i) if len(rho) == 1 else rho
         mu = _per_class("service_rate", self.service_rate, n_i)
         if any(r <= 0 for r in rho):
@@ -106,9 +115,11 @@ class BilinearConfig:
             raise ValueError("service_rate must lie in (0, 1] for every class (geometric service per slot)")
         object.__setattr__(self, "traffic_intensity", rho)
         object.__setattr__(self, "service_rate", mu)
-        lam = sum(r * m for r, m in zip(rho, mu))
+        lam = sum(r * m for r, m in zip(rho, mu, strict=True))
         if lam > 1 + 1e-12:
-            raise ValueError(f"traffic_intensity × service_rate sums to λ = {lam:.4g} > 1: at most one job arrives per slot")
+            raise ValueError(
+                f"traffic_intensity × service_rate gives λ = {lam:.4g} > 1: at most one job arrives per slot"
+            )
         check_choice("allow_unstable", self.allow_unstable, (False, True))
         n, load = sum(servers), sum(rho)
         stat = load if len(set(mu)) == 1 else 2 * lam / min(mu) - load  # Assumption II.1 / App. D [L272]
@@ -134,7 +145,9 @@ class BilinearConfig:
         if self.server_schedule is not None and not callable(self.server_schedule):
             sched = np.asarray(self.server_schedule)
             if sched.shape != (self.horizon, n_j):
-                raise ValueError(f"server_schedule must be callable t -> n(t) or have shape (horizon, J), got {sched.shape}")
+                raise ValueError(
+                    f"server_schedule must be callable t -> n(t) or of shape (horizon, J), got {sched.shape}"
+                )
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -150,7 +163,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 class ClusterBilinearEnv(gym.Env):
-    """I job classes queue for J classes of parallel servers; a (class-i job, class-j server) slot pays u_iᵀΘv_j + noise.
+    """Job classes queue for classes of parallel servers; a (class-i job, class-j server) slot pays u_iᵀΘv_j + noise.
 
     Paper: J.-h. Kim and M. Vojnović, "Learning to Schedule in Parallel-Server Queues with Stochastic
     Bilinear Rewards" (paper 004; spec ``specs/bilinear_queues.md``).
@@ -158,8 +171,8 @@ class ClusterBilinearEnv(gym.Env):
     **Dynamics** (one step = one slot t). Q(t) includes the arrival A(t) (Q(0) = 0, so Q(1) = A(1)). The
     action becomes an expected allocation y (I × J, y ≥ 0, Σ_i y_ij ≤ n_j, rows of empty classes 0).
     Each class-j server selects a waiting class-i job with probability y_ij/(n_j Q_i) or idles; each
-    selection pays ξ = r_ij + N(0, ``noise_std``²), r_ij = u_iᵀΘv_j, and completes the job with
-    probability μ_i. ``service_model="paper"``: several servers may select one job and each selection is
+    selection pays ξ = r_ij + N(0, ``noise_std``²) (truncated at ±10σ so the spaces are bounded),
+    r_ij = u_iᵀΘv_j, and completes the job with probability μ_i. ``service_model="paper"``: several servers may select one job and each selection is
     paid (eq. 22); ``"exclusive"``: servers go in a random order and a server whose job is taken idles
     (a collision). Then A(t+1) (Bernoulli(λ), class i w.p. λ_i/λ; pre-drawn at reset) joins the queue.
     λ_i = ρ_i μ_i; the config rejects λ > 1 and, unless ``allow_unstable``, ρ ≥ n (Assumption II.1;
@@ -188,7 +201,8 @@ class ClusterBilinearEnv(gym.Env):
     the env unchanged.
 
     **Reward** (``reward_mode``) minus κ Σ_i c_i Q_i(t) (κ = ``holding_cost_weight``, pre-decision Q):
-    ``"noisy"`` Σξ; ``"mean"`` Σ r_ij N_ij; ``"expected"`` Σ r_ij y_ij; ``"cost_adjusted"`` Σ(ξ − ``gamma_env``).
+    ``"noisy"`` Σξ; ``"mean"`` Σ r_ij N_ij; ``"expected"`` Σ r_ij y_ij; ``"cost_adjusted"``
+    Σ(ξ − ``gamma_env``).
     With ``"paper"`` service and κ = 0 filling every server maximises reward (r* is no upper bound there).
 
     **Episode end.** Truncated after slot T = ``horizon``; terminated only when Σ_i Q_i(t+1) > ``queue_cap``.
@@ -236,19 +250,31 @@ class ClusterBilinearEnv(gym.Env):
         self.observation_space = self._build_observation_space()
 
     def _build_observation_space(self) -> spaces.Box:
+        """Exact finite bounds: Q ≤ T + 1 arrivals, N_ij ≤ n_j, |ξ| ≤ 1 + 10σ (noise is truncated at 10σ)."""
         cfg = self.config
-        n_i, n_j, d, k = cfg.num_job_classes, cfg.num_server_classes, cfg.feature_dim, cfg.max_jobs
-        inf = np.inf
-        parts = [np.zeros(n_i), np.full(n_i, inf)], [np.zeros(n_i * n_j), np.tile(self._caps, n_i)]
-        bounds = [*parts, [np.full(n_i * n_j, -inf), np.full(n_i * n_j, inf)]]
+        n_i, n_j, d, k, t_max = (
+            cfg.num_job_classes,
+            cfg.num_server_classes,
+            cfg.feature_dim,
+            cfg.max_jobs,
+            cfg.horizon,
+        )
+        xi_max = 1.0 + NOISE_CLIP * cfg.noise_std
+        caps = np.tile(self._caps, n_i)
+        bounds = [
+            (np.zeros(n_i), np.full(n_i, t_max + 1.0)),
+            (np.zeros(n_i * n_j), caps),
+            (-xi_max * caps, xi_max * caps),
+        ]
         if cfg.observation_mode in ("queues_stats", "full"):
-            bounds += [[np.zeros(1), np.ones(1)], [np.zeros(n_i * n_j), np.full(n_i * n_j, inf)]]
-            bounds += [[np.full(n_i * n_j, -inf), np.full(n_i * n_j, inf)]]
+            bounds += [(np.zeros(1), np.ones(1)), (np.zeros(n_i * n_j), np.log1p(t_max * caps))]
+            bounds += [(np.full(n_i * n_j, -xi_max), np.full(n_i * n_j, xi_max))]
         if cfg.observation_mode == "full":
-            bounds += [[-np.ones((n_i + n_j) * d), np.ones((n_i + n_j) * d)]]
+            bounds += [(-np.ones((n_i + n_j) * d), np.ones((n_i + n_j) * d))]
         if cfg.action_mode == "job_allocation":
-            bounds += [[np.zeros(k), np.full(k, float(n_i))], [np.zeros(k * n_j), np.full(k * n_j, inf)]]
-            bounds += [[np.full(k * n_j, -inf), np.full(k * n_j, inf)]]
+            job_caps = t_max * np.tile(self._caps, k)
+            bounds += [(np.zeros(k), np.full(k, float(n_i))), (np.zeros(k * n_j), job_caps)]
+            bounds += [(-xi_max * job_caps, xi_max * job_caps)]
         low = np.concatenate([b[0] for b in bounds]).astype(np.float32)
         high = np.concatenate([b[1] for b in bounds]).astype(np.float32)
         return spaces.Box(low, high, dtype=np.float32)
@@ -343,13 +369,28 @@ class ClusterBilinearEnv(gym.Env):
         self._total_counts = np.zeros((n_i, n_j))
         self._total_sums = np.zeros((n_i, n_j))
         self._totals = dict.fromkeys(
-            ("regret", "regret_realized", "reward_noisy", "reward_mean", "reward_expected", "holding_cost",
-             "queue_total", "utilization", "duplicates", "collisions"),
+            (
+                "regret",
+                "regret_realized",
+                "reward_noisy",
+                "reward_mean",
+                "reward_expected",
+                "holding_cost",
+                "queue_total",
+                "utilization",
+                "duplicates",
+                "collisions",
+            ),
             0.0,
         )
         q = self._sim.queue()
-        info = {"t": 0, "Q": q, "r_star": self.r_star, "oracle_allocation": self.oracle_allocation.copy(),
-                "queue_total": float(q.sum())}
+        info = {
+            "t": 0,
+            "Q": q,
+            "r_star": self.r_star,
+            "oracle_allocation": self.oracle_allocation.copy(),
+            "queue_total": float(q.sum()),
+        }
         return self._observation(), info
 
     def _schedule(self) -> np.ndarray | None:
@@ -409,7 +450,9 @@ class ClusterBilinearEnv(gym.Env):
             raise ValueError(f"action must be numeric, got {type(action).__name__}") from err
         shape = self.action_space.shape
         if a.shape != shape:
-            raise ValueError(f"action must have shape {shape} (action_mode={self.config.action_mode!r}), got {a.shape}")
+            raise ValueError(
+                f"action must have shape {shape} (action_mode={self.config.action_mode!r}), got {a.shape}"
+            )
         if not np.isfinite(a).all():
             raise ValueError("action must be finite (no NaN or inf)")
         if self.config.action_mode == "server_choice":
@@ -418,7 +461,9 @@ class ClusterBilinearEnv(gym.Env):
                 raise ValueError(f"action (server_choice) must hold integers in [0, {top}] (I = idle)")
         return a
 
-    def _record(self, res: SlotResult, r_star: float, oracle_alloc: np.ndarray, dist: float) -> dict[str, Any]:
+    def _record(
+        self, res: SlotResult, r_star: float, oracle_alloc: np.ndarray, dist: float
+    ) -> dict[str, Any]:
         sim, tot = self.simulator, self._totals
         self._last_counts, self._last_sums = res.counts.astype(np.float64), res.reward_sums
         self._total_counts += res.counts
@@ -445,7 +490,7 @@ class ClusterBilinearEnv(gym.Env):
             "y": res.y,
             "N": res.counts,
             "assignments": res.assignments.tolist(),
-            "jobs": list(zip(sim.job_id.tolist(), sim.job_class.tolist())),
+            "jobs": list(zip(sim.job_id.tolist(), sim.job_class.tolist(), strict=True)),
             "reward_noisy": res.reward_noisy,
             "reward_mean": res.reward_mean,
             "reward_expected": res.reward_expected,
@@ -514,4 +559,6 @@ class ClusterBilinearEnv(gym.Env):
         if self.render_mode != "ansi":
             return None
         sim = self.simulator
-        return f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={self._totals['regret']:.2f}\n"
+        return (
+            f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={self._totals['regret']:.2f}\n"
+        )
