@@ -163,7 +163,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 class ClusterBilinearEnv(gym.Env):
-    """Job classes queue for classes of parallel servers; a (class-i job, class-j server) slot pays u_iᵀΘv_j + noise.
+    """Jobs queue for classes of parallel servers; a class-i job on a class-j server pays u_iᵀΘv_j + noise.
 
     Paper: J.-h. Kim and M. Vojnović, "Learning to Schedule in Parallel-Server Queues with Stochastic
     Bilinear Rewards" (paper 004; spec ``specs/bilinear_queues.md``).
@@ -172,9 +172,10 @@ class ClusterBilinearEnv(gym.Env):
     action becomes an expected allocation y (I × J, y ≥ 0, Σ_i y_ij ≤ n_j, rows of empty classes 0).
     Each class-j server selects a waiting class-i job with probability y_ij/(n_j Q_i) or idles; each
     selection pays ξ = r_ij + N(0, ``noise_std``²) (truncated at ±10σ so the spaces are bounded),
-    r_ij = u_iᵀΘv_j, and completes the job with probability μ_i. ``service_model="paper"``: several servers may select one job and each selection is
-    paid (eq. 22); ``"exclusive"``: servers go in a random order and a server whose job is taken idles
-    (a collision). Then A(t+1) (Bernoulli(λ), class i w.p. λ_i/λ; pre-drawn at reset) joins the queue.
+    r_ij = u_iᵀΘv_j, and completes the job with probability μ_i. ``service_model="paper"``: several
+    servers may select one job and each selection is paid (eq. 22); ``"exclusive"``: servers go in a
+    random order and a server whose job is taken idles (a collision). Then A(t+1) (Bernoulli(λ), class i
+    w.p. λ_i/λ; pre-drawn at reset) joins the queue.
     λ_i = ρ_i μ_i; the config rejects λ > 1 and, unless ``allow_unstable``, ρ ≥ n (Assumption II.1;
     2λ/μ_min − ρ ≥ n for heterogeneous μ). ``server_schedule`` (callable t ↦ n(t), or a (T, J) array)
     makes only the first n_j(t) servers of class j available in slot t; capacities and r*(t) follow it.
