@@ -107,7 +107,7 @@ class BilinearConfig:
         rho = _per_class(
             "traffic_intensity", self.traffic_intensity, 1 if np.isscalar(self.traffic_intensity) else n_i
         )
-        rho = tuple(r / n_i for r in rho * n_i) if len(rho) == 1 else rho
+        rho = (rho[0] / n_i,) * n_i if len(rho) == 1 else rho  # a scalar is the total ρ, split evenly
         mu = _per_class("service_rate", self.service_rate, n_i)
         if any(r <= 0 for r in rho):
             raise ValueError("traffic_intensity must be positive for every class")
@@ -123,7 +123,7 @@ class BilinearConfig:
         check_choice("allow_unstable", self.allow_unstable, (False, True))
         n, load = sum(servers), sum(rho)
         stat = load if len(set(mu)) == 1 else 2 * lam / min(mu) - load  # Assumption II.1 / App. D [L272]
-        if stat >= n and not self.allow_unstable:
+        if stat >= n - 1e-9 and not self.allow_unstable:
             raise ValueError(
                 f"traffic_intensity gives an unstable system ({stat:.4g} ≥ n = {n}; Assumption II.1); "
                 "lower the load or pass allow_unstable=True"
