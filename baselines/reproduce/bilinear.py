@@ -341,4 +341,4 @@ def run(scale: str = "small", out_dir: str | pathlib.Path = "results/bilinear") 
 
 
 if __name__ == "__main__":
-    print(run(*sys.argv[1:2]))
+    print(run(*sys.argv[1:3]))
