@@ -57,6 +57,11 @@ def test_conformance_in_every_mode(action_mode, observation_mode):
         assert env.observation_space.contains(obs) and np.isfinite(reward)
         if terminated or truncated:
             obs, _ = env.reset()
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make(ENV_ID, **kwargs) for _ in range(2)])
+    envs.reset(seed=[0, 1])
+    envs.action_space.seed(0)
+    for _ in range(70):  # crosses the horizon, so autoreset and the episode summary are stacked too
+        assert np.isfinite(envs.step(envs.action_space.sample())[1]).all()
     # clones continue identically; a rejected action leaves the env unchanged
     raw = gym.make(ENV_ID, **kwargs).unwrapped
     raw.reset(seed=5)
