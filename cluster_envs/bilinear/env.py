@@ -214,7 +214,8 @@ class ClusterBilinearEnv(gym.Env):
     ``reward_noisy, reward_mean, reward_expected, r_star, oracle_allocation`` (ρ_i p*_ij), ``regret_inc``
     (r* − Σ r_ij y_ij, eq. 1), ``regret_inc_realized`` (r* − Σ r_ij N_ij), ``cum_regret`` (= ``regret``),
     ``cum_regret_realized, holding_cost`` (Σ c_i Q_i(t)), ``queue_total, utilization`` (Σy/n),
-    ``n_duplicates, n_collisions, action_projection_dist, overflow``; at the end ``episode_summary``.
+    ``n_duplicates, n_collisions, action_projection_dist, overflow, hidden_jobs`` (waiting jobs beyond
+    ``max_jobs`` under ``job_allocation``); at the end ``episode_summary``.
     r* is the fluid LP oracle (HiGHS), solved once per instance (per distinct n(t) under a schedule).
 
     **Presets**: ``paper`` (Sec. V: I = 10, J = 2, n_j = 2, d = 2, ρ = 1, μ = 1, σ = 0.1, T = 500, c = 1),
@@ -381,6 +382,7 @@ class ClusterBilinearEnv(gym.Env):
                 "utilization",
                 "duplicates",
                 "collisions",
+                "hidden_jobs",
             ),
             0.0,
         )
@@ -482,6 +484,10 @@ class ClusterBilinearEnv(gym.Env):
         for key, value in updates.items():
             tot[key] += value
         q_next = sim.queue()
+        # waiting jobs a per-job agent could not see or serve this slot (beyond max_jobs)
+        per_job = self.config.action_mode == "job_allocation"
+        hidden = max(0, int(res.queue.sum()) - self.config.max_jobs) if per_job else 0
+        tot["hidden_jobs"] = max(tot["hidden_jobs"], hidden)
         return {
             "t": sim.t,
             "Q": res.queue,
@@ -509,6 +515,7 @@ class ClusterBilinearEnv(gym.Env):
             "n_duplicates": res.n_duplicates,
             "n_collisions": res.n_collisions,
             "action_projection_dist": dist,
+            "hidden_jobs": hidden,
         }
 
     def _reward(self, res: SlotResult) -> float:
@@ -536,6 +543,7 @@ class ClusterBilinearEnv(gym.Env):
             "utilization": tot["utilization"] / steps,
             "duplicates": tot["duplicates"],
             "collisions": tot["collisions"],
+            "max_hidden_jobs": tot["hidden_jobs"],
         }
 
     def _observation(self) -> np.ndarray:
