@@ -245,6 +245,14 @@ def test_queue_cap_terminates_with_overflow():
     assert terminated and info["overflow"] and "episode_summary" in info
 
 
+def test_hidden_jobs_are_reported_under_job_allocation():
+    env = gym.make(ENV_ID, action_mode="job_allocation", max_jobs=2)
+    env.reset(seed=0)
+    infos = [env.step(np.zeros(4))[4] for _ in range(10)]
+    assert [i["hidden_jobs"] for i in infos] == [max(0, int(i["Q"].sum()) - 2) for i in infos]
+    assert infos[-1]["hidden_jobs"] > 0
+
+
 def test_server_schedule_caps_each_slot():
     sched = np.tile([[1, 0], [2, 2]], (25, 1))
     env = gym.make(ENV_ID, horizon=50, server_schedule=sched)
