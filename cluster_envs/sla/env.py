@@ -47,14 +47,18 @@ class SLAConfig:
         if isinstance(self.sla, str):
             check_choice("sla", self.sla, ("mean",))
         else:
-            sla = tuple(float(b) if np.isscalar(b) else b for b in self.sla)
+            if not isinstance(self.sla, (tuple, list, np.ndarray)):
+                raise ValueError(
+                    f"sla must be a sequence of {self.n_users} non-negative shares or 'mean', got {self.sla!r}"
+                )
+            sla = tuple(np.ravel(self.sla))
             if len(sla) != self.n_users:
                 raise ValueError(f"sla has {len(sla)} entries but n_users={self.n_users}; give one SLA share per user")
             for i, b in enumerate(sla):
                 check_number(f"sla[{i}]", b, low=0.0)
             if sum(sla) <= 0:
                 raise ValueError("sla must have a positive sum")
-            object.__setattr__(self, "sla", sla)
+            object.__setattr__(self, "sla", tuple(float(b) for b in sla))
         check_choice("action_mode", self.action_mode, ACTION_MODES)
         check_choice("obs_mode", self.obs_mode, OBS_MODES)
         check_choice("obs_format", self.obs_format, OBS_FORMATS)
@@ -214,7 +218,9 @@ class ClusterSLAEnv(gym.Env):
         if "loads" in options:
             loads = self._checked_loads(options["loads"])
         else:
-            loads = np.asarray(self._generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64)
+            loads = np.asarray(
+                self._generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64
+            )
             loads = self._checked_loads(loads, name="scenario output")
         sla = tuple(loads.mean(axis=1) / loads.mean(axis=1).sum()) if cfg.sla == "mean" else cfg.sla
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
@@ -223,7 +229,9 @@ class ClusterSLAEnv(gym.Env):
         info = {
             "sla": problem.sla_array,
             "horizon": cfg.horizon,
-            "scenario": cfg.scenario if isinstance(cfg.scenario, str) else getattr(cfg.scenario, "__name__", "callable"),
+            "scenario": cfg.scenario
+            if isinstance(cfg.scenario, str)
+            else getattr(cfg.scenario, "__name__", "callable"),
             "opt_total_work": float(self._sim.opt_cum_work[-1]),
             "opt_eps_total_work": float(self._sim.opt_eps_cum_work[-1]),
         }
@@ -327,7 +335,9 @@ class ClusterSLAEnv(gym.Env):
         if self.render_mode != "ansi":
             return None
         sim = self._simulator
-        lines = [f"t={sim.t}/{sim.horizon}  work={sim.total_work:.2f}  regret={sim.opt_total_work - sim.total_work:.2f}"]
+        lines = [
+            f"t={sim.t}/{sim.horizon}  work={sim.total_work:.2f}  regret={sim.opt_total_work - sim.total_work:.2f}"
+        ]
         for i in range(self.config.n_users):
             bar = "#" * int(round(20 * sim.alloc[i]))
             lines.append(
