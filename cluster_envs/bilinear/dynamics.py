@@ -26,9 +26,7 @@ from cluster_envs.bilinear.instance import pair_features
 SERVICE_MODELS = ("paper", "exclusive")
 ACTION_MODES = ("allocation", "simplex_logits", "server_choice", "job_allocation")
 OBSERVATION_MODES = ("queues", "queues_stats", "full")
-NOISE_CLIP = (
-    10.0  # reward noise is truncated at ±10σ (probability 1.5e-23) so observations have finite bounds
-)
+NOISE_CLIP = 10.0  # reward noise is truncated at ±10σ (probability 1.5e-23) so observations have finite bounds
 ASSIGNMENT_DTYPE = np.dtype(
     [
         ("job_id", np.int64),
@@ -219,8 +217,7 @@ class BilinearSimulator:
             "pick": assign.random(n),
             "order": assign.permutation(n),
             "service": self.streams["service"].random(n),
-            "noise": self.noise_std
-            * np.clip(self.streams["noise"].standard_normal(n), -NOISE_CLIP, NOISE_CLIP),
+            "noise": self.noise_std * np.clip(self.streams["noise"].standard_normal(n), -NOISE_CLIP, NOISE_CLIP),
         }
 
     def _available(self) -> np.ndarray:
@@ -232,12 +229,13 @@ class BilinearSimulator:
         caps = np.maximum(self.caps_now(), 1).astype(np.float64)
         cum = np.cumsum(y.T, axis=1) / caps[:, None]  # (J, I)
         cls = (cum[self.server_class] <= draws["select"][:, None]).sum(axis=1)
-        chosen = (cls < self.n_job) & self._available()
-        cls = np.where(chosen, cls, 0)
-        by_class = np.argsort(self.job_class, kind="stable")
-        starts = np.concatenate([[0], np.cumsum(q)[:-1]])
-        offset = np.minimum(np.floor(draws["pick"] * q[cls]).astype(np.int64), np.maximum(q[cls] - 1, 0))
-        job = np.where(chosen, by_class[np.minimum(starts[cls] + offset, max(len(by_class) - 1, 0))], -1)
+        chosen = (cls < self.n_job) & self._available()  # empty classes have y = 0, so are never chosen
+        job = np.full(self.n_servers, -1)
+        if chosen.any():
+            cls = cls[chosen]
+            by_class = np.argsort(self.job_class, kind="stable")
+            starts = np.concatenate([[0], np.cumsum(q)[:-1]])
+            job[chosen] = by_class[starts[cls] + np.floor(draws["pick"][chosen] * q[cls]).astype(np.int64)]
         return self._finish(job, y, draws, 0)
 
     def step_jobs(self, x: np.ndarray) -> SlotResult:
@@ -279,9 +277,7 @@ class BilinearSimulator:
                 collisions += len(extra)
         return self._finish(job, y, draws, collisions)
 
-    def _finish(
-        self, job: np.ndarray, y: np.ndarray, draws: dict[str, np.ndarray], collisions: int
-    ) -> SlotResult:
+    def _finish(self, job: np.ndarray, y: np.ndarray, draws: dict[str, np.ndarray], collisions: int) -> SlotResult:
         queue = self.queue()
         duplicates = 0
         if self.service_model == "exclusive":
@@ -315,9 +311,7 @@ class BilinearSimulator:
         self.job_counts, self.job_reward_sums = self.job_counts[~done], self.job_reward_sums[~done]
         self.t += 1
         arrivals = (
-            self._arrive(int(self.arrivals[self.t]))
-            if self.t < len(self.arrivals)
-            else np.zeros(self.n_job, int)
+            self._arrive(int(self.arrivals[self.t])) if self.t < len(self.arrivals) else np.zeros(self.n_job, int)
         )
         return SlotResult(
             queue=queue,

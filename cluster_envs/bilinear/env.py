@@ -89,14 +89,10 @@ class BilinearConfig:
         check_number("feature_dim", self.feature_dim, low=1, integer=True)
         n_i, n_j, d = self.num_job_classes, self.num_server_classes, self.feature_dim
         servers = (
-            (self.servers_per_class,) * n_j
-            if np.isscalar(self.servers_per_class)
-            else tuple(self.servers_per_class)
+            (self.servers_per_class,) * n_j if np.isscalar(self.servers_per_class) else tuple(self.servers_per_class)
         )
         if len(servers) != n_j:
-            raise ValueError(
-                f"servers_per_class must be an integer or have {n_j} entries, got {len(servers)}"
-            )
+            raise ValueError(f"servers_per_class must be an integer or have {n_j} entries, got {len(servers)}")
         for j, c in enumerate(servers):
             check_number(f"servers_per_class[{j}]", c, low=1, integer=True)
         object.__setattr__(self, "servers_per_class", tuple(int(c) for c in servers))
@@ -104,9 +100,7 @@ class BilinearConfig:
             _unit_bounded(name, getattr(self, name), shape)
         if self.instance_seed is not None:
             check_number("instance_seed", self.instance_seed, low=0, integer=True)
-        rho = _per_class(
-            "traffic_intensity", self.traffic_intensity, 1 if np.isscalar(self.traffic_intensity) else n_i
-        )
+        rho = _per_class("traffic_intensity", self.traffic_intensity, 1 if np.isscalar(self.traffic_intensity) else n_i)
         rho = (rho[0] / n_i,) * n_i if len(rho) == 1 else rho  # a scalar is the total ρ, split evenly
         mu = _per_class("service_rate", self.service_rate, n_i)
         if any(r <= 0 for r in rho):
@@ -453,9 +447,7 @@ class ClusterBilinearEnv(gym.Env):
             raise ValueError(f"action must be numeric, got {type(action).__name__}") from err
         shape = self.action_space.shape
         if a.shape != shape:
-            raise ValueError(
-                f"action must have shape {shape} (action_mode={self.config.action_mode!r}), got {a.shape}"
-            )
+            raise ValueError(f"action must have shape {shape} (action_mode={self.config.action_mode!r}), got {a.shape}")
         if not np.isfinite(a).all():
             raise ValueError("action must be finite (no NaN or inf)")
         if self.config.action_mode == "server_choice":
@@ -464,9 +456,7 @@ class ClusterBilinearEnv(gym.Env):
                 raise ValueError(f"action (server_choice) must hold integers in [0, {top}] (I = idle)")
         return a
 
-    def _record(
-        self, res: SlotResult, r_star: float, oracle_alloc: np.ndarray, dist: float
-    ) -> dict[str, Any]:
+    def _record(self, res: SlotResult, r_star: float, oracle_alloc: np.ndarray, dist: float) -> dict[str, Any]:
         sim, tot = self.simulator, self._totals
         self._last_counts, self._last_sums = res.counts.astype(np.float64), res.reward_sums
         self._total_counts += res.counts
@@ -568,6 +558,4 @@ class ClusterBilinearEnv(gym.Env):
         if self.render_mode != "ansi":
             return None
         sim = self.simulator
-        return (
-            f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={self._totals['regret']:.2f}\n"
-        )
+        return f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={self._totals['regret']:.2f}\n"

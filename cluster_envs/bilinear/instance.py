@@ -49,9 +49,7 @@ def oracle_lp(r: np.ndarray, rho: np.ndarray, caps: np.ndarray) -> tuple[float, 
         a_ub[j, j::n_server] = rho
     for i in range(n_job):
         a_eq[i, i * n_server : (i + 1) * n_server] = 1.0
-    res = linprog(
-        cost, A_ub=a_ub, b_ub=caps, A_eq=a_eq, b_eq=np.ones(n_job), bounds=(0, None), method="highs"
-    )
+    res = linprog(cost, A_ub=a_ub, b_ub=caps, A_eq=a_eq, b_eq=np.ones(n_job), bounds=(0, None), method="highs")
     if res.status != 0:
         raise ValueError(f"the oracle LP is infeasible for capacities {caps.tolist()}: {res.message}")
     p = res.x.reshape(n_job, n_server)

@@ -148,9 +148,7 @@ def test_row_major_vec_and_unit_norms():
 
 def _fixed_queue_sim(queue: np.ndarray, mu: np.ndarray, caps: np.ndarray, seed: int, model: str = "paper"):
     r = np.zeros((len(queue), len(caps)))
-    streams = {
-        k: np.random.default_rng([seed, i]) for i, k in enumerate(("assign", "service", "noise", "choice"))
-    }
+    streams = {k: np.random.default_rng([seed, i]) for i, k in enumerate(("assign", "service", "noise", "choice"))}
     sim = BilinearSimulator(r, mu, caps, 0.0, model, np.full(10**6, -1), streams)
     cls = np.repeat(np.arange(len(queue)), queue)
     return sim, cls
