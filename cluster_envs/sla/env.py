@@ -154,6 +154,7 @@ class ClusterSLAEnv(gym.Env):
         self.observation_space = self._build_observation_space()
         self._sim: SLASimulator | None = None
         self._sla_bar = np.zeros(n)
+        self._action_mode = ACTION_MODES.index(config.action_mode)
 
     def _build_observation_space(self) -> spaces.Space:
         n, cfg = self.config.n_users, self.config
@@ -255,8 +256,7 @@ class ClusterSLAEnv(gym.Env):
             raise ValueError(f"action must have shape ({self.config.n_users},), got {action.shape}")
         if not np.isfinite(action).all():
             raise ValueError(f"action must be finite, got {action}")
-        alloc = to_allocation(action, self.config.action_mode)
-        sim.step(alloc)
+        sim.step(to_allocation(action, self._action_mode))
         info = self._info(action)
         reward = self._reward(info)
         truncated = sim.t == sim.horizon
@@ -283,10 +283,10 @@ class ClusterSLAEnv(gym.Env):
     def _info(self, action: np.ndarray) -> dict[str, Any]:
         sim = self._simulator
         info: dict[str, Any] = {
-            "work": sim.work,
+            "work": sim.work.copy(),
             "active": sim.active.astype(bool),
-            "queue": sim.queue,
-            "sla_deficit": sim.deficit,
+            "queue": sim.queue.copy(),
+            "sla_deficit": sim.deficit.copy(),
         }
         if self.config.info_level == "minimal":
             return info
@@ -295,7 +295,7 @@ class ClusterSLAEnv(gym.Env):
         opt = sim.opt_total_work
         info.update(
             t=sim.t,
-            alloc=sim.alloc,
+            alloc=sim.alloc.copy(),
             action_projected=projected,
             load=sim.loads[:, sim.t - 1],
             total_work=float(sim.work.sum()),
