@@ -50,16 +50,10 @@ def iterate(
         raise ValueError(f"update={update!r} is not allowed; choose one of {list(UPDATES)}")
     k, n_j = rt.shape
     up, down = (
-        (np.zeros((k, n_j), dtype=np.int64),) * 2
-        if delays is None
-        else (np.asarray(d, dtype=np.int64) for d in delays)
+        (np.zeros((k, n_j), dtype=np.int64),) * 2 if delays is None else (np.asarray(d, dtype=np.int64) for d in delays)
     )
     trip = up + down
-    step = (
-        default_step(beta, trip)
-        if alpha is None
-        else np.broadcast_to(np.asarray(alpha, dtype=np.float64), (k, n_j))
-    )
+    step = default_step(beta, trip) if alpha is None else np.broadcast_to(np.asarray(alpha, dtype=np.float64), (k, n_j))
     lag = int(trip.max()) + int(up.max()) + int(down.max()) + 1
     hist = np.full((iterations + 1 + lag, k, n_j), y0)  # index r + lag holds y(r); earlier entries are y0
     ii, jj = np.meshgrid(np.arange(k), np.arange(n_j), indexing="ij")
@@ -82,9 +76,7 @@ def iterate(
             ysec = np.broadcast_to(col, (k, n_j))
             # job node i's row sum as the server node held it τ_ij ago: Σ_j' y_ij'(r − τ_ij − τ_j'i)
             row_lag = up[:, :, None] + down[:, None, :]  # (i, j, j')
-            ydag = hist[
-                r + lag - row_lag, ii[:, :, None], np.broadcast_to(np.arange(n_j), row_lag.shape)
-            ].sum(axis=2)
+            ydag = hist[r + lag - row_lag, ii[:, :, None], np.broadcast_to(np.arange(n_j), row_lag.shape)].sum(axis=2)
         price = (ysec / caps) ** beta + cost
         g = 1.0 - price * np.maximum(ydag, 1e-300) / a[:, None]
         g = np.where(y <= 0, np.maximum(g, 0.0), g)
@@ -103,9 +95,7 @@ def solve_distributed(rt: np.ndarray, a: np.ndarray, caps: np.ndarray, gamma: fl
     return y
 
 
-def solve_penalized(
-    rt: np.ndarray, a: np.ndarray, caps: np.ndarray, gamma: float, beta: float = 8.0
-) -> np.ndarray:
+def solve_penalized(rt: np.ndarray, a: np.ndarray, caps: np.ndarray, gamma: float, beta: float = 8.0) -> np.ndarray:
     """The optimum of (8) with C_j(z) = n_j (z/n_j)^{β+1}/(β+1), by L-BFGS-B (the centralised reference)."""
     k, n_j = rt.shape
     cost = gamma - rt
@@ -119,7 +109,5 @@ def solve_penalized(
 
     bounds = [(1e-12, None)] * (k * n_j)
     options = {"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10_000}
-    res = minimize(
-        objective, np.full(k * n_j, 0.1), jac=True, method="L-BFGS-B", bounds=bounds, options=options
-    )
+    res = minimize(objective, np.full(k * n_j, 0.1), jac=True, method="L-BFGS-B", bounds=bounds, options=options)
     return res.x.reshape(k, n_j)

@@ -23,9 +23,7 @@ SOLVERS = ("centralized", "distributed_job", "distributed_server")
 
 def check_action_mode(problem: BilinearProblem, mode: str, agent: str) -> None:
     if problem.action_mode != mode:
-        raise ValueError(
-            f"{agent} needs action_mode={mode!r}, the env has action_mode={problem.action_mode!r}"
-        )
+        raise ValueError(f"{agent} needs action_mode={mode!r}, the env has action_mode={problem.action_mode!r}")
 
 
 class SABR(BaseAgent):

@@ -47,9 +47,7 @@ def _smooth_log(s: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
     return val, grad
 
 
-def _solve_binding(
-    rt: np.ndarray, a: np.ndarray, caps: np.ndarray, gamma: float, fast: np.ndarray
-) -> np.ndarray:
+def _solve_binding(rt: np.ndarray, a: np.ndarray, caps: np.ndarray, gamma: float, fast: np.ndarray) -> np.ndarray:
     k, n_j = rt.shape
     cost = gamma - rt
     # every s_i ≥ a_i/(γ + 1 + q_max) > 0 at the optimum; eps sits far below that

@@ -39,9 +39,7 @@ class UGDAOL(BaseAgent):
     def reset(self, problem: BilinearProblem, seed: int | None = None) -> None:
         check_action_mode(problem, "job_allocation", self.name)
         self.problem = problem
-        self.v_param = (
-            float(np.sqrt(problem.n_job_classes * problem.horizon)) if self.V is None else float(self.V)
-        )
+        self.v_param = float(np.sqrt(problem.n_job_classes * problem.horizon)) if self.V is None else float(self.V)
 
     def act(self, observation: np.ndarray) -> np.ndarray:
         parts = self.problem.split(observation)
