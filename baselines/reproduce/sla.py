@@ -329,7 +329,8 @@ def run(
     real_kwargs = {"preset": "paper_real_standin"}
     real_runs = run_experiment(real_kwargs, list(real_seeds), (0.01,), record_every=1, workers=workers)
     lines += [""] + real_report(real_runs, list(real_seeds), 0.01, real_kwargs, out)
-    lines += ["", f"Total wall time: {time.perf_counter() - start:.0f} s."]
+    lines += ["", f"Total wall time: {time.perf_counter() - start:.0f} s.", "", "## Figures", ""]
+    lines += [f"![{png.stem}]({png.name})" for png in sorted(out.glob("fig*.png"))]
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
     return report
