@@ -98,18 +98,25 @@ def differences(runs: list[Run], seed: int, eps: float) -> dict[str, np.ndarray]
     return {a: _find(runs, a, seed, eps).trajectory.cum_work.sum(axis=1) - base for a in agents}
 
 
-def _plot_lines(path: Path, x, series: dict, title: str, ylabel: str) -> None:
+def _plot_lines(path: Path, x, series: dict, title: str, ylabel: str, zoom_without: tuple[str, ...] = ()) -> None:
+    """One line per series; with ``zoom_without``, a second panel without those series (e.g. Static's scale)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, y in series.items():
-        ax.plot(x, y, label=label)
-    ax.set(title=title, xlabel="time step t", ylabel=ylabel)
-    ax.grid(alpha=0.3)
-    ax.legend()
+    panels = [series] + ([{k: v for k, v in series.items() if k not in zoom_without}] if zoom_without else [])
+    colors = {label: f"C{i}" for i, label in enumerate(series)}  # one colour per series in both panels
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4), squeeze=False)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        for label, y in panel.items():
+            ax.plot(x, y, label=label, color=colors[label])
+        ax.set(xlabel="time step t", ylabel=ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    axes[0, 0].set_title(title)
+    if zoom_without:
+        axes[0, 1].set_title(f"without {', '.join(zoom_without)}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -166,6 +173,7 @@ def synthetic_report(runs: list[Run], seeds, eps_values, horizon: int, out: Path
             diff,
             f"Fig. 3: W^X(t) − W^Alg2(t), ε = {eps}",
             "work difference",
+            zoom_without=("static",),
         )
     lines += [
         "",
@@ -207,6 +215,7 @@ def synthetic_report(runs: list[Run], seeds, eps_values, horizon: int, out: Path
         queues,
         "Fig. 5: ‖Q_t‖₂",
         "queue 2-norm",
+        zoom_without=("static",),
     )
     return lines
 
@@ -279,6 +288,7 @@ def real_report(runs: list[Run], seeds, eps: float, env_kwargs: dict, out: Path,
         diff,
         "Fig. 6: W^X(t) − W^Alg2(t), stand-in trace",
         "work difference",
+        zoom_without=("static",),
     )
     queues = {
         a: _find(runs, a, seeds[0], eps).trajectory.queue_l2 for a in ("mwu_extended", "static", "proportional", "owm")
@@ -289,6 +299,7 @@ def real_report(runs: list[Run], seeds, eps: float, env_kwargs: dict, out: Path,
         queues,
         "Fig. 7: ‖Q_t‖₂, stand-in trace",
         "queue 2-norm",
+        zoom_without=("static",),
     )
     return lines
 
@@ -318,7 +329,8 @@ def run(
     real_kwargs = {"preset": "paper_real_standin"}
     real_runs = run_experiment(real_kwargs, list(real_seeds), (0.01,), record_every=1, workers=workers)
     lines += [""] + real_report(real_runs, list(real_seeds), 0.01, real_kwargs, out)
-    lines += ["", f"Total wall time: {time.perf_counter() - start:.0f} s."]
+    lines += ["", f"Total wall time: {time.perf_counter() - start:.0f} s.", "", "## Figures", ""]
+    lines += [f"![{png.stem}]({png.name})" for png in sorted(out.glob("fig*.png"))]
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
     return report
