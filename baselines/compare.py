@@ -138,6 +138,7 @@ def compare(
 ) -> Comparison:
     """Run every agent on every seed and return the comparison (``write_report`` writes it out).
 
+    The settings entry's ``env_kwargs`` apply to every agent, under the caller's ``env_kwargs``.
     ``rl`` names RL algorithms; each is loaded from ``models_dir/<algo>-<env_id>`` if a run with the same
     env kwargs and at least ``rl_steps`` steps is there, and trained there otherwise.
     """
@@ -145,8 +146,8 @@ def compare(
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct and non-empty, got {seeds}")
     check_eval_seeds(seeds)
-    env_kwargs = dict(env_kwargs or {})
     setting = env_setting(env_id)
+    env_kwargs = {**(setting.env_kwargs if setting else {}), **dict(env_kwargs or {})}
     names = resolve_agents(env_id, agents)
     for name in names:  # bad env kwargs or a conflict with an agent's needs fail before any work
         gym.make(env_id, **env_kwargs_for(build_agent(env_id, name), env_kwargs)).close()

@@ -119,7 +119,7 @@ class RunConfig:
         """The YAML section with the settings table's RL env kwargs and the user's ``overrides`` on top."""
         raw = load_hyperparams(algo, env_id, path)
         section = dict(raw)
-        table_kwargs = dict(require_setting(env_id).rl_env_kwargs)
+        table_kwargs = require_setting(env_id).rl_training_kwargs
         yaml_kwargs = dict(raw.pop("env_kwargs", None) or {})
         for key, value in yaml_kwargs.items():
             if key in table_kwargs and table_kwargs[key] != value:

@@ -2,9 +2,11 @@
 
 An entry names the paper's algorithm (the reference of the paired differences), the naive baseline
 and the oracle (the 0 and 1 of the normalized score), the metrics to report with their direction,
-the per-step ``info`` keys to plot as curves, and the env kwargs that make RL learning sensible. The
-RL kwargs may change only how an action is read (or what the agent observes within the information
-rule), never the reward or the metrics, so RL and reference agents are scored on the same scale.
+the per-step ``info`` keys to plot as curves, the env kwargs every agent runs with (where the default
+preset's metrics would not compare RL and the papers' agents fairly) and the env kwargs that make RL
+learning sensible. The RL kwargs may change only how an action is read (or what the agent observes
+within the information rule), never the dynamics, the reward or the metrics, so RL and reference
+agents are scored on the same scale.
 The RL hyperparameters themselves live in rl-zoo3's YAML format under ``baselines/hyperparams/``.
 
 Ids without an entry still work with ``compare`` (means and intervals, no paired differences and no
@@ -29,7 +31,8 @@ class EnvSetting:
     headline: str
     metrics: Mapping[str, int]  # metric -> HIGHER or LOWER is better, in report order
     curves: tuple[str, ...]  # scalar per-step info keys, plotted as the paper plots them
-    rl_env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)  # every agent's, on top of the default preset
+    rl_env_kwargs: Mapping[str, Any] = field(default_factory=dict)  # the RL agent's own needs
     rl_steps: int = 200_000  # PPO training steps of `benchmark`
     rl_steps_quick: int = 50_000  # ... and of `benchmark --quick`
     notes: str = ""
@@ -38,7 +41,13 @@ class EnvSetting:
         if self.headline not in self.metrics:
             raise ValueError(f"headline={self.headline!r} must be one of the metrics {list(self.metrics)}")
         object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
+        object.__setattr__(self, "env_kwargs", MappingProxyType(dict(self.env_kwargs)))
         object.__setattr__(self, "rl_env_kwargs", MappingProxyType(dict(self.rl_env_kwargs)))
+
+    @property
+    def rl_training_kwargs(self) -> dict[str, Any]:
+        """The env kwargs RL trains with (and the ``env_kwargs`` of the rl-zoo3 YAML sections)."""
+        return {**self.env_kwargs, **self.rl_env_kwargs}
 
 
 SETTINGS: dict[str, EnvSetting] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 
 import numpy as np
@@ -131,3 +132,12 @@ def test_bad_arguments_fail_before_any_episode():
         compare(ENV, "owm", seeds=[1, 1])
     with pytest.raises(ValueError, match="backend"):
         run_tasks([], backend="dask")
+
+
+def test_the_settings_env_kwargs_apply_to_every_agent_under_the_callers(monkeypatch):
+    entry = dataclasses.replace(settings.SETTINGS[ENV], env_kwargs={"horizon": 120, "sla_tol": 2.0})
+    monkeypatch.setitem(settings.SETTINGS, ENV, entry)
+    comparison = compare(ENV, "owm", seeds=[0], env_kwargs={"sla_tol": 3.0}, progress=False)
+    assert comparison.env_kwargs == {"horizon": 120, "sla_tol": 3.0}
+    assert {e.metrics["steps"] for e in comparison.episodes} == {120.0}
+    assert entry.rl_training_kwargs == {"horizon": 120, "sla_tol": 2.0, "action_mode": "softmax"}

@@ -23,7 +23,7 @@ def test_every_settings_entry_has_hyperparameters_that_agree(algo):
     sections = yaml.safe_load((HYPERPARAMS_DIR / f"{algo}.yml").read_text())
     for env_id in SETTINGS:
         assert env_id in sections, f"{algo}.yml has no section for {env_id}"
-        assert sections[env_id]["env_kwargs"] == dict(SETTINGS[env_id].rl_env_kwargs)
+        assert sections[env_id]["env_kwargs"] == SETTINGS[env_id].rl_training_kwargs
 
 
 @pytest.mark.parametrize("env_id", RL_IDS)
@@ -39,7 +39,7 @@ def test_rl_zoo3_trains_from_our_yaml(env_id, tmp_path):
     assert (run / f"{env_id}.zip").is_file()
     assert (run / env_id / "vecnormalize.pkl").is_file()
     saved = yaml.load((run / env_id / "config.yml").read_text(), Loader=yaml.UnsafeLoader)  # rl-zoo3's OrderedDict
-    assert saved["env_kwargs"] == dict(SETTINGS[env_id].rl_env_kwargs)
+    assert saved["env_kwargs"] == SETTINGS[env_id].rl_training_kwargs
     from baselines.harness import rollout
     from baselines.rl import load_agent
 
