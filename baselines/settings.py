@@ -74,6 +74,31 @@ SETTINGS: dict[str, EnvSetting] = {
         rl_steps_quick=50_000,
         notes="T = 6000 does not exercise MWU's λ-rebalancing time scale (1/(ηλ) ≈ 1.8·10⁵ steps); spec §5.5.",
     ),
+    "ClusterBilinear-v0": EnvSetting(
+        paper_agent="sabr",
+        naive_agent="uniform",
+        oracle_agent="oracle_sabr",
+        headline="regret_realized",
+        metrics={
+            "regret_realized": LOWER,
+            "regret": LOWER,
+            "reward_mean": HIGHER,
+            "return": HIGHER,
+            "mean_holding_cost": LOWER,
+            "mean_queue_total": LOWER,
+            "utilization": HIGHER,
+            "collisions": LOWER,
+        },
+        curves=("cum_regret_realized", "queue_total"),
+        # Spec §3.5/E6: under the paper's service model several servers may be paid for one job, so filling
+        # every server "beats" r* (Uniform's regret is about -900); exclusive service makes r* a true bound.
+        env_kwargs={"service_model": "exclusive"},
+        rl_env_kwargs={"action_mode": "simplex_logits", "observation_mode": "full"},
+        rl_steps=200_000,
+        rl_steps_quick=50_000,
+        notes="Exclusive service for every agent (spec §3.5, E6); the headline is the realized regret, "
+        "since collisions make the expected regret of the allocation overstate the service.",
+    ),
 }
 
 

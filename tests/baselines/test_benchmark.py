@@ -59,7 +59,7 @@ def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path):
 
 
 def test_benchmark_without_any_entry_is_an_error(monkeypatch, tmp_path):
-    monkeypatch.delitem(settings.SETTINGS, ENV)
+    monkeypatch.setattr(settings, "SETTINGS", {})
     with pytest.raises(ValueError, match="skipped"):
         bench.benchmark(tmp_path, quick=True, progress=False)
 

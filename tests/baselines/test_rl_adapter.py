@@ -25,6 +25,7 @@ from baselines.rl import (  # noqa: E402
     training_seed,
 )
 from baselines.settings import SETTINGS  # noqa: E402
+from cluster_envs import env_ids  # noqa: E402
 
 ENV = "ClusterSLA-v0"
 SHORT = {"horizon": 300}
@@ -123,18 +124,20 @@ def test_short_ppo_beats_a_random_policy_on_the_default_preset(tmp_path):
         assert learned["regret"] < random["regret"]
 
 
+@pytest.mark.parametrize("env_id", [env_id for env_id in env_ids() if env_id in SETTINGS])
 @pytest.mark.parametrize("algo", ["a2c", "sac", "td3", "ppo_lstm"])
-def test_every_algorithm_trains_from_its_yaml_and_runs_as_an_agent(algo, tmp_path):
+def test_every_algorithm_trains_from_its_yaml_and_runs_as_an_agent(algo, env_id, tmp_path):
     """The shipped YAML section with its rollout sizes shrunk, so each algorithm does a few updates."""
-    section = yaml.safe_load((HYPERPARAMS_DIR / f"{algo}.yml").read_text())[ENV]
+    section = yaml.safe_load((HYPERPARAMS_DIR / f"{algo}.yml").read_text())[env_id]
     small = {"n_steps": 16, "batch_size": 32, "learning_starts": 64, "buffer_size": 1000}
     section.update({k: v for k, v in small.items() if k in section})
     path = tmp_path / f"{algo}.yml"
-    path.write_text(yaml.safe_dump({ENV: section}))
-    train(ENV, algo, steps=128, env_overrides={"horizon": 120}, out_dir=tmp_path / algo, hyperparams=path,
-          progress=False)  # fmt: skip
+    path.write_text(yaml.safe_dump({env_id: section}))
+    short = {"horizon": 120}
+    train(env_id, algo, steps=128, env_overrides=short, out_dir=tmp_path / algo, hyperparams=path, progress=False)
     agent = load_agent(tmp_path / algo)
-    first = rollout(ENV, agent, seed=1, env_kwargs={"horizon": 120})
-    again = rollout(ENV, load_agent(tmp_path / algo), seed=1, env_kwargs={"horizon": 120})
+    env_kwargs = {**SETTINGS[env_id].env_kwargs, **short}
+    first = rollout(env_id, agent, seed=1, env_kwargs=env_kwargs)
+    again = rollout(env_id, load_agent(tmp_path / algo), seed=1, env_kwargs=env_kwargs)
     assert first.metrics == again.metrics  # deterministic, and a recurrent state does not leak across episodes
-    assert rollout(ENV, agent, seed=1, env_kwargs={"horizon": 120}).metrics == first.metrics
+    assert rollout(env_id, agent, seed=1, env_kwargs=env_kwargs).metrics == first.metrics
