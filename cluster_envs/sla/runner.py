@@ -72,7 +72,7 @@ def _record(times, rows, queue_l2, index, t, state, stats) -> int:
     return index
 
 
-@njit(cache=True)
+@njit  # not cached: numba cannot cache a function that takes another compiled function as argument
 def _run_compiled(kernel, params, memory, privileged, sim_arrays, mode, empty_tol, sla_tol, recorder_arrays):
     state, stats, loads, static_cum, static_relaxed_cum = sim_arrays
     times, rows, queue_l2 = recorder_arrays
