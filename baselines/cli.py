@@ -91,8 +91,8 @@ def _cmd_train(args: argparse.Namespace) -> None:
         progress=not args.quiet,
     )
     print(
-        f"trained {result.total_timesteps} steps in {result.seconds:.1f} s "
-        f"({result.steps_per_second:.0f} env steps/s); run saved in {result.path}"
+        f"trained for {result.seconds:.1f} s ({result.steps_per_second:.0f} env steps/s), "
+        f"{result.total_timesteps} steps in total; run saved in {result.path}"
     )
 
 
