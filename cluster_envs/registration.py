@@ -13,11 +13,16 @@ ENV_ENTRY_POINTS: dict[str, str] = {
     "ClusterBilinear-v0": "cluster_envs.bilinear.env:ClusterBilinearEnv",
 }
 
+# Ids with a batched implementation for ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")``.
+VECTOR_ENTRY_POINTS: dict[str, str] = {
+    "ClusterSLA-v0": "cluster_envs.sla.vector_env:ClusterSLAVectorEnv",
+}
+
 
 def register_envs() -> None:
     for env_id, entry_point in ENV_ENTRY_POINTS.items():
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=entry_point)
+            gym.register(id=env_id, entry_point=entry_point, vector_entry_point=VECTOR_ENTRY_POINTS.get(env_id))
 
 
 def env_ids() -> list[str]:

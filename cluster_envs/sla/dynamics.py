@@ -101,6 +101,37 @@ def advance(state, stats, loads, static_cum, static_relaxed_cum, alloc, t, empty
     stats[VIOLATION_STEPS] += 1.0 if violated else 0.0
 
 
+@njit(cache=True)
+def advance_batch(states, stats, loads, static_cum, static_relaxed_cum, actions, ts, stepping, mode, empty_tol,
+                  sla_tol):  # fmt: skip
+    """Step every copy b with ``stepping[b]`` of a batch: :func:`to_allocation` then :func:`advance`, as one env does.
+
+    The arrays are the single env's with a leading copy axis; ``ts`` (each copy's step count) is advanced.
+    """
+    for b in range(states.shape[0]):
+        if stepping[b]:
+            alloc = to_allocation(actions[b], mode)
+            advance(states[b], stats[b], loads[b], static_cum[b], static_relaxed_cum[b], alloc, ts[b],
+                    empty_tol, sla_tol)  # fmt: skip
+            ts[b] += 1
+
+
+def step_reward(mode, work, deficit, previous_deficit, opt_increase, sla_bar, kappa: float, sla_tol: float):
+    """The built-in reward modes (env.py) for users on the last axis: one env (N,) or a batch of copies (B, N).
+
+    ``opt_increase`` is OPT(t) - OPT(t-1) (read only by the ``neg_regret`` modes).
+    """
+    reward = work.sum(axis=-1)
+    if mode in ("neg_regret", "neg_regret_sla"):
+        reward = reward - opt_increase
+    if mode in ("work_sla", "neg_regret_sla"):
+        increase = np.maximum(deficit, 0.0).sum(axis=-1) - np.maximum(previous_deficit, 0.0).sum(axis=-1)
+        reward = reward - kappa * increase
+    elif mode == "work_sla_level":
+        reward = reward - kappa * np.where(deficit > sla_tol, sla_bar, 0.0).sum(axis=-1)
+    return reward
+
+
 def capped_cumulative_work(loads: np.ndarray, capacity: float | np.ndarray) -> np.ndarray:
     """Cumulative work of a work-conserving server of rate ``capacity`` fed by ``loads``, for every prefix.
 

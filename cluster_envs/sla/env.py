@@ -12,7 +12,14 @@ from gymnasium import spaces
 
 from cluster_envs.common.config import build_config, check_choice, check_number
 from cluster_envs.common.seeding import episode_streams
-from cluster_envs.sla.dynamics import ACTION_MODES, SLAProblem, SLASimulator, feedback_vector, to_allocation
+from cluster_envs.sla.dynamics import (
+    ACTION_MODES,
+    SLAProblem,
+    SLASimulator,
+    feedback_vector,
+    step_reward,
+    to_allocation,
+)
 from cluster_envs.sla.workloads import make_load_generator
 
 OBS_MODES = ("binary", "binary+sla", "full")
@@ -266,19 +273,11 @@ class ClusterSLAEnv(gym.Env):
 
     def _reward(self, info: dict[str, Any]) -> float:
         cfg, sim = self.config, self._simulator
-        mode = cfg.reward_mode
-        if callable(mode):
-            return float(mode(info))
-        reward = float(sim.work.sum())
-        if mode in ("neg_regret", "neg_regret_sla"):
-            previous = sim.opt_cum_work[sim.t - 2] if sim.t > 1 else 0.0
-            reward -= float(sim.opt_cum_work[sim.t - 1] - previous)
-        if mode in ("work_sla", "neg_regret_sla"):
-            increase = np.maximum(sim.deficit, 0.0).sum() - np.maximum(sim.previous_deficit, 0.0).sum()
-            reward -= cfg.reward_kappa * float(increase)
-        elif mode == "work_sla_level":
-            reward -= cfg.reward_kappa * float(self._sla_bar[sim.deficit > cfg.sla_tol].sum())
-        return reward
+        if callable(cfg.reward_mode):
+            return float(cfg.reward_mode(info))
+        opt_increase = sim.opt_cum_work[sim.t - 1] - (sim.opt_cum_work[sim.t - 2] if sim.t > 1 else 0.0)
+        return float(step_reward(cfg.reward_mode, sim.work, sim.deficit, sim.previous_deficit, opt_increase,
+                                 self._sla_bar, cfg.reward_kappa, cfg.sla_tol))  # fmt: skip
 
     def _info(self, action: np.ndarray) -> dict[str, Any]:
         sim = self._simulator

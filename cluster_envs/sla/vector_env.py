@@ -1,0 +1,158 @@
+"""``ClusterSLA-v0`` batched: B copies stepped by one compiled call (``gym.make_vec(..., "vector_entry_point")``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from cluster_envs.common.config import check_number
+from cluster_envs.sla.dynamics import (
+    ACTION_MODES,
+    ACTIVE,
+    ALLOC,
+    DEFICIT,
+    PREVIOUS_DEFICIT,
+    QUEUE,
+    STATE_ROWS,
+    WORK,
+    advance_batch,
+    step_reward,
+)
+from cluster_envs.sla.env import ClusterSLAEnv
+
+MINIMAL_INFO_ROWS = {"work": WORK, "active": ACTIVE, "queue": QUEUE, "sla_deficit": DEFICIT}
+
+
+class ClusterSLAVectorEnv(VectorEnv):
+    """``num_envs`` copies of ``ClusterSLA-v0`` with the same keyword arguments, stepped together.
+
+    Each copy is reset by its own :class:`ClusterSLAEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as
+    in ``SyncVectorEnv``), whose simulator arrays then become rows of batch arrays that
+    :func:`~cluster_envs.sla.dynamics.advance_batch` steps with the single env's kernel. Autoreset is
+    Gymnasium's ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its
+    reward 0). Supported: the paper's observation (``obs_mode="binary"``, ``obs_format="box"``, no time)
+    and the built-in reward modes. ``info`` holds the ``info_level="minimal"`` keys as (B, N) arrays with
+    ``_key`` masks and, for copies that end, ``episode_summary``.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int, preset: str = "paper_synthetic_small", render_mode: str | None = None,
+                 **overrides: Any):  # fmt: skip
+        check_number("num_envs", num_envs, low=1, integer=True)
+        if render_mode is not None:
+            raise ValueError(f"render_mode must be None for the batched ClusterSLA-v0, got {render_mode!r}")
+        self.envs = [ClusterSLAEnv(preset, **overrides) for _ in range(num_envs)]
+        cfg = self.config = self.envs[0].config
+        for name, value, allowed in (("obs_mode", cfg.obs_mode, "binary"), ("obs_format", cfg.obs_format, "box"),
+                                     ("include_time", cfg.include_time, False)):  # fmt: skip
+            if value != allowed:
+                raise ValueError(f"{name}={value!r} is not supported by the batched env; use {allowed!r}")
+        if callable(cfg.reward_mode):
+            raise ValueError("reward_mode must be a built-in mode for the batched env, not a callable")
+        self.num_envs = num_envs
+        self.render_mode = None
+        self.single_observation_space = self.envs[0].observation_space
+        self.single_action_space = self.envs[0].action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        n, horizon = cfg.n_users, cfg.horizon
+        self._mode = ACTION_MODES.index(cfg.action_mode)
+        self._states = np.zeros((num_envs, STATE_ROWS, n))
+        self._stats = np.zeros((num_envs, 4))
+        self._loads = np.zeros((num_envs, n, horizon))
+        self._static_cum = np.zeros((num_envs, n, horizon))
+        self._static_relaxed_cum = np.zeros((num_envs, n, horizon))
+        self._opt_cum = np.zeros((num_envs, horizon))
+        self._sla_bar = np.zeros((num_envs, n))
+        self._ts = np.zeros(num_envs, dtype=np.int64)
+        self._needs_reset = np.ones(num_envs, dtype=bool)
+        self._obs = np.zeros((num_envs, 3 * n), dtype=np.float32)
+
+    def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> None:
+        """Reset copy b through its own env, then move its simulator's arrays into row b of the batch."""
+        env = self.envs[b]
+        env.reset(seed=seed, options=options)
+        sim = env.simulator
+        batch_rows = {"state": self._states, "stats": self._stats, "loads": self._loads,
+                      "static_cum_work": self._static_cum, "static_relaxed_cum_work": self._static_relaxed_cum,
+                      "opt_cum_work": self._opt_cum}  # fmt: skip
+        for name, batch in batch_rows.items():
+            batch[b] = getattr(sim, name)
+            setattr(sim, name, batch[b])  # the simulator now reads and writes the batch row
+        self._sla_bar[b] = env._sla_bar
+        self._ts[b] = 0
+        self._needs_reset[b] = False
+
+    def _observations(self) -> np.ndarray:
+        n = self.config.n_users
+        self._obs[:, :n] = self._states[:, ACTIVE]
+        self._obs[:, n : 2 * n] = self._states[:, ALLOC]
+        self._obs[:, 2 * n :] = self._sla_bar
+        return self._obs.copy()
+
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
+        if seed is None or isinstance(seed, (int, np.integer)):
+            seeds = [None if seed is None else int(seed) + b for b in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed has {len(seeds)} entries but num_envs={self.num_envs}")
+        for b, s in enumerate(seeds):
+            self._reset_copy(b, s, options)
+        return self._observations(), {}
+
+    def step(self, actions: Any):
+        actions = np.asarray(actions, dtype=np.float64)
+        expected = (self.num_envs, self.config.n_users)
+        if actions.shape != expected:
+            raise ValueError(f"actions must have shape (num_envs, n_users) = {expected}, got {actions.shape}")
+        resetting = self._needs_reset.copy()
+        stepping = ~resetting
+        if not np.isfinite(actions[stepping]).all():
+            raise ValueError("actions must be finite")
+        for b in np.flatnonzero(resetting):
+            self._reset_copy(b, None, None)
+        cfg = self.config
+        advance_batch(self._states, self._stats, self._loads, self._static_cum, self._static_relaxed_cum, actions,
+                      self._ts, stepping, self._mode, cfg.empty_tol, cfg.sla_tol)  # fmt: skip
+        rewards = np.zeros(self.num_envs)
+        rewards[stepping] = self._rewards()[stepping]
+        truncated = stepping & (self._ts == cfg.horizon)
+        infos: dict[str, Any] = {}
+        for key, row in MINIMAL_INFO_ROWS.items():
+            values = self._states[:, row]
+            infos[key] = values > 0.0 if key == "active" else values.copy()
+            infos[f"_{key}"] = stepping.copy()
+        if truncated.any():
+            infos["episode_summary"] = self._summaries(truncated)
+            infos["_episode_summary"] = truncated
+        self._needs_reset = truncated
+        return self._observations(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
+
+    def _rewards(self) -> np.ndarray:
+        cfg, ts, rows = self.config, self._ts, np.arange(self.num_envs)
+        last = self._opt_cum[rows, np.maximum(ts - 1, 0)]
+        previous = np.where(ts > 1, self._opt_cum[rows, np.maximum(ts - 2, 0)], 0.0)
+        states = self._states
+        return step_reward(cfg.reward_mode, states[:, WORK], states[:, DEFICIT], states[:, PREVIOUS_DEFICIT],
+                           last - previous, self._sla_bar, cfg.reward_kappa, cfg.sla_tol)  # fmt: skip
+
+    def _summaries(self, ended: np.ndarray) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for b in np.flatnonzero(ended):
+            sim = self.envs[b].simulator
+            sim.t = int(self._ts[b])
+            for key, value in sim.summary().items():
+                out.setdefault(key, np.zeros(self.num_envs))[b] = value
+        for key in list(out):
+            out[f"_{key}"] = ended.copy()
+        return out
+
+    @property
+    def simulators(self) -> list:
+        """Privileged: each copy's simulator (its arrays are views into the batch)."""
+        return [env.simulator for env in self.envs]
