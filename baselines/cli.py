@@ -182,6 +182,14 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", default="results/benchmark", help="output folder (default results/benchmark)")
     _add_scale_out(bench)
     bench.set_defaults(func=_cmd_benchmark)
+
+    # Step-rate benchmark (issue 7): options and run live in baselines/bench.py, shared with benchmarks/bench.py.
+    from baselines.bench import add_arguments as add_speed_arguments
+    from baselines.bench import run_from_args as run_speed_bench
+
+    speed = sub.add_parser("bench", help="steps/s of every env id next to CartPole in the same run (Markdown, JSON)")
+    add_speed_arguments(speed)
+    speed.set_defaults(func=run_speed_bench)
     return parser
 
 

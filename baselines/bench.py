@@ -1,0 +1,282 @@
+"""Step-rate benchmark: every registered id next to CartPole-v1 measured in the same process, as ratios.
+
+The machines are shared and noisy, so each rate is timed ``repeats`` times, interleaved with the CartPole
+reference, and a ratio is the median of the paired per-repeat ratios. Actions are drawn before the timed
+loop (``Space.sample()`` costs more than a whole env step). Batched rates use each id's
+``vector_entry_point`` (``gym.make_vec(..., vectorization_mode="vector_entry_point")``); the reset of the
+batch is timed separately and not counted in its step rate.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import cluster_envs
+
+REFERENCE = "CartPole-v1"
+BATCH_SIZES = (1, 64, 1024, 4096)
+SLA_POLICIES = ("mwu", "mwu_extended", "static", "proportional", "owm", "pg", "rest_pg")
+
+# The issue's targets, as ratios to CartPole-v1 (single) and to Gymnasium's batched CartPole (4,096 copies).
+SINGLE_TARGETS = {"ClusterSLA-v0": 1.0}
+DEFAULT_SINGLE_TARGET = 0.3
+BATCH_TARGET = 0.25
+BATCH_TARGET_SIZE = 4096
+SLA_LONG_HORIZON_TARGET_S = 60.0
+
+
+def single_target(env_id: str) -> float:
+    return SINGLE_TARGETS.get(env_id, DEFAULT_SINGLE_TARGET)
+
+
+@dataclass
+class Measurement:
+    """Rates (steps/s; env-steps/s when batched) of one configuration and its CartPole reference."""
+
+    env_id: str
+    variant: str
+    rate: float
+    reference_rate: float
+    ratio: float
+    rates: list[float] = field(default_factory=list)
+    reference_rates: list[float] = field(default_factory=list)
+    reset_seconds: float | None = None
+
+
+def _predrawn_actions(space: gym.Space, count: int, seed: int = 0) -> list:
+    space.seed(seed)
+    return [space.sample() for _ in range(count)]
+
+
+def _has_info_level(env_id: str) -> bool:
+    config = getattr(gym.make(env_id).unwrapped, "config", None)
+    return hasattr(config, "info_level")
+
+
+def _single_rate(env: gym.Env, actions: list, steps: int) -> float:
+    env.reset(seed=0)
+    count = len(actions)
+    start = time.perf_counter()
+    for i in range(steps):
+        _, _, terminated, truncated, _ = env.step(actions[i % count])
+        if terminated or truncated:
+            env.reset()
+    return steps / (time.perf_counter() - start)
+
+
+def _vector_rate(env: gym.vector.VectorEnv, actions: list, steps: int) -> float:
+    count = len(actions)
+    start = time.perf_counter()
+    for i in range(steps):
+        env.step(actions[i % count])
+    return steps * env.num_envs / (time.perf_counter() - start)
+
+
+def _paired(env_id: str, variant: str, run, reference_run, repeats: int, reset_seconds=None) -> Measurement:
+    rates, reference_rates = [], []
+    for _ in range(repeats):  # interleaved, so a load spike hits both sides of a pair
+        reference_rates.append(reference_run())
+        rates.append(run())
+    ratio = median(r / c for r, c in zip(rates, reference_rates, strict=True))
+    return Measurement(env_id, variant, median(rates), median(reference_rates), ratio, rates, reference_rates,
+                       reset_seconds)  # fmt: skip
+
+
+def bench_single(env_id: str, steps: int, repeats: int, **env_kwargs: Any) -> Measurement:
+    """Steps/s of one env through ``gym.make`` (resets included) against CartPole-v1 through ``gym.make``."""
+    env, reference = gym.make(env_id, **env_kwargs), gym.make(REFERENCE)
+    actions = _predrawn_actions(env.action_space, min(steps, 1024))
+    reference_actions = _predrawn_actions(reference.action_space, min(steps, 1024))
+    variant = "single, " + ", ".join(f"{k}={v}" for k, v in env_kwargs.items()) if env_kwargs else "single"
+    return _paired(env_id, variant, lambda: _single_rate(env, actions, steps),
+                   lambda: _single_rate(reference, reference_actions, steps), repeats)  # fmt: skip
+
+
+def bench_batched(env_id: str, num_envs: int, steps: int, repeats: int) -> Measurement:
+    """Env-steps/s of ``num_envs`` copies through the id's vector entry point against batched CartPole."""
+    make = lambda i: gym.make_vec(i, num_envs=num_envs, vectorization_mode="vector_entry_point")  # noqa: E731
+    env, reference = make(env_id), make(REFERENCE)
+    start = time.perf_counter()
+    env.reset(seed=0)
+    reset_seconds = time.perf_counter() - start
+    reference.reset(seed=0)
+    actions = _predrawn_actions(env.action_space, 16)
+    reference_actions = _predrawn_actions(reference.action_space, 16)
+    measurement = _paired(env_id, f"batched x{num_envs}", lambda: _vector_rate(env, actions, steps),
+                          lambda: _vector_rate(reference, reference_actions, steps), repeats,
+                          reset_seconds)  # fmt: skip
+    env.close()
+    return measurement
+
+
+def has_vector_entry_point(env_id: str) -> bool:
+    return gym.spec(env_id).vector_entry_point is not None
+
+
+def bench_sla_long_horizon(horizon: int = 3_000_000, seed: int = 0, policies=SLA_POLICIES) -> dict[str, float]:
+    """Wall seconds per policy of ClusterSLA's synthetic experiment through the long-horizon runner.
+
+    Each time covers the env reset (drawing T loads and the benchmarks) and the run; the first policy
+    also pays the runner's compilation (numba cannot cache it).
+    """
+    from baselines.harness import build_agent
+    from cluster_envs.sla.env import ClusterSLAEnv
+    from cluster_envs.sla.runner import simulate
+
+    seconds = {}
+    for name in policies:
+        start = time.perf_counter()
+        agent = build_agent("ClusterSLA-v0", name)
+        env = ClusterSLAEnv("paper_synthetic", horizon=horizon, **agent.env_kwargs)
+        env.reset(seed=seed)
+        agent.reset(env if agent.privileged else env.problem, seed=seed)
+        simulate(agent, env, record_every=max(1, horizon // 1000))
+        seconds[name] = time.perf_counter() - start
+    return seconds
+
+
+def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_sizes=BATCH_SIZES,
+              batch_env_steps: int = 2_000_000, long_horizon: int | None = 3_000_000,
+              progress=None) -> dict[str, Any]:  # fmt: skip
+    """Every measurement as a JSON-ready dict. ``batch_env_steps`` sets each batched timing's length
+    (steps = batch_env_steps / B, at least 20); ``long_horizon=None`` skips the SLA long-horizon runs."""
+    say = progress or (lambda message: None)
+    env_ids = list(env_ids or cluster_envs.env_ids())
+    single, batched = [], []
+    for env_id in env_ids:
+        levels = [{"info_level": "minimal"}, {"info_level": "full"}] if _has_info_level(env_id) else [{}]
+        for kwargs in levels:
+            say(f"{env_id} single {kwargs}")
+            single.append(bench_single(env_id, steps, repeats, **kwargs))
+        if has_vector_entry_point(env_id):
+            for size in batch_sizes:
+                say(f"{env_id} batched x{size}")
+                batched.append(bench_batched(env_id, size, max(20, batch_env_steps // size), repeats))
+    result: dict[str, Any] = {
+        "machine": {
+            "python": platform.python_version(),
+            "gymnasium": gym.__version__,
+            "numpy": np.__version__,
+            "load_average": _load_average(),
+        },  # fmt: skip
+        "settings": {"steps": steps, "repeats": repeats, "batch_env_steps": batch_env_steps},
+        "single": [asdict(m) for m in single],
+        "batched": [asdict(m) for m in batched],
+        "missing_vector_entry_point": [i for i in env_ids if not has_vector_entry_point(i)],
+    }
+    if long_horizon and "ClusterSLA-v0" in env_ids:
+        say(f"ClusterSLA-v0 long horizon T={long_horizon}")
+        seconds = bench_sla_long_horizon(long_horizon)
+        result["sla_long_horizon"] = {"horizon": long_horizon, "seconds": seconds, "total": sum(seconds.values())}
+    result["targets"] = targets(result)
+    return result
+
+
+def _load_average() -> list[float] | None:
+    try:
+        import os
+
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets that this run measured, each with its measured value and whether it is met."""
+    rows = []
+    for m in result["single"]:
+        if m["variant"] in ("single", "single, info_level=minimal"):
+            goal = single_target(m["env_id"])
+            rows.append({"target": f"{m['env_id']} single ≥ {goal}x CartPole-v1", "measured": m["ratio"],
+                         "met": m["ratio"] >= goal})  # fmt: skip
+    for m in result["batched"]:
+        if m["variant"] == f"batched x{BATCH_TARGET_SIZE}":
+            rows.append({"target": f"{m['env_id']} x{BATCH_TARGET_SIZE} ≥ {BATCH_TARGET}x batched CartPole",
+                         "measured": m["ratio"], "met": m["ratio"] >= BATCH_TARGET})  # fmt: skip
+    for env_id in result["missing_vector_entry_point"]:
+        rows.append({"target": f"{env_id} x{BATCH_TARGET_SIZE} ≥ {BATCH_TARGET}x batched CartPole", "measured": None,
+                     "met": False})  # fmt: skip
+    if "sla_long_horizon" in result:
+        total = result["sla_long_horizon"]["total"]
+        horizon = result["sla_long_horizon"]["horizon"]
+        rows.append({"target": f"ClusterSLA T={horizon:,} all 7 policies ≤ {SLA_LONG_HORIZON_TARGET_S:.0f} s",
+                     "measured": total, "met": total <= SLA_LONG_HORIZON_TARGET_S})  # fmt: skip
+    return rows
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = [
+        f"Python {m['python']}, gymnasium {m['gymnasium']}, numpy {m['numpy']}, load average {m['load_average']}; "
+        f"median of {result['settings']['repeats']} interleaved repeats.",
+        "",
+        "| env | variant | steps/s | CartPole steps/s (same run) | ratio | batch reset (s) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for row in result["single"] + result["batched"]:
+        reset = "" if row["reset_seconds"] is None else f"{row['reset_seconds']:.2f}"
+        lines.append(f"| {row['env_id']} | {row['variant']} | {row['rate']:,.0f} | {row['reference_rate']:,.0f} | "
+                     f"{row['ratio']:.3f} | {reset} |")  # fmt: skip
+    if result["missing_vector_entry_point"]:
+        lines += ["", "No vector entry point yet: " + ", ".join(result["missing_vector_entry_point"]) + "."]
+    if "sla_long_horizon" in result:
+        lh = result["sla_long_horizon"]
+        lines += ["", f"ClusterSLA-v0 long-horizon runner, T = {lh['horizon']:,} (wall s, reset included):", "",
+                  "| policy | seconds |", "|---|---:|"]  # fmt: skip
+        lines += [f"| {name} | {s:.2f} |" for name, s in lh["seconds"].items()]
+        lines.append(f"| **total** | **{lh['total']:.2f}** |")
+    lines += ["", "| target | measured | met |", "|---|---:|---|"]
+    for row in result["targets"]:
+        measured = "—" if row["measured"] is None else f"{row['measured']:.3f}"
+        lines.append(f"| {row['target']} | {measured} | {'yes' if row['met'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def write(result: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
+    """Write ``bench.md`` and ``bench.json`` into ``out_dir``; return their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    md, js = out / "bench.md", out / "bench.json"
+    md.write_text(to_markdown(result))
+    js.write_text(json.dumps(result, indent=2))
+    return md, js
+
+
+def add_arguments(parser) -> None:
+    """The options shared by ``cluster-envs bench`` and ``benchmarks/bench.py``."""
+    parser.add_argument("--ids", nargs="+", default=None, help="env ids (default: every registered id)")
+    parser.add_argument("--steps", type=int, default=20_000, help="single-env steps per timing (default 20000)")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats per rate (default 5)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(BATCH_SIZES), help="batch sizes")
+    parser.add_argument("--batch-env-steps", type=int, default=2_000_000, help="env-steps per batched timing")
+    parser.add_argument("--long-horizon", type=int, default=3_000_000,
+                        help="ClusterSLA runner horizon; 0 skips it (default 3000000)")  # fmt: skip
+    parser.add_argument("--out", default="results/bench", help="output folder for bench.md and bench.json")
+
+
+def run_from_args(args) -> Path:
+    """Run the benchmark the parsed options describe, print the Markdown table, return its path."""
+    for name in ("steps", "repeats", "batch_env_steps"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    unknown = sorted(set(args.ids or []) - set(cluster_envs.env_ids()))
+    if unknown:
+        raise ValueError(f"--ids: unknown env id(s) {unknown}; registered: {cluster_envs.env_ids()}")
+    import sys
+
+    result = run_bench(args.ids, steps=args.steps, repeats=args.repeats, batch_sizes=args.sizes,
+                       batch_env_steps=args.batch_env_steps, long_horizon=args.long_horizon or None,
+                       progress=lambda message: print(message, file=sys.stderr))  # fmt: skip
+    md, js = write(result, args.out)
+    print(md.read_text())
+    print(f"written {md} and {js}")
+    return md
