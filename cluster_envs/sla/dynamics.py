@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 ACTION_MODES = ("normalize", "sub_simplex", "softmax")
+REWARD_MODES = ("work", "work_sla", "work_sla_level", "neg_regret", "neg_regret_sla")
 
 # Rows of the simulator's state matrix (one column per user) and entries of its statistics vector.
 QUEUE, CUM_LOAD, CUM_WORK, WORK, ALLOC, ACTIVE, DEFICIT, PREVIOUS_DEFICIT, MAX_DEFICIT, MAX_RELAXED_DEFICIT = range(10)
@@ -49,17 +50,33 @@ def to_allocation(action: np.ndarray, mode: int) -> np.ndarray:
     ``mode`` indexes ``ACTION_MODES``: 0 normalize (a⁺/Σa⁺, uniform if Σa⁺ = 0), 1 sub_simplex (clip to
     [0, 1], rescale only if Σ > 1: idle capacity allowed), 2 softmax.
     """
+    out = np.empty(action.size)
+    allocation_into(action, mode, out)
+    return out
+
+
+@njit(cache=True)
+def allocation_into(action, mode, out) -> None:
+    """:func:`to_allocation` written into ``out`` (no allocation: the batched step calls it per copy)."""
     n = action.size
+    total = 0.0
     if mode == 2:
-        z = np.exp(action - action.max())
-        return z / z.sum()
-    if mode == 0:
-        a = np.maximum(action, 0.0)
-        total = a.sum()
-        return a / total if total > 0 else np.full(n, 1.0 / n)
-    a = np.minimum(np.maximum(action, 0.0), 1.0)
-    total = a.sum()
-    return a / total if total > 1.0 else a
+        top = action.max()
+        for i in range(n):
+            out[i] = math.exp(action[i] - top)
+            total += out[i]
+        for i in range(n):
+            out[i] /= total
+        return
+    for i in range(n):
+        out[i] = max(action[i], 0.0) if mode == 0 else min(max(action[i], 0.0), 1.0)
+        total += out[i]
+    if mode == 0 and total <= 0:
+        for i in range(n):
+            out[i] = 1.0 / n
+    elif mode == 0 or total > 1.0:
+        for i in range(n):
+            out[i] /= total
 
 
 @njit(cache=True)
@@ -102,34 +119,69 @@ def advance(state, stats, loads, static_cum, static_relaxed_cum, alloc, t, empty
 
 
 @njit(cache=True)
-def advance_batch(states, stats, loads, static_cum, static_relaxed_cum, actions, ts, stepping, mode, empty_tol,
-                  sla_tol):  # fmt: skip
-    """Step every copy b with ``stepping[b]`` of a batch: :func:`to_allocation` then :func:`advance`, as one env does.
+def step_reward(state, opt_cum, t, reward_mode, sla_bar, kappa, sla_tol) -> float:
+    """The built-in reward of step t (1-based, after :func:`advance`); ``reward_mode`` indexes ``REWARD_MODES``.
 
-    The arrays are the single env's with a leading copy axis; ``ts`` (each copy's step count) is advanced.
+    Σw_t, minus OPT(t) - OPT(t-1) for the ``neg_regret`` modes, minus κ Σ([D_t]⁺ - [D_{t-1}]⁺) for
+    ``work_sla``/``neg_regret_sla`` or κ Σ_i s_i 1[D_t(i) > sla_tol] for ``work_sla_level``.
     """
+    n = state.shape[1]
+    reward = 0.0
+    for i in range(n):
+        reward += state[WORK, i]
+    if reward_mode == 3 or reward_mode == 4:
+        reward -= opt_cum[t - 1] - (opt_cum[t - 2] if t > 1 else 0.0)
+    if reward_mode == 1 or reward_mode == 4:
+        now = 0.0
+        before = 0.0
+        for i in range(n):
+            now += max(state[DEFICIT, i], 0.0)
+            before += max(state[PREVIOUS_DEFICIT, i], 0.0)
+        reward -= kappa * (now - before)
+    elif reward_mode == 2:
+        level = 0.0
+        for i in range(n):
+            if state[DEFICIT, i] > sla_tol:
+                level += sla_bar[i]
+        reward -= kappa * level
+    return reward
+
+
+@njit(cache=True, inline="always")  # inlined into step_batch: a call per copy would cost more than the step
+def env_step(state, stats, loads, static_cum, static_relaxed_cum, opt_cum, action, t, mode, reward_mode, kappa,
+             empty_tol, sla_tol, sla_bar, obs) -> float:  # fmt: skip
+    """One env step fused: allocation, :func:`advance`, the paper's observation into ``obs`` and the reward.
+
+    Returns NaN, changing nothing, if ``action`` is not finite. ``reward_mode`` -1 (a callable reward,
+    computed by the env) returns 0.
+    """
+    n = state.shape[1]
+    for i in range(n):
+        if not math.isfinite(action[i]):
+            return np.nan
+    alloc = state[ALLOC]  # h_t is written where advance records it anyway
+    allocation_into(action, mode, alloc)
+    advance(state, stats, loads, static_cum, static_relaxed_cum, alloc, t, empty_tol, sla_tol)
+    for i in range(n):
+        obs[i] = state[ACTIVE, i]
+        obs[n + i] = alloc[i]
+        obs[2 * n + i] = sla_bar[i]
+    return 0.0 if reward_mode < 0 else step_reward(state, opt_cum, t + 1, reward_mode, sla_bar, kappa, sla_tol)
+
+
+@njit(cache=True)
+def step_batch(states, stats, loads, static_cum, static_relaxed_cum, opt_cum, actions, ts, stepping, mode,
+               reward_mode, kappa, empty_tol, sla_tol, sla_bar, obs, rewards) -> None:  # fmt: skip
+    """:func:`env_step` for every copy b of a batch with ``stepping[b]``; advances ``ts``, writes ``obs`` and
+    ``rewards``. Per-copy state has the copy axis first; the per-step series (``loads``, ``static_cum``,
+    ``static_relaxed_cum``: (T, B, N); ``opt_cum``: (T, B)) have time first, so that one step of the batch
+    reads contiguous memory."""
     for b in range(states.shape[0]):
         if stepping[b]:
-            alloc = to_allocation(actions[b], mode)
-            advance(states[b], stats[b], loads[b], static_cum[b], static_relaxed_cum[b], alloc, ts[b],
-                    empty_tol, sla_tol)  # fmt: skip
+            rewards[b] = env_step(states[b], stats[b], loads[:, b, :].T, static_cum[:, b, :].T,
+                                  static_relaxed_cum[:, b, :].T, opt_cum[:, b], actions[b], ts[b], mode, reward_mode,
+                                  kappa, empty_tol, sla_tol, sla_bar[b], obs[b])  # fmt: skip
             ts[b] += 1
-
-
-def step_reward(mode, work, deficit, previous_deficit, opt_increase, sla_bar, kappa: float, sla_tol: float):
-    """The built-in reward modes (env.py) for users on the last axis: one env (N,) or a batch of copies (B, N).
-
-    ``opt_increase`` is OPT(t) - OPT(t-1) (read only by the ``neg_regret`` modes).
-    """
-    reward = work.sum(axis=-1)
-    if mode in ("neg_regret", "neg_regret_sla"):
-        reward = reward - opt_increase
-    if mode in ("work_sla", "neg_regret_sla"):
-        increase = np.maximum(deficit, 0.0).sum(axis=-1) - np.maximum(previous_deficit, 0.0).sum(axis=-1)
-        reward = reward - kappa * increase
-    elif mode == "work_sla_level":
-        reward = reward - kappa * np.where(deficit > sla_tol, sla_bar, 0.0).sum(axis=-1)
-    return reward
 
 
 def capped_cumulative_work(loads: np.ndarray, capacity: float | np.ndarray) -> np.ndarray:

@@ -14,18 +14,21 @@ from cluster_envs.common.config import build_config, check_choice, check_number
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.sla.dynamics import (
     ACTION_MODES,
+    DEFICIT,
+    QUEUE,
+    REWARD_MODES,
+    WORK,
     SLAProblem,
     SLASimulator,
+    env_step,
     feedback_vector,
-    step_reward,
-    to_allocation,
 )
 from cluster_envs.sla.workloads import make_load_generator
 
 OBS_MODES = ("binary", "binary+sla", "full")
 OBS_FORMATS = ("box", "dict")
-REWARD_MODES = ("work", "work_sla", "work_sla_level", "neg_regret", "neg_regret_sla")
 INFO_LEVELS = ("minimal", "full")
+MINIMAL_INFO_ROWS = [WORK, QUEUE, DEFICIT]
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,8 @@ class ClusterSLAEnv(gym.Env):
         self._sim: SLASimulator | None = None
         self._sla_bar = np.zeros(n)
         self._action_mode = ACTION_MODES.index(config.action_mode)
+        self._reward_mode = -1 if callable(config.reward_mode) else REWARD_MODES.index(config.reward_mode)
+        self._paper_observation = (config.obs_mode, config.obs_format, config.include_time) == ("binary", "box", False)
 
     def _build_observation_space(self) -> spaces.Space:
         n, cfg = self.config.n_users, self.config
@@ -255,38 +260,31 @@ class ClusterSLAEnv(gym.Env):
         return loads
 
     def step(self, action: Any):
-        sim = self._simulator
+        sim, cfg = self._simulator, self.config
         if sim.t >= sim.horizon:
             raise RuntimeError(f"ClusterSLA-v0: the episode ended at t = {sim.t}; call reset()")
         action = np.asarray(action, dtype=np.float64)
-        if action.shape != (self.config.n_users,):
-            raise ValueError(f"action must have shape ({self.config.n_users},), got {action.shape}")
-        if not np.isfinite(action).all():
+        if action.shape != (cfg.n_users,):
+            raise ValueError(f"action must have shape ({cfg.n_users},), got {action.shape}")
+        obs = np.empty(3 * cfg.n_users, dtype=np.float32)
+        reward = env_step(sim.state, sim.stats, sim.loads, sim.static_cum_work, sim.static_relaxed_cum_work,
+                          sim.opt_cum_work, action, sim.t, self._action_mode, self._reward_mode, cfg.reward_kappa,
+                          cfg.empty_tol, cfg.sla_tol, self._sla_bar, obs)  # fmt: skip
+        if reward != reward:  # NaN: the kernel rejected the action before changing anything
             raise ValueError(f"action must be finite, got {action}")
-        sim.step(to_allocation(action, self._action_mode))
+        sim.t += 1
         info = self._info(action)
-        reward = self._reward(info)
+        if self._reward_mode < 0:
+            reward = float(cfg.reward_mode(info))
         truncated = sim.t == sim.horizon
         if truncated:
             info["episode_summary"] = sim.summary()
-        return self._observation(), reward, False, truncated, info
-
-    def _reward(self, info: dict[str, Any]) -> float:
-        cfg, sim = self.config, self._simulator
-        if callable(cfg.reward_mode):
-            return float(cfg.reward_mode(info))
-        opt_increase = sim.opt_cum_work[sim.t - 1] - (sim.opt_cum_work[sim.t - 2] if sim.t > 1 else 0.0)
-        return float(step_reward(cfg.reward_mode, sim.work, sim.deficit, sim.previous_deficit, opt_increase,
-                                 self._sla_bar, cfg.reward_kappa, cfg.sla_tol))  # fmt: skip
+        return (obs if self._paper_observation else self._observation()), reward, False, truncated, info
 
     def _info(self, action: np.ndarray) -> dict[str, Any]:
         sim = self._simulator
-        info: dict[str, Any] = {
-            "work": sim.work.copy(),
-            "active": sim.active.astype(bool),
-            "queue": sim.queue.copy(),
-            "sla_deficit": sim.deficit.copy(),
-        }
+        work, queue, deficit = sim.state[MINIMAL_INFO_ROWS]  # one copy, three views
+        info: dict[str, Any] = {"work": work, "active": queue > 0.0, "queue": queue, "sla_deficit": deficit}
         if self.config.info_level == "minimal":
             return info
         projected = self.config.action_mode != "softmax" and float(np.abs(sim.alloc - action).max()) > 1e-6

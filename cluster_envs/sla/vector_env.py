@@ -10,16 +10,12 @@ from gymnasium.vector.utils import batch_space
 
 from cluster_envs.common.config import check_number
 from cluster_envs.sla.dynamics import (
-    ACTION_MODES,
     ACTIVE,
-    ALLOC,
     DEFICIT,
-    PREVIOUS_DEFICIT,
     QUEUE,
     STATE_ROWS,
     WORK,
-    advance_batch,
-    step_reward,
+    step_batch,
 )
 from cluster_envs.sla.env import ClusterSLAEnv
 
@@ -60,13 +56,13 @@ class ClusterSLAVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         n, horizon = cfg.n_users, cfg.horizon
-        self._mode = ACTION_MODES.index(cfg.action_mode)
         self._states = np.zeros((num_envs, STATE_ROWS, n))
         self._stats = np.zeros((num_envs, 4))
-        self._loads = np.zeros((num_envs, n, horizon))
-        self._static_cum = np.zeros((num_envs, n, horizon))
-        self._static_relaxed_cum = np.zeros((num_envs, n, horizon))
-        self._opt_cum = np.zeros((num_envs, horizon))
+        # Time-major, so that a step reads one contiguous slice of each series (see step_batch).
+        self._loads = np.zeros((horizon, num_envs, n))
+        self._static_cum = np.zeros((horizon, num_envs, n))
+        self._static_relaxed_cum = np.zeros((horizon, num_envs, n))
+        self._opt_cum = np.zeros((horizon, num_envs))
         self._sla_bar = np.zeros((num_envs, n))
         self._ts = np.zeros(num_envs, dtype=np.int64)
         self._needs_reset = np.ones(num_envs, dtype=bool)
@@ -77,22 +73,17 @@ class ClusterSLAVectorEnv(VectorEnv):
         env = self.envs[b]
         env.reset(seed=seed, options=options)
         sim = env.simulator
-        batch_rows = {"state": self._states, "stats": self._stats, "loads": self._loads,
-                      "static_cum_work": self._static_cum, "static_relaxed_cum_work": self._static_relaxed_cum,
-                      "opt_cum_work": self._opt_cum}  # fmt: skip
-        for name, batch in batch_rows.items():
-            batch[b] = getattr(sim, name)
-            setattr(sim, name, batch[b])  # the simulator now reads and writes the batch row
+        views = {"state": self._states[b], "stats": self._stats[b], "loads": self._loads[:, b, :].T,
+                 "static_cum_work": self._static_cum[:, b, :].T,
+                 "static_relaxed_cum_work": self._static_relaxed_cum[:, b, :].T,
+                 "opt_cum_work": self._opt_cum[:, b]}  # fmt: skip
+        for name, view in views.items():
+            view[...] = getattr(sim, name)
+            setattr(sim, name, view)  # the simulator now reads and writes its slice of the batch
         self._sla_bar[b] = env._sla_bar
+        self._obs[b] = env._observation()
         self._ts[b] = 0
         self._needs_reset[b] = False
-
-    def _observations(self) -> np.ndarray:
-        n = self.config.n_users
-        self._obs[:, :n] = self._states[:, ACTIVE]
-        self._obs[:, n : 2 * n] = self._states[:, ALLOC]
-        self._obs[:, 2 * n :] = self._sla_bar
-        return self._obs.copy()
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         if seed is None or isinstance(seed, (int, np.integer)):
@@ -103,7 +94,7 @@ class ClusterSLAVectorEnv(VectorEnv):
                 raise ValueError(f"seed has {len(seeds)} entries but num_envs={self.num_envs}")
         for b, s in enumerate(seeds):
             self._reset_copy(b, s, options)
-        return self._observations(), {}
+        return self._obs.copy(), {}
 
     def step(self, actions: Any):
         actions = np.asarray(actions, dtype=np.float64)
@@ -116,11 +107,11 @@ class ClusterSLAVectorEnv(VectorEnv):
             raise ValueError("actions must be finite")
         for b in np.flatnonzero(resetting):
             self._reset_copy(b, None, None)
-        cfg = self.config
-        advance_batch(self._states, self._stats, self._loads, self._static_cum, self._static_relaxed_cum, actions,
-                      self._ts, stepping, self._mode, cfg.empty_tol, cfg.sla_tol)  # fmt: skip
+        cfg, env = self.config, self.envs[0]
         rewards = np.zeros(self.num_envs)
-        rewards[stepping] = self._rewards()[stepping]
+        step_batch(self._states, self._stats, self._loads, self._static_cum, self._static_relaxed_cum, self._opt_cum,
+                   actions, self._ts, stepping, env._action_mode, env._reward_mode, cfg.reward_kappa, cfg.empty_tol,
+                   cfg.sla_tol, self._sla_bar, self._obs, rewards)  # fmt: skip
         truncated = stepping & (self._ts == cfg.horizon)
         infos: dict[str, Any] = {}
         for key, row in MINIMAL_INFO_ROWS.items():
@@ -131,15 +122,7 @@ class ClusterSLAVectorEnv(VectorEnv):
             infos["episode_summary"] = self._summaries(truncated)
             infos["_episode_summary"] = truncated
         self._needs_reset = truncated
-        return self._observations(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
-
-    def _rewards(self) -> np.ndarray:
-        cfg, ts, rows = self.config, self._ts, np.arange(self.num_envs)
-        last = self._opt_cum[rows, np.maximum(ts - 1, 0)]
-        previous = np.where(ts > 1, self._opt_cum[rows, np.maximum(ts - 2, 0)], 0.0)
-        states = self._states
-        return step_reward(cfg.reward_mode, states[:, WORK], states[:, DEFICIT], states[:, PREVIOUS_DEFICIT],
-                           last - previous, self._sla_bar, cfg.reward_kappa, cfg.sla_tol)  # fmt: skip
+        return self._obs.copy(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
 
     def _summaries(self, ended: np.ndarray) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
