@@ -57,7 +57,7 @@ def _predrawn_actions(space: gym.Space, count: int, seed: int = 0) -> list:
     return [space.sample() for _ in range(count)]
 
 
-def _has_info_level(env_id: str) -> bool:
+def has_info_level(env_id: str) -> bool:
     config = getattr(gym.make(env_id).unwrapped, "config", None)
     return hasattr(config, "info_level")
 
@@ -148,19 +148,20 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
               batch_env_steps: int = 2_000_000, long_horizon: int | None = 3_000_000,
               progress=None) -> dict[str, Any]:  # fmt: skip
     """Every measurement as a JSON-ready dict. ``batch_env_steps`` sets each batched timing's length
-    (steps = batch_env_steps / B, at least 20); ``long_horizon=None`` skips the SLA long-horizon runs."""
+    (steps = batch_env_steps / B, at least 20 and at most ``steps``); ``long_horizon=None`` skips the SLA
+    long-horizon runs."""
     say = progress or (lambda message: None)
     env_ids = list(env_ids or cluster_envs.env_ids())
     single, batched = [], []
     for env_id in env_ids:
-        levels = [{"info_level": "minimal"}, {"info_level": "full"}] if _has_info_level(env_id) else [{}]
+        levels = [{"info_level": "minimal"}, {"info_level": "full"}] if has_info_level(env_id) else [{}]
         for kwargs in levels:
             say(f"{env_id} single {kwargs}")
             single.append(bench_single(env_id, steps, repeats, **kwargs))
         if has_vector_entry_point(env_id):
             for size in batch_sizes:
                 say(f"{env_id} batched x{size}")
-                batched.append(bench_batched(env_id, size, max(20, batch_env_steps // size), repeats))
+                batched.append(bench_batched(env_id, size, min(steps, max(20, batch_env_steps // size)), repeats))
     result: dict[str, Any] = {
         "machine": {
             "python": platform.python_version(),
