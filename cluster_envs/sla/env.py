@@ -28,7 +28,7 @@ from cluster_envs.sla.workloads import make_load_generator
 OBS_MODES = ("binary", "binary+sla", "full")
 OBS_FORMATS = ("box", "dict")
 INFO_LEVELS = ("minimal", "full")
-MINIMAL_INFO_ROWS = [WORK, QUEUE, DEFICIT]
+MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,7 @@ class ClusterSLAEnv(gym.Env):
         self._sla_bar = np.zeros(n)
         self._action_mode = ACTION_MODES.index(config.action_mode)
         self._reward_mode = -1 if callable(config.reward_mode) else REWARD_MODES.index(config.reward_mode)
+        self._minimal_info = config.info_level == "minimal"
         self._paper_observation = (config.obs_mode, config.obs_format, config.include_time) == ("binary", "box", False)
 
     def _build_observation_space(self) -> spaces.Space:
@@ -278,16 +279,16 @@ class ClusterSLAEnv(gym.Env):
         info = self._info(action)
         if self._reward_mode < 0:
             reward = float(cfg.reward_mode(info))
-        truncated = sim.t == sim.horizon
+        truncated = sim.t == cfg.horizon
         if truncated:
             info["episode_summary"] = sim.summary()
         return (obs if self._paper_observation else self._observation()), reward, False, truncated, info
 
     def _info(self, action: np.ndarray) -> dict[str, Any]:
         sim = self._simulator
-        work, queue, deficit = sim.state[MINIMAL_INFO_ROWS]  # one copy, three views
+        work, queue, deficit = sim.state.take(MINIMAL_INFO_ROWS, axis=0)  # one copy, three views
         info: dict[str, Any] = {"work": work, "active": queue > 0.0, "queue": queue, "sla_deficit": deficit}
-        if self.config.info_level == "minimal":
+        if self._minimal_info:
             return info
         projected = self.config.action_mode != "softmax" and float(np.abs(sim.alloc - action).max()) > 1e-6
         static_cum = sim.static_cum_work[:, sim.t - 1]

@@ -10,7 +10,6 @@ from gymnasium.vector.utils import batch_space
 
 from cluster_envs.common.config import check_number
 from cluster_envs.sla.dynamics import (
-    ACTIVE,
     DEFICIT,
     QUEUE,
     STATE_ROWS,
@@ -19,7 +18,7 @@ from cluster_envs.sla.dynamics import (
 )
 from cluster_envs.sla.env import ClusterSLAEnv
 
-MINIMAL_INFO_ROWS = {"work": WORK, "active": ACTIVE, "queue": QUEUE, "sla_deficit": DEFICIT}
+MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
 class ClusterSLAVectorEnv(VectorEnv):
@@ -103,7 +102,7 @@ class ClusterSLAVectorEnv(VectorEnv):
             raise ValueError(f"actions must have shape (num_envs, n_users) = {expected}, got {actions.shape}")
         resetting = self._needs_reset.copy()
         stepping = ~resetting
-        if not np.isfinite(actions[stepping]).all():
+        if not np.isfinite(actions[stepping] if resetting.any() else actions).all():
             raise ValueError("actions must be finite")
         for b in np.flatnonzero(resetting):
             self._reset_copy(b, None, None)
@@ -114,10 +113,10 @@ class ClusterSLAVectorEnv(VectorEnv):
                    cfg.sla_tol, self._sla_bar, self._obs, rewards)  # fmt: skip
         truncated = stepping & (self._ts == cfg.horizon)
         infos: dict[str, Any] = {}
-        for key, row in MINIMAL_INFO_ROWS.items():
-            values = self._states[:, row]
-            infos[key] = values > 0.0 if key == "active" else values.copy()
-            infos[f"_{key}"] = stepping.copy()
+        work, queue, deficit = self._states.take(MINIMAL_INFO_ROWS, axis=1).transpose(1, 0, 2)  # one copy
+        for key, value in (("work", work), ("active", queue > 0.0), ("queue", queue), ("sla_deficit", deficit)):
+            infos[key] = value
+            infos[f"_{key}"] = stepping
         if truncated.any():
             infos["episode_summary"] = self._summaries(truncated)
             infos["_episode_summary"] = truncated
