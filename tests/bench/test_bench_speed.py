@@ -56,3 +56,11 @@ def test_bench_command_writes_markdown_and_json(tmp_path, capsys):
 def test_bench_rejects_unknown_ids(capsys):
     assert main(["bench", "--ids", "ClusterNope-v0", "--long-horizon", "0"]) == 2
     assert "--ids" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_sla_paper_scale_synthetic_experiment_within_a_minute():
+    from baselines.bench import SLA_LONG_HORIZON_TARGET_S, bench_sla_long_horizon
+
+    seconds = bench_sla_long_horizon(3_000_000)
+    assert sum(seconds.values()) <= SLA_LONG_HORIZON_TARGET_S, seconds
