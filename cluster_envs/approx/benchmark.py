@@ -43,7 +43,7 @@ def segments(jobs: Jobs, horizon: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """Segment lengths L_s and active sets J_s between consecutive distinct arrival/deadline times."""
     edges = np.unique(np.concatenate([[0, horizon], jobs.arrival, jobs.deadline]))
     lengths, members = [], []
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         active = np.flatnonzero((jobs.arrival <= lo) & (jobs.deadline >= hi))
         if active.size:
             lengths.append(hi - lo)

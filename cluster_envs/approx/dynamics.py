@@ -147,7 +147,7 @@ def repair(
 
 
 def budget_check(assign: np.ndarray, prices: np.ndarray, spent: np.ndarray, budget: np.ndarray) -> np.ndarray:
-    """Alg. 1 lines 7-12 per row (A4): keep machine k iff spent + Σ_{i≤k} p_i x^i < budget; return kept mask."""
+    """Alg. 1 lines 7-12 per row (A4): keep machine k iff spent + Σ_{i≤k} p_i x^i < budget."""
     cumulative = np.cumsum(assign * prices, axis=1)
     return assign & (spent[:, None] + cumulative < budget[:, None])
 
@@ -332,7 +332,7 @@ class ApproxSimulator:
         return leaving
 
     def _admit(self, t: int) -> list[int]:
-        """Jobs with a_j = t join the FIFO queue; queued jobs take the lowest free slots (spec §3.3 step 8)."""
+        """Jobs with a_j = t join the FIFO queue; queued jobs take the lowest free slots (spec §3.3)."""
         arrivals = []
         while self.next_arrival < self.n_jobs and self.arrival[self.next_arrival] <= t:
             arrivals.append(self.next_arrival)
@@ -343,7 +343,7 @@ class ApproxSimulator:
         placed = min(free.size, len(self.waiting))
         if len(self.waiting) > placed:
             self.n_waited += len(self.waiting) - placed
-        for k, j in zip(free[:placed], self.waiting[:placed]):
+        for k, j in zip(free[:placed], self.waiting[:placed], strict=True):
             self.slot_job[k] = j
             self.is_new[k] = True
         self.waiting = self.waiting[placed:]

@@ -89,7 +89,7 @@ class _ApproxEnvCore(gym.Env):
         return cfg.price_factor if cfg.prices == "proportional" else cfg.price_range[1]
 
     def _job_bounds(self) -> np.ndarray:
-        """Finite upper bounds of every ``jobs`` column, from the config (fixed before any instance exists)."""
+        """Finite upper bounds of the ``jobs`` columns, from the config (fixed before any instance exists)."""
         cfg = self.config
         m, horizon = cfg.n_machines, float(cfg.horizon)
         if cfg.job_source == "synthetic":
@@ -221,7 +221,7 @@ class _ApproxEnvCore(gym.Env):
         return self._observation(), float(reward), terminated, False, info
 
     def _decode(self, action: Any) -> np.ndarray:
-        """Check a well-formed action and turn it into the (K, M) proposal; malformed input raises ValueError."""
+        """Turn a well-formed action into the (K, M) proposal; malformed input raises ValueError."""
         try:
             a = np.asarray(action)
         except (TypeError, ValueError) as err:
@@ -305,8 +305,8 @@ class _ApproxEnvCore(gym.Env):
             return None
         sim = self._simulator
         lines = [
-            f"t={sim.t}/{sim.horizon}  utility={sim.utility_true:.2f}  jobs visible={int((sim.slot_job >= 0).sum())}"
-            f"  waiting={len(sim.waiting)}"
+            f"t={sim.t}/{sim.horizon}  utility={sim.utility_true:.2f}  "
+            f"visible={int((sim.slot_job >= 0).sum())}  waiting={len(sim.waiting)}"
         ]
         for k, j in enumerate(sim.slot_job):
             if j >= 0:
@@ -319,7 +319,7 @@ class _ApproxEnvCore(gym.Env):
 
 
 class ClusterApproxEnv(_ApproxEnvCore):
-    """Approximation jobs share M machines of unknown, varying speed; the scheduler sees rates only where it ran tasks.
+    """Approximation jobs share M machines of unknown, varying speed; rates are seen only where tasks ran.
 
     Paper: Xu, Liu, Lau, Zeng, Guo, Liu, "Online Resource Allocation with Machine Variability: A Bandit
     Perspective" (paper 000; spec ``specs/approx_bandit.md``).
@@ -339,8 +339,8 @@ class ClusterApproxEnv(_ApproxEnvCore):
     ``jobs`` (K, 12): [present, is_new, v_j, β, B_j, C_j, B_j − C_j, B_j/(d_j − a_j), elapsed slots,
     remaining slots, realised work W_j, d_j − a_j], zeros for an empty slot.
 
-    **Action** ``MultiDiscrete([K+1]*M)``: machine i goes to job slot a_i (0 = idle); capacity (Eq. 3) holds by
-    construction. Wrong shape, NaN, fractions or out-of-range values raise ``ValueError`` (env unchanged).
+    **Action** ``MultiDiscrete([K+1]*M)``: machine i goes to job slot a_i (0 = idle); capacity (Eq. 3)
+    holds by construction. Wrong shape, NaN, fractions or out-of-range values raise ``ValueError``.
     The Sec. V-C mode (``capacity`` C_i, ``demand`` r_j, ``parallelism`` u_j) uses ``MultiBinary((K, M))``
     actions, repaired deterministically (drop the highest slots on an over-full machine, then a job's
     highest machines beyond u_j; counted in ``n_repaired``); its ``jobs`` rows add r_j and u_j and
@@ -357,8 +357,8 @@ class ClusterApproxEnv(_ApproxEnvCore):
     (share of machines whose previous, still-running occupant changed), ``utility_true, utility_approx, fit``
     (Eq. 8 over departed jobs), ``fit_positive, slot_job_ids, arrivals, departures``; with
     ``compute_benchmark=True``: ``benchmark_total`` and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the
-    end; ``benchmark_kind`` ``"eq6"``/``"p1"``/``"thm3"``); ``oracle`` only with ``expose_oracle=True``. At the
-    end, ``episode_summary``: utility, utility_approx, regret, benchmark_total, fit, fit_positive,
+    end; ``benchmark_kind`` ``"eq6"``/``"p1"``/``"thm3"``); ``oracle`` only with ``expose_oracle=True``.
+    At the end, ``episode_summary``: utility, utility_approx, regret, benchmark_total, fit, fit_positive,
     mean_migrations, budget and cost-to-utility shares, counters.
 
     **Presets**: ``default`` (M = 20, T = 2000, K = 8, on/off machines, synthetic Google-like jobs at offered
@@ -375,10 +375,10 @@ class ClusterApproxEnv(_ApproxEnvCore):
 class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     """One approximation job over the whole horizon on M machines of unknown speed (Sec. IV, OPS).
 
-    The single-job case of ``ClusterApprox-v0`` (same dynamics, feedback, budget check, rewards and info keys):
+    The single-job case of ``ClusterApprox-v0`` (same dynamics, feedback, budget check, rewards, info keys):
     N = 1, a_1 = 0, d_1 = T, B = ρ M T (``budget_fraction`` ρ). Action ``MultiBinary(M)`` (run the job on
     machine i or not). Observation: ``time, price, n_obs, sum_obs, last_rate, last_mask`` as in
-    ``ClusterApprox-v0`` and ``job`` (12,), the job's row (``present`` drops to 0 once the budget is exhausted).
+    ``ClusterApprox-v0`` and ``job`` (12,), the job's row (``present`` is 0 once the budget is exhausted).
     ``info["executed"]`` is the executed 0/1 vector.
 
     **Presets**: ``default`` (M = 10, T = 2000, ρ = 0.2, i.i.d. Bernoulli rates with θ_i ~ U[0.1, 0.9],

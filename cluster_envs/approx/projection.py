@@ -1,4 +1,4 @@
-"""Projection P4 and the unbiased roundings of Eqs. 21 and 72 (spec §4.0 P and S), vectorized over machines."""
+"""Projection P4 and the unbiased roundings of Eqs. 21 and 72 (spec §4.0 P, S), vectorized over machines."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def project_columns(y: np.ndarray) -> np.ndarray:
 
 
 def categorical_round(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One occupant per machine: slot k+1 with probability x[k, i], idle (0) otherwise; E[1{o_i = k+1}] = x[k, i]."""
+    """One occupant per machine: slot k+1 with probability x[k, i], else idle (0), so E[x̃] = x (Eq. 72)."""
     cumulative = np.cumsum(x, axis=0)
     u = rng.random(x.shape[1])
     occupant = (cumulative <= u[None, :]).sum(axis=0) + 1
