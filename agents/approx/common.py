@@ -18,7 +18,7 @@ COL = {name: i for i, name in enumerate(JOB_FIELDS)}
 
 
 def ucb(n_obs: np.ndarray, sum_obs: np.ndarray, gamma: float) -> np.ndarray:
-    """θ̂_i = min{1, θ̄_i + 2 rad(θ̄_i, n_i + 1)}, θ̄_i = s_i/(n_i + 1), rad(ν, P) = √(γν/P) + γ/P (Eqs. 12-14)."""
+    """θ̂_i = min{1, θ̄_i + 2 rad(θ̄_i, n_i + 1)}, θ̄_i = s_i/(n_i + 1), rad(ν, P) = √(γν/P) + γ/P (12-14)."""
     count = n_obs + 1.0
     mean = sum_obs / count
     radius = np.sqrt(gamma * mean / count) + gamma / count

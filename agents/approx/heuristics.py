@@ -19,7 +19,7 @@ from cluster_envs.common.config import check_number
 
 
 class _Scheduler(BaseAgent):
-    """Common state: the problem, an RNG, and per-slot exhaustion memory (reset when a new job takes a slot)."""
+    """Common state: problem, RNG, per-slot exhaustion memory (cleared when a new job takes the slot)."""
 
     def reset(self, problem: ApproxProblem, seed: int | None = None) -> None:
         self.problem = problem
@@ -78,7 +78,7 @@ class Fair(_Scheduler):
 
 
 class DeadlineAware(_Scheduler):
-    """Deadline-aware scheduler (L697): earliest deadline first, each job takes every free machine it can pay."""
+    """Deadline-aware (L697): earliest deadline first, each job takes every free machine it can pay for."""
 
     name = "deadline_aware"
 
@@ -110,7 +110,7 @@ class GreedyUCB(_Scheduler):
     """Ours: jobs by marginal utility f_j'(W_j/elapsed), machines by θ̂_i/p_i, within a paced per-slot budget.
 
     The job with the largest f_j' takes the best machines (by UCB rate per price) while its spend in the slot
-    stays below (B_j − C_j)/(remaining slots), then the next job; unpaced greed would spend whole budgets at once.
+    stays below (B_j − C_j)/(remaining slots), then the next job (unpaced greed spends budgets at once).
     """
 
     name = "greedy_ucb"

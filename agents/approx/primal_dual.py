@@ -141,7 +141,7 @@ class PrimalDualAgent(BaseAgent):
 
 
 class OPS(PrimalDualAgent):
-    """OPS (Alg. 1): theory hyperparameters of Theorem 2 (α = 1/(2√T), μ = √T/M, γ = ln(MT/δ), ε = 8/(ρ²T))."""
+    """OPS (Alg. 1) with Theorem 2's hyperparameters: α = 1/(2√T), μ = √T/M, γ = ln(MT/δ), ε = 8/(ρ²T)."""
 
     name = "ops"
 
