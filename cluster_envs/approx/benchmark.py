@@ -94,14 +94,20 @@ def multi_job_opt(
     start = np.minimum(1.0 / counts[seg_of], 1.0)[:, None] * np.ones((1, m))
     spend = np.bincount(owner, weights=(cost * start).sum(axis=1), minlength=jobs.count)
     start *= np.minimum(1.0, 0.5 * jobs.budget / np.maximum(spend, 1e-300))[owner][:, None]
+    scale = abs(objective(start.ravel())[0]) + 1.0  # SLSQP's ftol is absolute: solve at unit scale
+
+    def scaled(flat):
+        value, grad = objective(flat)
+        return value / scale, grad / scale
+
     result = minimize(
-        objective,
+        scaled,
         start.ravel(),
         jac=True,
         method="SLSQP",
         bounds=[(0.0, 1.0)] * (n_var * m),
         constraints=[{"type": "ineq", "fun": lambda f: b_ub - a_ub @ f, "jac": lambda f: -a_ub}],
-        options={"ftol": 1e-13, "maxiter": 2000},
+        options={"ftol": 1e-12, "maxiter": 1000},
     )
     z = np.clip(result.x.reshape(n_var, m), 0.0, 1.0)
     if benchmark == "thm3":

@@ -85,6 +85,7 @@ class RateProcess:
     """
 
     kind: str
+    horizon: int
     means: np.ndarray
     speed: np.ndarray
     rng: np.random.Generator
@@ -97,7 +98,7 @@ class RateProcess:
         """θ^t (M,) of slot t (1-based); slots must be requested in increasing order."""
         if self.chunk is None or t >= self.chunk_start + len(self.chunk):
             self.chunk_start = t if self.chunk is None else self.chunk_start + len(self.chunk)
-            self.chunk = self._draw(self.chunk_start, CHUNK)
+            self.chunk = self._draw(self.chunk_start, min(CHUNK, self.horizon - self.chunk_start + 1))
         return self.chunk[t - self.chunk_start]
 
     def _draw(self, first: int, count: int) -> np.ndarray:
@@ -133,9 +134,9 @@ def make_rate_process(
         ends, is_ap = onoff_periods(instance_rng, n_machines, horizon)
         total_ap = ap_time(ends, is_ap, np.array([float(horizon)]))[0]
         means = speed * (UP_RATE_MEAN + (AP_RATE_MEAN - UP_RATE_MEAN) * total_ap / horizon)
-        return RateProcess(kind, means, speed, rates_rng, ends, is_ap)
+        return RateProcess(kind, horizon, means, speed, rates_rng, ends, is_ap)
     means = speed * instance_rng.uniform(*iid_mean_range, size=n_machines)
-    return RateProcess(kind, means, speed, rates_rng)
+    return RateProcess(kind, horizon, means, speed, rates_rng)
 
 
 def prior_mean_rate(kind: str, iid_mean_range: tuple[float, float], speed_heterogeneity: float) -> float:
