@@ -57,7 +57,7 @@ def test_h1_random_actions_never_exceed_budget_and_blocked_jobs_leave():
 
 def test_h2_one_job_per_machine_and_generalized_constraints_after_repair():
     env, steps = _random_rollout(MULTI, 0, horizon=200)
-    for action, *_, info in steps:
+    for *_, info in steps:
         assert info["executed"].shape == (env.config.n_machines,)
         assert set(np.unique(info["executed"])) <= set(range(env.config.max_visible_jobs + 1))
     capacity = tuple([1, 2, 3] * 6 + [1, 2])
