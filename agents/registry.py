@@ -23,6 +23,7 @@ AGENTS: dict[str, dict[str, str]] = {
     "ClusterApprox-v0": {
         "opm": "agents.approx.primal_dual:OPM",
         "opm_no_estimation": "agents.approx.primal_dual:OPMNoEstimation",
+        "opm_gc": "agents.approx.generalized:OPMGC",
         "fair": "agents.approx.heuristics:Fair",
         "deadline_aware": "agents.approx.heuristics:DeadlineAware",
         "greedy_ucb": "agents.approx.heuristics:GreedyUCB",

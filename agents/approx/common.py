@@ -11,7 +11,6 @@ import math
 import numpy as np
 
 from cluster_envs.approx.dynamics import JOB_FIELDS, ApproxProblem, budget_check
-from cluster_envs.approx.projection import occupant_to_assignment
 from cluster_envs.common.config import check_choice, check_number
 
 COL = {name: i for i, name in enumerate(JOB_FIELDS)}
@@ -40,13 +39,19 @@ def encode(occupant: np.ndarray, problem: ApproxProblem) -> np.ndarray:
     return (occupant == 1).astype(np.int8) if problem.single_job else occupant.astype(np.int64)
 
 
-def affordable(occupant: np.ndarray, rows: np.ndarray, prices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Alg. 1's budget check (lines 7-12) on a proposal: (kept occupants, which slots' jobs exhaust)."""
-    assign = occupant_to_assignment(occupant, rows.shape[0])
+def encode_assignment(assign: np.ndarray, problem: ApproxProblem) -> np.ndarray:
+    """A (K, M) bool assignment as the env's action (single job: (M,); Sec. V-C mode: (K, M) binary)."""
+    if problem.single_job:
+        return assign[0].astype(np.int8)
+    if problem.generalized:
+        return assign.astype(np.int8)
+    return (assign * np.arange(1, assign.shape[0] + 1)[:, None]).sum(axis=0).astype(np.int64)
+
+
+def affordable(assign: np.ndarray, rows: np.ndarray, prices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Alg. 1's budget check (lines 7-12) on a (K, M) proposal: (kept assignment, which slots' jobs exhaust)."""
     kept = budget_check(assign, prices, rows[:, COL["spent"]], rows[:, COL["budget"]])
-    exhausted = (assign & ~kept).any(axis=1)
-    out = np.where(kept.any(axis=0), occupant, 0)
-    return out, exhausted
+    return kept, (assign & ~kept).any(axis=1)
 
 
 def check_common(alpha_semantics: str, grad_estimate: str, s_mode: str, y_floor: float, delta: float) -> None:

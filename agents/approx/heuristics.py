@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from agents.approx.common import COL, affordable, default_gamma, encode, job_rows, ucb
+from agents.approx.common import COL, affordable, default_gamma, encode, encode_assignment, job_rows, ucb
 from agents.base import BaseAgent
 from cluster_envs.approx.dynamics import ApproxProblem, utility_derivative
+from cluster_envs.approx.projection import occupant_to_assignment
 from cluster_envs.common.config import check_number
 
 
@@ -138,8 +139,8 @@ class GreedyUCB(_Scheduler):
             take = candidates[(cost <= pace) & (cost < left)]
             occupant[take] = k + 1
             free[take] = False
-        occupant, _ = affordable(occupant, rows, self.prices)
-        return encode(occupant, self.problem)
+        kept, _ = affordable(occupant_to_assignment(occupant, rows.shape[0]), rows, self.prices)
+        return encode_assignment(kept, self.problem)
 
 
 class RandomScheduler(_Scheduler):

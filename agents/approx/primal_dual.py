@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from agents.approx.common import COL, affordable, check_common, default_gamma, encode, job_rows, ucb
+from agents.approx.common import COL, affordable, check_common, default_gamma, encode_assignment, job_rows, ucb
 from agents.base import BaseAgent
 from cluster_envs.approx.dynamics import ApproxProblem, utility_derivative
-from cluster_envs.approx.projection import categorical_round, project_columns
+from cluster_envs.approx.projection import categorical_round, occupant_to_assignment, project_columns
 from cluster_envs.common.config import check_number
 
 
@@ -91,9 +91,7 @@ class PrimalDualAgent(BaseAgent):
         rho = rows[COL["budget"]] / (self.problem.n_machines * rows[COL["lifetime"]])
         eps = 8.0 / (rho**2 * rows[COL["lifetime"]])
         if eps > 0.5:
-            warnings.warn(
-                f"theory eps = 8/(rho^2 T) = {eps:.3g} > 0.5; clipped to 0.5 (spec A8)", stacklevel=3
-            )
+            warnings.warn(f"theory eps = 8/(rho^2 T) = {eps:.3g} > 0.5; clipped to 0.5 (spec A8)", stacklevel=3)
             eps = 0.5
         self.eps_used = eps
         return 1.0 - eps
@@ -116,28 +114,33 @@ class PrimalDualAgent(BaseAgent):
         active = present & ~self.exhausted
         self.x[~active] = 0.0
         theta = self.estimate(observation)
-        self.lam = np.where(
-            active, np.maximum(0.0, self.lam + self.dual_step * (2.0 * self.g1 - self.g2)), 0.0
-        )
+        self.lam = np.where(active, np.maximum(0.0, self.lam + self.dual_step * (2.0 * self.g1 - self.g2)), 0.0)
         elapsed = rows[:, COL["elapsed"]]
         work = self.est_work if self.s_mode == "estimated" else rows[:, COL["work"]]
         avg = np.where(elapsed > 0, np.maximum(work / np.maximum(elapsed, 1.0), self.y_floor), self.y_floor)
         slope = utility_derivative(self.problem.utility, rows[:, COL["value"]], self.problem.beta, avg)
         theta_grad = self.theta_prev if self.grad_estimate == "lagged" else theta
-        y = self.x + self.step_size * (
-            slope[:, None] * theta_grad[None, :] - self.lam[:, None] * self.prices[None, :]
-        )
+        self.grad = slope[:, None] * theta_grad[None, :] - self.lam[:, None] * self.prices[None, :]
+        y = self.x + self.step_size * self.grad
         y[~active] = -np.inf
-        self.x = project_columns(y)
+        self.x = self._project(y, rows)
         self.est_work += self.x @ theta
         self.g2 = self.g1
         self.g1 = self.x @ self.prices - self.slack * rows[:, COL["budget_per_slot"]]
         self.theta_prev = theta
-        occupant = categorical_round(self.x, self.rng)
+        assign = self._round(self.x, rows)
         if self.problem.budget_mode == "hard":
-            occupant, exhausted = affordable(occupant, rows, self.prices)
+            assign, exhausted = affordable(assign, rows, self.prices)
             self.exhausted |= exhausted
-        return encode(occupant, self.problem)
+        return encode_assignment(assign, self.problem)
+
+    def _project(self, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """P4: each machine's column onto {z ≥ 0, Σ_j z_j ≤ 1}."""
+        return project_columns(y)
+
+    def _round(self, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """One occupant per machine, job j with probability x_j^i (Eq. 72)."""
+        return occupant_to_assignment(categorical_round(x, self.rng), x.shape[0])
 
 
 class OPS(PrimalDualAgent):

@@ -91,9 +91,7 @@ def test_h3_episode_return_equals_closed_form_objective(mode):
 
 
 def test_regret_at_termination_is_eq6_regret():
-    env, summary = run_episode(
-        MULTI, agents.make_agent(MULTI, "fair"), 0, preset="common_deadline", horizon=300
-    )
+    env, summary = run_episode(MULTI, agents.make_agent(MULTI, "fair"), 0, preset="common_deadline", horizon=300)
     sim = env._sim
     eq6 = sim.opt_per_job.sum() - perspective("log", sim.value, sim.beta, sim.work, sim.lifetime).sum()
     np.testing.assert_allclose(summary["regret"], eq6, rtol=1e-10)

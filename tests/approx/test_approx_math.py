@@ -106,9 +106,7 @@ def _lp_optimum(jobs: Jobs, means, prices, horizon) -> float:
 
 def test_h5_multi_job_program_matches_slotwise_lp_for_linear_utility():
     rng = np.random.default_rng(3)
-    jobs = Jobs(
-        np.array([0, 3, 5]), np.array([8, 12, 9]), np.array([4.0, 6.0, 2.0]), np.array([1.0, 2.5, 4.0])
-    )
+    jobs = Jobs(np.array([0, 3, 5]), np.array([8, 12, 9]), np.array([4.0, 6.0, 2.0]), np.array([1.0, 2.5, 4.0]))
     means, prices = rng.uniform(0.2, 0.9, 4), rng.uniform(0.3, 1.0, 4)
     ours = multi_job_opt("linear", 1.0, jobs, means, prices, 12, "eq6").sum()
     np.testing.assert_allclose(ours, _lp_optimum(jobs, means, prices, 12), rtol=1e-6)
@@ -116,9 +114,7 @@ def test_h5_multi_job_program_matches_slotwise_lp_for_linear_utility():
 
 def test_h5_multi_job_program_dominates_random_feasible_schedules_and_thm3_is_weaker():
     rng = np.random.default_rng(4)
-    jobs = Jobs(
-        np.array([0, 2, 4]), np.array([10, 7, 12]), np.array([5.0, 4.0, 6.0]), np.array([1.0, 3.0, 2.0])
-    )
+    jobs = Jobs(np.array([0, 2, 4]), np.array([10, 7, 12]), np.array([5.0, 4.0, 6.0]), np.array([1.0, 3.0, 2.0]))
     means, prices = rng.uniform(0.2, 0.9, 3), rng.uniform(0.3, 1.0, 3)
     eq6 = opt_per_job("power", 0.5, jobs, means, prices, 12, "eq6").sum()
     thm3 = opt_per_job("power", 0.5, jobs, means, prices, 12, "thm3").sum()
@@ -127,9 +123,7 @@ def test_h5_multi_job_program_dominates_random_feasible_schedules_and_thm3_is_we
     for _ in range(300):  # random per-slot schedules, scaled down to feasibility
         x = (
             rng.random((3, 3, 12))
-            * np.array([[(jobs.arrival[j] <= t < jobs.deadline[j]) for t in range(12)] for j in range(3)])[
-                :, None, :
-            ]
+            * np.array([[(jobs.arrival[j] <= t < jobs.deadline[j]) for t in range(12)] for j in range(3)])[:, None, :]
         )
         x /= np.maximum(1.0, x.sum(axis=0, keepdims=True))
         spend = np.einsum("jit,i->j", x, prices)

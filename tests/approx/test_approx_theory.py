@@ -36,9 +36,7 @@ def _fractional_fit(seed: int, rho: float, horizon: int) -> float:
         nonlocal spent
         spent += float(agent.x[0] @ agent.prices)
 
-    env, _ = run_episode(
-        SINGLE, OPS(), seed, on_step=add, preset="soft", budget_fraction=rho, horizon=horizon
-    )
+    env, _ = run_episode(SINGLE, OPS(), seed, on_step=add, preset="soft", budget_fraction=rho, horizon=horizon)
     return spent - env._sim.budget[0]
 
 
@@ -61,12 +59,7 @@ def test_h8_lemma3_full_grid(rho, factor):
 def _ops_regret(horizons, seeds, eps=0.0):
     return np.array(
         [
-            np.mean(
-                [
-                    run_episode(SINGLE, OPS(eps=eps), s, budget_fraction=0.1, horizon=t)[1]["regret"]
-                    for s in seeds
-                ]
-            )
+            np.mean([run_episode(SINGLE, OPS(eps=eps), s, budget_fraction=0.1, horizon=t)[1]["regret"] for s in seeds])
             for t in horizons
         ]
     )
@@ -105,9 +98,7 @@ def _opm_regret(horizons, seeds):
     regrets, fits = [], []
     for t in horizons:
         runs = [
-            run_episode(
-                MULTI, OPM(alpha=None, alpha_semantics="step"), s, preset="common_deadline", horizon=t
-            )[1]
+            run_episode(MULTI, OPM(alpha=None, alpha_semantics="step"), s, preset="common_deadline", horizon=t)[1]
             for s in seeds
         ]
         regrets.append(np.mean([r["regret"] for r in runs]))
