@@ -119,7 +119,7 @@ class OPMGC(OPM):
 
     def _project(self, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
         demand, parallelism = self._limits(rows)
-        return project_p5(np.where(np.isfinite(y), y, -1.0), demand, parallelism, self.capacity)
+        return project_p5(y, demand, parallelism, self.capacity)
 
     def _round(self, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
         assign = dependent_rounding(x, self.rng)
@@ -127,7 +127,7 @@ class OPMGC(OPM):
         load = demand @ assign
         for i in np.flatnonzero(load > self.capacity + 1e-9):
             tasks = np.flatnonzero(assign[:, i])
-            for k in tasks[np.argsort(self.grad[tasks, i])]:
+            for k in tasks[np.argsort(self.grad[self.active][tasks, i])]:
                 if demand @ assign[:, i] <= self.capacity[i] + 1e-9:
                     break
                 assign[k, i] = False

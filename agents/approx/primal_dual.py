@@ -112,6 +112,7 @@ class PrimalDualAgent(BaseAgent):
             self.est_work[k] = 0.0
             self.exhausted[k] = False
         active = present & ~self.exhausted
+        self.active = active
         self.x[~active] = 0.0
         theta = self.estimate(observation)
         self.lam = np.where(active, np.maximum(0.0, self.lam + self.dual_step * (2.0 * self.g1 - self.g2)), 0.0)
@@ -122,13 +123,16 @@ class PrimalDualAgent(BaseAgent):
         theta_grad = self.theta_prev if self.grad_estimate == "lagged" else theta
         self.grad = slope[:, None] * theta_grad[None, :] - self.lam[:, None] * self.prices[None, :]
         y = self.x + self.step_size * self.grad
-        y[~active] = -np.inf
-        self.x = self._project(y, rows)
+        self.x = np.zeros_like(y)  # inactive jobs hold no machines
+        if active.any():
+            self.x[active] = self._project(y[active], rows[active])
         self.est_work += self.x @ theta
         self.g2 = self.g1
         self.g1 = self.x @ self.prices - self.slack * rows[:, COL["budget_per_slot"]]
         self.theta_prev = theta
-        assign = self._round(self.x, rows)
+        assign = np.zeros(self.x.shape, dtype=bool)
+        if active.any():
+            assign[active] = self._round(self.x[active], rows[active])
         if self.problem.budget_mode == "hard":
             assign, exhausted = affordable(assign, rows, self.prices)
             self.exhausted |= exhausted
