@@ -34,7 +34,8 @@ def _random_rollout(env_id: str, seed: int, **kwargs):
 def test_h1_hard_budget_never_reached_under_any_policy(env_id):
     for name in agents.agent_names(env_id):
         for seed in range(2):
-            env, summary = run_episode(env_id, agents.make_agent(env_id, name), seed, horizon=800)
+            agent = agents.make_agent(env_id, name)
+            env, summary = run_episode(env_id, agent, seed, horizon=800, **agent.env_kwargs)
             sim = env._sim
             assert (sim.spent < sim.budget).all(), f"{name}: a job reached its budget"
             assert summary["fit_positive"] == 0.0
