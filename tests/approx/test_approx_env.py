@@ -261,3 +261,20 @@ def test_single_job_env_rejects_multi_job_options():
         gym.make(SINGLE, job_source="synthetic")
     with pytest.raises(ValueError, match="capacity"):
         gym.make(SINGLE, capacity=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["paper", "paper_light"])
+def test_paper_presets_run_within_budgets_and_spaces(preset):
+    env = gym.make(MULTI, preset=preset).unwrapped
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    for name in ("opm", "fair"):
+        agent = agents.make_agent(MULTI, name)
+        agent.reset(env.problem, seed=0)
+        for _ in range(1500):
+            obs, reward, *_ = env.step(agent.act(obs))
+            assert np.isfinite(reward)
+        assert env.observation_space.contains(obs)
+        assert (env._sim.spent < env._sim.budget).all()
+        assert env._sim.n_waited == 0  # K = 256 holds every concurrent job of the instance
