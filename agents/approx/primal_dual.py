@@ -113,7 +113,6 @@ class PrimalDualAgent(BaseAgent):
             self.exhausted[k] = False
         active = present & ~self.exhausted
         self.active = active
-        self.x[~active] = 0.0
         theta = self.estimate(observation)
         self.lam = np.where(active, np.maximum(0.0, self.lam + self.dual_step * (2.0 * self.g1 - self.g2)), 0.0)
         elapsed = rows[:, COL["elapsed"]]
