@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cluster_envs.approx.benchmark import BENCHMARK_KINDS
@@ -10,7 +11,7 @@ from cluster_envs.approx.dynamics import UTILITIES
 from cluster_envs.approx.workloads import RATE_PROCESSES
 from cluster_envs.common.config import check_choice, check_number
 
-JOB_SOURCES = ("synthetic", "common", "single", "list")
+JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")
 PRICE_MODES = ("proportional", "uniform")
 BUDGET_MODES = ("hard", "soft")
 REWARD_MODES = ("true", "approx", "sparse")
@@ -41,6 +42,7 @@ class ApproxConfig:
     price_range: tuple[float, float] = (0.2, 1.0)
     job_source: str = "synthetic"
     jobs: tuple[tuple[float, float, float, float], ...] | None = None
+    trace_path: str | None = None
     n_jobs: int = 3
     load: float = 2.0
     lifetime_median: float = 100.0
@@ -68,9 +70,7 @@ class ApproxConfig:
         check_number("horizon", self.horizon, low=1, integer=True)
         check_number("max_visible_jobs", self.max_visible_jobs, low=1, integer=True)
         check_choice("rate_process", self.rate_process, RATE_PROCESSES)
-        object.__setattr__(
-            self, "iid_mean_range", _check_range("iid_mean_range", self.iid_mean_range, 0.0, 1.0)
-        )
+        object.__setattr__(self, "iid_mean_range", _check_range("iid_mean_range", self.iid_mean_range, 0.0, 1.0))
         check_number("speed_heterogeneity", self.speed_heterogeneity, low=0.0, high=1.0, high_open=True)
         if isinstance(self.prices, str):
             check_choice("prices", self.prices, PRICE_MODES)
@@ -91,6 +91,10 @@ class ApproxConfig:
             object.__setattr__(self, "jobs", self._checked_jobs())
         elif self.jobs is not None:
             raise ValueError("jobs is only used with job_source='list'")
+        if (self.job_source == "trace") != (self.trace_path is not None):
+            raise ValueError("trace_path (a CSV of job_id,a,d) goes with job_source='trace', and only with it")
+        if self.trace_path is not None and not Path(self.trace_path).is_file():
+            raise ValueError(f"trace_path={self.trace_path!r} is not a file")
         check_number("n_jobs", self.n_jobs, low=1, integer=True)
         check_number("load", self.load, low=0.0, low_open=True)
         check_number("lifetime_median", self.lifetime_median, low=1.0)
@@ -112,9 +116,7 @@ class ApproxConfig:
         check_number("instance_seed", self.instance_seed, low=0, integer=True)
         check_choice("expose_oracle", self.expose_oracle, (False, True))
         if self.capacity is not None:
-            capacity = (
-                (self.capacity,) * self.n_machines if isinstance(self.capacity, int) else tuple(self.capacity)
-            )
+            capacity = (self.capacity,) * self.n_machines if isinstance(self.capacity, int) else tuple(self.capacity)
             if len(capacity) != self.n_machines:
                 raise ValueError(f"capacity has {len(capacity)} entries but n_machines={self.n_machines}")
             for i, c in enumerate(capacity):
@@ -124,9 +126,7 @@ class ApproxConfig:
         if self.parallelism is not None:
             check_number("parallelism", self.parallelism, low=1, integer=True)
         if self.capacity is None and (self.demand != 1.0 or self.parallelism is not None):
-            raise ValueError(
-                "demand and parallelism need the Sec. V-C mode: set capacity (int or one per machine)"
-            )
+            raise ValueError("demand and parallelism need the Sec. V-C mode: set capacity (int or one per machine)")
 
     def _checked_jobs(self) -> tuple[tuple[float, float, float, float], ...]:
         if self.jobs is None or len(self.jobs) == 0:

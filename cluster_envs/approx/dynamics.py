@@ -57,9 +57,7 @@ def utility_derivative(kind: str, value: np.ndarray, beta: float, y: np.ndarray)
     return value * np.ones_like(y)
 
 
-def perspective(
-    kind: str, value: np.ndarray, beta: float, work: np.ndarray, length: np.ndarray
-) -> np.ndarray:
+def perspective(kind: str, value: np.ndarray, beta: float, work: np.ndarray, length: np.ndarray) -> np.ndarray:
     """h = L·f(X/L), the time-averaged utility of Eq. 6/9 (0 where L = 0)."""
     length = np.asarray(length, dtype=np.float64)
     safe = np.where(length > 0, length, 1.0)
@@ -155,9 +153,7 @@ def budget_check(assign: np.ndarray, prices: np.ndarray, spent: np.ndarray, budg
 class ApproxSimulator:
     """State of one episode, stepped by proposed assignments ``assign`` (K, M) bool (row k = job slot k)."""
 
-    def __init__(
-        self, problem: ApproxProblem, instance: Instance, *, budget_mode: str, opt_per_job: np.ndarray | None
-    ):
+    def __init__(self, problem: ApproxProblem, instance: Instance, *, budget_mode: str, opt_per_job: np.ndarray | None):
         self.problem = problem
         self.instance = instance
         self.budget_mode = budget_mode
@@ -261,12 +257,7 @@ class ApproxSimulator:
         prev = self.last_job
         prev_ok = prev >= 0
         prev_ids = np.maximum(prev, 0)
-        still = (
-            prev_ok
-            & (self.arrival[prev_ids] < t)
-            & (t <= self.deadline[prev_ids])
-            & ~exhausted_before[prev_ids]
-        )
+        still = prev_ok & (self.arrival[prev_ids] < t) & (t <= self.deadline[prev_ids]) & ~exhausted_before[prev_ids]
         migrations = float((still & (job_now != prev)).sum()) / ran.size
         if t >= 2:
             self.migration_sum += migrations
@@ -291,9 +282,7 @@ class ApproxSimulator:
             self.benchmark_accrued += float((self.opt_per_job[active] / self.lifetime[active]).sum())
 
         departures = self._depart(t)
-        sparse_reward = float(
-            utility(self.kind, self.value[departures], self.beta, self.work[departures]).sum()
-        )
+        sparse_reward = float(utility(self.kind, self.value[departures], self.beta, self.work[departures]).sum())
         exhausted_slots = newly_exhausted.copy()
         for k in np.flatnonzero(occupied):
             if self.deadline[self.slot_job[k]] <= t or self.exhausted[self.slot_job[k]]:

@@ -18,8 +18,10 @@ from cluster_envs.approx.workloads import (
     listed_jobs,
     make_rate_process,
     prior_mean_rate,
+    read_job_trace,
     single_job,
     synthetic_jobs,
+    trace_jobs,
 )
 from cluster_envs.common.config import build_config, check_choice
 from cluster_envs.common.seeding import episode_streams
@@ -38,17 +40,14 @@ class _ApproxEnvCore(gym.Env):
         if render_mode is not None:
             check_choice("render_mode", render_mode, self.metadata["render_modes"])
         if self.single_job and (config.job_source != "single" or config.max_visible_jobs != 1):
-            raise ValueError(
-                f"{self.env_name} has one job: job_source must be 'single' and max_visible_jobs 1"
-            )
+            raise ValueError(f"{self.env_name} has one job: job_source must be 'single' and max_visible_jobs 1")
         if self.single_job and config.capacity is not None:
-            raise ValueError(
-                f"capacity (Sec. V-C mode) is only available in ClusterApprox-v0, not {self.env_name}"
-            )
+            raise ValueError(f"capacity (Sec. V-C mode) is only available in ClusterApprox-v0, not {self.env_name}")
         if not self.single_job and config.job_source == "single":
             raise ValueError("job_source='single' belongs to ClusterApproxSingleJob-v0")
         self.config = config
         self.preset = preset
+        self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
         self.render_mode = render_mode
         m, k = config.n_machines, config.max_visible_jobs
         self._generalized = config.capacity is not None
@@ -92,7 +91,7 @@ class _ApproxEnvCore(gym.Env):
         """Finite upper bounds of the ``jobs`` columns, from the config (fixed before any instance exists)."""
         cfg = self.config
         m, horizon = cfg.n_machines, float(cfg.horizon)
-        if cfg.job_source == "synthetic":
+        if cfg.job_source in ("synthetic", "trace"):
             budget, value = cfg.q_range[1] * horizon, cfg.v_range[1]
         elif cfg.job_source == "common":
             budget, value = cfg.b_range[1] * horizon, cfg.v_range[1]
@@ -152,9 +151,7 @@ class _ApproxEnvCore(gym.Env):
                 cfg.horizon,
                 cfg.benchmark_kind,
             )
-        self._sim = ApproxSimulator(
-            self.problem, self._instance, budget_mode=cfg.budget_mode, opt_per_job=opt
-        )
+        self._sim = ApproxSimulator(self.problem, self._instance, budget_mode=cfg.budget_mode, opt_per_job=opt)
         info = {
             "n_jobs": self._sim.n_jobs,
             "arrivals": [int(j) for j in np.flatnonzero(self._instance.jobs.arrival == 0)],
@@ -184,6 +181,16 @@ class _ApproxEnvCore(gym.Env):
                 load=cfg.load,
                 lifetime_median=cfg.lifetime_median,
                 lifetime_sigma=cfg.lifetime_sigma,
+                q_range=cfg.q_range,
+                v_range=cfg.v_range,
+                keep_fraction=cfg.job_keep_fraction,
+            )
+        elif cfg.job_source == "trace":
+            arrival, deadline = self._trace
+            jobs = trace_jobs(
+                rng,
+                arrival=arrival,
+                deadline=deadline,
                 q_range=cfg.q_range,
                 v_range=cfg.v_range,
                 keep_fraction=cfg.job_keep_fraction,
@@ -326,12 +333,14 @@ class ClusterApproxEnv(_ApproxEnvCore):
 
     **Dynamics.** Machine i delivers θ_i^t ∈ [0, 1] work in slot t and costs p_i. Job j is active in slots
     a_j < t ≤ d_j, has budget B_j and utility f_j(X_j) = v_j X_j^β (``utility="power"``; also ``"log"``,
-    ``"linear"``). Visible jobs sit in K job slots (lowest free slot on arrival; a FIFO queue holds the
-    overflow). Each step: proposals to empty slots idle (``n_invalid``); ``budget_mode="hard"`` runs the
-    Alg. 1 check per job in machine-index order (C_j + Σ p_i < B_j strictly, the first failure exhausts the
-    job for good and frees its slot); ``"soft"`` runs every proposal and measures Fit. Rates come from
-    ``rate_process`` (the paper's Gamma on/off availability model, or i.i.d. Bernoulli/uniform/beta),
-    drawn from their own stream: every policy sees the same θ_i^t for a seed (common random numbers).
+    ``"linear"``). Jobs come from ``job_source``: ``"synthetic"`` (Google-like stand-in), ``"trace"`` (a CSV
+    ``job_id,a,d`` at ``trace_path``, q_j and v_j drawn as in the paper), ``"common"`` or ``"list"``.
+    Visible jobs sit in K job slots (lowest free slot on arrival; a FIFO queue holds the overflow). Each
+    step: proposals to empty slots idle (``n_invalid``); ``budget_mode="hard"`` runs the Alg. 1 check per
+    job in machine-index order (C_j + Σ p_i < B_j strictly, the first failure exhausts the job for good and
+    frees its slot); ``"soft"`` runs every proposal and measures Fit. Rates come from ``rate_process`` (the
+    paper's Gamma on/off availability model, or i.i.d. Bernoulli/uniform/beta), drawn from their own stream:
+    every policy sees the same θ_i^t for a seed (common random numbers).
 
     **Observation** (Dict, float64 Boxes): ``time`` [t/T, (T−t)/T]; ``price`` p; ``n_obs`` / ``sum_obs`` the
     count and sum of observed rates per machine (Eq. 12's statistics); ``last_rate`` θ_i^{t−1} where

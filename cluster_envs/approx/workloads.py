@@ -67,9 +67,7 @@ def ap_time(ends: np.ndarray, is_ap: np.ndarray, times: np.ndarray) -> np.ndarra
     idx -= (n_periods * np.arange(n_machines))[:, None]
     starts = np.concatenate([np.zeros((n_machines, 1)), ends[:, :-1]], axis=1)
     lengths = ends - starts
-    cum_ap_before = np.concatenate(
-        [np.zeros((n_machines, 1)), np.cumsum(lengths * is_ap, axis=1)[:, :-1]], axis=1
-    )
+    cum_ap_before = np.concatenate([np.zeros((n_machines, 1)), np.cumsum(lengths * is_ap, axis=1)[:, :-1]], axis=1)
     rows = np.arange(n_machines)[:, None]
     partial = (times[None, :] - starts[rows, idx]) * is_ap[rows, idx]
     return (cum_ap_before[rows, idx] + partial).T
@@ -204,9 +202,7 @@ def common_deadline_jobs(
     """Corollary 1 (L641): every job has a_j = 0 and d_j = T, with per-slot budget b_j ~ U[b_range]."""
     b = rng.uniform(*b_range, size=n_jobs)
     value = rng.uniform(*v_range, size=n_jobs)
-    return Jobs(
-        np.zeros(n_jobs, dtype=np.int64), np.full(n_jobs, horizon, dtype=np.int64), b * horizon, value
-    )
+    return Jobs(np.zeros(n_jobs, dtype=np.int64), np.full(n_jobs, horizon, dtype=np.int64), b * horizon, value)
 
 
 def single_job(*, horizon: int, n_machines: int, budget_fraction: float) -> Jobs:
@@ -219,11 +215,57 @@ def single_job(*, horizon: int, n_machines: int, budget_fraction: float) -> Jobs
     )
 
 
+def read_job_trace(path: str, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """Arrival and deadline slots from a CSV ``job_id,a,d`` (spec §5.2.2), header optional.
+
+    Jobs arriving at or after the horizon are dropped; d_j is clipped to the horizon and raised to a_j + 1.
+    """
+    try:
+        data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", dtype=np.float64, skiprows=_header_rows(path))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"trace_path={path!r} is not a readable CSV of job_id,a,d ({err})") from None
+    if data.shape[1] != 3 or data.shape[0] == 0:
+        raise ValueError(f"trace_path={path!r} must hold rows job_id,a,d; got shape {data.shape}")
+    arrival, deadline = data[:, 1], data[:, 2]
+    if not np.isfinite(data).all() or (arrival < 0).any() or (deadline < arrival).any():
+        raise ValueError(f"trace_path={path!r}: every job needs 0 <= a <= d (a deadline precedes an arrival)")
+    keep = arrival < horizon
+    if not keep.any():
+        raise ValueError(f"trace_path={path!r}: no job arrives before the horizon {horizon}")
+    a = arrival[keep].astype(np.int64)
+    d = np.maximum(np.minimum(deadline[keep].astype(np.int64), horizon), a + 1)
+    order = np.argsort(a, kind="stable")
+    return a[order], d[order]
+
+
+def _header_rows(path: str) -> int:
+    with open(path) as handle:
+        first = handle.readline()
+    return int(any(c.isalpha() for c in first))
+
+
+def trace_jobs(
+    rng: np.random.Generator,
+    *,
+    arrival: np.ndarray,
+    deadline: np.ndarray,
+    q_range: tuple[float, float],
+    v_range: tuple[float, float],
+    keep_fraction: float,
+) -> Jobs:
+    """Trace arrivals and deadlines with q_j, v_j drawn as in the paper (L675) and the light-load coin flips."""
+    n = arrival.size
+    q = rng.uniform(*q_range, size=n)
+    value = rng.uniform(*v_range, size=n)
+    keep = rng.random(n) < keep_fraction
+    if not keep.any():
+        keep[0] = True
+    return Jobs(arrival[keep], deadline[keep], (q * (deadline - arrival))[keep], value[keep])
+
+
 def listed_jobs(jobs: tuple[tuple[float, float, float, float], ...]) -> Jobs:
     """An explicit job list of (a_j, d_j, B_j, v_j), validated by the env config."""
     data = np.asarray(jobs, dtype=np.float64)
     order = np.lexsort((np.arange(len(data)), data[:, 0]))
     data = data[order]
-    return Jobs(
-        data[:, 0].astype(np.int64), data[:, 1].astype(np.int64), data[:, 2].copy(), data[:, 3].copy()
-    )
+    return Jobs(data[:, 0].astype(np.int64), data[:, 1].astype(np.int64), data[:, 2].copy(), data[:, 3].copy())

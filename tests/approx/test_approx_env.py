@@ -278,3 +278,31 @@ def test_paper_presets_run_within_budgets_and_spaces(preset):
         assert env.observation_space.contains(obs)
         assert (env._sim.spent < env._sim.budget).all()
         assert env._sim.n_waited == 0  # K = 256 holds every concurrent job of the instance
+
+
+def test_job_trace_csv_gives_the_trace_arrivals_and_deadlines(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,a,d\n7,0,50\n8,10,10\n9,30,5000\n10,2500,2600\n")
+    env = gym.make(MULTI, job_source="trace", trace_path=str(path)).unwrapped
+    env.reset(seed=0)
+    jobs = env._instance.jobs
+    assert jobs.arrival.tolist() == [0, 10, 30] and jobs.deadline.tolist() == [50, 11, 2000]
+    np.testing.assert_array_less(2 * (jobs.deadline - jobs.arrival) - 1e-9, jobs.budget)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [("1,5,3\n", "deadline precedes"), ("1,2\n", "job_id,a,d"), ("x,y,z\nfoo,bar,baz\n", "readable CSV")],
+)
+def test_bad_job_trace_is_a_clear_error(tmp_path, text, match):
+    path = tmp_path / "jobs.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        gym.make(MULTI, job_source="trace", trace_path=str(path))
+
+
+def test_trace_source_needs_an_existing_file():
+    with pytest.raises(ValueError, match="trace_path"):
+        gym.make(MULTI, job_source="trace")
+    with pytest.raises(ValueError, match="trace_path"):
+        gym.make(MULTI, job_source="trace", trace_path="/no/such/file.csv")
