@@ -306,3 +306,29 @@ def test_trace_source_needs_an_existing_file():
         gym.make(MULTI, job_source="trace")
     with pytest.raises(ValueError, match="trace_path"):
         gym.make(MULTI, job_source="trace", trace_path="/no/such/file.csv")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        (MULTI, {"horizon": 1}),
+        (MULTI, {"n_machines": 1}),
+        (MULTI, {"max_visible_jobs": 1, "load": 10.0, "horizon": 300}),
+        (MULTI, {"budget_mode": "soft", "horizon": 300}),
+        (MULTI, {"capacity": 1, "demand": 2.0, "horizon": 200}),
+        (MULTI, {"rate_process": "iid_beta", "prices": "uniform", "utility": "linear", "horizon": 300}),
+        (MULTI, {"reward_mode": "approx", "speed_heterogeneity": 0.9, "lifetime_sigma": 0.0, "horizon": 300}),
+        (SINGLE, {"horizon": 1}),
+        (SINGLE, {"n_machines": 1, "budget_fraction": 5.0, "horizon": 300}),
+    ],
+)
+def test_extreme_configurations_keep_observations_in_space(env_id, kwargs):
+    env = gym.make(env_id, **kwargs)
+    obs, _ = env.reset(seed=2)
+    env.action_space.seed(2)
+    for _ in range(250):
+        obs, reward, terminated, _, info = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs) and np.isfinite(reward)
+        if terminated:
+            assert all(np.isfinite(v) for v in info["episode_summary"].values())
+            obs, _ = env.reset()
