@@ -34,6 +34,15 @@ AGENTS: dict[str, dict[str, str]] = {
         "greedy_ucb": "agents.approx.heuristics:GreedyUCB",
         "random": "agents.approx.heuristics:RandomScheduler",
     },
+    "ClusterBilinear-v0": {
+        "sabr": "agents.bilinear.sabr:SABR",
+        "w_sabr": "agents.bilinear.sabr:WSABR",
+        "oful_rs": "agents.bilinear.sabr:OFULRS",
+        "ugda_ol": "agents.bilinear.ugda_ol:UGDAOL",
+        "oracle_sabr": "agents.bilinear.sabr:OracleSABR",
+        "greedy": "agents.bilinear.heuristics:GreedyLinUCB",
+        "uniform": "agents.bilinear.heuristics:Uniform",
+    },
 }
 
 

@@ -47,14 +47,18 @@ class SLAConfig:
         if isinstance(self.sla, str):
             check_choice("sla", self.sla, ("mean",))
         else:
-            sla = tuple(float(b) if np.isscalar(b) else b for b in self.sla)
+            if not isinstance(self.sla, (tuple, list, np.ndarray)):
+                raise ValueError(
+                    f"sla must be a sequence of {self.n_users} non-negative shares or 'mean', got {self.sla!r}"
+                )
+            sla = tuple(np.ravel(self.sla))
             if len(sla) != self.n_users:
                 raise ValueError(f"sla has {len(sla)} entries but n_users={self.n_users}; give one SLA share per user")
             for i, b in enumerate(sla):
                 check_number(f"sla[{i}]", b, low=0.0)
             if sum(sla) <= 0:
                 raise ValueError("sla must have a positive sum")
-            object.__setattr__(self, "sla", sla)
+            object.__setattr__(self, "sla", tuple(float(b) for b in sla))
         check_choice("action_mode", self.action_mode, ACTION_MODES)
         check_choice("obs_mode", self.obs_mode, OBS_MODES)
         check_choice("obs_format", self.obs_format, OBS_FORMATS)
@@ -150,6 +154,7 @@ class ClusterSLAEnv(gym.Env):
         self.observation_space = self._build_observation_space()
         self._sim: SLASimulator | None = None
         self._sla_bar = np.zeros(n)
+        self._action_mode = ACTION_MODES.index(config.action_mode)
 
     def _build_observation_space(self) -> spaces.Space:
         n, cfg = self.config.n_users, self.config
@@ -251,8 +256,7 @@ class ClusterSLAEnv(gym.Env):
             raise ValueError(f"action must have shape ({self.config.n_users},), got {action.shape}")
         if not np.isfinite(action).all():
             raise ValueError(f"action must be finite, got {action}")
-        alloc = to_allocation(action, self.config.action_mode)
-        sim.step(alloc)
+        sim.step(to_allocation(action, self._action_mode))
         info = self._info(action)
         reward = self._reward(info)
         truncated = sim.t == sim.horizon
@@ -279,10 +283,10 @@ class ClusterSLAEnv(gym.Env):
     def _info(self, action: np.ndarray) -> dict[str, Any]:
         sim = self._simulator
         info: dict[str, Any] = {
-            "work": sim.work,
+            "work": sim.work.copy(),
             "active": sim.active.astype(bool),
-            "queue": sim.queue,
-            "sla_deficit": sim.deficit,
+            "queue": sim.queue.copy(),
+            "sla_deficit": sim.deficit.copy(),
         }
         if self.config.info_level == "minimal":
             return info
@@ -291,7 +295,7 @@ class ClusterSLAEnv(gym.Env):
         opt = sim.opt_total_work
         info.update(
             t=sim.t,
-            alloc=sim.alloc,
+            alloc=sim.alloc.copy(),
             action_projected=projected,
             load=sim.loads[:, sim.t - 1],
             total_work=float(sim.work.sum()),

@@ -179,6 +179,7 @@ def test_render_ansi_shows_every_user():
     ({"scenario_kwargs": {"gamma_shape": 3}}, "scenario_kwargs"),
     ({"scenario": "example_1_1", "horizon": 100}, "horizon"),
     ({"sla": "mean"}, "sla"),
+    ({"sla": 0.5}, "sla"),
     ({"render_mode": "human"}, "render_mode"),
     ({"info_level": "debug"}, "info_level"),
 ])  # fmt: skip
