@@ -97,3 +97,25 @@ def test_opm_gc_runs_within_capacity_parallelism_and_budget():
     assert summary["n_repaired"] == 0 and summary["n_invalid"] == 0
     assert (env._sim.spent < env._sim.budget).all()
     assert summary["utility"] > 0
+
+
+@pytest.mark.parametrize("name", ["opm", "opm_no_estimation", "fair", "deadline_aware", "greedy_ucb", "random"])
+def test_agent_pickle_round_trip_mid_run_reproduces_decisions(name):
+    import copy
+    import pickle
+
+    import gymnasium as gym
+
+    env = gym.make(MULTI).unwrapped
+    obs, _ = env.reset(seed=4)
+    agent = agents.make_agent(MULTI, name)
+    agent.reset(env.problem, seed=4)
+    for _ in range(100):
+        obs, *_ = env.step(agent.act(obs))
+    twin_env, twin = copy.deepcopy(env), pickle.loads(pickle.dumps(agent))
+    twin_obs = copy.deepcopy(obs)
+    for _ in range(100):
+        a, b = agent.act(obs), twin.act(twin_obs)
+        np.testing.assert_array_equal(a, b)
+        obs, *_ = env.step(a)
+        twin_obs, *_ = twin_env.step(b)

@@ -119,3 +119,20 @@ def test_h11_opm_full_grid():
     regret, _ = _opm_regret(horizons, range(4))
     assert loglog_slope(horizons, regret) < 0.75
     assert (np.diff(regret / np.asarray(horizons)) < 0).all()
+
+
+def test_lemma2_dual_variable_stays_within_its_bound():
+    """Lemmas 1-2: 0 ≤ ω(t) = λ(t) − μ g(x(t−1)) ≤ 2μM + (Mπ + μM²)/β' + M/(2αβ') + μβ', β' = (1 − ε)B/T."""
+    omegas = []
+
+    def record(env, agent, obs):
+        omegas.append(agent.lam[0] - agent.dual_step * agent.g2[0])  # g2 holds g(x(t−1)) after the update
+
+    agent = OPS()
+    env, _ = run_episode(SINGLE, agent, 0, on_step=record, preset="soft", budget_fraction=0.2, horizon=2000)
+    m, horizon = env.config.n_machines, env.config.horizon
+    mu, alpha, pi = agent.dual_step, agent.step_size, 1.0  # f = log(1 + y) is 1-Lipschitz
+    b_prime = (1 - agent.eps_used) * env._sim.budget[0] / horizon
+    bound = 2 * mu * m + (m * pi + mu * m**2) / b_prime + m / (2 * alpha * b_prime) + mu * b_prime
+    assert min(omegas) >= -1e-9
+    assert max(omegas) <= bound
