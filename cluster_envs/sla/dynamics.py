@@ -9,6 +9,7 @@ specs/sla_mwu.md). The env (env.py) and the long-horizon runner (runner.py) both
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -147,7 +148,7 @@ def step_reward(state, opt_cum, t, reward_mode, sla_bar, kappa, sla_tol) -> floa
     return reward
 
 
-@njit(cache=True, inline="always")  # inlined into step_batch: a call per copy would cost more than the step
+@njit(cache=True, inline="always")  # inlined per copy into batch_step_kernel: a call would cost more than the step
 def env_step(state, stats, loads, static_cum, static_relaxed_cum, opt_cum, action, t, mode, reward_mode, kappa,
              empty_tol, sla_tol, sla_bar, obs) -> float:  # fmt: skip
     """One env step fused: allocation, :func:`advance`, the paper's observation into ``obs`` and the reward.
@@ -169,19 +170,30 @@ def env_step(state, stats, loads, static_cum, static_relaxed_cum, opt_cum, actio
     return 0.0 if reward_mode < 0 else step_reward(state, opt_cum, t + 1, reward_mode, sla_bar, kappa, sla_tol)
 
 
-@njit(cache=True)
-def step_batch(states, stats, loads, static_cum, static_relaxed_cum, opt_cum, actions, ts, stepping, mode,
-               reward_mode, kappa, empty_tol, sla_tol, sla_bar, obs, rewards) -> None:  # fmt: skip
-    """:func:`env_step` for every copy b of a batch with ``stepping[b]``; advances ``ts``, writes ``obs`` and
-    ``rewards``. Per-copy state has the copy axis first; the per-step series (``loads``, ``static_cum``,
-    ``static_relaxed_cum``: (T, B, N); ``opt_cum``: (T, B)) have time first, so that one step of the batch
-    reads contiguous memory."""
-    for b in range(states.shape[0]):
-        if stepping[b]:
-            rewards[b] = env_step(states[b], stats[b], loads[:, b, :].T, static_cum[:, b, :].T,
-                                  static_relaxed_cum[:, b, :].T, opt_cum[:, b], actions[b], ts[b], mode, reward_mode,
-                                  kappa, empty_tol, sla_tol, sla_bar[b], obs[b])  # fmt: skip
-            ts[b] += 1
+@functools.cache
+def batch_step_kernel(mode: int, reward_mode: int):
+    """The compiled batched step for one action mode and reward mode (indices as in :func:`env_step`).
+
+    ``kernel(states, stats, loads, static_cum, static_relaxed_cum, opt_cum, actions, ts, stepping, kappa,
+    empty_tol, sla_tol, sla_bar, obs, rewards)`` runs :func:`env_step` (inlined) for every copy b with
+    ``stepping[b]``, advances ``ts`` and writes ``obs`` and ``rewards``. Per-copy state has the copy axis
+    first; the per-step series (``loads``, ``static_cum``, ``static_relaxed_cum``: (T, B, N); ``opt_cum``:
+    (T, B)) have time first, so that one step of the batch reads contiguous memory. The two modes are
+    compile-time constants, so the other modes' branches are dropped (≈30% less time per copy); the price is
+    a compilation (under a second) per process and pair, as numba cannot cache closures.
+    """
+
+    @njit
+    def kernel(states, stats, loads, static_cum, static_relaxed_cum, opt_cum, actions, ts, stepping, kappa,
+               empty_tol, sla_tol, sla_bar, obs, rewards):  # fmt: skip
+        for b in range(states.shape[0]):
+            if stepping[b]:
+                rewards[b] = env_step(states[b], stats[b], loads[:, b, :].T, static_cum[:, b, :].T,
+                                      static_relaxed_cum[:, b, :].T, opt_cum[:, b], actions[b], ts[b], mode,
+                                      reward_mode, kappa, empty_tol, sla_tol, sla_bar[b], obs[b])  # fmt: skip
+                ts[b] += 1
+
+    return kernel
 
 
 def capped_cumulative_work(loads: np.ndarray, capacity: float | np.ndarray) -> np.ndarray:

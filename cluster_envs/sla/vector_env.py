@@ -14,7 +14,7 @@ from cluster_envs.sla.dynamics import (
     QUEUE,
     STATE_ROWS,
     WORK,
-    step_batch,
+    batch_step_kernel,
 )
 from cluster_envs.sla.env import ClusterSLAEnv
 
@@ -25,8 +25,9 @@ class ClusterSLAVectorEnv(VectorEnv):
     """``num_envs`` copies of ``ClusterSLA-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own :class:`ClusterSLAEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as
-    in ``SyncVectorEnv``), whose simulator arrays then become rows of batch arrays that
-    :func:`~cluster_envs.sla.dynamics.advance_batch` steps with the single env's kernel. Autoreset is
+    in ``SyncVectorEnv``), whose simulator arrays then become slices of batch arrays that
+    :func:`~cluster_envs.sla.dynamics.batch_step_kernel` steps with the single env's compiled step
+    (:func:`~cluster_envs.sla.dynamics.env_step`), so there is one implementation of the dynamics. Autoreset is
     Gymnasium's ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its
     reward 0). Supported: the paper's observation (``obs_mode="binary"``, ``obs_format="box"``, no time)
     and the built-in reward modes. ``info`` holds the ``info_level="minimal"`` keys as (B, N) arrays with
@@ -57,7 +58,7 @@ class ClusterSLAVectorEnv(VectorEnv):
         n, horizon = cfg.n_users, cfg.horizon
         self._states = np.zeros((num_envs, STATE_ROWS, n))
         self._stats = np.zeros((num_envs, 4))
-        # Time-major, so that a step reads one contiguous slice of each series (see step_batch).
+        # Time-major, so that a step reads one contiguous slice of each series (see batch_step_kernel).
         self._loads = np.zeros((horizon, num_envs, n))
         self._static_cum = np.zeros((horizon, num_envs, n))
         self._static_relaxed_cum = np.zeros((horizon, num_envs, n))
@@ -66,6 +67,7 @@ class ClusterSLAVectorEnv(VectorEnv):
         self._ts = np.zeros(num_envs, dtype=np.int64)
         self._needs_reset = np.ones(num_envs, dtype=bool)
         self._obs = np.zeros((num_envs, 3 * n), dtype=np.float32)
+        self._kernel = batch_step_kernel(self.envs[0]._action_mode, self.envs[0]._reward_mode)
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> None:
         """Reset copy b through its own env, then move its simulator's arrays into row b of the batch."""
@@ -106,11 +108,11 @@ class ClusterSLAVectorEnv(VectorEnv):
             raise ValueError("actions must be finite")
         for b in np.flatnonzero(resetting):
             self._reset_copy(b, None, None)
-        cfg, env = self.config, self.envs[0]
+        cfg = self.config
         rewards = np.zeros(self.num_envs)
-        step_batch(self._states, self._stats, self._loads, self._static_cum, self._static_relaxed_cum, self._opt_cum,
-                   actions, self._ts, stepping, env._action_mode, env._reward_mode, cfg.reward_kappa, cfg.empty_tol,
-                   cfg.sla_tol, self._sla_bar, self._obs, rewards)  # fmt: skip
+        self._kernel(self._states, self._stats, self._loads, self._static_cum, self._static_relaxed_cum,
+                     self._opt_cum, actions, self._ts, stepping, cfg.reward_kappa, cfg.empty_tol, cfg.sla_tol,
+                     self._sla_bar, self._obs, rewards)  # fmt: skip
         truncated = stepping & (self._ts == cfg.horizon)
         infos: dict[str, Any] = {}
         work, queue, deficit = self._states.take(MINIMAL_INFO_ROWS, axis=1).transpose(1, 0, 2)  # one copy
