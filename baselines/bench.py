@@ -96,6 +96,8 @@ def bench_single(env_id: str, steps: int, repeats: int, **env_kwargs: Any) -> Me
     env, reference = gym.make(env_id, **env_kwargs), gym.make(REFERENCE)
     actions = _predrawn_actions(env.action_space, min(steps, 1024))
     reference_actions = _predrawn_actions(reference.action_space, min(steps, 1024))
+    for e, a in ((env, actions), (reference, reference_actions)):  # warm up: first-call compilation, caches
+        _single_rate(e, a, min(steps, 100))
     variant = "single, " + ", ".join(f"{k}={v}" for k, v in env_kwargs.items()) if env_kwargs else "single"
     return _paired(env_id, variant, lambda: _single_rate(env, actions, steps),
                    lambda: _single_rate(reference, reference_actions, steps), repeats)  # fmt: skip
@@ -111,6 +113,8 @@ def bench_batched(env_id: str, num_envs: int, steps: int, repeats: int) -> Measu
     reference.reset(seed=0)
     actions = _predrawn_actions(env.action_space, 16)
     reference_actions = _predrawn_actions(reference.action_space, 16)
+    for e, a in ((env, actions), (reference, reference_actions)):  # warm up, as above
+        _vector_rate(e, a, 2)
     measurement = _paired(env_id, f"batched x{num_envs}", lambda: _vector_rate(env, actions, steps),
                           lambda: _vector_rate(reference, reference_actions, steps), repeats,
                           reset_seconds)  # fmt: skip

@@ -143,6 +143,9 @@ class ClusterSLAEnv(gym.Env):
     (Example 1.1), ``proportionality_3_4`` (the Sec. 3.4 example).
 
     **Privileged state** (offline oracles and evaluation only): ``loads`` (N, T), ``queue``, ``next_load``.
+
+    **Batched**: ``gym.make_vec("ClusterSLA-v0", num_envs=B, vectorization_mode="vector_entry_point")`` steps
+    B copies in one compiled call (``vector_env.ClusterSLAVectorEnv``; paper observation, built-in rewards).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
