@@ -66,3 +66,21 @@ def test_sla_paper_scale_synthetic_experiment_within_a_minute():
 
     seconds = bench_sla_long_horizon(3_000_000)
     assert sum(seconds.values()) <= SLA_LONG_HORIZON_TARGET_S, seconds
+
+
+def test_bench_episode_runs_in_a_fresh_process_and_reports_its_peak_memory():
+    from baselines.bench import bench_episode, targets
+
+    run = bench_episode("ClusterSLA-v0", "static", {"horizon": 600})
+    assert run["steps"] == 600 and run["seconds"] > 0 and 10 < run["peak_rss_mb"] < 2048
+    result = {"single": [], "batched": [], "missing_vector_entry_point": [],
+              "paper_episodes": {"ClusterSLA-v0": {"agent": "static", "env_kwargs": {"horizon": 600},
+                                                   "target_seconds": 0.0, **run}}}  # fmt: skip
+    assert [row["met"] for row in targets(result)] == [False, True]  # over a 0 s target, under the memory target
+
+
+def test_bench_episode_failure_names_the_run():
+    from baselines.bench import bench_episode
+
+    with pytest.raises(RuntimeError, match="ClusterSLA-v0 with static"):
+        bench_episode("ClusterSLA-v0", "static", {"horizon": 601})
