@@ -138,5 +138,11 @@ class ClusterSLAVectorEnv(VectorEnv):
 
     @property
     def simulators(self) -> list:
-        """Privileged: each copy's simulator (its arrays are views into the batch)."""
+        """Privileged: each copy's simulator. Its arrays are views into the batch; its ``t`` is brought up to
+        date only at the episode's end (the batch counts steps in :attr:`step_counts`)."""
         return [env.simulator for env in self.envs]
+
+    @property
+    def step_counts(self) -> np.ndarray:
+        """Steps each copy has taken in its current episode."""
+        return self._ts.copy()
