@@ -20,6 +20,17 @@ AGENTS: dict[str, dict[str, str]] = {
         "pg": "agents.sla.oracles:ProportionalGreedy",
         "rest_pg": "agents.sla.oracles:RestrictedProportionalGreedy",
     },
+    "ClusterMultiServer-v0": {
+        "esdp": "agents.multiserver.esdp:ESDP",
+        "esdp_aa": "agents.multiserver.esdp:ESDPArrivalAware",
+        "esdp_exact_index": "agents.multiserver.esdp:ESDPExactIndex",
+        "hauf": "agents.multiserver.heuristics:HAUF",
+        "hswf": "agents.multiserver.heuristics:HSWF",
+        "lcf": "agents.multiserver.heuristics:LCF",
+        "lwtf": "agents.multiserver.heuristics:LWTF",
+        "random": "agents.multiserver.heuristics:RandomFit",
+        "oracle": "agents.multiserver.oracle:KnapsackOracleAgent",
+    },
 }
 
 

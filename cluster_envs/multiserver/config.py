@@ -60,11 +60,17 @@ class MultiServerConfig:
         check_number("edge_prob", self.edge_prob, low=0.0, high=1.0, low_open=True)
         rho = np.atleast_1d(np.asarray(self.arrival_prob, dtype=float))
         if rho.ndim != 1 or rho.size not in (1, self.n_ports):
-            raise ValueError(f"arrival_prob must be a scalar or have n_ports={self.n_ports} entries, got {self.arrival_prob!r}")
+            raise ValueError(
+                f"arrival_prob must be a scalar or have n_ports={self.n_ports} entries, got {self.arrival_prob!r}"
+            )
         for i, p in enumerate(rho):
-            check_number(f"arrival_prob[{i}]" if rho.size > 1 else "arrival_prob", float(p), low=0.0, high=1.0)
+            check_number(
+                f"arrival_prob[{i}]" if rho.size > 1 else "arrival_prob", float(p), low=0.0, high=1.0
+            )
         if self.req_high < self.req_low:
-            raise ValueError(f"req_low={self.req_low} > req_high={self.req_high}; need 1 ≤ req_low ≤ req_high")
+            raise ValueError(
+                f"req_low={self.req_low} > req_high={self.req_high}; need 1 ≤ req_low ≤ req_high"
+            )
         check_number("req_high", self.req_high, low=1, integer=True)
         if self.c_high < self.c_low:
             raise ValueError(f"c_low={self.c_low} > c_high={self.c_high}; need 1 ≤ c_low ≤ c_high")
@@ -88,7 +94,9 @@ class MultiServerConfig:
         if self.capacity is not None:
             cap = tuple(self.capacity) if np.ndim(self.capacity) else (self.capacity,)
             if len(cap) != self.n_device_types:
-                raise ValueError(f"capacity must have n_device_types={self.n_device_types} entries, got {self.capacity!r}")
+                raise ValueError(
+                    f"capacity must have n_device_types={self.n_device_types} entries, got {self.capacity!r}"
+                )
             for k, ck in enumerate(cap):
                 check_number(f"capacity[{k}]", ck, low=1, integer=True)
             object.__setattr__(self, "capacity", cap)

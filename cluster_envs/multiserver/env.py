@@ -117,7 +117,9 @@ class ClusterMultiServerEnv(gym.Env):
         self.config, self.preset, self.render_mode = config, preset, render_mode
         if config.instance is not None:
             if not isinstance(config.instance, MultiServerInstance):
-                raise ValueError(f"instance must be a MultiServerInstance, got {type(config.instance).__name__}")
+                raise ValueError(
+                    f"instance must be a MultiServerInstance, got {type(config.instance).__name__}"
+                )
             self.instance = config.instance
         else:
             rng = np.random.default_rng(np.random.SeedSequence(config.instance_seed))
@@ -155,7 +157,9 @@ class ClusterMultiServerEnv(gym.Env):
             "last_utility": spaces.Box(lo, hi, shape=(inst.n_edges,), dtype=np.float32),
         }
         if cfg.obs_static:
-            parts["static"] = spaces.Box(0.0, 1.0, shape=(inst.n_device_types + 1, inst.n_edges), dtype=np.float32)
+            parts["static"] = spaces.Box(
+                0.0, 1.0, shape=(inst.n_device_types + 1, inst.n_edges), dtype=np.float32
+            )
         return spaces.Dict(parts)
 
     @property
@@ -179,7 +183,9 @@ class ClusterMultiServerEnv(gym.Env):
     def step(self, action: Any):
         sim = self.simulator
         if sim.t > sim.horizon:
-            raise RuntimeError(f"ClusterMultiServer-v0: the episode ended after slot {sim.horizon}; call reset()")
+            raise RuntimeError(
+                f"ClusterMultiServer-v0: the episode ended after slot {sim.horizon}; call reset()"
+            )
         x, n_arrival, n_capacity = self._feasible_action(action)
         result = sim.execute(x, n_arrival, n_capacity)
         self._last = result
@@ -258,7 +264,9 @@ class ClusterMultiServerEnv(gym.Env):
             "edge_mask": inst.edge_mask(sim.arrivals).astype(np.int8),
             "time": np.array([min(1.0, (sim.t - 1) / sim.horizon)], dtype=np.float32),
             "last_action": np.zeros(n_e, np.int8) if last is None else last.x.copy(),
-            "last_utility": np.zeros(n_e, np.float32) if last is None else (last.x * last.z_tilde).astype(np.float32),
+            "last_utility": np.zeros(n_e, np.float32)
+            if last is None
+            else (last.x * last.z_tilde).astype(np.float32),
         }
         if self.config.obs_static:
             cost = inst.utility.cost
