@@ -49,9 +49,7 @@ def to_allocation(action: np.ndarray, mode: str) -> np.ndarray:
     return a / total if total > 1.0 else a
 
 
-def serve(
-    alloc: np.ndarray, queue: np.ndarray, load: np.ndarray, empty_tol: float
-) -> tuple[np.ndarray, np.ndarray]:
+def serve(alloc: np.ndarray, queue: np.ndarray, load: np.ndarray, empty_tol: float) -> tuple[np.ndarray, np.ndarray]:
     """One step of (D1)-(D2): return (work w_t, next queue Q_{t+1}); queues ≤ empty_tol count as empty (A2)."""
     demand = queue + load
     work = np.minimum(alloc, demand)
@@ -90,9 +88,7 @@ class SLASimulator:
     whole load matrix at construction, so that a step costs O(N).
     """
 
-    def __init__(
-        self, problem: SLAProblem, loads: np.ndarray, *, empty_tol: float, eps_ref: float, sla_tol: float
-    ):
+    def __init__(self, problem: SLAProblem, loads: np.ndarray, *, empty_tol: float, eps_ref: float, sla_tol: float):
         self.problem = problem
         self.loads = loads
         self.empty_tol = empty_tol

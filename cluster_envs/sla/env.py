@@ -49,9 +49,7 @@ class SLAConfig:
         else:
             sla = tuple(float(b) if np.isscalar(b) else b for b in self.sla)
             if len(sla) != self.n_users:
-                raise ValueError(
-                    f"sla has {len(sla)} entries but n_users={self.n_users}; give one SLA share per user"
-                )
+                raise ValueError(f"sla has {len(sla)} entries but n_users={self.n_users}; give one SLA share per user")
             for i, b in enumerate(sla):
                 check_number(f"sla[{i}]", b, low=0.0)
             if sum(sla) <= 0:
@@ -133,9 +131,7 @@ class ClusterSLAEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
-    def __init__(
-        self, preset: str = "paper_synthetic_small", render_mode: str | None = None, **overrides: Any
-    ):
+    def __init__(self, preset: str = "paper_synthetic_small", render_mode: str | None = None, **overrides: Any):
         config = build_config(SLAConfig, PRESETS, preset, overrides)
         if render_mode is not None:
             check_choice("render_mode", render_mode, self.metadata["render_modes"])
@@ -218,22 +214,16 @@ class ClusterSLAEnv(gym.Env):
         if "loads" in options:
             loads = self._checked_loads(options["loads"])
         else:
-            loads = np.asarray(
-                self._generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64
-            )
+            loads = np.asarray(self._generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64)
             loads = self._checked_loads(loads, name="scenario output")
         sla = tuple(loads.mean(axis=1) / loads.mean(axis=1).sum()) if cfg.sla == "mean" else cfg.sla
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
-        self._sim = SLASimulator(
-            problem, loads, empty_tol=cfg.empty_tol, eps_ref=cfg.eps_ref, sla_tol=cfg.sla_tol
-        )
+        self._sim = SLASimulator(problem, loads, empty_tol=cfg.empty_tol, eps_ref=cfg.eps_ref, sla_tol=cfg.sla_tol)
         self._sla_bar = problem.static_share
         info = {
             "sla": problem.sla_array,
             "horizon": cfg.horizon,
-            "scenario": cfg.scenario
-            if isinstance(cfg.scenario, str)
-            else getattr(cfg.scenario, "__name__", "callable"),
+            "scenario": cfg.scenario if isinstance(cfg.scenario, str) else getattr(cfg.scenario, "__name__", "callable"),
             "opt_total_work": float(self._sim.opt_cum_work[-1]),
             "opt_eps_total_work": float(self._sim.opt_eps_cum_work[-1]),
         }
@@ -337,9 +327,7 @@ class ClusterSLAEnv(gym.Env):
         if self.render_mode != "ansi":
             return None
         sim = self._simulator
-        lines = [
-            f"t={sim.t}/{sim.horizon}  work={sim.total_work:.2f}  regret={sim.opt_total_work - sim.total_work:.2f}"
-        ]
+        lines = [f"t={sim.t}/{sim.horizon}  work={sim.total_work:.2f}  regret={sim.opt_total_work - sim.total_work:.2f}"]
         for i in range(self.config.n_users):
             bar = "#" * int(round(20 * sim.alloc[i]))
             lines.append(

@@ -59,9 +59,7 @@ def example_1_1(rng: np.random.Generator, *, horizon: int) -> np.ndarray:
     return np.stack([first, 1.0 - first, 1.0 - first])
 
 
-def sec_3_4(
-    rng: np.random.Generator, *, horizon: int, t0: int | None = None, eta: float = 1 / 3, eps: float = 0.1
-) -> np.ndarray:
+def sec_3_4(rng: np.random.Generator, *, horizon: int, t0: int | None = None, eta: float = 1 / 3, eps: float = 0.1) -> np.ndarray:
     """S3 [L317-319]: user 1 idle, user 2 always loaded, user 3 loaded from step t0 = ceil(1/(η ε)) on."""
     start = math.ceil(1.0 / (eta * eps)) if t0 is None else t0
     loads = np.zeros((3, horizon))
@@ -70,15 +68,7 @@ def sec_3_4(
     return loads
 
 
-def gamma_iid(
-    rng: np.random.Generator,
-    *,
-    n_users: int,
-    horizon: int,
-    sla: tuple[float, ...],
-    shape: float = 2000.0,
-    rho: float = 1.0,
-) -> np.ndarray:
+def gamma_iid(rng: np.random.Generator, *, n_users: int, horizon: int, sla: tuple[float, ...], shape: float = 2000.0, rho: float = 1.0) -> np.ndarray:
     """S4 [ours]: L_t(i) ~ Gamma(k, ρ s_i / k) independently, s the static share."""
     beta = np.asarray(sla, dtype=np.float64)
     share = beta / max(1.0, beta.sum())
@@ -112,15 +102,7 @@ def trace_standin(
     return loads * (rho / loads.sum(axis=0).mean())
 
 
-def trace(
-    rng: np.random.Generator,
-    *,
-    data: np.ndarray,
-    horizon: int,
-    start: int = 0,
-    scale: str = "rho",
-    rho: float = 0.99,
-) -> np.ndarray:
+def trace(rng: np.random.Generator, *, data: np.ndarray, horizon: int, start: int = 0, scale: str = "rho", rho: float = 0.99) -> np.ndarray:
     """S5: a window of a loaded trace, optionally rescaled to mean total load ρ per step."""
     loads = data[:, start : start + horizon]
     return loads * (rho / loads.sum(axis=0).mean()) if scale == "rho" else loads.copy()
@@ -150,9 +132,7 @@ def read_trace(path: str | Path, n_users: int) -> np.ndarray:
     except ValueError as err:
         raise ValueError(f"scenario_kwargs['path']: {str(path)!r} is not a numeric trace ({err})") from None
     if data.ndim != 2 or data.size == 0:
-        raise ValueError(
-            f"scenario_kwargs['path']: the trace must be a non-empty 2-D array, got shape {data.shape}"
-        )
+        raise ValueError(f"scenario_kwargs['path']: the trace must be a non-empty 2-D array, got shape {data.shape}")
     if data.shape[0] != n_users:
         if data.shape[1] != n_users:
             raise ValueError(
@@ -167,10 +147,7 @@ def read_trace(path: str | Path, n_users: int) -> np.ndarray:
 
 
 SCENARIOS = ("paper_synthetic", "example_1_1", "sec_3_4", "gamma_iid", "trace", "trace_standin")
-SLA_FROM_LOADS = (
-    "trace",
-    "trace_standin",
-)  # scenarios with which sla="mean" (normalised mean load) is allowed
+SLA_FROM_LOADS = ("trace", "trace_standin")  # scenarios with which sla="mean" (normalised mean load) is allowed
 
 
 def make_load_generator(
@@ -178,27 +155,17 @@ def make_load_generator(
 ) -> LoadGenerator:
     """Check a scenario's arguments and return ``generate(rng) -> loads (N, T)``."""
     if callable(scenario):
-        return functools.partial(
-            _call_user_scenario, scenario, n_users=n_users, horizon=horizon, sla=sla, kwargs=kwargs
-        )
+        return functools.partial(_call_user_scenario, scenario, n_users=n_users, horizon=horizon, sla=sla, kwargs=kwargs)
     check_choice("scenario", scenario, SCENARIOS)
     kwargs = dict(kwargs)
     if sla == "mean" and scenario not in SLA_FROM_LOADS:
-        raise ValueError(
-            f"sla='mean' needs a trace scenario {list(SLA_FROM_LOADS)}, got scenario={scenario!r}"
-        )
+        raise ValueError(f"sla='mean' needs a trace scenario {list(SLA_FROM_LOADS)}, got scenario={scenario!r}")
     if scenario in ("paper_synthetic", "example_1_1", "sec_3_4") and n_users != 3:
-        raise ValueError(
-            f"n_users={n_users} is not allowed with scenario={scenario!r}, which has exactly 3 users"
-        )
+        raise ValueError(f"n_users={n_users} is not allowed with scenario={scenario!r}, which has exactly 3 users")
     if scenario == "paper_synthetic" and horizon % 6:
-        raise ValueError(
-            f"horizon={horizon} must be divisible by 6 for scenario='paper_synthetic' (six periods)"
-        )
+        raise ValueError(f"horizon={horizon} must be divisible by 6 for scenario='paper_synthetic' (six periods)")
     if scenario == "example_1_1" and horizon % 3:
-        raise ValueError(
-            f"horizon={horizon} must be divisible by 3 for scenario='example_1_1' (three thirds)"
-        )
+        raise ValueError(f"horizon={horizon} must be divisible by 3 for scenario='example_1_1' (three thirds)")
     if scenario == "trace":
         if "path" not in kwargs:
             raise ValueError("scenario='trace' needs scenario_kwargs['path'] (a .npy, .npz or .csv file)")
@@ -223,7 +190,5 @@ def make_load_generator(
     return functools.partial(function, **{k: v for k, v in context.items() if k in accepted}, **kwargs)
 
 
-def _call_user_scenario(
-    scenario: Callable, rng: np.random.Generator, *, n_users, horizon, sla, kwargs
-) -> np.ndarray:
+def _call_user_scenario(scenario: Callable, rng: np.random.Generator, *, n_users, horizon, sla, kwargs) -> np.ndarray:
     return scenario(rng, n_users, horizon, sla, **kwargs)
