@@ -38,7 +38,7 @@ class _PortGreedy(SemiBanditAgent):
 
 
 class HAUF(_PortGreedy):
-    """Accumulative Utility First (alias HSWF, §7 A1): ports by ``Σ_r v̂_(l,r)``, costs already inside ``v̂``."""
+    """Accumulative Utility First (alias HSWF, §7 A1): ports by ``Σ_r v̂_(l,r)`` (``v̂`` includes the cost)."""
 
     name = "hauf"
 

@@ -61,7 +61,8 @@ class MultiServerConfig:
         rho = np.atleast_1d(np.asarray(self.arrival_prob, dtype=float))
         if rho.ndim != 1 or rho.size not in (1, self.n_ports):
             raise ValueError(
-                f"arrival_prob must be a scalar or have n_ports={self.n_ports} entries, got {self.arrival_prob!r}"
+                f"arrival_prob must be a scalar or have n_ports={self.n_ports} entries, "
+                f"got {self.arrival_prob!r}"
             )
         for i, p in enumerate(rho):
             check_number(

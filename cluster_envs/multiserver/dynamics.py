@@ -49,7 +49,7 @@ class GeneratorParams:
 
 @dataclass(frozen=True, eq=False)
 class UtilityModel:
-    """Per-arm normal utilities ``Z ~ N(μ, σ²)``, known costs ``C`` and the normalisation to ``Z̃`` (§3.3 step 8)."""
+    """Per-arm utilities ``Z ~ N(μ, σ²)``, known costs ``C`` and the normalisation to ``Z̃`` (§3.3 step 8)."""
 
     mu: np.ndarray
     sigma: np.ndarray
@@ -160,7 +160,7 @@ def generate_instance(params: GeneratorParams, rng: np.random.Generator) -> Mult
 
 
 def capacity_vector(params: GeneratorParams, A: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Step 3: the explicit ``capacity``, else ``alpha_sum`` (ours, default) or the literal ``per_server_sum``."""
+    """Step 3: the explicit ``capacity``, else ``alpha_sum`` (ours, default) or literal ``per_server_sum``."""
     if params.capacity is not None:
         return np.asarray(params.capacity, dtype=np.int64)
     if params.capacity_mode == "per_server_sum":

@@ -24,7 +24,7 @@ from cluster_envs.multiserver.dynamics import (
 
 @dataclass(frozen=True, eq=False)
 class MultiServerProblem:
-    """The static public data a scheduler is given (inputs of Algorithm 1): graph, ``A``, ``c``, costs, ``T``."""
+    """The static public data a scheduler is given (inputs of Algorithm 1): graph, ``A``, ``c``, costs."""
 
     n_ports: int
     n_servers: int
@@ -82,11 +82,12 @@ class ClusterMultiServerEnv(gym.Env):
     elsewhere; Box(0, 1), unbounded with ``normalization="none"``), both zero after reset.
     ``obs_static=True`` adds ``static`` Box(0, 1, (K+1, |E|)): rows ``A_k/c_k`` and ``C/max C``.
 
-    **Action.** ``action_mode="binary"``: MultiBinary(|E|), the paper's ``x``. ``"scores"``: Box(0, 1, (|E|,)),
-    requesting ``{e : score_e > 0.5}`` in descending-score priority. ``invalid_action="repair"`` (default)
-    drops edges of idle ports, then first-fits the rest in priority order (ascending index, or a random
-    permutation with ``binary_repair_order="random"``); ``"raise"`` raises ``ValueError`` naming the violated
-    constraint. Wrong shape, NaN or non-binary values raise ``ValueError``; the env is then unchanged.
+    **Action.** ``action_mode="binary"``: MultiBinary(|E|), the paper's ``x``. ``"scores"``:
+    Box(0, 1, (|E|,)), requesting ``{e : score_e > 0.5}`` in descending-score priority.
+    ``invalid_action="repair"`` (default) drops edges of idle ports, then first-fits the rest in priority
+    order (ascending index, or a random permutation with ``binary_repair_order="random"``); ``"raise"``
+    raises ``ValueError`` naming the violated constraint. Wrong shape, NaN or non-binary values raise
+    ``ValueError``; the env is then unchanged.
     ``action_masks()`` gives the MaskablePPO mask (2 per edge: value 0 always allowed, value 1 only for
     edges of arrived ports whose request fits ``c``); it cannot express the joint capacity, so repair applies.
 
@@ -98,9 +99,9 @@ class ClusterMultiServerEnv(gym.Env):
     **info** (evaluation only; agents never read it): ``t, x, arrivals`` (of the executed slot),
     ``utility, raw_utility`` (``Σ x (Z − C)``), ``n_dropped_arrival, n_dropped_capacity, capacity_used``; with
     ``compute_regret``: ``expected_utility`` ṽᵀx, ``oracle_utility`` ṽᵀx*(t), ``slot_regret`` (≥ 0),
-    ``regret`` (cumulative pseudo-regret), ``realized_regret`` ṽᵀx* − U, ``oracle_x``. ``info_level="minimal"``
-    keeps the scalars only. At truncation ``episode_summary``: ``aou, average_aou, expected_aou, oracle_aou,
-    regret, dropped, prob_all_arrive`` (Π ρ_l, the event Theorems 1–2 condition on).
+    ``regret`` (cumulative pseudo-regret), ``realized_regret`` ṽᵀx* − U, ``oracle_x``.
+    ``info_level="minimal"`` keeps the scalars only. At truncation ``episode_summary``: ``aou, average_aou,
+    expected_aou, oracle_aou, regret, dropped, prob_all_arrive`` (Π ρ_l, the event Theorems 1–2 condition on).
 
     **Presets**: ``paper`` (|L| = 8, |R| = 40, K = 3, edge_prob 0.1, ρ 0.9, T = 2000; default), ``small``
     (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1).
@@ -128,8 +129,8 @@ class ClusterMultiServerEnv(gym.Env):
         unusable = np.flatnonzero((inst.A > inst.c[:, None]).any(axis=0))
         if unusable.size and not config.allow_unusable_channels:
             raise ValueError(
-                f"capacity={inst.c.tolist()} is below the request of edges {unusable.tolist()}, which could never be "
-                "used; raise capacity or pass allow_unusable_channels=True"
+                f"capacity={inst.c.tolist()} is below the request of edges {unusable.tolist()}, "
+                "which could never be used; raise capacity or pass allow_unusable_channels=True"
             )
         self.problem = MultiServerProblem(
             inst.n_ports, inst.n_servers, inst.n_device_types, inst.edges, inst.A, inst.c,

@@ -88,8 +88,8 @@ def solve(
         if not usable[i] or (a > c).any():
             continue
         cells += V.size
-        src = tuple(slice(0, int(ck) + 1 - int(ak)) for ck, ak in zip(c, a))
-        dst = tuple(slice(int(ak), int(ck) + 1) for ck, ak in zip(c, a))
+        src = tuple(slice(0, int(ck) + 1 - int(ak)) for ck, ak in zip(c, a, strict=True))
+        dst = tuple(slice(int(ak), int(ck) + 1) for ck, ak in zip(c, a, strict=True))
         u = int(min(upsilon[i], s_max + 1))
         # Candidates are computed from V_{i+1} before V is overwritten in place.
         high = V[(slice(0, s_max + 1 - u), *src)] + values[i]  # rows s ≥ u read s − u
