@@ -110,34 +110,17 @@ class ClusterMultiServerEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    env_name = "ClusterMultiServer-v0"
 
     def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
         config = build_config(MultiServerConfig, PRESETS, preset, overrides)
         if render_mode is not None:
             check_choice("render_mode", render_mode, self.metadata["render_modes"])
         self.config, self.preset, self.render_mode = config, preset, render_mode
-        if config.instance is not None:
-            if not isinstance(config.instance, MultiServerInstance):
-                raise ValueError(
-                    f"instance must be a MultiServerInstance, got {type(config.instance).__name__}"
-                )
-            self.instance = config.instance
-        else:
-            rng = np.random.default_rng(np.random.SeedSequence(config.instance_seed))
-            self.instance = generate_instance(config.generator_params(), rng)
-        inst = self.instance
-        unusable = np.flatnonzero((inst.A > inst.c[:, None]).any(axis=0))
-        if unusable.size and not config.allow_unusable_channels:
-            raise ValueError(
-                f"capacity={inst.c.tolist()} is below the request of edges {unusable.tolist()}, "
-                "which could never be used; raise capacity or pass allow_unusable_channels=True"
-            )
-        self.problem = MultiServerProblem(
-            inst.n_ports, inst.n_servers, inst.n_device_types, inst.edges, inst.A, inst.c,
-            inst.utility.cost, config.horizon, inst.utility.normalization,
-        )  # fmt: skip
-        self.oracle = KnapsackOracle(inst.v_tilde, inst.A, inst.c, inst.port_of_edge)
-        n_e = inst.n_edges
+        self.instance = self._make_instance()
+        self.problem = self._make_problem()
+        self.oracle = self._make_oracle()
+        n_e = self.instance.n_edges
         self.action_space = (
             spaces.MultiBinary(n_e)
             if config.action_mode == "binary"
@@ -146,6 +129,54 @@ class ClusterMultiServerEnv(gym.Env):
         self.observation_space = self._build_observation_space()
         self._sim: MultiServerSimulator | None = None
         self._last: SlotResult | None = None
+
+    # -- what ClusterGang-v0 overrides ---------------------------------------------------------------
+
+    def _make_instance(self) -> MultiServerInstance:
+        config = self.config
+        if config.instance is not None:
+            if not isinstance(config.instance, MultiServerInstance):
+                raise ValueError(
+                    f"instance must be a MultiServerInstance, got {type(config.instance).__name__}"
+                )
+            inst = config.instance
+        else:
+            rng = np.random.default_rng(np.random.SeedSequence(config.instance_seed))
+            inst = generate_instance(config.generator_params(), rng)
+        unusable = np.flatnonzero(~self._fits_alone(inst))
+        if unusable.size and not config.allow_unusable_channels:
+            raise ValueError(
+                f"capacity={inst.c.tolist()} is below the request of edges {unusable.tolist()}, "
+                "which could never be used; raise capacity or pass allow_unusable_channels=True"
+            )
+        return inst
+
+    def _make_problem(self) -> MultiServerProblem:
+        inst = self.instance
+        return MultiServerProblem(
+            inst.n_ports, inst.n_servers, inst.n_device_types, inst.edges, inst.A, inst.c,
+            inst.utility.cost, self.config.horizon, inst.utility.normalization,
+        )  # fmt: skip
+
+    def _make_oracle(self):
+        inst = self.instance
+        return KnapsackOracle(inst.v_tilde, inst.A, inst.c, inst.port_of_edge)
+
+    @staticmethod
+    def _fits_alone(inst) -> np.ndarray:
+        """Per edge: whether it fits the capacity on its own (the mask cannot say more)."""
+        return (inst.A <= inst.c[:, None]).all(axis=0)
+
+    def _violation(self, x: np.ndarray) -> str | None:
+        return violations(x, self.instance, self.simulator.arrivals)
+
+    def _repair(self, requested: np.ndarray, priority: np.ndarray | None) -> tuple[np.ndarray, int, int]:
+        return self.simulator.repair(requested, priority)
+
+    def _capacity_used(self, x: np.ndarray) -> np.ndarray:
+        return self.instance.A @ x
+
+    # -- spaces ---------------------------------------------------------------------------------------
 
     def _build_observation_space(self) -> spaces.Dict:
         inst, cfg = self.instance, self.config
@@ -157,7 +188,7 @@ class ClusterMultiServerEnv(gym.Env):
             "last_action": spaces.MultiBinary(inst.n_edges),
             "last_utility": spaces.Box(lo, hi, shape=(inst.n_edges,), dtype=np.float32),
         }
-        if cfg.obs_static:
+        if getattr(cfg, "obs_static", False):
             parts["static"] = spaces.Box(
                 0.0, 1.0, shape=(inst.n_device_types + 1, inst.n_edges), dtype=np.float32
             )
@@ -166,7 +197,7 @@ class ClusterMultiServerEnv(gym.Env):
     @property
     def simulator(self) -> MultiServerSimulator:
         if self._sim is None:
-            raise RuntimeError("ClusterMultiServer-v0: call reset() before using the env")
+            raise RuntimeError(f"{self.env_name}: call reset() before using the env")
         return self._sim
 
     # -- gymnasium API ---------------------------------------------------------------------------------
@@ -184,9 +215,7 @@ class ClusterMultiServerEnv(gym.Env):
     def step(self, action: Any):
         sim = self.simulator
         if sim.t > sim.horizon:
-            raise RuntimeError(
-                f"ClusterMultiServer-v0: the episode ended after slot {sim.horizon}; call reset()"
-            )
+            raise RuntimeError(f"{self.env_name}: the episode ended after slot {sim.horizon}; call reset()")
         x, n_arrival, n_capacity = self._feasible_action(action)
         result = sim.execute(x, n_arrival, n_capacity)
         self._last = result
@@ -204,7 +233,7 @@ class ClusterMultiServerEnv(gym.Env):
         requested = arr > 0.5
         if cfg.invalid_action == "raise":
             x = requested.astype(np.int8)
-            problem = violations(x, inst, sim.arrivals)
+            problem = self._violation(x)
             if problem is not None:
                 raise ValueError(f"infeasible action (invalid_action='raise') violates {problem}")
             return x, 0, 0
@@ -212,7 +241,7 @@ class ClusterMultiServerEnv(gym.Env):
             priority = sim.random_priority() if cfg.binary_repair_order == "random" else None
         else:
             priority = np.argsort(-arr, kind="stable")
-        return sim.repair(requested, priority)
+        return self._repair(requested, priority)
 
     def _info(self, r: SlotResult) -> dict[str, Any]:
         inst, cum = self.instance, self._cum
@@ -241,7 +270,7 @@ class ClusterMultiServerEnv(gym.Env):
             if self.config.info_level == "full":
                 info["oracle_x"] = oracle_x
         if self.config.info_level == "full":
-            info.update(x=r.x.copy(), arrivals=r.arrivals.copy(), capacity_used=inst.A @ r.x)
+            info.update(x=r.x.copy(), arrivals=r.arrivals.copy(), capacity_used=self._capacity_used(r.x))
         return info
 
     def _summary(self) -> dict[str, float]:
@@ -269,7 +298,7 @@ class ClusterMultiServerEnv(gym.Env):
             if last is None
             else (last.x * last.z_tilde).astype(np.float32),
         }
-        if self.config.obs_static:
+        if getattr(self.config, "obs_static", False):
             cost = inst.utility.cost
             scaled_cost = np.clip(cost / cost.max(), 0.0, 1.0) if cost.max() > 0 else np.zeros(n_e)
             obs["static"] = np.vstack([inst.A / inst.c[:, None], scaled_cost]).astype(np.float32)
@@ -278,7 +307,7 @@ class ClusterMultiServerEnv(gym.Env):
     def action_masks(self) -> np.ndarray:
         """MaskablePPO mask: bool[2·|E|], pairs (value 0 allowed, value 1 allowed) per edge."""
         inst = self.instance
-        allow_one = inst.edge_mask(self.simulator.arrivals) & (inst.A <= inst.c[:, None]).all(axis=0)
+        allow_one = inst.edge_mask(self.simulator.arrivals) & self._fits_alone(inst)
         return np.stack([np.ones(inst.n_edges, bool), allow_one], axis=1).ravel()
 
     def render(self) -> str | None:
@@ -288,6 +317,5 @@ class ClusterMultiServerEnv(gym.Env):
         lines = [f"t={sim.t}/{sim.horizon}  AOU={self._cum['aou']:.2f}  regret={self._cum['regret']:.2f}"]
         lines.append("arrivals: " + "".join(str(int(a)) for a in sim.arrivals))
         if self._last is not None:
-            used = np.flatnonzero(self._last.x)
-            lines.append("last slot edges: " + ", ".join(f"{tuple(self.instance.edges[e])}" for e in used))
+            lines.append(f"last slot used: {np.flatnonzero(self._last.x).tolist()}")
         return "\n".join(lines) + "\n"

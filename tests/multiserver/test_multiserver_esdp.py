@@ -1,4 +1,4 @@
-"""ESDP: the DP against brute force (T1), the δ-approximation (T2), cell counts (T3/Fig. 7), selection rules."""
+"""ESDP: the DP against brute force (T1), the δ-approximation (T2), cell counts (T3/Fig. 7), selection."""
 
 from __future__ import annotations
 
@@ -109,10 +109,14 @@ def test_cell_count_formula_and_fig7_ordering():
 
 
 def test_selection_rule_prefers_the_largest_budget_on_ties():
-    table = knapsack.solve(np.array([4, 0]), np.array([[1, 1]]), np.array([2]), budget_weights=np.array([1, 1]), s_max=2)
+    table = knapsack.solve(
+        np.array([4, 0]), np.array([[1, 1]]), np.array([2]), budget_weights=np.array([1, 1]), s_max=2
+    )
     # s + √V0[s]: s=0 → 2, s=1 → 3, s=2 → 4 (both edges)
     assert select_budget(table) == 2
-    tie = knapsack.solve(np.array([1, 0]), np.array([[1, 1]]), np.array([1]), budget_weights=np.array([0, 1]), s_max=1)
+    tie = knapsack.solve(
+        np.array([1, 0]), np.array([[1, 1]]), np.array([1]), budget_weights=np.array([0, 1]), s_max=1
+    )
     # s=0 → 0 + 1 = 1, s=1 → 1 + 0 = 1: the tie goes to s = 1
     assert select_budget(tie) == 1
 
@@ -139,7 +143,12 @@ def test_exact_index_is_at_least_the_budget_choice_and_masks_idle_ports():
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"alpha": 0.0}, "alpha"), ({"delta": "D"}, "delta"), ({"g": "g4"}, "g"), ({"selection": "x"}, "selection")],
+    [
+        ({"alpha": 0.0}, "alpha"),
+        ({"delta": "D"}, "delta"),
+        ({"g": "g4"}, "g"),
+        ({"selection": "x"}, "selection"),
+    ],
 )
 def test_bad_esdp_hyperparameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
