@@ -11,6 +11,7 @@ import gymnasium as gym
 ENV_ENTRY_POINTS: dict[str, str] = {
     "ClusterSLA-v0": "cluster_envs.sla.env:ClusterSLAEnv",
     "ClusterMultiServer-v0": "cluster_envs.multiserver.env:ClusterMultiServerEnv",
+    "ClusterGang-v0": "cluster_envs.multiserver.gang_env:ClusterGangEnv",
 }
 
 

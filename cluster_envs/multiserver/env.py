@@ -113,7 +113,7 @@ class ClusterMultiServerEnv(gym.Env):
     env_name = "ClusterMultiServer-v0"
 
     def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
-        config = build_config(MultiServerConfig, PRESETS, preset, overrides)
+        config = self._build_config(preset, overrides)
         if render_mode is not None:
             check_choice("render_mode", render_mode, self.metadata["render_modes"])
         self.config, self.preset, self.render_mode = config, preset, render_mode
@@ -131,6 +131,10 @@ class ClusterMultiServerEnv(gym.Env):
         self._last: SlotResult | None = None
 
     # -- what ClusterGang-v0 overrides ---------------------------------------------------------------
+
+    @staticmethod
+    def _build_config(preset: str, overrides: dict[str, Any]) -> MultiServerConfig:
+        return build_config(MultiServerConfig, PRESETS, preset, overrides)
 
     def _make_instance(self) -> MultiServerInstance:
         config = self.config

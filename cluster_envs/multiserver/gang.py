@@ -202,14 +202,18 @@ def gang_violation(x: np.ndarray, inst: GangInstance, arrivals: np.ndarray) -> s
     partial = np.flatnonzero((placed > 0) & (placed < inst.min_tasks))
     if partial.size:
         l = int(partial[0])
-        return f"all-or-nothing (G3): port {l} places {int(placed[l])} tasks, "
+        return (
+            f"all-or-nothing (G3): port {l} places {int(placed[l])} tasks, "
             f"needs 0 or ≥ m_l={int(inst.min_tasks[l])}"
+        )
     load = inst.server_load(x)
     over = np.argwhere(load > inst.server_cap)
     if over.size:
         k, r = (int(v) for v in over[0])
-        return f"per-server capacity (G4): device type k={k} on server r={r} "
+        return (
+            f"per-server capacity (G4): device type k={k} on server r={r} "
             f"uses {load[k, r]} > {inst.server_cap[k, r]}"
+        )
     return None
 
 
