@@ -31,6 +31,11 @@ AGENTS: dict[str, dict[str, str]] = {
         "random": "agents.multiserver.heuristics:RandomFit",
         "oracle": "agents.multiserver.oracle:KnapsackOracleAgent",
     },
+    "ClusterGang-v0": {
+        "esdp_gang": "agents.multiserver.gang:ESDPGang",
+        "random": "agents.multiserver.gang:GangRandom",
+        "oracle": "agents.multiserver.oracle:KnapsackOracleAgent",
+    },
 }
 
 

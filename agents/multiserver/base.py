@@ -24,9 +24,10 @@ class SemiBanditAgent(BaseAgent):
 
     def reset(self, problem: Any, seed: int | None = None) -> None:
         self.problem = problem
-        self.A = np.asarray(problem.A, dtype=np.int64)
-        self.c = np.asarray(problem.c, dtype=np.int64)
-        self.port_of_edge = np.asarray(problem.edges)[:, 0]
+        if hasattr(problem, "A"):  # ClusterMultiServer-v0: one cluster-wide knapsack (the gang env has none)
+            self.A = np.asarray(problem.A, dtype=np.int64)
+            self.c = np.asarray(problem.c, dtype=np.int64)
+        self.port_of_edge = np.asarray(problem.port_of_edge)
         self.n = np.zeros(problem.n_edges, dtype=np.int64)
         self.sums = np.zeros(problem.n_edges)
         self.t = 0

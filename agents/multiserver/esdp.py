@@ -76,11 +76,14 @@ class ESDP(SemiBanditAgent):
         super().reset(problem, seed)
         n_edges = problem.n_edges
         if self.m_mode == "exact":
-            self.m = max(1, knapsack.max_cardinality(self.A, self.c))
+            self.m = max(1, self._max_cardinality())
         else:
             self.m = max(1, math.ceil(self.alpha * n_edges))
         self.last_cells = 0
         self.last_s_max = 0
+
+    def _max_cardinality(self) -> int:
+        return knapsack.max_cardinality(self.A, self.c)
 
     def schedule(self, t: int) -> tuple[int, float]:
         """``(ξ(t), g(t))``."""

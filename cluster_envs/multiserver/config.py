@@ -84,17 +84,12 @@ def validate_common(cfg) -> None:
     rho = np.atleast_1d(np.asarray(cfg.arrival_prob, dtype=float))
     if rho.ndim != 1 or rho.size not in (1, cfg.n_ports):
         raise ValueError(
-            f"arrival_prob must be a scalar or have n_ports={cfg.n_ports} entries, "
-            f"got {cfg.arrival_prob!r}"
+            f"arrival_prob must be a scalar or have n_ports={cfg.n_ports} entries, got {cfg.arrival_prob!r}"
         )
     for i, p in enumerate(rho):
-        check_number(
-            f"arrival_prob[{i}]" if rho.size > 1 else "arrival_prob", float(p), low=0.0, high=1.0
-        )
+        check_number(f"arrival_prob[{i}]" if rho.size > 1 else "arrival_prob", float(p), low=0.0, high=1.0)
     if cfg.req_high < cfg.req_low:
-        raise ValueError(
-            f"req_low={cfg.req_low} > req_high={cfg.req_high}; need 1 ≤ req_low ≤ req_high"
-        )
+        raise ValueError(f"req_low={cfg.req_low} > req_high={cfg.req_high}; need 1 ≤ req_low ≤ req_high")
     check_number("req_high", cfg.req_high, low=1, integer=True)
     if cfg.c_high < cfg.c_low:
         raise ValueError(f"c_low={cfg.c_low} > c_high={cfg.c_high}; need 1 ≤ c_low ≤ c_high")

@@ -42,8 +42,9 @@ class GangParams:
 
 
 @dataclass(frozen=True, eq=False)
-class GangInstance:
-    """Arms ``(l, q, r)`` in lexicographic order (the action index), task requests and server capacities."""
+class GangStructure:
+    """The public structure: arms ``(l, q, r)`` in lexicographic order (the action index), tasks, requests
+    and server capacities. Schedulers (ESDP-gang) solve their MILPs on it."""
 
     n_ports: int
     n_servers: int
@@ -52,8 +53,6 @@ class GangInstance:
     min_tasks: np.ndarray  # (|L|,) m_l
     task_req: np.ndarray  # (K, n_tasks)
     server_cap: np.ndarray  # (K, |R|)
-    utility: UtilityModel
-    rho: np.ndarray
     constraints: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -75,10 +74,6 @@ class GangInstance:
     def n_tasks_of_port(self) -> np.ndarray:
         return np.bincount(self.task_port, minlength=self.n_ports)
 
-    @property
-    def v_tilde(self) -> np.ndarray:
-        return self.utility.v_tilde
-
     def edge_mask(self, arrivals: np.ndarray) -> np.ndarray:
         return np.asarray(arrivals, dtype=bool)[self.port_of_edge]
 
@@ -88,6 +83,18 @@ class GangInstance:
         used = np.flatnonzero(x)
         np.add.at(load, (slice(None), self.arms[used, 2]), self.task_req[:, self.arms[used, 1]])
         return load
+
+
+@dataclass(frozen=True, eq=False)
+class GangInstance(GangStructure):
+    """A gang instance: the structure plus the hidden utility model and the arrival probabilities."""
+
+    utility: UtilityModel = None  # type: ignore[assignment]
+    rho: np.ndarray = None  # type: ignore[assignment]
+
+    @property
+    def v_tilde(self) -> np.ndarray:
+        return self.utility.v_tilde
 
 
 def generate_gang_instance(p: GangParams, rng: np.random.Generator) -> GangInstance:
@@ -111,11 +118,11 @@ def generate_gang_instance(p: GangParams, rng: np.random.Generator) -> GangInsta
     min_tasks = n_tasks if p.min_tasks == "all" else np.ceil(n_tasks / 2).astype(np.int64)
     utility = UtilityModel.build(mu, p.sigma_ratio * mu, F.sum(axis=0), p.normalization)
     return GangInstance(
-        p.n_ports, p.n_servers, arms, task_port, min_tasks, task_req, server_cap, utility, rho
+        p.n_ports, p.n_servers, arms, task_port, min_tasks, task_req, server_cap, utility=utility, rho=rho
     )
 
 
-def _constraint_matrices(inst: GangInstance) -> tuple:
+def _constraint_matrices(inst: GangStructure) -> tuple:
     """Sparse rows of (G1) per task, (G4) per (k, r) and the port sums used by (G3)."""
     n_arms = inst.arms.shape[0]
     cols = np.arange(n_arms)
@@ -130,7 +137,7 @@ def _constraint_matrices(inst: GangInstance) -> tuple:
 
 def gang_milp(
     values: np.ndarray,
-    inst: GangInstance,
+    inst: GangStructure,
     usable_ports: np.ndarray,
     budget_weights: np.ndarray | None = None,
     budget: float = 0.0,
@@ -188,7 +195,7 @@ class GangOracle:
         return x.copy(), value
 
 
-def gang_violation(x: np.ndarray, inst: GangInstance, arrivals: np.ndarray) -> str | None:
+def gang_violation(x: np.ndarray, inst: GangStructure, arrivals: np.ndarray) -> str | None:
     """The first violated constraint among (G1)–(G4), as a sentence, or None."""
     x = np.asarray(x, dtype=np.int64)
     idle = np.flatnonzero(x.astype(bool) & ~inst.edge_mask(arrivals))
@@ -218,11 +225,12 @@ def gang_violation(x: np.ndarray, inst: GangInstance, arrivals: np.ndarray) -> s
 
 
 def gang_repair(
-    requested: np.ndarray, inst: GangInstance, arrivals: np.ndarray, priority: np.ndarray
+    requested: np.ndarray, inst: GangStructure, usable: np.ndarray, priority: np.ndarray
 ) -> tuple[np.ndarray, int, int]:
-    """Spec §3.12: drop idle ports' bits; visit ports by their best requested arm in ``priority``; place each
-    requested task on its highest-priority requested server with room; roll back a port below ``m_l``."""
-    gated = requested.astype(bool) & inst.edge_mask(arrivals)
+    """Spec §3.12: drop the bits outside ``usable`` (idle ports); visit ports by their best requested arm in
+    ``priority``; place each requested task on its highest-priority requested server with room; roll back
+    a port that placed fewer than ``m_l`` tasks."""
+    gated = requested.astype(bool) & usable
     n_arrival = int(requested.astype(bool).sum() - gated.sum())
     rank = np.empty(inst.n_edges, dtype=np.int64)
     rank[priority] = np.arange(inst.n_edges)

@@ -10,32 +10,23 @@ import numpy as np
 from cluster_envs.common.config import build_config
 from cluster_envs.multiserver.config import GANG_PRESETS, GangConfig
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
-from cluster_envs.multiserver.gang import GangInstance, GangOracle, gang_repair, gang_violation, generate_gang_instance
+from cluster_envs.multiserver.gang import (
+    GangInstance,
+    GangOracle,
+    GangStructure,
+    gang_repair,
+    gang_violation,
+    generate_gang_instance,
+)
 
 
 @dataclass(frozen=True, eq=False)
-class GangProblem:
-    """Static public data: arms ``(port, task, server)`` (row = action index), tasks, requests, capacities."""
+class GangProblem(GangStructure):
+    """Static public data: the gang structure (arms = action index), the known costs and the horizon."""
 
-    n_ports: int
-    n_servers: int
-    n_device_types: int
-    arms: np.ndarray  # (n_arms, 3)
-    task_port: np.ndarray
-    min_tasks: np.ndarray
-    task_req: np.ndarray  # (K, n_tasks)
-    server_cap: np.ndarray  # (K, |R|)
-    cost: np.ndarray
-    horizon: int
-    normalization: str
-
-    @property
-    def n_edges(self) -> int:
-        return self.arms.shape[0]
-
-    @property
-    def port_of_edge(self) -> np.ndarray:
-        return self.arms[:, 0]
+    cost: np.ndarray = None  # type: ignore[assignment]
+    horizon: int = 0
+    normalization: str = "affine_clip"
 
 
 class ClusterGangEnv(ClusterMultiServerEnv):
@@ -82,8 +73,9 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     def _make_problem(self) -> GangProblem:
         inst = self.instance
         return GangProblem(
-            inst.n_ports, inst.n_servers, inst.n_device_types, inst.arms, inst.task_port, inst.min_tasks,
-            inst.task_req, inst.server_cap, inst.utility.cost, self.config.horizon, inst.utility.normalization,
+            inst.n_ports, inst.n_servers, inst.arms, inst.task_port, inst.min_tasks, inst.task_req,
+            inst.server_cap, cost=inst.utility.cost, horizon=self.config.horizon,
+            normalization=inst.utility.normalization,
         )  # fmt: skip
 
     def _make_oracle(self) -> GangOracle:
@@ -98,7 +90,8 @@ class ClusterGangEnv(ClusterMultiServerEnv):
 
     def _repair(self, requested: np.ndarray, priority: np.ndarray | None) -> tuple[np.ndarray, int, int]:
         order = np.arange(self.instance.n_edges) if priority is None else priority
-        return gang_repair(requested, self.instance, self.simulator.arrivals, order)
+        inst = self.instance
+        return gang_repair(requested, inst, inst.edge_mask(self.simulator.arrivals), order)
 
     def _capacity_used(self, x: np.ndarray) -> np.ndarray:
         return self.instance.server_load(x)
