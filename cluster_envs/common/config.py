@@ -15,7 +15,9 @@ from typing import Any, TypeVar
 C = TypeVar("C")
 
 
-def build_config(config_cls: type[C], presets: Mapping[str, Mapping[str, Any]], preset: str, overrides: Mapping[str, Any]) -> C:
+def build_config(
+    config_cls: type[C], presets: Mapping[str, Mapping[str, Any]], preset: str, overrides: Mapping[str, Any]
+) -> C:
     """Return ``config_cls(**presets[preset] | overrides)`` after checking the names."""
     if preset not in presets:
         raise ValueError(f"preset={preset!r} is not a known preset; allowed: {sorted(presets)}")

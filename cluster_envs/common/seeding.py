@@ -16,4 +16,7 @@ import numpy as np
 def episode_streams(np_random: np.random.Generator, names: Sequence[str]) -> dict[str, np.random.Generator]:
     """Draw one entropy value from the env's generator and spawn one generator per name."""
     root = np.random.SeedSequence(int(np_random.integers(2**63)))
-    return {name: np.random.Generator(np.random.PCG64(child)) for name, child in zip(names, root.spawn(len(names)))}
+    return {
+        name: np.random.Generator(np.random.PCG64(child))
+        for name, child in zip(names, root.spawn(len(names)), strict=True)
+    }

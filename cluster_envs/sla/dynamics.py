@@ -172,3 +172,27 @@ class SLASimulator:
             "mean_queue_l2": self.queue_l2_sum / max(self.t, 1),
             "max_queue_l2": self.queue_l2_max,
         }
+
+
+def windowed_sla_gap(
+    loads: np.ndarray, start_queue: np.ndarray, work: np.ndarray, share: np.ndarray, tau: int
+) -> np.ndarray:
+    """r_i(t) of Sec. 4.2 [L434, L449] for every start t = 1..T-τ+1, shape (N, T-τ+1).
+
+    r_i(t) is the work the static share s_i would do for user i over [t, t+τ) starting from the
+    algorithm's start-of-step queue Q_t(i), minus the work the algorithm did there. Positive: Static
+    would have been better in that window. ``start_queue[:, t-1]`` is Q_t and ``work[:, t-1]`` is w_t.
+    """
+    horizon = loads.shape[1]
+    starts = horizon - tau + 1
+    if starts < 1:
+        raise ValueError(f"tau={tau} exceeds the horizon {horizon}")
+    queue = start_queue[:, :starts].copy()
+    static_work = np.zeros_like(queue)
+    for k in range(tau):  # all windows advance together: O(N τ) vector operations of length T-τ+1
+        demand = queue + loads[:, k : k + starts]
+        served = np.minimum(share[:, None], demand)
+        queue = demand - served
+        static_work += served
+    cum = np.concatenate([np.zeros((work.shape[0], 1)), np.cumsum(work, axis=1)], axis=1)
+    return static_work - (cum[:, tau:] - cum[:, :starts])

@@ -214,7 +214,9 @@ class ClusterSLAEnv(gym.Env):
         if "loads" in options:
             loads = self._checked_loads(options["loads"])
         else:
-            loads = np.asarray(self._generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64)
+            loads = np.asarray(
+                self._generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64
+            )
             loads = self._checked_loads(loads, name="scenario output")
         sla = tuple(loads.mean(axis=1) / loads.mean(axis=1).sum()) if cfg.sla == "mean" else cfg.sla
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
@@ -223,7 +225,9 @@ class ClusterSLAEnv(gym.Env):
         info = {
             "sla": problem.sla_array,
             "horizon": cfg.horizon,
-            "scenario": cfg.scenario if isinstance(cfg.scenario, str) else getattr(cfg.scenario, "__name__", "callable"),
+            "scenario": cfg.scenario
+            if isinstance(cfg.scenario, str)
+            else getattr(cfg.scenario, "__name__", "callable"),
             "opt_total_work": float(self._sim.opt_cum_work[-1]),
             "opt_eps_total_work": float(self._sim.opt_eps_cum_work[-1]),
         }
@@ -327,7 +331,9 @@ class ClusterSLAEnv(gym.Env):
         if self.render_mode != "ansi":
             return None
         sim = self._simulator
-        lines = [f"t={sim.t}/{sim.horizon}  work={sim.total_work:.2f}  regret={sim.opt_total_work - sim.total_work:.2f}"]
+        lines = [
+            f"t={sim.t}/{sim.horizon}  work={sim.total_work:.2f}  regret={sim.opt_total_work - sim.total_work:.2f}"
+        ]
         for i in range(self.config.n_users):
             bar = "#" * int(round(20 * sim.alloc[i]))
             lines.append(

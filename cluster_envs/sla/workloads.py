@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def paper_synthetic(
         start, stop = p * period, (p + 1) * period
         loads[b - 1, start] = period * rng.gamma(shape, sigma_b / shape)
         loads[s - 1, start + 1 : stop] = rng.gamma(shape, sigma_s / shape, size=stop - start - 1)
-    for p, pair in zip(range(3, 6), ((2, 3), (1, 2), (1, 3))):
+    for p, pair in zip(range(3, 6), ((2, 3), (1, 2), (1, 3)), strict=True):
         users = [u - 1 for u in pair]
         loads[users, p * period : (p + 1) * period] = rng.gamma(shape, 0.5 / shape, size=(2, period))
     return loads
@@ -59,7 +60,9 @@ def example_1_1(rng: np.random.Generator, *, horizon: int) -> np.ndarray:
     return np.stack([first, 1.0 - first, 1.0 - first])
 
 
-def sec_3_4(rng: np.random.Generator, *, horizon: int, t0: int | None = None, eta: float = 1 / 3, eps: float = 0.1) -> np.ndarray:
+def sec_3_4(
+    rng: np.random.Generator, *, horizon: int, t0: int | None = None, eta: float = 1 / 3, eps: float = 0.1
+) -> np.ndarray:
     """S3 [L317-319]: user 1 idle, user 2 always loaded, user 3 loaded from step t0 = ceil(1/(η ε)) on."""
     start = math.ceil(1.0 / (eta * eps)) if t0 is None else t0
     loads = np.zeros((3, horizon))
@@ -68,7 +71,15 @@ def sec_3_4(rng: np.random.Generator, *, horizon: int, t0: int | None = None, et
     return loads
 
 
-def gamma_iid(rng: np.random.Generator, *, n_users: int, horizon: int, sla: tuple[float, ...], shape: float = 2000.0, rho: float = 1.0) -> np.ndarray:
+def gamma_iid(
+    rng: np.random.Generator,
+    *,
+    n_users: int,
+    horizon: int,
+    sla: tuple[float, ...],
+    shape: float = 2000.0,
+    rho: float = 1.0,
+) -> np.ndarray:
     """S4 [ours]: L_t(i) ~ Gamma(k, ρ s_i / k) independently, s the static share."""
     beta = np.asarray(sla, dtype=np.float64)
     share = beta / max(1.0, beta.sum())
@@ -102,7 +113,15 @@ def trace_standin(
     return loads * (rho / loads.sum(axis=0).mean())
 
 
-def trace(rng: np.random.Generator, *, data: np.ndarray, horizon: int, start: int = 0, scale: str = "rho", rho: float = 0.99) -> np.ndarray:
+def trace(
+    rng: np.random.Generator,
+    *,
+    data: np.ndarray,
+    horizon: int,
+    start: int = 0,
+    scale: str = "rho",
+    rho: float = 0.99,
+) -> np.ndarray:
     """S5: a window of a loaded trace, optionally rescaled to mean total load ρ per step."""
     loads = data[:, start : start + horizon]
     return loads * (rho / loads.sum(axis=0).mean()) if scale == "rho" else loads.copy()
@@ -127,7 +146,9 @@ def read_trace(path: str | Path, n_users: int) -> np.ndarray:
                     raise ValueError("the .npz archive holds no array")
                 data = archive[archive.files[0]]
         else:
-            data = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
+            with warnings.catch_warnings():  # an empty file is reported below as an error, not a warning
+                warnings.simplefilter("ignore", UserWarning)
+                data = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
         data = np.asarray(data, dtype=np.float64)
     except ValueError as err:
         raise ValueError(f"scenario_kwargs['path']: {str(path)!r} is not a numeric trace ({err})") from None
@@ -147,7 +168,10 @@ def read_trace(path: str | Path, n_users: int) -> np.ndarray:
 
 
 SCENARIOS = ("paper_synthetic", "example_1_1", "sec_3_4", "gamma_iid", "trace", "trace_standin")
-SLA_FROM_LOADS = ("trace", "trace_standin")  # scenarios with which sla="mean" (normalised mean load) is allowed
+SLA_FROM_LOADS = (
+    "trace",
+    "trace_standin",
+)  # scenarios with which sla="mean" (normalised mean load) is allowed
 
 
 def make_load_generator(
@@ -155,7 +179,9 @@ def make_load_generator(
 ) -> LoadGenerator:
     """Check a scenario's arguments and return ``generate(rng) -> loads (N, T)``."""
     if callable(scenario):
-        return functools.partial(_call_user_scenario, scenario, n_users=n_users, horizon=horizon, sla=sla, kwargs=kwargs)
+        return functools.partial(
+            _call_user_scenario, scenario, n_users=n_users, horizon=horizon, sla=sla, kwargs=kwargs
+        )
     check_choice("scenario", scenario, SCENARIOS)
     kwargs = dict(kwargs)
     if sla == "mean" and scenario not in SLA_FROM_LOADS:
@@ -174,7 +200,8 @@ def make_load_generator(
         check_number("scenario_kwargs['start']", start, low=0, integer=True)
         if start + horizon > kwargs["data"].shape[1]:
             raise ValueError(
-                f"horizon={horizon} from scenario_kwargs['start']={start} exceeds the trace length {kwargs['data'].shape[1]}"
+                f"horizon={horizon} from scenario_kwargs['start']={start} exceeds the trace length "
+                f"{kwargs['data'].shape[1]}"
             )
         check_choice("scenario_kwargs['scale']", kwargs.get("scale", "rho"), ("rho", "none"))
     function = globals()[scenario]

@@ -1,0 +1,1 @@
+"""RL baselines, the evaluation harness, reports, paper reproductions and the ``cluster-envs`` CLI."""

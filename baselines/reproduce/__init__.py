@@ -1,0 +1,1 @@
+"""One module per paper that regenerates its figures and tables: ``run(scale, out_dir) -> report path``."""

@@ -1,0 +1,271 @@
+"""ClusterSLA-v0 as a Gymnasium env: spaces and modes, info consistency, rewards, bad input, trace files."""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from cluster_envs.sla.env import PRESETS, ClusterSLAEnv
+
+ENV = "ClusterSLA-v0"
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_every_preset_builds_with_the_documented_size(preset):
+    env = gym.make(ENV, preset=preset).unwrapped
+    expected_n = 6 if preset == "paper_real_standin" else 3
+    assert env.observation_space.shape == (3 * expected_n,)
+    if preset != "paper_synthetic":  # 3·10⁶ steps: generating the loads is exercised by the slow tests
+        env.reset(seed=0)
+        assert env.loads.shape == (expected_n, env.config.horizon)
+        assert np.isclose(sum(env.problem.sla), 1.0) or preset != "paper_real_standin"
+
+
+def test_paper_synthetic_loads_are_critically_loaded_in_expectation():
+    env = gym.make(ENV, horizon=600_000).unwrapped
+    env.reset(seed=0)
+    period = 100_000
+    loads = env.loads
+    assert loads[0, :period].sum() == 0  # user 1 idle in P1
+    assert loads[1, 1:period].sum() == 0 and loads[2, 0] == 0  # burst then stream
+    per_period = loads.reshape(3, 6, period).sum(axis=(0, 2)) / period
+    np.testing.assert_allclose(per_period, 1.0, atol=0.02)
+
+
+@pytest.mark.parametrize("obs_mode", ["binary", "binary+sla", "full"])
+@pytest.mark.parametrize("obs_format", ["box", "dict"])
+@pytest.mark.parametrize("include_time", [False, True])
+def test_observation_modes_stay_in_their_spaces(obs_mode, obs_format, include_time):
+    env = gym.make(ENV, horizon=600, obs_mode=obs_mode, obs_format=obs_format, include_time=include_time)
+    obs, _ = env.reset(seed=1)
+    env.action_space.seed(1)
+    for _ in range(600):
+        assert env.observation_space.contains(obs)
+        obs, *_ = env.step(env.action_space.sample())
+    assert env.observation_space.contains(obs)
+
+
+def test_paper_observation_is_feedback_own_allocation_and_sla():
+    env = gym.make(ENV, horizon=60).unwrapped
+    obs, _ = env.reset(seed=2)
+    np.testing.assert_allclose(obs, [0, 0, 0, 1 / 3, 1 / 3, 1 / 3, 0.2, 0.3, 0.5], rtol=1e-7)
+    obs, _, _, _, info = env.step(np.array([0.5, 0.25, 0.25]))
+    np.testing.assert_array_equal(obs[:3], info["queue"] > 0)
+    np.testing.assert_allclose(obs[3:6], [0.5, 0.25, 0.25])
+
+
+@pytest.mark.parametrize(("mode", "action", "expected"), [
+    ("normalize", [2.0, 1.0, 1.0], [0.5, 0.25, 0.25]),
+    ("normalize", [0.0, 0.0, 0.0], [1 / 3] * 3),
+    ("normalize", [-1.0, 1.0, 3.0], [0.0, 0.25, 0.75]),
+    ("sub_simplex", [0.2, 0.1, 0.3], [0.2, 0.1, 0.3]),
+    ("sub_simplex", [0.6, 0.6, 0.3], [0.4, 0.4, 0.2]),
+    ("sub_simplex", [2.0, -1.0, 0.0], [1.0, 0.0, 0.0]),
+    ("softmax", [0.0, 0.0, np.log(2.0)], [0.25, 0.25, 0.5]),
+])  # fmt: skip
+def test_action_modes_map_actions_to_allocations(mode, action, expected):
+    env = gym.make(ENV, horizon=60, action_mode=mode).unwrapped
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(np.array(action))
+    np.testing.assert_allclose(info["alloc"], expected, atol=1e-12)
+    assert info["action_projected"] == (mode != "softmax" and not np.allclose(action, expected, atol=1e-6))
+
+
+def test_info_is_consistent_with_a_recomputation_from_the_trajectory():
+    env = gym.make(ENV, horizon=1200).unwrapped
+    env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    cum_work, cum_load, static_queue = np.zeros(3), np.zeros(3), np.zeros(3)
+    share = np.array([0.2, 0.3, 0.5])
+    opt_queue, static_cum = 0.0, np.zeros(3)
+    for _ in range(1200):
+        _, _, _, truncated, info = env.step(rng.dirichlet(np.ones(3)))
+        cum_work += info["work"]
+        cum_load += info["load"]
+        demand = static_queue + info["load"]
+        static_cum += np.minimum(share, demand)
+        static_queue = demand - np.minimum(share, demand)
+        opt_queue = max(0.0, opt_queue + info["load"].sum() - 1.0)  # Lindley form of OPT_1
+        np.testing.assert_allclose(info["cum_work"], cum_work, atol=1e-9)
+        np.testing.assert_allclose(info["static_cum_work"], static_cum, atol=1e-9)
+        np.testing.assert_allclose(info["sla_deficit"], static_cum - cum_work, atol=1e-9)
+        assert info["opt_cum_work"] == pytest.approx(cum_load.sum() - opt_queue, abs=1e-8)
+        assert info["regret"] == pytest.approx(info["opt_cum_work"] - cum_work.sum(), abs=1e-9)
+        assert info["queue_l2"] == pytest.approx(np.linalg.norm(info["queue"]))
+    assert truncated
+    summary = info["episode_summary"]
+    assert summary["total_work"] == pytest.approx(cum_work.sum())
+    assert summary["regret"] == pytest.approx(info["regret"])
+
+
+@pytest.mark.parametrize("mode", ["work", "work_sla", "neg_regret", "neg_regret_sla", "work_sla_level"])
+def test_returns_telescope_as_documented(mode):
+    env = gym.make(ENV, horizon=600, reward_mode=mode, reward_kappa=0.7).unwrapped
+    env.reset(seed=4)
+    rng = np.random.default_rng(4)
+    total, level_penalty = 0.0, 0.0
+    for _ in range(600):
+        _, reward, _, _, info = env.step(rng.dirichlet(np.ones(3)))
+        total += reward
+        level_penalty += 0.7 * np.array([0.2, 0.3, 0.5])[info["sla_deficit"] > 1.0].sum()
+    work = info["cum_work"].sum()
+    sla_term = 0.7 * np.maximum(info["sla_deficit"], 0).sum()
+    expected = {
+        "work": work,
+        "work_sla": work - sla_term,
+        "neg_regret": -info["regret"],
+        "neg_regret_sla": -info["regret"] - sla_term,
+        "work_sla_level": work - level_penalty,
+    }[mode]
+    assert total == pytest.approx(expected, abs=1e-8)
+
+
+def test_callable_reward_and_scenario():
+    def scenario(rng, n_users, horizon, sla, level=0.4):
+        return np.full((n_users, horizon), level)
+
+    env = gym.make(ENV, horizon=10, scenario=scenario, scenario_kwargs={"level": 0.5}, reward_mode=lambda info: -1.0)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(np.ones(3))
+    assert reward == -1.0
+    np.testing.assert_allclose(info["load"], 0.5)
+
+
+def test_minimal_info_keeps_only_the_cheap_keys():
+    env = gym.make(ENV, horizon=12, info_level="minimal")
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(np.ones(3))
+    assert set(info) == {"work", "active", "queue", "sla_deficit"}
+
+
+def test_reset_options_loads_override_the_scenario():
+    env = gym.make(ENV, horizon=6).unwrapped
+    loads = np.tile([[0.5], [0.0], [0.7]], 6)
+    env.reset(seed=0, options={"loads": loads})
+    np.testing.assert_array_equal(env.loads, loads)
+    with pytest.raises(ValueError, match="loads"):
+        env.reset(options={"loads": loads[:, :3]})
+    with pytest.raises(ValueError, match="loads"):
+        env.reset(options={"loads": -loads})
+    with pytest.raises(ValueError, match="unknown reset option"):
+        env.reset(options={"load": loads})
+
+
+def test_render_ansi_shows_every_user():
+    env = gym.make(ENV, horizon=6, render_mode="ansi")
+    env.reset(seed=0)
+    env.step(np.ones(3))
+    text = env.render()
+    assert "t=1/6" in text and text.count("user") == 3
+
+
+@pytest.mark.parametrize(("kwargs", "argument"), [
+    ({"sla": (-0.1, 0.6, 0.5)}, "sla"),
+    ({"sla": (0.5, 0.5)}, "sla"),
+    ({"sla": (0.0, 0.0, 0.0)}, "sla"),
+    ({"horizon": 1001}, "horizon"),
+    ({"horizon": 0}, "horizon"),
+    ({"n_users": 1}, "n_users"),
+    ({"n_users": 4, "sla": (0.25,) * 4}, "n_users"),
+    ({"action_mode": "clip"}, "action_mode"),
+    ({"obs_mode": "everything"}, "obs_mode"),
+    ({"reward_mode": "profit"}, "reward_mode"),
+    ({"eps_ref": 0.0}, "eps_ref"),
+    ({"reward_kappa": float("nan")}, "reward_kappa"),
+    ({"scenario": "azure"}, "scenario"),
+    ({"scenario_kwargs": {"gamma_shape": 3}}, "scenario_kwargs"),
+    ({"scenario": "example_1_1", "horizon": 100}, "horizon"),
+    ({"sla": "mean"}, "sla"),
+    ({"render_mode": "human"}, "render_mode"),
+    ({"info_level": "debug"}, "info_level"),
+])  # fmt: skip
+def test_bad_kwargs_are_clear_errors(kwargs, argument):
+    with pytest.raises(ValueError, match=argument):
+        gym.make(ENV, **kwargs)
+
+
+@pytest.mark.parametrize("action", [[np.inf, 0, 0], [np.nan, 0.5, 0.5], [0.5, 0.5], [[0.2, 0.3, 0.5]]])
+def test_malformed_actions_are_rejected_and_leave_the_env_unchanged(action):
+    env = gym.make(ENV, horizon=60).unwrapped
+    env.reset(seed=0)
+    env.step(np.array([0.2, 0.3, 0.5]))
+    twin = copy.deepcopy(env)
+    with pytest.raises(ValueError, match="action"):
+        env.step(np.array(action))
+    for _ in range(10):
+        a, b = env.step(np.array([0.3, 0.3, 0.4])), twin.step(np.array([0.3, 0.3, 0.4]))
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1] == b[1]
+
+
+def test_stepping_past_the_horizon_or_before_reset_is_an_error():
+    env = ClusterSLAEnv(horizon=6)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.ones(3))
+    env.reset(seed=0)
+    for _ in range(6):
+        env.step(np.ones(3))
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(np.ones(3))
+
+
+# -- trace files -------------------------------------------------------------------------------------
+
+
+def _trace(n=3, horizon=50, seed=0):
+    return np.random.default_rng(seed).gamma(2.0, 0.2, size=(n, horizon))
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".csv"])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_trace_files_load_in_either_orientation(tmp_path, suffix, transpose):
+    data = _trace()
+    stored = data.T if transpose else data
+    path = tmp_path / f"trace{suffix}"
+    if suffix == ".npy":
+        np.save(path, stored)
+    elif suffix == ".npz":
+        np.savez(path, loads=stored)
+    else:
+        np.savetxt(path, stored, delimiter=",")
+    env = gym.make(ENV, sla="mean", horizon=40, scenario="trace",
+                   scenario_kwargs={"path": str(path), "start": 5, "scale": "none"}).unwrapped  # fmt: skip
+    env.reset(seed=0)
+    np.testing.assert_allclose(env.loads, data[:, 5:45], rtol=1e-12)
+    means = data[:, 5:45].mean(axis=1)
+    np.testing.assert_allclose(env.problem.sla, means / means.sum())
+
+
+def test_trace_rho_scaling(tmp_path):
+    path = tmp_path / "t.npy"
+    np.save(path, _trace())
+    env = gym.make(ENV, horizon=50, scenario="trace", scenario_kwargs={"path": str(path), "rho": 0.9}).unwrapped
+    env.reset(seed=0)
+    assert env.loads.sum(axis=0).mean() == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "no trace file"),
+    ("a,b,c\n1,2,3\n", "not a numeric trace"),
+    ("0.1,0.2\n0.3,0.4\n", "neither axis"),
+    ("0.1,-0.2,0.3\n0.1,0.2,0.3\n", "negative"),
+    ("0.1,nan,0.3\n0.1,0.2,0.3\n", "NaN"),
+    ("", "non-empty"),
+])  # fmt: skip
+def test_bad_trace_files_are_clear_errors(tmp_path, content, message):
+    path = tmp_path / "trace.csv"
+    if content is not None:
+        path.write_text(content)
+    error = FileNotFoundError if content is None else ValueError
+    with pytest.raises(error, match=message):
+        gym.make(ENV, horizon=2, scenario="trace", scenario_kwargs={"path": str(path)})
+
+
+def test_trace_shorter_than_horizon_is_an_error(tmp_path):
+    path = tmp_path / "t.npy"
+    np.save(path, _trace(horizon=30))
+    with pytest.raises(ValueError, match="horizon"):
+        gym.make(ENV, horizon=60, scenario="trace", scenario_kwargs={"path": str(path)})
