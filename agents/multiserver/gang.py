@@ -36,11 +36,7 @@ class ESDPGang(ESDP):
         xi, g = self.schedule(self.t)
         s_max = xi * self.m
         upsilon, sigma2, _ = self.integer_weights(xi, g)
-        ports = (
-            np.asarray(observation["arrivals"], float)
-            if self.arrival_aware
-            else np.ones(self.problem.n_ports)
-        )
+        ports = np.asarray(observation["arrivals"], float) if self.arrival_aware else np.ones(self.problem.n_ports)
         best_score, best_x, s, solves = -np.inf, np.zeros(self.problem.n_edges, np.int8), 0, 0
         while s <= s_max:
             x = gang_milp(sigma2, self.problem, ports, budget_weights=upsilon, budget=s)

@@ -69,9 +69,7 @@ class UtilityModel:
             lo = float(np.min(mu - 2 * sigma - cost))
             width = float(np.max(mu + 2 * sigma - cost)) - lo
             width = width if width > 0 else 1.0
-        return cls(
-            np.asarray(mu, float), np.asarray(sigma, float), np.asarray(cost, float), normalization, lo, width
-        )
+        return cls(np.asarray(mu, float), np.asarray(sigma, float), np.asarray(cost, float), normalization, lo, width)
 
     def normalize(self, z: np.ndarray) -> np.ndarray:
         """``Z̃`` from raw draws ``Z`` (same shape as the arms)."""
@@ -186,9 +184,7 @@ class KnapsackOracle:
         return x.copy(), value
 
 
-def first_fit(
-    requested: np.ndarray, order: np.ndarray, A: np.ndarray, c: np.ndarray
-) -> tuple[np.ndarray, int]:
+def first_fit(requested: np.ndarray, order: np.ndarray, A: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int]:
     """Keep the requested edges along ``order`` while ``Ax ≤ c`` holds; return (x, number dropped)."""
     x = np.zeros(A.shape[1], dtype=np.int8)
     used = np.zeros_like(c)
@@ -214,9 +210,7 @@ def violations(x: np.ndarray, instance: MultiServerInstance, arrivals: np.ndarra
     over = np.flatnonzero(used > instance.c)
     if over.size:
         k = int(over[0])
-        return (
-            f"capacity (2) of device type k={k}: the action uses {int(used[k])} > c_{k}={int(instance.c[k])}"
-        )
+        return f"capacity (2) of device type k={k}: the action uses {int(used[k])} > c_{k}={int(instance.c[k])}"
     return None
 
 

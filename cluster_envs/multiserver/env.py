@@ -140,9 +140,7 @@ class ClusterMultiServerEnv(gym.Env):
         config = self.config
         if config.instance is not None:
             if not isinstance(config.instance, MultiServerInstance):
-                raise ValueError(
-                    f"instance must be a MultiServerInstance, got {type(config.instance).__name__}"
-                )
+                raise ValueError(f"instance must be a MultiServerInstance, got {type(config.instance).__name__}")
             inst = config.instance
         else:
             rng = np.random.default_rng(np.random.SeedSequence(config.instance_seed))
@@ -193,9 +191,7 @@ class ClusterMultiServerEnv(gym.Env):
             "last_utility": spaces.Box(lo, hi, shape=(inst.n_edges,), dtype=np.float32),
         }
         if getattr(cfg, "obs_static", False):
-            parts["static"] = spaces.Box(
-                0.0, 1.0, shape=(inst.n_device_types + 1, inst.n_edges), dtype=np.float32
-            )
+            parts["static"] = spaces.Box(0.0, 1.0, shape=(inst.n_device_types + 1, inst.n_edges), dtype=np.float32)
         return spaces.Dict(parts)
 
     @property
@@ -298,9 +294,7 @@ class ClusterMultiServerEnv(gym.Env):
             "edge_mask": inst.edge_mask(sim.arrivals).astype(np.int8),
             "time": np.array([min(1.0, (sim.t - 1) / sim.horizon)], dtype=np.float32),
             "last_action": np.zeros(n_e, np.int8) if last is None else last.x.copy(),
-            "last_utility": np.zeros(n_e, np.float32)
-            if last is None
-            else (last.x * last.z_tilde).astype(np.float32),
+            "last_utility": np.zeros(n_e, np.float32) if last is None else (last.x * last.z_tilde).astype(np.float32),
         }
         if getattr(self.config, "obs_static", False):
             cost = inst.utility.cost

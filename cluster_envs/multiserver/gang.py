@@ -154,9 +154,7 @@ def gang_milp(
         ),
         # m_l y_l ≤ Σ_l x ≤ |Q_l| y_l
         LinearConstraint(_hstack(per_port, csr_array(-np.diag(inst.min_tasks.astype(float)))), 0.0, np.inf),
-        LinearConstraint(
-            _hstack(per_port, csr_array(-np.diag(inst.n_tasks_of_port.astype(float)))), -np.inf, 0.0
-        ),
+        LinearConstraint(_hstack(per_port, csr_array(-np.diag(inst.n_tasks_of_port.astype(float)))), -np.inf, 0.0),
     ]
     if budget_weights is not None:
         row = np.concatenate([np.asarray(budget_weights, float), np.zeros(n_ports)])[None, :]
@@ -209,17 +207,13 @@ def gang_violation(x: np.ndarray, inst: GangStructure, arrivals: np.ndarray) -> 
     partial = np.flatnonzero((placed > 0) & (placed < inst.min_tasks))
     if partial.size:
         l = int(partial[0])
-        return (
-            f"all-or-nothing (G3): port {l} places {int(placed[l])} tasks, "
-            f"needs 0 or ≥ m_l={int(inst.min_tasks[l])}"
-        )
+        return f"all-or-nothing (G3): port {l} places {int(placed[l])} tasks, needs 0 or ≥ m_l={int(inst.min_tasks[l])}"
     load = inst.server_load(x)
     over = np.argwhere(load > inst.server_cap)
     if over.size:
         k, r = (int(v) for v in over[0])
         return (
-            f"per-server capacity (G4): device type k={k} on server r={r} "
-            f"uses {load[k, r]} > {inst.server_cap[k, r]}"
+            f"per-server capacity (G4): device type k={k} on server r={r} uses {load[k, r]} > {inst.server_cap[k, r]}"
         )
     return None
 

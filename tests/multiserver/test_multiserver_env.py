@@ -78,10 +78,7 @@ def test_common_random_numbers_across_policies():
         np.testing.assert_array_equal(info_a["arrivals"], info_b["arrivals"])
         both = (obs_a["last_action"] == 1) & (obs_b["last_action"] == 1)
         np.testing.assert_array_equal(obs_a["last_utility"][both], obs_b["last_utility"][both])
-    assert (
-        sum(((oa["last_action"] & ob["last_action"]).sum() for (_, oa), (_, ob) in zip(a, b, strict=True)))
-        > 0
-    )
+    assert sum(((oa["last_action"] & ob["last_action"]).sum() for (_, oa), (_, ob) in zip(a, b, strict=True))) > 0
 
 
 def test_feedback_observation_is_the_executed_action_and_its_utilities():
@@ -178,8 +175,7 @@ def test_oracle_is_optimal_by_enumeration_and_regret_is_nonnegative():
         best = max(
             inst.v_tilde @ np.array(x)
             for x in itertools.product([0, 1], repeat=inst.n_edges)
-            if (inst.A @ np.array(x) <= inst.c).all()
-            and not (np.array(x, bool) & ~inst.edge_mask(arrivals)).any()
+            if (inst.A @ np.array(x) <= inst.c).all() and not (np.array(x, bool) & ~inst.edge_mask(arrivals)).any()
         )
         assert value == pytest.approx(best)
     rows = _run("random", horizon=300)

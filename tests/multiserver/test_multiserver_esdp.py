@@ -114,9 +114,7 @@ def test_selection_rule_prefers_the_largest_budget_on_ties():
     )
     # s + √V0[s]: s=0 → 2, s=1 → 3, s=2 → 4 (both edges)
     assert select_budget(table) == 2
-    tie = knapsack.solve(
-        np.array([1, 0]), np.array([[1, 1]]), np.array([1]), budget_weights=np.array([0, 1]), s_max=1
-    )
+    tie = knapsack.solve(np.array([1, 0]), np.array([[1, 1]]), np.array([1]), budget_weights=np.array([0, 1]), s_max=1)
     # s=0 → 0 + 1 = 1, s=1 → 1 + 0 = 1: the tie goes to s = 1
     assert select_budget(tie) == 1
 
