@@ -42,6 +42,7 @@ SCALES = {
         "n_servers": (5, 8, 10, 12),
         "overhead_ports": (2, 4, 6),
         "overhead_servers": (5, 10, 15),
+        "overhead_base": (4, 10),
     },
     "paper": {
         "preset": "paper",
@@ -52,8 +53,9 @@ SCALES = {
         "edge_prob": (0.05, 0.1, 0.15, 0.2),
         "n_ports": (4, 8, 12, 16),
         "n_servers": (20, 40, 60, 80),
-        "overhead_ports": (4, 8, 12),
-        "overhead_servers": (20, 40, 60),
+        "overhead_ports": (4, 6, 8),  # larger graphs need GBs for the DP table at t = 2000
+        "overhead_servers": (20, 30, 40),
+        "overhead_base": (8, 40),
     },
 }
 DELTA_VARIANTS = ("A", "default", "B", "C")
@@ -272,8 +274,9 @@ def overhead(cfg: dict, out: Path, t_probe: int = 2000, repeats: int = 3) -> lis
     """ESDP's decision time and DP cell count at slot ``t_probe`` (the DP size depends only on t, |E|, c, m)."""
     lines = [f"## Fig. 5: ESDP overhead at t = {t_probe} (instance seed 0; time = mean of {repeats} decisions)", "",
              "| |L| | |R| | |E| | c | DP cells | seconds per slot |", "|---:|---:|---:|---|---:|---:|"]  # fmt: skip
-    grid = [(n, cfg["overhead_servers"][1]) for n in cfg["overhead_ports"]]
-    grid += [(cfg["overhead_ports"][1], r) for r in cfg["overhead_servers"] if r != cfg["overhead_servers"][1]]
+    base_ports, base_servers = cfg["overhead_base"]
+    grid = [(n, base_servers) for n in cfg["overhead_ports"]]
+    grid += [(base_ports, r) for r in cfg["overhead_servers"] if r != base_servers]
     for n_ports, n_servers in grid:
         env = gym.make(ENV_ID, preset=cfg["preset"], n_ports=n_ports, n_servers=n_servers)
         obs, _ = env.reset(seed=0)

@@ -10,8 +10,8 @@ from baselines.reproduce import multiserver
 def test_reproduction_smoke(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
     tiny = dict(multiserver.SCALES["small"], horizon=120, sweep_horizon=15, seeds=range(2))
-    tiny.update(rho=(0.8, 1.0), edge_prob=(0.3,), n_ports=(2,), n_servers=(5,), overhead_ports=(2, 3, 4))
-    tiny.update(overhead_servers=(4, 5, 6))
+    tiny.update(rho=(0.8, 1.0), edge_prob=(0.3,), n_ports=(2,), n_servers=(5,), overhead_ports=(2, 3))
+    tiny.update(overhead_servers=(4, 5), overhead_base=(2, 5))
     monkeypatch.setitem(multiserver.SCALES, "tiny_test", tiny)
     monkeypatch.setattr(multiserver, "DELTA_VARIANTS", ("A", "default"))
     monkeypatch.setattr(multiserver, "G_VARIANTS", ("g3",))
