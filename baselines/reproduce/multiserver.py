@@ -117,7 +117,7 @@ def _fmt(mean: float, half: float, digits: int = 1) -> str:
     return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
-def _plot(path: Path, x, series: dict, title: str, xlabel: str, ylabel: str, bands: dict | None = None) -> None:
+def _plot(path: Path, x, series: dict, title: str, xlabel: str, ylabel: str, bands=None, ticks=None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,6 +129,8 @@ def _plot(path: Path, x, series: dict, title: str, xlabel: str, ylabel: str, ban
         if bands and name in bands:
             ax.fill_between(x, y - bands[name], y + bands[name], alpha=0.2)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    if ticks is not None:
+        ax.set_xticks(x, [str(label) for label in ticks])
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -262,7 +264,7 @@ def sweeps(cfg: dict, workers: int, out: Path) -> list[str]:
                       + ", ".join(f"({label}) {c:.2f}" for label, c in zip(labels, card, strict=True))]  # fmt: skip
         x = np.arange(len(labels))
         _plot(out / f"fig_{name}.png", x, {a: np.array(v) for a, v in means.items()}, title, name, "cumulative AOU",
-              bands={a: np.array(v) for a, v in halves.items()})  # fmt: skip
+              bands={a: np.array(v) for a, v in halves.items()}, ticks=labels)  # fmt: skip
         lines.append("")
     return lines
 
