@@ -220,3 +220,19 @@ def test_malformed_action_is_a_clear_error(action):
     bad = np.full(env.instance.n_edges, action, dtype=object) if action == 0.5 else action
     with pytest.raises(ValueError, match="action"):
         env.step(bad)
+
+
+def test_explicit_instance_bypasses_generation():
+    inst = MultiServerInstance.from_arrays(
+        n_ports=2, n_servers=2, edges=[(0, 0), (0, 1), (1, 1)], A=[[2, 1, 1]], c=[2],
+        mu=[0.9, 0.5, 0.4], sigma=[0.1, 0.1, 0.1], cost=[0.0, 0.0, 0.0], rho=1.0,
+    )  # fmt: skip
+    env = gym.make(ENV_ID, instance=inst, invalid_action="raise").unwrapped
+    assert env.problem.n_edges == 3 and env.instance is inst
+    x, value = env.oracle(np.array([1, 1]))
+    best = max(inst.v_tilde[0], inst.v_tilde[1] + inst.v_tilde[2])
+    assert value == pytest.approx(best)
+    with pytest.raises(ValueError, match="lexicographic"):
+        MultiServerInstance.from_arrays(2, 2, [(1, 1), (0, 0)], [[1, 1]], [2], [0.5] * 2, [0.1] * 2, [0.0] * 2, 1.0)
+    with pytest.raises(ValueError, match="instance"):
+        gym.make(ENV_ID, instance="not an instance")
