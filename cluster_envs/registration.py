@@ -10,6 +10,9 @@ import gymnasium as gym
 
 ENV_ENTRY_POINTS: dict[str, str] = {
     "ClusterSLA-v0": "cluster_envs.sla.env:ClusterSLAEnv",
+    "ClusterApprox-v0": "cluster_envs.approx.env:ClusterApproxEnv",
+    "ClusterApproxSingleJob-v0": "cluster_envs.approx.env:ClusterApproxSingleJobEnv",
+    "ClusterBilinear-v0": "cluster_envs.bilinear.env:ClusterBilinearEnv",
     "ClusterMultiServer-v0": "cluster_envs.multiserver.env:ClusterMultiServerEnv",
     "ClusterGang-v0": "cluster_envs.multiserver.gang_env:ClusterGangEnv",
 }

@@ -28,12 +28,17 @@ def _flatten(obs) -> np.ndarray:
     return np.asarray(obs, dtype=np.float64).ravel()
 
 
+def _scalars(info: dict) -> list[float]:
+    return [float(v) for _, v in sorted(info.items()) if isinstance(v, (int, float, np.number))]
+
+
 def _rollout(env: gym.Env, actions: list, seed: int) -> list[np.ndarray]:
+    """Observations, rewards and the scalar info values (where the hidden exogenous sequence shows)."""
     obs, _ = env.reset(seed=seed)
     out = [_flatten(obs)]
     for action in actions:
-        obs, reward, terminated, truncated, _ = env.step(action)
-        out.append(np.append(_flatten(obs), reward))
+        obs, reward, terminated, truncated, info = env.step(action)
+        out.append(np.concatenate([_flatten(obs), [reward], _scalars(info)]))
         if terminated or truncated:
             obs, _ = env.reset()
             out.append(_flatten(obs))
@@ -63,6 +68,18 @@ def test_same_seed_same_trajectory(env_id):
     second = _rollout(gym.make(env_id), actions, seed=123)
     assert len(first) == len(second)
     for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_different_seeds_differ_and_reset_seed_leaves_no_state(env_id):
+    env = gym.make(env_id)
+    actions = _sample_actions(env, 0, 100)
+    first = _rollout(env, actions, seed=1)
+    other = _rollout(env, actions, seed=2)
+    assert any(a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(first, other, strict=False))
+    again = _rollout(env, actions, seed=1)  # same instance, after another episode
+    for a, b in zip(first, again, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -99,9 +116,13 @@ def test_observations_stay_in_space_under_random_actions(env_id):
     obs, _ = env.reset(seed=7)
     assert env.observation_space.contains(obs)
     for step, action in enumerate(_sample_actions(env, 7, RANDOM_STEPS)):
-        obs, reward, terminated, truncated, _ = env.step(action)
+        previous, previous_copy = obs, copy.deepcopy(obs)
+        obs, reward, terminated, truncated, info = env.step(action)
         assert env.observation_space.contains(obs), f"{env_id}: observation left its space at step {step}"
-        assert np.isfinite(reward)
+        assert type(reward) is float and np.isfinite(reward), f"{env_id}: reward {reward!r} at step {step}"
+        assert type(terminated) is bool and type(truncated) is bool
+        assert isinstance(info, dict)
+        np.testing.assert_array_equal(_flatten(previous), _flatten(previous_copy), err_msg="observation buffer reused")
         if terminated or truncated:
             obs, _ = env.reset()
             assert env.observation_space.contains(obs)

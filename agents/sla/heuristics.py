@@ -3,45 +3,81 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from agents.base import BaseAgent
 from cluster_envs.common.config import check_choice
 from cluster_envs.sla.dynamics import SLAProblem
+from cluster_envs.sla.runner import NO_HIDDEN_STATE
 
 
-class StaticSLA(BaseAgent):
+class _KernelAgent(BaseAgent):
+    """An online agent whose decision rule is a compiled ``kernel(params, memory, active, queue, load)``."""
+
+    def act(self, observation: np.ndarray) -> np.ndarray:
+        active = (np.asarray(observation[: self.params.size]) > 0.5).astype(np.float64)
+        return self.kernel(self.params, self.memory, active, NO_HIDDEN_STATE, NO_HIDDEN_STATE)
+
+
+@njit(cache=True)
+def static_kernel(share, memory, active, queue, next_load):
+    return share.copy()
+
+
+class StaticSLA(_KernelAgent):
     """h_t = β / max(1, Σβ) for every t [L381]; capacity beyond Σβ is left idle (hence ``sub_simplex``)."""
 
     name = "static"
     env_kwargs = {"action_mode": "sub_simplex"}
+    kernel = staticmethod(static_kernel)
 
     def reset(self, problem: SLAProblem, seed: int | None = None) -> None:
-        self.share = problem.static_share
-
-    def act(self, observation: np.ndarray) -> np.ndarray:
-        return self.share.copy()
+        self.params = problem.static_share
+        self.memory = NO_HIDDEN_STATE
 
 
-class ProportionalOnline(BaseAgent):
+@njit(cache=True)
+def proportional_kernel(beta, memory, active, queue, next_load):
+    """β(i)/Σ_{j active}β(j) for active users, 0 for the others; β if none is active; uniform over the
+    active users if they all have β = 0."""
+    if active.sum() == 0:
+        return beta.copy()
+    weights = beta * active
+    if weights.sum() <= 0.0:
+        weights = active.copy()
+    return weights / weights.sum()
+
+
+class ProportionalOnline(_KernelAgent):
     """Algorithm 4, corrected (A14): active users get β(i)/Σ_{j active}β(j), the others 0; β if none is active."""
 
     name = "proportional"
+    kernel = staticmethod(proportional_kernel)
 
     def reset(self, problem: SLAProblem, seed: int | None = None) -> None:
-        self.beta = problem.sla_array
-        self.n = problem.n_users
-
-    def act(self, observation: np.ndarray) -> np.ndarray:
-        active = np.asarray(observation[: self.n]) > 0.5
-        if not active.any():
-            return self.beta.copy()
-        weights = np.where(active, self.beta, 0.0)
-        if weights.sum() <= 0.0:  # only zero-SLA users are active
-            weights = active.astype(np.float64)
-        return weights / weights.sum()
+        self.params = problem.sla_array
+        self.memory = NO_HIDDEN_STATE
 
 
-class OnlineWorkMaximizing(BaseAgent):
+@njit(cache=True)
+def owm_kernel(params, memory, active, queue, next_load):
+    """``memory`` = [served (category A) flags, waiting (category B) flags]; ``params`` = [idle share] * N."""
+    n = active.size
+    served, waiting = memory[:n], memory[n:]
+    for i in range(n):
+        if active[i] < 0.5:  # A or B users that emptied go to I
+            served[i] = 0.0
+            waiting[i] = 0.0
+        elif served[i] < 0.5:  # newly active users wait in B
+            waiting[i] = 1.0
+    if served.sum() == 0:  # A is empty: admit all of B
+        served[:] = waiting
+        waiting[:] = 0.0
+    count = served.sum()
+    return served / count if count > 0 else params.copy()
+
+
+class OnlineWorkMaximizing(_KernelAgent):
     """OWM (Appendix C): serve the users of category A uniformly until all of them empty, then admit B.
 
     Categories: A (active, served), B (active, waiting), I (inactive); all start in I with h_1 = 1/N.
@@ -49,6 +85,7 @@ class OnlineWorkMaximizing(BaseAgent):
     """
 
     name = "owm"
+    kernel = staticmethod(owm_kernel)
 
     def __init__(self, idle: str = "uniform"):
         check_choice("idle", idle, ("uniform", "none"))
@@ -59,16 +96,6 @@ class OnlineWorkMaximizing(BaseAgent):
         return {"action_mode": "sub_simplex"} if self.idle == "none" else {}
 
     def reset(self, problem: SLAProblem, seed: int | None = None) -> None:
-        self.n = problem.n_users
-        self.served = np.zeros(self.n, dtype=bool)  # category A
-        self.waiting = np.zeros(self.n, dtype=bool)  # category B
-
-    def act(self, observation: np.ndarray) -> np.ndarray:
-        active = np.asarray(observation[: self.n]) > 0.5
-        self.served &= active
-        self.waiting = (self.waiting & active) | (active & ~self.served)
-        if not self.served.any():
-            self.served, self.waiting = self.waiting, np.zeros(self.n, dtype=bool)
-        if self.served.any():
-            return self.served / self.served.sum()
-        return np.full(self.n, 1.0 / self.n if self.idle == "uniform" else 0.0)
+        n = problem.n_users
+        self.params = np.full(n, 1.0 / n if self.idle == "uniform" else 0.0)
+        self.memory = np.zeros(2 * n)

@@ -6,11 +6,37 @@ import math
 import warnings
 
 import numpy as np
+from numba import njit
 
 from agents.base import BaseAgent
 from agents.sla.projection import kl_project
 from cluster_envs.common.config import check_choice, check_number
 from cluster_envs.sla.dynamics import SLAProblem
+from cluster_envs.sla.runner import NO_HIDDEN_STATE
+
+
+@njit(cache=True)
+def mwu_kernel(params: np.ndarray, alloc: np.ndarray, active: np.ndarray, queue: np.ndarray, next_load: np.ndarray):
+    """One update h_t → h_{t+1} from the feedback a_t; ``params`` = [ε, η, λ, extended?, β_1..β_N].
+
+    Gains: 0 inactive, 1 active, 1 + λ active and below SLA, where "below SLA" is h(i) < β(i) (Algorithm 1)
+    or h(i) < (1-ε) β(i) / Σ_{j active} β(j) (Algorithm 2; nobody if that sum is 0, A12).
+    """
+    eps, eta, lam, extended = params[0], params[1], params[2], params[3] > 0.5
+    beta = params[4:]
+    active_sla = 0.0
+    for i in range(alloc.size):
+        active_sla += beta[i] * active[i]
+    boosted = np.empty(alloc.size)
+    for i in range(alloc.size):
+        gain = active[i]
+        if active[i] > 0.5:
+            threshold = beta[i] if not extended else ((1.0 - eps) * beta[i] / active_sla if active_sla > 0 else 0.0)
+            if alloc[i] < threshold:
+                gain += lam
+        boosted[i] = alloc[i] * math.exp(eta * gain)
+    alloc[:] = kl_project(boosted, eps)
+    return alloc.copy()
 
 
 class MWU(BaseAgent):
@@ -24,13 +50,11 @@ class MWU(BaseAgent):
     """
 
     name = "mwu"
+    kernel = staticmethod(mwu_kernel)
+    extended = False
 
     def __init__(
-        self,
-        eps: float = 0.02,
-        eta: float = 1 / 3,
-        initial: str = "uniform",
-        lambda_override: float | None = None,
+        self, eps: float = 0.02, eta: float = 1 / 3, initial: str = "uniform", lambda_override: float | None = None
     ):
         check_number("eps", eps, low=0.0, high=0.1, low_open=True)
         check_number("eta", eta, low=0.0, high=1 / 3 + 1e-12, low_open=True)
@@ -41,28 +65,26 @@ class MWU(BaseAgent):
 
     def reset(self, problem: SLAProblem, seed: int | None = None) -> None:
         n = problem.n_users
-        self.beta = problem.sla_array
-        self.lam = self.eps**2 / (8 * n) if self.lambda_override is None else self.lambda_override
-        if (self.beta < 2 * self.eps / n).any():
+        beta = problem.sla_array
+        lam = self.eps**2 / (8 * n) if self.lambda_override is None else self.lambda_override
+        if (beta < 2 * self.eps / n).any():
             warnings.warn(
                 f"{self.name}: some SLA share is below 2ε/N = {2 * self.eps / n:.4g}; Theorem 1's SLA guarantee "
                 "does not cover it (best effort)",
                 stacklevel=2,
             )
+        self.params = np.concatenate([[self.eps, self.eta, lam, float(self.extended)], beta])
         start = np.full(n, 1.0 / n) if self.initial == "uniform" else problem.static_share
-        self.alloc = kl_project(start, self.eps)
-        self.n = n
+        self.memory = kl_project(start, self.eps)  # h_1
 
-    def _below_sla(self, active: np.ndarray) -> np.ndarray:
-        """A_t¹: active users whose share is below their SLA."""
-        return active & (self.alloc < self.beta)
+    @property
+    def alloc(self) -> np.ndarray:
+        """The allocation the agent last played (float64)."""
+        return self.memory
 
     def act(self, observation: np.ndarray) -> np.ndarray:
-        active = np.asarray(observation[: self.n]) > 0.5
-        gain = active.astype(np.float64)
-        gain[self._below_sla(active)] += self.lam
-        self.alloc = kl_project(self.alloc * np.exp(self.eta * gain), self.eps)
-        return self.alloc.copy()
+        active = (np.asarray(observation[: self.memory.size]) > 0.5).astype(np.float64)
+        return mwu_kernel(self.params, self.memory, active, NO_HIDDEN_STATE, NO_HIDDEN_STATE)
 
 
 class ExtendedMWU(MWU):
@@ -70,14 +92,4 @@ class ExtendedMWU(MWU):
     h_t(i) < (1-ε) β(i) / Σ_{j active} β(j); valid under over-commitment (Σβ > 1)."""
 
     name = "mwu_extended"
-
-    def _below_sla(self, active: np.ndarray) -> np.ndarray:
-        total = float(self.beta[active].sum())
-        if total <= 0.0:  # A12: no active user, or only zero-SLA users
-            return np.zeros_like(active)
-        return active & (self.alloc < (1.0 - self.eps) * self.beta / total)
-
-
-def theorem3_bound(n_users: int, eps: float, eta: float) -> float:
-    """8N/(ε²η)·ln(N/ε): Theorem 3/5's bound on OPT_{1-4ε}(t) - work(t)."""
-    return 8 * n_users / (eps**2 * eta) * math.log(n_users / eps)
+    extended = True

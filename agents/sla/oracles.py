@@ -7,11 +7,14 @@ allocator may see. PG's cumulative work equals the offline optimum OPT_1(t) at e
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from agents.base import BaseAgent
 from cluster_envs.common.config import check_number
+from cluster_envs.sla.runner import NO_HIDDEN_STATE
 
 
+@njit(cache=True)
 def water_fill(demand: np.ndarray, weights: np.ndarray, capacity: float) -> np.ndarray:
     """Serve ``min(demand, weights·θ)`` with θ chosen so that exactly ``capacity`` is used (or all demand).
 
@@ -30,6 +33,7 @@ def water_fill(demand: np.ndarray, weights: np.ndarray, capacity: float) -> np.n
     return work
 
 
+@njit(cache=True)
 def _fill(demand: np.ndarray, weights: np.ndarray, capacity: float) -> np.ndarray:
     """Weighted water-filling when Σ demand > capacity.
 
@@ -37,18 +41,25 @@ def _fill(demand: np.ndarray, weights: np.ndarray, capacity: float) -> np.ndarra
     k is the first index whose level (C - Σ_{<k} d) / Σ_{≥k} w does not exceed its own d/w (compared
     without division, so that tiny weights cannot overflow).
     """
-    with np.errstate(over="ignore", divide="ignore"):
-        order = np.argsort(demand / weights, kind="stable")
+    n = demand.size
+    order = np.argsort(demand / weights, kind="mergesort")  # a tiny weight gives inf: saturates last
     d, w = demand[order], weights[order]
-    left = capacity - np.concatenate([[0.0], np.cumsum(d)[:-1]])
-    others = np.cumsum(w[::-1])[::-1]
-    k = int(np.argmax(left * w <= d * others))
-    work = np.empty_like(d)
-    work[:k] = d[:k]
-    work[k:] = np.minimum(d[k:], w[k:] / others[k] * left[k])
-    out = np.empty_like(work)
-    out[order] = work
+    others = np.cumsum(w[::-1])[::-1]  # weight of the users from k on
+    left = capacity  # capacity minus the demand of the k saturated users
+    k = 0
+    while k < n - 1 and left * w[k] > d[k] * others[k]:
+        left -= d[k]
+        k += 1
+    out = np.empty(n)
+    for r in range(n):
+        out[order[r]] = d[r] if r < k else min(d[r], w[r] / others[k] * left)
     return out
+
+
+@njit(cache=True)
+def greedy_kernel(params, memory, active, queue, next_load):
+    """``params`` = [capacity, β_1..β_N]; serves the current demand Q_t + L_t by water-filling."""
+    return water_fill(queue + next_load, params[1:], params[0])
 
 
 class ProportionalGreedy(BaseAgent):
@@ -56,17 +67,17 @@ class ProportionalGreedy(BaseAgent):
 
     name = "pg"
     privileged = True
-
+    kernel = staticmethod(greedy_kernel)
     capacity = 1.0
 
     def reset(self, problem, seed: int | None = None) -> None:
         """``problem`` is the unwrapped env (or a simulator): anything with ``problem``, ``queue`` and ``next_load``."""
         self.state = problem
-        self.beta = problem.problem.sla_array
+        self.params = np.concatenate([[self.capacity], problem.problem.sla_array])
+        self.memory = NO_HIDDEN_STATE
 
     def act(self, observation: np.ndarray) -> np.ndarray:
-        demand = self.state.queue + self.state.next_load
-        return water_fill(demand, self.beta, self.capacity)
+        return greedy_kernel(self.params, self.memory, NO_HIDDEN_STATE, self.state.queue, self.state.next_load)
 
 
 class RestrictedProportionalGreedy(ProportionalGreedy):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 
+@njit(cache=True)
 def kl_project(y: np.ndarray, eps: float) -> np.ndarray:
     """argmin_{x ∈ Δ_ε} Σ x(i) ln(x(i)/y(i)) for y > 0, in O(N log N).
 
@@ -13,14 +15,16 @@ def kl_project(y: np.ndarray, eps: float) -> np.ndarray:
     """
     n = y.size
     floor = eps / n
-    order = np.argsort(y, kind="stable")
-    ascending = y[order]
-    # suffix[k] = sum of the n - k largest entries, for k clamped entries
-    suffix = np.cumsum(ascending[::-1])[::-1]
-    clamped = np.arange(n)
-    scale = (1.0 - clamped * floor) / suffix
-    k = int(np.argmax(ascending * scale >= floor))
-    x_sorted = np.where(clamped < k, floor, ascending * scale[k])
+    order = np.argsort(y, kind="mergesort")
+    suffix = 0.0  # sum of the n - k largest entries
+    for r in range(n):
+        suffix += y[r]
     x = np.empty(n)
-    x[order] = x_sorted
-    return x
+    for k in range(n):  # k users clamped
+        scale = (1.0 - k * floor) / suffix
+        if y[order[k]] * scale >= floor:
+            for r in range(n):
+                x[order[r]] = floor if r < k else y[order[r]] * scale
+            return x
+        suffix -= y[order[k]]
+    return x  # unreachable for ε < 1: k = n - 1 always succeeds

@@ -1,19 +1,26 @@
-"""The SLA-sharing model of Perez-Salazar et al. (paper 003) as plain numpy, without gymnasium.
+"""The SLA-sharing model of Perez-Salazar et al. (paper 003) as plain numpy and numba, without gymnasium.
 
 One divisible resource of capacity 1 is shared by N users. In step t the allocator plays h_t, the
 load L_t arrives, and each user is served w_t = min(h_t, Q_t + L_t) (D1); the rest waits,
 Q_{t+1} = Q_t + L_t - w_t (D2). The allocator's feedback is a_t = 1[Q_{t+1} > 0] (convention A1 of
 specs/sla_mwu.md). The env (env.py) and the long-horizon runner (runner.py) both step
-:class:`SLASimulator`, so there is one implementation of the physics.
+:class:`SLASimulator` through the compiled :func:`advance`, so there is one implementation of the physics.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 ACTION_MODES = ("normalize", "sub_simplex", "softmax")
+
+# Rows of the simulator's state matrix (one column per user) and entries of its statistics vector.
+QUEUE, CUM_LOAD, CUM_WORK, WORK, ALLOC, ACTIVE, DEFICIT, PREVIOUS_DEFICIT, MAX_DEFICIT, MAX_RELAXED_DEFICIT = range(10)
+STATE_ROWS = 10
+QUEUE_L2, QUEUE_L2_SUM, QUEUE_L2_MAX, VIOLATION_STEPS = range(4)
 
 
 @dataclass(frozen=True)
@@ -35,27 +42,63 @@ class SLAProblem:
         return beta / max(1.0, float(beta.sum()))
 
 
-def to_allocation(action: np.ndarray, mode: str) -> np.ndarray:
-    """Map a finite float64 action of shape (N,) to an allocation h with h ≥ 0 and Σh ≤ 1 (spec §3.3)."""
-    if mode == "softmax":
+@njit(cache=True)
+def to_allocation(action: np.ndarray, mode: int) -> np.ndarray:
+    """Map a finite float64 action of shape (N,) to an allocation h ≥ 0 with Σh ≤ 1 (spec §3.3).
+
+    ``mode`` indexes ``ACTION_MODES``: 0 normalize (a⁺/Σa⁺, uniform if Σa⁺ = 0), 1 sub_simplex (clip to
+    [0, 1], rescale only if Σ > 1: idle capacity allowed), 2 softmax.
+    """
+    n = action.size
+    if mode == 2:
         z = np.exp(action - action.max())
         return z / z.sum()
-    if mode == "normalize":
+    if mode == 0:
         a = np.maximum(action, 0.0)
         total = a.sum()
-        return a / total if total > 0 else np.full(a.shape, 1.0 / a.size)
-    a = np.clip(action, 0.0, 1.0)  # sub_simplex: idle capacity allowed
+        return a / total if total > 0 else np.full(n, 1.0 / n)
+    a = np.minimum(np.maximum(action, 0.0), 1.0)
     total = a.sum()
     return a / total if total > 1.0 else a
 
 
-def serve(alloc: np.ndarray, queue: np.ndarray, load: np.ndarray, empty_tol: float) -> tuple[np.ndarray, np.ndarray]:
-    """One step of (D1)-(D2): return (work w_t, next queue Q_{t+1}); queues ≤ empty_tol count as empty (A2)."""
-    demand = queue + load
-    work = np.minimum(alloc, demand)
-    next_queue = demand - work
-    next_queue[next_queue <= empty_tol] = 0.0
-    return work, next_queue
+@njit(cache=True)
+def advance(state, stats, loads, static_cum, static_relaxed_cum, alloc, t, empty_tol, sla_tol) -> None:
+    """Execute step t (0-based) with allocation ``alloc``: (D1)-(D2), feedback (F) and the evaluation trackers.
+
+    Queues ≤ ``empty_tol`` count as empty (A2). The SLA deficit D_t = W'_t - W_t is measured against the
+    precomputed static benchmark; its running maxima, the queue 2-norm and the count of steps with a
+    deficit above ``sla_tol`` are kept for the episode summary.
+    """
+    l2 = 0.0
+    violated = False
+    for i in range(state.shape[1]):
+        load = loads[i, t]
+        demand = state[QUEUE, i] + load
+        work = min(alloc[i], demand)
+        queue = demand - work
+        if queue <= empty_tol:
+            queue = 0.0
+        state[QUEUE, i] = queue
+        state[WORK, i] = work
+        state[ALLOC, i] = alloc[i]
+        state[ACTIVE, i] = 1.0 if queue > 0.0 else 0.0
+        state[CUM_LOAD, i] += load
+        state[CUM_WORK, i] += work
+        state[PREVIOUS_DEFICIT, i] = state[DEFICIT, i]
+        deficit = static_cum[i, t] - state[CUM_WORK, i]
+        state[DEFICIT, i] = deficit
+        state[MAX_DEFICIT, i] = max(state[MAX_DEFICIT, i], deficit)
+        state[MAX_RELAXED_DEFICIT, i] = max(
+            state[MAX_RELAXED_DEFICIT, i], static_relaxed_cum[i, t] - state[CUM_WORK, i]
+        )
+        violated = violated or deficit > sla_tol
+        l2 += queue * queue
+    l2 = math.sqrt(l2)
+    stats[QUEUE_L2] = l2
+    stats[QUEUE_L2_SUM] += l2
+    stats[QUEUE_L2_MAX] = max(stats[QUEUE_L2_MAX], l2)
+    stats[VIOLATION_STEPS] += 1.0 if violated else 0.0
 
 
 def capped_cumulative_work(loads: np.ndarray, capacity: float | np.ndarray) -> np.ndarray:
@@ -99,22 +142,15 @@ class SLASimulator:
         self.opt_eps_cum_work = capped_cumulative_work(aggregate, 1.0 - eps_ref)
         self.static_cum_work = capped_cumulative_work(loads, share)
         self.static_relaxed_cum_work = capped_cumulative_work(loads, (1.0 - 2.0 * eps_ref) * share)
-        n = problem.n_users
         self.t = 0
-        self.queue = np.zeros(n)
-        self.cum_load = np.zeros(n)
-        self.cum_work = np.zeros(n)
-        self.work = np.zeros(n)
-        self.alloc = np.full(n, 1.0 / n)
-        self.active = np.zeros(n)
-        self.deficit = np.zeros(n)
-        self.previous_deficit = np.zeros(n)
-        self.max_deficit = np.zeros(n)
-        self.max_relaxed_deficit = np.zeros(n)
-        self.queue_l2 = 0.0
-        self.queue_l2_sum = 0.0
-        self.queue_l2_max = 0.0
-        self.violation_steps = 0
+        self.state = np.zeros((STATE_ROWS, problem.n_users))
+        self.state[ALLOC] = 1.0 / problem.n_users  # h_0 reported at reset
+        self.stats = np.zeros(4)
+
+    def step(self, alloc: np.ndarray) -> None:
+        advance(self.state, self.stats, self.loads, self.static_cum_work, self.static_relaxed_cum_work, alloc,
+                self.t, self.empty_tol, self.sla_tol)  # fmt: skip
+        self.t += 1
 
     @property
     def horizon(self) -> int:
@@ -125,22 +161,16 @@ class SLASimulator:
         """L_t of the step about to be executed (privileged: only offline oracles read it)."""
         return self.loads[:, self.t]
 
-    def step(self, alloc: np.ndarray) -> None:
-        load = self.loads[:, self.t]
-        self.work, self.queue = serve(alloc, self.queue, load, self.empty_tol)
-        self.alloc = alloc
-        self.t += 1
-        self.cum_load += load
-        self.cum_work += self.work
-        self.active = (self.queue > 0.0).astype(np.float64)
-        self.previous_deficit = self.deficit
-        self.deficit = self.static_cum_work[:, self.t - 1] - self.cum_work
-        np.maximum(self.max_deficit, self.deficit, out=self.max_deficit)
-        np.maximum(self.max_relaxed_deficit, self.relaxed_deficit, out=self.max_relaxed_deficit)
-        self.queue_l2 = float(np.sqrt(self.queue @ self.queue))
-        self.queue_l2_sum += self.queue_l2
-        self.queue_l2_max = max(self.queue_l2_max, self.queue_l2)
-        self.violation_steps += bool((self.deficit > self.sla_tol).any())
+    queue = property(lambda self: self.state[QUEUE], doc="Q_{t+1}")
+    cum_load = property(lambda self: self.state[CUM_LOAD], doc="Σ_{τ≤t} L_τ")
+    cum_work = property(lambda self: self.state[CUM_WORK], doc="W_t")
+    work = property(lambda self: self.state[WORK], doc="w_t")
+    alloc = property(lambda self: self.state[ALLOC], doc="h_t")
+    active = property(lambda self: self.state[ACTIVE], doc="a_t = 1[Q_{t+1} > 0]")
+    deficit = property(lambda self: self.state[DEFICIT], doc="D_t = W'_t - W_t")
+    previous_deficit = property(lambda self: self.state[PREVIOUS_DEFICIT], doc="D_{t-1}")
+    max_deficit = property(lambda self: self.state[MAX_DEFICIT], doc="max_{τ≤t} D_τ per user")
+    queue_l2 = property(lambda self: float(self.stats[QUEUE_L2]), doc="‖Q_{t+1}‖₂")
 
     @property
     def relaxed_deficit(self) -> np.ndarray:
@@ -159,18 +189,19 @@ class SLASimulator:
         """Episode metrics up to the current step (the harness's per-episode result)."""
         opt_eps = float(self.opt_eps_cum_work[self.t - 1]) if self.t else 0.0
         total = self.total_work
+        steps = max(self.t, 1)
         return {
             "total_work": total,
             "opt_total_work": self.opt_total_work,
             "opt_eps_total_work": opt_eps,
             "regret": self.opt_total_work - total,
             "work_ratio": total / self.opt_total_work if self.opt_total_work > 0 else 1.0,
-            "max_sla_deficit": float(self.max_deficit.max()),
-            "max_sla_deficit_relaxed": float(self.max_relaxed_deficit.max()),
-            "sla_violation_fraction": self.violation_steps / max(self.t, 1),
+            "max_sla_deficit": float(self.state[MAX_DEFICIT].max()),
+            "max_sla_deficit_relaxed": float(self.state[MAX_RELAXED_DEFICIT].max()),
+            "sla_violation_fraction": float(self.stats[VIOLATION_STEPS]) / steps,
             "final_queue_l2": self.queue_l2,
-            "mean_queue_l2": self.queue_l2_sum / max(self.t, 1),
-            "max_queue_l2": self.queue_l2_max,
+            "mean_queue_l2": float(self.stats[QUEUE_L2_SUM]) / steps,
+            "max_queue_l2": float(self.stats[QUEUE_L2_MAX]),
         }
 
 

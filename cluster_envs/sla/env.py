@@ -47,14 +47,18 @@ class SLAConfig:
         if isinstance(self.sla, str):
             check_choice("sla", self.sla, ("mean",))
         else:
-            sla = tuple(float(b) if np.isscalar(b) else b for b in self.sla)
+            if not isinstance(self.sla, (tuple, list, np.ndarray)):
+                raise ValueError(
+                    f"sla must be a sequence of {self.n_users} non-negative shares or 'mean', got {self.sla!r}"
+                )
+            sla = tuple(np.ravel(self.sla))
             if len(sla) != self.n_users:
                 raise ValueError(f"sla has {len(sla)} entries but n_users={self.n_users}; give one SLA share per user")
             for i, b in enumerate(sla):
                 check_number(f"sla[{i}]", b, low=0.0)
             if sum(sla) <= 0:
                 raise ValueError("sla must have a positive sum")
-            object.__setattr__(self, "sla", sla)
+            object.__setattr__(self, "sla", tuple(float(b) for b in sla))
         check_choice("action_mode", self.action_mode, ACTION_MODES)
         check_choice("obs_mode", self.obs_mode, OBS_MODES)
         check_choice("obs_format", self.obs_format, OBS_FORMATS)
@@ -87,6 +91,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 class ClusterSLAEnv(gym.Env):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
+
+    Rendering: ``"ansi"`` (a text line per user) or ``"rgb_array"`` (bars of allocations and queues).
 
     Paper: Perez-Salazar, Menache, Singh, Toriello, "Dynamic Resource Allocation in the Cloud with
     Near-Optimal Efficiency" (paper 003; spec ``specs/sla_mwu.md``).
@@ -129,7 +135,7 @@ class ClusterSLAEnv(gym.Env):
     **Privileged state** (offline oracles and evaluation only): ``loads`` (N, T), ``queue``, ``next_load``.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, preset: str = "paper_synthetic_small", render_mode: str | None = None, **overrides: Any):
         config = build_config(SLAConfig, PRESETS, preset, overrides)
@@ -150,6 +156,7 @@ class ClusterSLAEnv(gym.Env):
         self.observation_space = self._build_observation_space()
         self._sim: SLASimulator | None = None
         self._sla_bar = np.zeros(n)
+        self._action_mode = ACTION_MODES.index(config.action_mode)
 
     def _build_observation_space(self) -> spaces.Space:
         n, cfg = self.config.n_users, self.config
@@ -251,8 +258,7 @@ class ClusterSLAEnv(gym.Env):
             raise ValueError(f"action must have shape ({self.config.n_users},), got {action.shape}")
         if not np.isfinite(action).all():
             raise ValueError(f"action must be finite, got {action}")
-        alloc = to_allocation(action, self.config.action_mode)
-        sim.step(alloc)
+        sim.step(to_allocation(action, self._action_mode))
         info = self._info(action)
         reward = self._reward(info)
         truncated = sim.t == sim.horizon
@@ -279,10 +285,10 @@ class ClusterSLAEnv(gym.Env):
     def _info(self, action: np.ndarray) -> dict[str, Any]:
         sim = self._simulator
         info: dict[str, Any] = {
-            "work": sim.work,
+            "work": sim.work.copy(),
             "active": sim.active.astype(bool),
-            "queue": sim.queue,
-            "sla_deficit": sim.deficit,
+            "queue": sim.queue.copy(),
+            "sla_deficit": sim.deficit.copy(),
         }
         if self.config.info_level == "minimal":
             return info
@@ -291,7 +297,7 @@ class ClusterSLAEnv(gym.Env):
         opt = sim.opt_total_work
         info.update(
             t=sim.t,
-            alloc=sim.alloc,
+            alloc=sim.alloc.copy(),
             action_projected=projected,
             load=sim.loads[:, sim.t - 1],
             total_work=float(sim.work.sum()),
@@ -327,7 +333,9 @@ class ClusterSLAEnv(gym.Env):
             return feedback_vector(sim.active, sim.alloc, self._sla_bar)
         return np.concatenate(list(parts.values())).astype(np.float32)
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode == "rgb_array":
+            return self._render_bars()
         if self.render_mode != "ansi":
             return None
         sim = self._simulator
@@ -341,3 +349,16 @@ class ClusterSLAEnv(gym.Env):
                 f"active={int(sim.active[i])} deficit={sim.deficit[i]:.2f}"
             )
         return "\n".join(lines) + "\n"
+
+    def _render_bars(self) -> np.ndarray:
+        """Per user, the allocation (blue, full height = 1) beside the queue (red, log1p scaled to the largest)."""
+        sim = self._simulator
+        height, bar, gap = 120, 12, 8
+        image = np.full((height, self.config.n_users * (2 * bar + gap) + gap, 3), 255, dtype=np.uint8)
+        log_queue = np.log1p(sim.queue)
+        queue_level = log_queue / max(float(log_queue.max()), 1.0)
+        for i, (alloc, queue) in enumerate(zip(sim.alloc, queue_level, strict=True)):
+            left = gap + i * (2 * bar + gap)
+            image[height - round(alloc * (height - 1)) :, left : left + bar] = (31, 119, 180)
+            image[height - round(queue * (height - 1)) :, left + bar : left + 2 * bar] = (214, 39, 40)
+        return image

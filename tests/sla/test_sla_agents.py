@@ -54,7 +54,7 @@ def _step(name: str, eps: float, eta: float, beta: np.ndarray, h: np.ndarray, ac
     agent = make_agent(ENV, name, eps=eps, eta=eta)
     n = beta.size
     agent.reset(SLAProblem(n, tuple(beta), 10))
-    agent.alloc = h.copy()
+    agent.memory[:] = h
     return agent.act(np.concatenate([active, h, beta]).astype(np.float32))
 
 

@@ -1,0 +1,1 @@
+"""Reference agents of ClusterBilinear-v0: SABR, W-SABR, OFUL-RS, UGDA-OL, heuristics."""

@@ -1,0 +1,152 @@
+"""SABR / W-SABR (Alg. 1), the rarely-switching OFUL variant (Alg. 2) and Oracle-SABR (paper 004).
+
+Each slot: update the ridge estimator with the previous slot's feedback (in the observation), form the
+UCB indices r̃, solve problem (3) with a_i = w_i Q_i/V, and submit y as fractions y_ij/n_j
+(``action_mode="allocation"``); the env realises the randomised server selection.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from agents.base import BaseAgent
+from agents.bilinear.distributed import NODES, solve_distributed
+from agents.bilinear.estimator import RidgeUCB
+from agents.bilinear.solver import solve_allocation
+from cluster_envs.bilinear.dynamics import BilinearProblem
+from cluster_envs.common.config import check_choice, check_number
+
+SOLVERS = ("centralized", "distributed_job", "distributed_server")
+
+
+def check_action_mode(problem: BilinearProblem, mode: str, agent: str) -> None:
+    if problem.action_mode != mode:
+        raise ValueError(f"{agent} needs action_mode={mode!r}, the env has action_mode={problem.action_mode!r}")
+
+
+class SABR(BaseAgent):
+    """Algorithm 1 [L124–212]: weighted proportional fair allocation with marginal cost γ and bilinear UCBs.
+
+    Hyperparameters (paper defaults): ``gamma_cost`` γ = 1.2 (> 1), ``V`` = √(I T) when None, ``weights`` w
+    (ones; W-SABR uses w = c), ``beta_scale`` multiplying β_t = √(d² ln(tT)) + √n (1 = as printed),
+    ``solver``: ``"centralized"`` (exact fast path when no capacity binds, SLSQP otherwise; default),
+    ``"distributed_job"`` / ``"distributed_server"`` (the Sec. IV iterations, options in ``solver_kwargs``:
+    beta, alpha, delays, iterations, update).
+    """
+
+    name: ClassVar[str] = "sabr"
+    env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "allocation"}
+
+    def __init__(
+        self,
+        gamma_cost: float = 1.2,
+        V: float | None = None,
+        beta_scale: float = 1.0,
+        weights: Any = None,
+        solver: str = "centralized",
+        solver_kwargs: dict[str, Any] | None = None,
+    ):
+        check_number("gamma_cost", gamma_cost, low=1.0, low_open=True)
+        if V is not None:
+            check_number("V", V, low=0.0, low_open=True)
+        check_number("beta_scale", beta_scale, low=0.0)
+        check_choice("solver", solver, SOLVERS)
+        if weights is not None:
+            weights = np.asarray(weights, dtype=np.float64)
+            if not np.isfinite(weights).all() or (weights <= 0).any():
+                raise ValueError("weights must be finite and positive")
+        self.gamma_cost, self.V, self.beta_scale, self.weights = (
+            float(gamma_cost),
+            V,
+            float(beta_scale),
+            weights,
+        )
+        self.solver, self.solver_kwargs = solver, dict(solver_kwargs or {})
+
+    def reset(self, problem: BilinearProblem, seed: int | None = None) -> None:
+        check_action_mode(problem, "allocation", self.name)
+        self.problem = problem
+        n_i = problem.n_job_classes
+        self.w = self._weights(problem)
+        if self.w.shape != (n_i,):
+            raise ValueError(f"weights must have {n_i} entries (one per job class), got {self.w.shape}")
+        self.v_param = float(np.sqrt(n_i * problem.horizon)) if self.V is None else float(self.V)
+        self.estimator = RidgeUCB(problem.pair_features, problem.n_servers, problem.horizon, self.beta_scale)
+        self.t = 0
+
+    def _weights(self, problem: BilinearProblem) -> np.ndarray:
+        return np.ones(problem.n_job_classes) if self.weights is None else self.weights
+
+    def _indices(self) -> np.ndarray:
+        return self.estimator.indices(self.t)
+
+    def act(self, observation: np.ndarray) -> np.ndarray:
+        parts = self.problem.split(observation)
+        self.estimator.update(parts["counts"], parts["reward_sums"])
+        self.t += 1
+        y = self.allocate(self._indices(), parts["queues"])
+        return (y / self.problem.caps).ravel()
+
+    def allocate(self, rt: np.ndarray, queues: np.ndarray) -> np.ndarray:
+        """Solve (3) for the given indices and queues with the configured solver."""
+        a = self.w * queues / self.v_param
+        caps = self.problem.caps
+        if self.solver == "centralized":
+            return solve_allocation(rt, a, caps, self.gamma_cost)
+        node = NODES[SOLVERS.index(self.solver) - 1]
+        return solve_distributed(rt, a, caps, self.gamma_cost, node=node, **self.solver_kwargs)
+
+
+class WSABR(SABR):
+    """W-SABR: Algorithm 1 with weights w = c, the env's public holding costs [L406]."""
+
+    name: ClassVar[str] = "w_sabr"
+
+    def _weights(self, problem: BilinearProblem) -> np.ndarray:
+        return problem.holding_cost_array if self.weights is None else self.weights
+
+
+class OFULRS(SABR):
+    """Algorithm 2 (rarely-switching OFUL) [L930–983]: recompute r̃ only when log det Λ grew by ln(1 + C).
+
+    Includes the reference reset logdet* ← logdet after a recomputation, missing in the printed
+    algorithm (spec §7-J); without it the indices are recomputed every slot once the threshold is passed.
+    ``recomputations`` counts the index computations of the episode.
+    """
+
+    name: ClassVar[str] = "oful_rs"
+
+    def __init__(self, C: float = 1.0, **kwargs: Any):
+        check_number("C", C, low=0.0, low_open=True)
+        super().__init__(**kwargs)
+        self.C = float(C)
+
+    def reset(self, problem: BilinearProblem, seed: int | None = None) -> None:
+        super().reset(problem, seed)
+        self.reference_logdet = self.estimator.logdet()
+        self.cached = np.zeros((problem.n_job_classes, problem.n_server_classes))
+        self.recomputations = 0
+
+    def _indices(self) -> np.ndarray:
+        logdet = self.estimator.logdet()
+        if self.t == 1 or logdet > np.log1p(self.C) + self.reference_logdet:
+            self.cached = self.estimator.indices(self.t)
+            self.reference_logdet = logdet
+            self.recomputations += 1
+        return self.cached
+
+
+class OracleSABR(SABR):
+    """Privileged: Algorithm 1 with the true mean rewards r in place of r̃ (the y*(t) of Lemma A.3)."""
+
+    name: ClassVar[str] = "oracle_sabr"
+    privileged: ClassVar[bool] = True
+
+    def reset(self, env: Any, seed: int | None = None) -> None:
+        super().reset(env.problem, seed)
+        self.r = np.asarray(env.true_mean_rewards, dtype=np.float64)
+
+    def _indices(self) -> np.ndarray:
+        return self.r

@@ -1,0 +1,1 @@
+"""Parallel-server queues with stochastic bilinear rewards (paper 004, Kim & Vojnović)."""

@@ -1,0 +1,561 @@
+"""``ClusterBilinear-v0``: parallel-server queues with stochastic bilinear rewards (paper 004)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from cluster_envs.bilinear.dynamics import (
+    ACTION_MODES,
+    NOISE_CLIP,
+    OBSERVATION_MODES,
+    SERVICE_MODELS,
+    BilinearProblem,
+    BilinearSimulator,
+    SlotResult,
+    logits_to_allocation,
+    project_allocation,
+    sample_arrivals,
+)
+from cluster_envs.bilinear.instance import mean_rewards, oracle_lp, sample_instance
+from cluster_envs.common.config import build_config, check_choice, check_number
+from cluster_envs.common.seeding import episode_streams
+
+REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
+LOGIT_SCALE = 10.0  # simplex_logits actions in [-1, 1] are logits in [-10, 10]
+STREAMS = ("instance", "arrivals", "assign", "service", "noise", "choice")
+
+
+def _per_class(name: str, value: Any, size: int) -> tuple[float, ...]:
+    """A scalar broadcast to ``size`` entries, or a sequence of exactly ``size`` finite numbers."""
+    values = (value,) * size if np.isscalar(value) else tuple(value)
+    if len(values) != size:
+        raise ValueError(f"{name} must be a number or have {size} entries, got {len(values)}")
+    for k, x in enumerate(values):
+        check_number(f"{name}[{k}]", x)
+    return tuple(float(x) for x in values)
+
+
+def _unit_bounded(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    """None, or a finite array of ``shape`` whose rows have L2 norm ≤ 1 (the paper's boundedness)."""
+    if value is None:
+        return None
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be finite")
+    if (np.linalg.norm(arr.reshape(shape[0] if len(shape) > 1 else 1, -1), axis=1) > 1 + 1e-9).any():
+        raise ValueError(f"{name}: every vector must have L2 norm ≤ 1 (the model assumes ‖u‖, ‖v‖, ‖θ‖ ≤ 1)")
+    return arr
+
+
+@dataclass(frozen=True)
+class BilinearConfig:
+    """Keyword arguments of ``ClusterBilinear-v0`` (defaults: the ``paper`` preset, Sec. V)."""
+
+    num_job_classes: int = 10
+    num_server_classes: int = 2
+    servers_per_class: int | tuple[int, ...] = 2
+    feature_dim: int = 2
+    job_features: Any = None
+    server_features: Any = None
+    theta: Any = None
+    instance_seed: int | None = None
+    traffic_intensity: float | tuple[float, ...] = 1.0
+    service_rate: float | tuple[float, ...] = 1.0
+    noise_std: float = 0.1
+    holding_costs: float | tuple[float, ...] = 1.0
+    horizon: int = 500
+    service_model: str = "paper"
+    action_mode: str = "allocation"
+    observation_mode: str = "queues"
+    reward_mode: str = "noisy"
+    holding_cost_weight: float = 0.0
+    gamma_env: float = 1.2
+    queue_cap: int | None = None
+    server_schedule: Callable[[int], Any] | Any = None
+    max_jobs: int = 32
+    allow_unstable: bool = False
+
+    def __post_init__(self) -> None:
+        check_number("num_job_classes", self.num_job_classes, low=1, integer=True)
+        check_number("num_server_classes", self.num_server_classes, low=1, integer=True)
+        check_number("feature_dim", self.feature_dim, low=1, integer=True)
+        n_i, n_j, d = self.num_job_classes, self.num_server_classes, self.feature_dim
+        servers = (
+            (self.servers_per_class,) * n_j if np.isscalar(self.servers_per_class) else tuple(self.servers_per_class)
+        )
+        if len(servers) != n_j:
+            raise ValueError(f"servers_per_class must be an integer or have {n_j} entries, got {len(servers)}")
+        for j, c in enumerate(servers):
+            check_number(f"servers_per_class[{j}]", c, low=1, integer=True)
+        object.__setattr__(self, "servers_per_class", tuple(int(c) for c in servers))
+        for name, shape in (("job_features", (n_i, d)), ("server_features", (n_j, d)), ("theta", (d * d,))):
+            _unit_bounded(name, getattr(self, name), shape)
+        if self.instance_seed is not None:
+            check_number("instance_seed", self.instance_seed, low=0, integer=True)
+        rho = _per_class("traffic_intensity", self.traffic_intensity, 1 if np.isscalar(self.traffic_intensity) else n_i)
+        rho = (rho[0] / n_i,) * n_i if len(rho) == 1 else rho  # a scalar is the total ρ, split evenly
+        mu = _per_class("service_rate", self.service_rate, n_i)
+        if any(r <= 0 for r in rho):
+            raise ValueError("traffic_intensity must be positive for every class")
+        if any(not 0 < m <= 1 for m in mu):
+            raise ValueError("service_rate must lie in (0, 1] for every class (geometric service per slot)")
+        object.__setattr__(self, "traffic_intensity", rho)
+        object.__setattr__(self, "service_rate", mu)
+        lam = sum(r * m for r, m in zip(rho, mu, strict=True))
+        if lam > 1 + 1e-12:
+            raise ValueError(
+                f"traffic_intensity × service_rate gives λ = {lam:.4g} > 1: at most one job arrives per slot"
+            )
+        check_choice("allow_unstable", self.allow_unstable, (False, True))
+        n, load = sum(servers), sum(rho)
+        stat = load if len(set(mu)) == 1 else 2 * lam / min(mu) - load  # Assumption II.1 / App. D [L272]
+        if stat >= n - 1e-9 and not self.allow_unstable:
+            raise ValueError(
+                f"traffic_intensity gives an unstable system ({stat:.4g} ≥ n = {n}; Assumption II.1); "
+                "lower the load or pass allow_unstable=True"
+            )
+        check_number("noise_std", self.noise_std, low=0.0)
+        object.__setattr__(self, "holding_costs", _per_class("holding_costs", self.holding_costs, n_i))
+        if any(c < 0 for c in self.holding_costs):
+            raise ValueError("holding_costs must be non-negative")
+        check_number("horizon", self.horizon, low=1, integer=True)
+        check_choice("service_model", self.service_model, SERVICE_MODELS)
+        check_choice("action_mode", self.action_mode, ACTION_MODES)
+        check_choice("observation_mode", self.observation_mode, OBSERVATION_MODES)
+        check_choice("reward_mode", self.reward_mode, REWARD_MODES)
+        check_number("holding_cost_weight", self.holding_cost_weight, low=0.0)
+        check_number("gamma_env", self.gamma_env)
+        if self.queue_cap is not None:
+            check_number("queue_cap", self.queue_cap, low=1, integer=True)
+        check_number("max_jobs", self.max_jobs, low=1, integer=True)
+        if self.server_schedule is not None and not callable(self.server_schedule):
+            sched = np.asarray(self.server_schedule)
+            if sched.shape != (self.horizon, n_j):
+                raise ValueError(
+                    f"server_schedule must be callable t -> n(t) or of shape (horizon, J), got {sched.shape}"
+                )
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "paper_holding": {"holding_costs": (1.75,) * 5 + (0.25,) * 5},
+    "rl": {
+        "service_model": "exclusive",
+        "action_mode": "simplex_logits",
+        "observation_mode": "full",
+        "holding_cost_weight": 0.01,
+    },
+}
+
+
+class ClusterBilinearEnv(gym.Env):
+    """Jobs queue for classes of parallel servers; a class-i job on a class-j server pays u_iᵀΘv_j + noise.
+
+    Paper: J.-h. Kim and M. Vojnović, "Learning to Schedule in Parallel-Server Queues with Stochastic
+    Bilinear Rewards" (paper 004; spec ``specs/bilinear_queues.md``).
+
+    **Dynamics** (one step = one slot t). Q(t) includes the arrival A(t) (Q(0) = 0, so Q(1) = A(1)). The
+    action becomes an expected allocation y (I × J, y ≥ 0, Σ_i y_ij ≤ n_j, rows of empty classes 0).
+    Each class-j server selects a waiting class-i job with probability y_ij/(n_j Q_i) or idles; each
+    selection pays ξ = r_ij + N(0, ``noise_std``²) (truncated at ±10σ so the spaces are bounded),
+    r_ij = u_iᵀΘv_j, and completes the job with probability μ_i. ``service_model="paper"``: several
+    servers may select one job and each selection is paid (eq. 22); ``"exclusive"``: servers go in a
+    random order and a server whose job is taken idles (a collision). Then A(t+1) (Bernoulli(λ), class i
+    w.p. λ_i/λ; pre-drawn at reset) joins the queue.
+    λ_i = ρ_i μ_i; the config rejects λ > 1 and, unless ``allow_unstable``, ρ ≥ n (Assumption II.1;
+    2λ/μ_min − ρ ≥ n for heterogeneous μ). ``server_schedule`` (callable t ↦ n(t), or a (T, J) array)
+    makes only the first n_j(t) servers of class j available in slot t; capacities and r*(t) follow it.
+
+    **Observation** ``Box(float32)``, parts in order (``env.unwrapped.problem.split(obs)`` names them):
+    ``"queues"`` (default): Q(t) (I); the last slot's feedback, N_ij selection counts (I·J) and summed
+    observed rewards Σξ per (i, j) (I·J) (sufficient for the least-squares estimator since features
+    depend only on the classes). ``"queues_stats"`` appends t/T, log1p of the cumulative counts M_ij and
+    the empirical means of ξ (0 if unobserved). ``"full"`` appends u (I·d) and v (J·d). With
+    ``action_mode="job_allocation"`` a padded per-job block follows: for the first ``max_jobs`` waiting
+    jobs in FIFO order, class + 1 (0 = empty slot), and each job's cumulative selection counts and
+    summed rewards per server class (K·J each).
+
+    **Action** (``action_mode``): ``"allocation"`` (default) ``Box(0, 1, (I·J,))``, row-major fractions
+    a_ij = y_ij/n_j of each server class (normalised so SB3 and ``check_env`` accept the space), projected
+    per column onto {y ≥ 0, Σ_{i:Q_i>0} y_ij ≤ n_j(t)} (feasible inputs pass unchanged);
+    ``"simplex_logits"`` ``Box(-1, 1, (J·(I+1),))``, logits 10·a, per server class a softmax over the
+    non-empty classes and "idle" (last logit), y_ij = n_j π_ij; ``"server_choice"``
+    ``MultiDiscrete([I+1]·n)``, the class each server (class-major) takes, I = idle, empty class = idle;
+    servers choosing one class get distinct jobs; ``"job_allocation"`` ``Box(0, 1, (max_jobs·J,))``
+    fractions x_kj/n_j over the padded job list (jobs beyond ``max_jobs`` are not served), same column
+    projection. A
+    non-finite, non-integral (``server_choice``) or wrongly shaped action raises ``ValueError`` and leaves
+    the env unchanged.
+
+    **Reward** (``reward_mode``) minus κ Σ_i c_i Q_i(t) (κ = ``holding_cost_weight``, pre-decision Q):
+    ``"noisy"`` Σξ; ``"mean"`` Σ r_ij N_ij; ``"expected"`` Σ r_ij y_ij; ``"cost_adjusted"``
+    Σ(ξ − ``gamma_env``).
+    With ``"paper"`` service and κ = 0 filling every server maximises reward (r* is no upper bound there).
+
+    **Episode end.** Truncated after slot T = ``horizon``; terminated only when Σ_i Q_i(t+1) > ``queue_cap``.
+
+    **info** (evaluation only; no agent reads it): ``t, Q, Q_next, A, D, y, N, assignments`` (a list of
+    (job_id, job_class, server_class, server_index, reward), one per paid selection), ``jobs`` (list of
+    (job id, class) waiting next; lists, since their length varies and vector envs stack arrays),
+    ``reward_noisy, reward_mean, reward_expected, r_star, oracle_allocation`` (ρ_i p*_ij), ``regret_inc``
+    (r* − Σ r_ij y_ij, eq. 1), ``regret_inc_realized`` (r* − Σ r_ij N_ij), ``cum_regret`` (= ``regret``),
+    ``cum_regret_realized, holding_cost`` (Σ c_i Q_i(t)), ``queue_total, utilization`` (Σy/n),
+    ``n_duplicates, n_collisions, action_projection_dist, overflow, hidden_jobs`` (waiting jobs beyond
+    ``max_jobs`` under ``job_allocation``); at the end ``episode_summary``.
+    r* is the fluid LP oracle (HiGHS), solved once per instance (per distinct n(t) under a schedule).
+
+    **Presets**: ``paper`` (Sec. V: I = 10, J = 2, n_j = 2, d = 2, ρ = 1, μ = 1, σ = 0.1, T = 500, c = 1),
+    ``paper_holding`` (Fig. 4: c = 7/4 for classes 1–5, 1/4 for 6–10), ``rl`` (exclusive service,
+    ``simplex_logits``, ``full`` observation, κ = 0.01). ``instance_seed=None`` draws a new instance
+    (u, v, θ: U[0,1] entries, unit-normalised) from each reset seed; an int fixes it.
+
+    **Public data**: ``problem`` (features, n_j, T, c, modes). **Privileged** (oracles, harness):
+    ``true_mean_rewards`` (r), ``theta``, ``rho``, ``mu``, ``r_star``, ``oracle_allocation``, ``simulator``.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
+        config = build_config(BilinearConfig, PRESETS, preset, overrides)
+        if render_mode is not None:
+            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        self.config, self.preset, self.render_mode = config, preset, render_mode
+        n_i, n_j = config.num_job_classes, config.num_server_classes
+        self._caps = np.asarray(config.servers_per_class, dtype=np.float64)
+        self._rho = np.asarray(config.traffic_intensity)
+        self._mu = np.asarray(config.service_rate)
+        self._costs = np.asarray(config.holding_costs)
+        k = config.max_jobs
+        self.action_space = {
+            "allocation": lambda: spaces.Box(0.0, 1.0, shape=(n_i * n_j,), dtype=np.float32),
+            "simplex_logits": lambda: spaces.Box(-1.0, 1.0, shape=(n_j * (n_i + 1),), dtype=np.float32),
+            "server_choice": lambda: spaces.MultiDiscrete([n_i + 1] * int(self._caps.sum())),
+            "job_allocation": lambda: spaces.Box(0.0, 1.0, shape=(k * n_j,), dtype=np.float32),
+        }[config.action_mode]()
+        self._lp_cache: dict[bytes, tuple[float, np.ndarray]] = {}
+        self._problem: BilinearProblem | None = None
+        self._sim: BilinearSimulator | None = None
+        self.observation_space = self._build_observation_space()
+
+    def _build_observation_space(self) -> spaces.Box:
+        """Exact finite bounds: Q ≤ T + 1 arrivals, N_ij ≤ n_j, |ξ| ≤ 1 + 10σ (noise is truncated at 10σ)."""
+        cfg = self.config
+        n_i, n_j, d, k, t_max = (
+            cfg.num_job_classes,
+            cfg.num_server_classes,
+            cfg.feature_dim,
+            cfg.max_jobs,
+            cfg.horizon,
+        )
+        xi_max = 1.0 + NOISE_CLIP * cfg.noise_std
+        caps = np.tile(self._caps, n_i)
+        bounds = [
+            (np.zeros(n_i), np.full(n_i, t_max + 1.0)),
+            (np.zeros(n_i * n_j), caps),
+            (-xi_max * caps, xi_max * caps),
+        ]
+        if cfg.observation_mode in ("queues_stats", "full"):
+            bounds += [(np.zeros(1), np.ones(1)), (np.zeros(n_i * n_j), np.log1p(t_max * caps))]
+            bounds += [(np.full(n_i * n_j, -xi_max), np.full(n_i * n_j, xi_max))]
+        if cfg.observation_mode == "full":
+            bounds += [(-np.ones((n_i + n_j) * d), np.ones((n_i + n_j) * d))]
+        if cfg.action_mode == "job_allocation":
+            job_caps = t_max * np.tile(self._caps, k)
+            bounds += [(np.zeros(k), np.full(k, float(n_i))), (np.zeros(k * n_j), job_caps)]
+            bounds += [(-xi_max * job_caps, xi_max * job_caps)]
+        low = np.concatenate([b[0] for b in bounds]).astype(np.float32)
+        high = np.concatenate([b[1] for b in bounds]).astype(np.float32)
+        return spaces.Box(low, high, dtype=np.float32)
+
+    # -- public static data and privileged state -------------------------------------------------------
+
+    @property
+    def problem(self) -> BilinearProblem:
+        """The static public data an agent is built from (available after ``reset``)."""
+        if self._problem is None:
+            raise RuntimeError("ClusterBilinear-v0: call reset() before using the env")
+        return self._problem
+
+    @property
+    def simulator(self) -> BilinearSimulator:
+        if self._sim is None:
+            raise RuntimeError("ClusterBilinear-v0: call reset() before using the env")
+        return self._sim
+
+    @property
+    def true_mean_rewards(self) -> np.ndarray:
+        """Privileged: r (I, J)."""
+        return self.simulator.r
+
+    @property
+    def theta(self) -> np.ndarray:
+        """Privileged: θ = vec(Θ), row-major."""
+        return self._theta
+
+    @property
+    def rho(self) -> np.ndarray:
+        return self._rho
+
+    @property
+    def mu(self) -> np.ndarray:
+        return self._mu
+
+    @property
+    def r_star(self) -> float:
+        """Privileged: the oracle reward rate r* at the nominal server counts."""
+        return self._oracle(self._caps)[0]
+
+    @property
+    def oracle_allocation(self) -> np.ndarray:
+        """Privileged: ρ_i p*_ij at the nominal server counts."""
+        return self._oracle(self._caps)[1]
+
+    def _oracle(self, caps: np.ndarray) -> tuple[float, np.ndarray]:
+        key = np.asarray(caps, dtype=np.float64).tobytes()
+        if key not in self._lp_cache:
+            self._lp_cache[key] = oracle_lp(self.simulator.r, self._rho, np.asarray(caps, dtype=np.float64))
+        return self._lp_cache[key]
+
+    # -- gymnasium API ---------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if options:
+            raise ValueError(f"unknown reset option(s) {sorted(options)}; ClusterBilinear-v0 takes none")
+        cfg = self.config
+        n_i, n_j, d, t_max = cfg.num_job_classes, cfg.num_server_classes, cfg.feature_dim, cfg.horizon
+        streams = episode_streams(self.np_random, STREAMS)
+        rng = streams["instance"] if cfg.instance_seed is None else np.random.default_rng(cfg.instance_seed)
+        u, v, theta = sample_instance(rng, n_i, n_j, d)
+        u = u if cfg.job_features is None else np.asarray(cfg.job_features, dtype=np.float64)
+        v = v if cfg.server_features is None else np.asarray(cfg.server_features, dtype=np.float64)
+        self._theta = theta if cfg.theta is None else np.asarray(cfg.theta, dtype=np.float64)
+        self._problem = BilinearProblem(
+            servers_per_class=cfg.servers_per_class,
+            job_features=u,
+            server_features=v,
+            horizon=t_max,
+            holding_costs=cfg.holding_costs,
+            service_model=cfg.service_model,
+            action_mode=cfg.action_mode,
+            observation_mode=cfg.observation_mode,
+            max_jobs=cfg.max_jobs,
+        )
+        self._lp_cache = {}
+        self._sim = BilinearSimulator(
+            mean_rewards(u, v, self._theta),
+            self._mu,
+            self._caps.astype(np.int64),
+            cfg.noise_std,
+            cfg.service_model,
+            sample_arrivals(streams["arrivals"], self._rho * self._mu, t_max + 1),
+            streams,
+            self._schedule(),
+        )
+        self._last_counts = np.zeros((n_i, n_j))
+        self._last_sums = np.zeros((n_i, n_j))
+        self._total_counts = np.zeros((n_i, n_j))
+        self._total_sums = np.zeros((n_i, n_j))
+        self._totals = dict.fromkeys(
+            (
+                "regret",
+                "regret_realized",
+                "reward_noisy",
+                "reward_mean",
+                "reward_expected",
+                "holding_cost",
+                "queue_total",
+                "utilization",
+                "duplicates",
+                "collisions",
+                "hidden_jobs",
+            ),
+            0.0,
+        )
+        q = self._sim.queue()
+        info = {
+            "t": 0,
+            "Q": q,
+            "r_star": self.r_star,
+            "oracle_allocation": self.oracle_allocation.copy(),
+            "queue_total": float(q.sum()),
+        }
+        return self._observation(), info
+
+    def _schedule(self) -> np.ndarray | None:
+        sched = self.config.server_schedule
+        if sched is None:
+            return None
+        t_max = self.config.horizon
+        rows = [sched(t) for t in range(1, t_max + 1)] if callable(sched) else sched
+        arr = np.asarray(rows, dtype=np.float64)
+        if arr.shape != (t_max, len(self._caps)) or not np.isfinite(arr).all():
+            raise ValueError(f"server_schedule must give {len(self._caps)} finite counts per slot")
+        if (arr != np.round(arr)).any() or (arr < 0).any() or (arr > self._caps).any():
+            raise ValueError("server_schedule: n_j(t) must be integers in [0, servers_per_class[j]]")
+        return arr.astype(np.int64)
+
+    def step(self, action: Any):
+        sim = self.simulator
+        if sim.t >= self.config.horizon:
+            raise RuntimeError("ClusterBilinear-v0: the episode ended; call reset()")
+        caps = sim.caps_now().astype(np.float64)
+        r_star, oracle_alloc = self._oracle(caps)
+        dist = 0.0
+        mode = self.config.action_mode
+        a = self._checked_action(action)
+        if mode == "allocation":
+            y_in = a.reshape(sim.n_job, -1) * self._caps
+            y = project_allocation(y_in, sim.queue() > 0, caps)
+            dist = float(np.linalg.norm(y - y_in))
+            result = sim.step_classes(y)
+        elif mode == "simplex_logits":
+            logits = LOGIT_SCALE * a.reshape(len(caps), -1)
+            result = sim.step_classes(logits_to_allocation(logits, sim.queue() > 0, caps))
+        elif mode == "server_choice":
+            result = sim.step_servers(a.astype(np.int64))
+        else:
+            k = self.config.max_jobs
+            visible = np.arange(k) < len(sim.job_class)
+            x_in = a.reshape(k, -1) * self._caps
+            x = project_allocation(x_in, visible, caps)
+            dist = float(np.linalg.norm(x - x_in))
+            full = np.zeros((len(sim.job_class), len(caps)))
+            full[: min(k, len(full))] = x[: len(full)]
+            result = sim.step_jobs(full)
+        info = self._record(result, r_star, oracle_alloc, dist)
+        reward = self._reward(result)
+        terminated = self.config.queue_cap is not None and info["queue_total_next"] > self.config.queue_cap
+        info["overflow"] = bool(terminated)
+        truncated = sim.t >= self.config.horizon and not terminated
+        if terminated or truncated:
+            info["episode_summary"] = self._summary()
+        return self._observation(), reward, bool(terminated), bool(truncated), info
+
+    def _checked_action(self, action: Any) -> np.ndarray:
+        try:
+            a = np.asarray(action, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"action must be numeric, got {type(action).__name__}") from err
+        shape = self.action_space.shape
+        if a.shape != shape:
+            raise ValueError(f"action must have shape {shape} (action_mode={self.config.action_mode!r}), got {a.shape}")
+        if not np.isfinite(a).all():
+            raise ValueError("action must be finite (no NaN or inf)")
+        if self.config.action_mode == "server_choice":
+            top = self.config.num_job_classes
+            if (a != np.round(a)).any() or (a < 0).any() or (a > top).any():
+                raise ValueError(f"action (server_choice) must hold integers in [0, {top}] (I = idle)")
+        return a
+
+    def _record(self, res: SlotResult, r_star: float, oracle_alloc: np.ndarray, dist: float) -> dict[str, Any]:
+        sim, tot = self.simulator, self._totals
+        self._last_counts, self._last_sums = res.counts.astype(np.float64), res.reward_sums
+        self._total_counts += res.counts
+        self._total_sums += res.reward_sums
+        holding = float(self._costs @ res.queue)
+        regret_inc = r_star - res.reward_expected
+        regret_inc_realized = r_star - res.reward_mean
+        util = float(res.y.sum() / max(sim.caps_now().sum(), 1))
+        updates = {
+            "regret": regret_inc, "regret_realized": regret_inc_realized, "reward_noisy": res.reward_noisy,
+            "reward_mean": res.reward_mean, "reward_expected": res.reward_expected, "holding_cost": holding,
+            "queue_total": float(res.queue.sum()), "utilization": util, "duplicates": res.n_duplicates,
+            "collisions": res.n_collisions,
+        }  # fmt: skip
+        for key, value in updates.items():
+            tot[key] += value
+        q_next = sim.queue()
+        # waiting jobs a per-job agent could not see or serve this slot (beyond max_jobs)
+        per_job = self.config.action_mode == "job_allocation"
+        hidden = max(0, int(res.queue.sum()) - self.config.max_jobs) if per_job else 0
+        tot["hidden_jobs"] = max(tot["hidden_jobs"], hidden)
+        return {
+            "t": sim.t,
+            "Q": res.queue,
+            "Q_next": q_next,
+            "A": res.arrivals,
+            "D": res.departures,
+            "y": res.y,
+            "N": res.counts,
+            "assignments": res.assignments.tolist(),
+            "jobs": list(zip(sim.job_id.tolist(), sim.job_class.tolist(), strict=True)),
+            "reward_noisy": res.reward_noisy,
+            "reward_mean": res.reward_mean,
+            "reward_expected": res.reward_expected,
+            "r_star": r_star,
+            "oracle_allocation": oracle_alloc.copy(),
+            "regret_inc": regret_inc,
+            "regret_inc_realized": regret_inc_realized,
+            "cum_regret": tot["regret"],
+            "regret": tot["regret"],
+            "cum_regret_realized": tot["regret_realized"],
+            "holding_cost": holding,
+            "queue_total": float(res.queue.sum()),
+            "queue_total_next": float(q_next.sum()),
+            "utilization": util,
+            "n_duplicates": res.n_duplicates,
+            "n_collisions": res.n_collisions,
+            "action_projection_dist": dist,
+            "hidden_jobs": hidden,
+        }
+
+    def _reward(self, res: SlotResult) -> float:
+        cfg = self.config
+        base = {
+            "noisy": res.reward_noisy,
+            "mean": res.reward_mean,
+            "expected": res.reward_expected,
+            "cost_adjusted": res.reward_noisy - cfg.gamma_env * len(res.assignments),
+        }[cfg.reward_mode]
+        return float(base - cfg.holding_cost_weight * (self._costs @ res.queue))
+
+    def _summary(self) -> dict[str, float]:
+        tot, steps = self._totals, max(self.simulator.t, 1)
+        return {
+            "regret": tot["regret"],
+            "regret_realized": tot["regret_realized"],
+            "reward_noisy": tot["reward_noisy"],
+            "reward_mean": tot["reward_mean"],
+            "reward_expected": tot["reward_expected"],
+            "r_star": self.r_star,
+            "mean_holding_cost": tot["holding_cost"] / steps,
+            "mean_queue_total": tot["queue_total"] / steps,
+            "final_queue_total": float(self.simulator.queue().sum()),
+            "utilization": tot["utilization"] / steps,
+            "duplicates": tot["duplicates"],
+            "collisions": tot["collisions"],
+            "max_hidden_jobs": tot["hidden_jobs"],
+        }
+
+    def _observation(self) -> np.ndarray:
+        sim, prob = self.simulator, self.problem
+        parts = [sim.queue(), self._last_counts.ravel(), self._last_sums.ravel()]
+        if prob.observation_mode in ("queues_stats", "full"):
+            means = np.divide(self._total_sums, self._total_counts, out=np.zeros_like(self._total_sums),
+                              where=self._total_counts > 0)  # fmt: skip
+            parts += [[sim.t / prob.horizon], np.log1p(self._total_counts).ravel(), means.ravel()]
+        if prob.observation_mode == "full":
+            parts += [prob.job_features.ravel(), prob.server_features.ravel()]
+        if prob.action_mode == "job_allocation":
+            k, n_j = prob.max_jobs, prob.n_server_classes
+            shown = min(k, len(sim.job_class))
+            cls, counts, sums = np.zeros(k), np.zeros((k, n_j)), np.zeros((k, n_j))
+            cls[:shown] = sim.job_class[:shown] + 1
+            counts[:shown], sums[:shown] = sim.job_counts[:shown], sim.job_reward_sums[:shown]
+            parts += [cls, counts.ravel(), sums.ravel()]
+        return np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts]).astype(np.float32)
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        sim = self.simulator
+        return f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={self._totals['regret']:.2f}\n"
