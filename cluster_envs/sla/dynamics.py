@@ -56,6 +56,9 @@ def to_allocation(action: np.ndarray, mode: int) -> np.ndarray:
     if mode == 0:
         a = np.maximum(action, 0.0)
         total = a.sum()
+        if total > 0 and not np.isfinite(total):  # entries near the float max overflow the sum: rescale first
+            a = a / a.max()
+            total = a.sum()
         return a / total if total > 0 else np.full(n, 1.0 / n)
     a = np.minimum(np.maximum(action, 0.0), 1.0)
     total = a.sum()

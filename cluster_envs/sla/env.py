@@ -89,6 +89,18 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def _as_real_array(action: Any) -> np.ndarray:
+    """``action`` as float64, or a ``ValueError`` naming it (complex values are not silently truncated)."""
+    try:
+        complex_values = np.iscomplexobj(action)
+        array = None if complex_values else np.asarray(action, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"action must be a real numeric array, got {type(action).__name__}: {err}") from err
+    if complex_values:
+        raise ValueError(f"action must be real, got complex values {action!r}")
+    return array
+
+
 class ClusterSLAEnv(gym.Env):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
 
@@ -109,8 +121,8 @@ class ClusterSLAEnv(gym.Env):
 
     **Action** ``Box(0, 1, (N,))`` (``"softmax"``: ``Box(-10, 10, (N,))`` logits), mapped to h by
     ``action_mode``: ``"normalize"`` h = a⁺/Σa⁺ (uniform if Σa⁺ = 0); ``"sub_simplex"`` clip to [0, 1] and
-    rescale only if Σa > 1 (idle capacity allowed); ``"softmax"`` h = softmax(a). NaN/inf or a wrong shape
-    raises ``ValueError`` and leaves the env unchanged.
+    rescale only if Σa > 1 (idle capacity allowed); ``"softmax"`` h = softmax(a). NaN/inf, complex, non-numeric or a
+    wrong shape raises ``ValueError`` and leaves the env unchanged.
 
     **Reward** (``reward_mode``), with s = β̄ and D_t = W'_t - W_t the SLA deficit against the static
     policy h = s: ``"work"`` Σw_t; ``"work_sla"`` (default) Σw_t - κ Σ([D_t]⁺ - [D_{t-1}]⁺);
@@ -251,7 +263,7 @@ class ClusterSLAEnv(gym.Env):
         sim = self._simulator
         if sim.t >= sim.horizon:
             raise RuntimeError(f"ClusterSLA-v0: the episode ended at t = {sim.t}; call reset()")
-        action = np.asarray(action, dtype=np.float64)
+        action = _as_real_array(action)
         if action.shape != (self.config.n_users,):
             raise ValueError(f"action must have shape ({self.config.n_users},), got {action.shape}")
         if not np.isfinite(action).all():
