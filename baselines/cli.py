@@ -1,4 +1,5 @@
-"""The ``cluster-envs`` command: list envs and agents, run agents over seeds, reproduce the papers."""
+"""The ``cluster-envs`` command: list envs and agents, run agents over seeds, reproduce the papers, train RL
+baselines, compare agents with confidence intervals, and run the whole benchmark."""
 
 from __future__ import annotations
 
@@ -74,6 +75,65 @@ def _cmd_reproduce(args: argparse.Namespace) -> None:
     print(f"report written to {report}")
 
 
+def _cmd_train(args: argparse.Namespace) -> None:
+    from baselines.rl import train
+
+    out = args.out or f"runs/{args.algo}-{args.env_id.split(':')[-1]}-s{args.seed}"
+    result = train(
+        args.env_id,
+        args.algo,
+        steps=args.steps,
+        seed=args.seed,
+        env_overrides=parse_assignments(args.set, "--set"),
+        out_dir=out,
+        load=args.load,
+        hyperparams=args.hyperparams,
+        progress=not args.quiet,
+    )
+    print(
+        f"trained for {result.seconds:.1f} s ({result.steps_per_second:.0f} env steps/s), "
+        f"{result.total_timesteps} steps in total; run saved in {result.path}"
+    )
+
+
+def _cmd_compare(args: argparse.Namespace) -> None:
+    from baselines.compare import compare
+    from baselines.report import write_report
+
+    out = args.out or f"results/compare/{args.env_id.split(':')[-1]}"
+    comparison = compare(
+        args.env_id,
+        args.agents,
+        rl=[a.strip() for a in args.rl.split(",") if a.strip()] if args.rl else [],
+        seeds=parse_seeds(args.seeds),
+        env_kwargs=parse_assignments(args.set, "--set"),
+        rl_steps=args.rl_steps,
+        models_dir=f"{out}/models",
+        **_scale_out(args),
+    )
+    print(f"report written to {write_report(comparison, out)}")
+
+
+def _cmd_benchmark(args: argparse.Namespace) -> None:
+    from baselines.benchmark import benchmark
+
+    report = benchmark(args.out, quick=args.quick, **_scale_out(args))
+    print(f"report written to {report}")
+
+
+def _scale_out(args: argparse.Namespace) -> dict[str, Any]:
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    return {"workers": args.workers, "backend": args.backend, "address": args.address, "progress": not args.quiet}
+
+
+def _add_scale_out(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=1, help="episodes in parallel (default 1)")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local", help="local processes or Ray tasks")
+    parser.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cluster-envs", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -93,6 +153,35 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--scale", choices=("small", "paper"), default="small")
     rep.add_argument("--out", default=None, help="output folder (default results/<setting>)")
     rep.set_defaults(func=_cmd_reproduce)
+
+    tr = sub.add_parser("train", help="train an RL baseline (stable-baselines3) and save model, statistics, curve")
+    tr.add_argument("env_id")
+    tr.add_argument("--algo", default="ppo", help="ppo, a2c, sac, td3 or ppo_lstm (default ppo)")
+    tr.add_argument("--steps", type=int, default=None, help="training steps (default: n_timesteps of the YAML)")
+    tr.add_argument("--seed", type=int, default=0, help="training seed (its env seeds never meet evaluation seeds)")
+    tr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
+    tr.add_argument("--out", default=None, help="run folder (default runs/<algo>-<env_id>-s<seed>)")
+    tr.add_argument("--load", action="store_true", help="resume the run saved in --out")
+    tr.add_argument("--hyperparams", default=None, help="an rl-zoo3 YAML file (default baselines/hyperparams/)")
+    tr.add_argument("--quiet", action="store_true", help="no progress bar")
+    tr.set_defaults(func=_cmd_train)
+
+    cmp = sub.add_parser("compare", help="every agent on the same seeds: intervals, paired differences, report")
+    cmp.add_argument("env_id")
+    cmp.add_argument("--agents", default="all", help="all (default) or a comma-separated list of agent names")
+    cmp.add_argument("--rl", default="", help="RL algorithms to train (or load) and include, e.g. ppo,sac")
+    cmp.add_argument("--rl-steps", type=int, default=None, help="RL training steps (default: the YAML's)")
+    cmp.add_argument("--seeds", default="0-9", help="evaluation seeds (default 0-9)")
+    cmp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
+    cmp.add_argument("--out", default=None, help="output folder (default results/compare/<env_id>)")
+    _add_scale_out(cmp)
+    cmp.set_defaults(func=_cmd_compare)
+
+    bench = sub.add_parser("benchmark", help="compare on every env with PPO; one report with the headline table")
+    bench.add_argument("--quick", action="store_true", help="fewer seeds and PPO steps")
+    bench.add_argument("--out", default="results/benchmark", help="output folder (default results/benchmark)")
+    _add_scale_out(bench)
+    bench.set_defaults(func=_cmd_benchmark)
     return parser
 
 
@@ -100,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
-    except (ValueError, FileNotFoundError, RuntimeError) as err:
+    except (ValueError, FileNotFoundError, RuntimeError, ImportError) as err:
         print(f"cluster-envs: error: {err}", file=sys.stderr)
         return 2
     return 0

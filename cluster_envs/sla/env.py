@@ -104,6 +104,8 @@ def _as_real_array(action: Any) -> np.ndarray:
 class ClusterSLAEnv(gym.Env):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
 
+    Rendering: ``"ansi"`` (a text line per user) or ``"rgb_array"`` (bars of allocations and queues).
+
     Paper: Perez-Salazar, Menache, Singh, Toriello, "Dynamic Resource Allocation in the Cloud with
     Near-Optimal Efficiency" (paper 003; spec ``specs/sla_mwu.md``).
 
@@ -145,7 +147,7 @@ class ClusterSLAEnv(gym.Env):
     **Privileged state** (offline oracles and evaluation only): ``loads`` (N, T), ``queue``, ``next_load``.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, preset: str = "paper_synthetic_small", render_mode: str | None = None, **overrides: Any):
         config = build_config(SLAConfig, PRESETS, preset, overrides)
@@ -343,7 +345,9 @@ class ClusterSLAEnv(gym.Env):
             return feedback_vector(sim.active, sim.alloc, self._sla_bar)
         return np.concatenate(list(parts.values())).astype(np.float32)
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode == "rgb_array":
+            return self._render_bars()
         if self.render_mode != "ansi":
             return None
         sim = self._simulator
@@ -357,3 +361,16 @@ class ClusterSLAEnv(gym.Env):
                 f"active={int(sim.active[i])} deficit={sim.deficit[i]:.2f}"
             )
         return "\n".join(lines) + "\n"
+
+    def _render_bars(self) -> np.ndarray:
+        """Per user, the allocation (blue, full height = 1) beside the queue (red, log1p scaled to the largest)."""
+        sim = self._simulator
+        height, bar, gap = 120, 12, 8
+        image = np.full((height, self.config.n_users * (2 * bar + gap) + gap, 3), 255, dtype=np.uint8)
+        log_queue = np.log1p(sim.queue)
+        queue_level = log_queue / max(float(log_queue.max()), 1.0)
+        for i, (alloc, queue) in enumerate(zip(sim.alloc, queue_level, strict=True)):
+            left = gap + i * (2 * bar + gap)
+            image[height - round(alloc * (height - 1)) :, left : left + bar] = (31, 119, 180)
+            image[height - round(queue * (height - 1)) :, left + bar : left + 2 * bar] = (214, 39, 40)
+        return image

@@ -154,6 +154,23 @@ def test_reset_options_loads_override_the_scenario():
         env.reset(options={"load": loads})
 
 
+def test_render_rgb_array_draws_one_bar_pair_per_user():
+    env = gym.make(ENV, horizon=6, render_mode="rgb_array")
+    env.reset(seed=0)
+    env.step(np.array([1.0, 0.0, 0.0]))
+    image = env.render()
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+    blue = (image == np.array([31, 119, 180], dtype=np.uint8)).all(axis=2)
+    assert blue[:, :40].sum() > 0 and blue[:, 40:].sum() == 0  # only user 1 is allocated
+
+
+def test_sb3_make_vec_env_works_with_its_default_render_mode():
+    env_util = pytest.importorskip("stable_baselines3.common.env_util")
+    vec = env_util.make_vec_env(ENV, n_envs=2, env_kwargs={"horizon": 60})
+    vec.reset()
+    vec.close()
+
+
 def test_render_ansi_shows_every_user():
     env = gym.make(ENV, horizon=6, render_mode="ansi")
     env.reset(seed=0)
@@ -180,9 +197,10 @@ def test_render_ansi_shows_every_user():
     ({"scenario": "example_1_1", "horizon": 100}, "horizon"),
     ({"sla": "mean"}, "sla"),
     ({"sla": 0.5}, "sla"),
-    ({"render_mode": "human"}, "render_mode"),
+    ({"render_mode": "video"}, "render_mode"),  # gymnasium also warns about it
     ({"info_level": "debug"}, "info_level"),
 ])  # fmt: skip
+@pytest.mark.filterwarnings("ignore:.*not in the possible render_modes")
 def test_bad_kwargs_are_clear_errors(kwargs, argument):
     with pytest.raises(ValueError, match=argument):
         gym.make(ENV, **kwargs)

@@ -1,0 +1,121 @@
+"""Run rollout tasks in this process, in local worker processes, or as Ray tasks, with identical results.
+
+A task is everything one episode needs (env id, agent, seed, kwargs), picklable, so any worker can run
+it; an RL agent travels as a ``SavedPolicy`` (the model's bytes). The result of a task depends on the
+task alone, so every backend returns the same episodes in the order of the tasks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from baselines.harness import Episode, rollout
+
+BACKENDS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Task:
+    env_id: str
+    agent: Any  # a reference agent's name, or anything with build() -> Agent (e.g. baselines.rl.SavedPolicy)
+    seed: int
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    agent_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    record: tuple[str, ...] | None = ()
+
+
+def run_task(task: Task) -> Episode:
+    agent = task.agent if isinstance(task.agent, str) else task.agent.build()
+    return rollout(
+        task.env_id,
+        agent,
+        task.seed,
+        env_kwargs=task.env_kwargs,
+        agent_kwargs=task.agent_kwargs or None,
+        record=task.record,
+    )
+
+
+def _init_worker() -> None:
+    """Workers share a machine: one BLAS/OpenMP/torch thread each (torch reads the variable when imported)."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = "1"
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
+def run_tasks(
+    tasks: Sequence[Task],
+    *,
+    workers: int = 1,
+    backend: str = "local",
+    address: str | None = None,
+    progress: bool = False,
+    desc: str = "episodes",
+) -> list[Episode]:
+    """Every task's episode, in task order. ``workers`` > 1 runs local processes (``backend="local"``);
+    ``backend="ray"`` runs Ray tasks on the cluster at ``address`` (or a local Ray with ``workers`` CPUs)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} is not allowed; allowed: {list(BACKENDS)}")
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if backend == "ray":
+        results = _run_ray(tasks, workers, address)
+    elif workers == 1 or len(tasks) <= 1:
+        results = map(run_task, tasks)
+    else:
+        results = _run_processes(tasks, workers)
+    return list(_with_progress(results, len(tasks), progress, desc))
+
+
+def _with_progress(results: Iterator[Episode], total: int, progress: bool, desc: str) -> Iterator[Episode]:
+    if not progress:
+        return results
+    from tqdm.auto import tqdm
+
+    return iter(tqdm(results, total=total, desc=desc, unit="episode"))
+
+
+def _run_processes(tasks: Sequence[Task], workers: int) -> Iterator[Episode]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn, not fork: torch's thread pools do not survive a fork safely.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=context, initializer=_init_worker) as pool:
+        yield from pool.map(run_task, tasks)
+
+
+def _run_ray(tasks: Sequence[Task], workers: int, address: str | None) -> Iterator[Episode]:
+    ray = _import_ray()
+    started = not ray.is_initialized()
+    if started:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = ray.remote(num_cpus=1)(_ray_task)
+        refs = [remote.remote(task) for task in tasks]
+        for ref in refs:  # in task order; ray.get blocks only until that task is done
+            yield ray.get(ref)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _ray_task(task: Task) -> Episode:
+    _init_worker()
+    return run_task(task)
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("backend='ray' needs the 'ray' extra: pip install 'cluster-envs[ray]'") from None
+    return ray

@@ -1,0 +1,212 @@
+"""``cluster-envs compare``: every agent on the same evaluation seeds, with honest statistics.
+
+Reference agents and RL agents (trained on the spot or loaded from ``<out>/models``) run through the
+same ``rollout`` on the same seeds (common random numbers). Per agent and metric the report gives the
+mean, the interquartile mean and a 95% bootstrap interval; against the paper's algorithm the paired
+per-seed difference with its interval and the probability of improvement (the fraction of seeds on
+which the agent does better, ties counting half); and the score normalized between the naive
+baseline (0) and the oracle (1) on the headline metric.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from agents import agent_names
+from agents.registry import agent_class
+from baselines.backends import Task, run_tasks
+from baselines.harness import Episode, build_agent, env_kwargs_for
+from baselines.rl import RunConfig, SavedPolicy, as_json_value, check_eval_seeds, train
+from baselines.settings import EnvSetting, env_setting, require_setting
+from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
+
+
+@dataclass
+class Comparison:
+    env_id: str
+    seeds: list[int]
+    agents: list[str]
+    episodes: list[Episode]
+    setting: EnvSetting | None
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    privileged: set[str] = field(default_factory=set)
+    rl_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # RL agent -> training facts
+
+    def values(self, agent: str, metric: str) -> np.ndarray:
+        """The metric of ``agent`` per seed, in the order of ``seeds``."""
+        by_seed = {e.seed: e.metrics.get(metric, np.nan) for e in self.episodes if e.agent == agent}
+        return np.array([by_seed[s] for s in self.seeds], dtype=np.float64)
+
+    def traces(self, agent: str, key: str) -> list[np.ndarray]:
+        return [e.trace[key] for e in self.episodes if e.agent == agent and key in e.trace]
+
+    @property
+    def metrics(self) -> dict[str, int]:
+        """Metric -> direction (+1 higher is better, -1 lower, 0 unknown), in report order."""
+        if self.setting is not None:
+            return dict(self.setting.metrics)
+        names = dict.fromkeys(k for e in self.episodes for k in e.metrics if k != "steps")
+        return {name: 0 for name in names}
+
+    @property
+    def paper_agent(self) -> str | None:
+        return self.setting.paper_agent if self.setting is not None else None
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per agent and metric: n, mean, IQM, interval; paired difference to the paper's
+        algorithm with its interval and the probability of improvement."""
+        rows = []
+        for metric, direction in self.metrics.items():
+            reference = self.values(self.paper_agent, metric) if self.paper_agent else None
+            for agent in self.agents:
+                x = self.values(agent, metric)
+                row: dict[str, Any] = {"agent": agent, "metric": metric, "direction": direction, "n": int(x.size)}
+                row.update(_describe(x))
+                if reference is not None and agent != self.paper_agent:
+                    diff = x - reference
+                    row["diff"] = float(diff.mean())
+                    row["diff_low"], row["diff_high"] = bootstrap_ci(diff)
+                    if direction:
+                        better = improvement_indicator(diff, direction)
+                        row["p_improve"] = float(better.mean())
+                        row["p_low"], row["p_high"] = bootstrap_ci(better)
+                rows.append(row)
+        return rows
+
+    def normalized_scores(self, agent: str) -> np.ndarray | None:
+        """Per seed, the headline metric normalized between the naive baseline's mean (0) and the
+        oracle's (1); None without a settings entry."""
+        if self.setting is None:
+            return None
+        metric = self.setting.headline
+        naive = float(np.mean(self.values(self.setting.naive_agent, metric)))
+        oracle = float(np.mean(self.values(self.setting.oracle_agent, metric)))
+        return normalized(self.values(agent, metric), naive, oracle)
+
+    def normalized_summary(self) -> list[dict[str, Any]]:
+        rows = []
+        for agent in self.agents:
+            scores = self.normalized_scores(agent)
+            if scores is not None:
+                rows.append({"agent": agent, "n": int(scores.size), **_describe(scores)})
+        return rows
+
+    def heuristics(self) -> list[str]:
+        """The online reference agents other than the paper's algorithm and the RL agents."""
+        return [a for a in self.agents if a not in self.privileged and a != self.paper_agent and a not in self.rl_runs]
+
+
+def _describe(x: np.ndarray) -> dict[str, float]:
+    low, high = bootstrap_ci(x)
+    return {"mean": float(x.mean()), "iqm": float(iqm(x)), "ci_low": low, "ci_high": high}
+
+
+def resolve_agents(env_id: str, agents: str | Sequence[str]) -> list[str]:
+    """``"all"`` or names (a comma-separated string or a list) -> the reference agents to run, in order,
+    with the paper's algorithm, the naive baseline and the oracle added when the env has a settings entry."""
+    known = agent_names(env_id)
+    if isinstance(agents, str):
+        agents = known if agents == "all" else [a.strip() for a in agents.split(",") if a.strip()]
+    for name in agents:
+        if name not in known:
+            raise ValueError(f"agent={name!r} is not an agent of {env_id}; allowed: {known}")
+    setting = env_setting(env_id)
+    required = [setting.paper_agent, setting.naive_agent, setting.oracle_agent] if setting else []
+    return list(dict.fromkeys([*required, *agents]))
+
+
+def compare(
+    env_id: str,
+    agents: str | Sequence[str] = "all",
+    *,
+    rl: Sequence[str] = (),
+    seeds: Sequence[int] = range(10),
+    env_kwargs: Mapping[str, Any] | None = None,
+    rl_steps: int | None = None,
+    models_dir: str | Path | None = None,
+    workers: int = 1,
+    backend: str = "local",
+    address: str | None = None,
+    progress: bool = True,
+) -> Comparison:
+    """Run every agent on every seed and return the comparison (``write_report`` writes it out).
+
+    The settings entry's ``env_kwargs`` apply to every agent, under the caller's ``env_kwargs``.
+    ``rl`` names RL algorithms; each is loaded from ``models_dir/<algo>-<env_id>`` if a run with the same
+    env kwargs and at least ``rl_steps`` steps is there, and trained there otherwise.
+    """
+    seeds = list(seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct and non-empty, got {seeds}")
+    check_eval_seeds(seeds)
+    setting = env_setting(env_id)
+    env_kwargs = {**(setting.env_kwargs if setting else {}), **dict(env_kwargs or {})}
+    names = resolve_agents(env_id, agents)
+    for name in names:  # bad env kwargs or a conflict with an agent's needs fail before any work
+        gym.make(env_id, **env_kwargs_for(build_agent(env_id, name), env_kwargs)).close()
+    rl_runs: dict[str, dict[str, Any]] = {}
+    policies = []
+    if rl:
+        require_setting(env_id)
+        for algo in rl:  # fail on an unknown algorithm or missing hyperparameters before training anything
+            RunConfig.resolve(algo, env_id, env_kwargs)
+        for algo in rl:
+            policy, facts = obtain_policy(env_id, algo, env_kwargs, rl_steps, models_dir, progress)
+            policies.append(policy)
+            rl_runs[policy.name] = facts
+    record = tuple(setting.curves) if setting else ()
+    tasks = [
+        Task(env_id, agent, seed, env_kwargs=env_kwargs, record=record)
+        for agent in [*names, *policies]
+        for seed in seeds
+    ]
+    episodes = run_tasks(tasks, workers=workers, backend=backend, address=address, progress=progress, desc=env_id)
+    return Comparison(
+        env_id=env_id,
+        seeds=seeds,
+        agents=[*names, *(p.name for p in policies)],
+        episodes=episodes,
+        setting=setting,
+        env_kwargs=env_kwargs,
+        privileged={n for n in names if agent_class(env_id, n).privileged},
+        rl_runs=rl_runs,
+    )
+
+
+def obtain_policy(
+    env_id: str,
+    algo: str,
+    env_kwargs: Mapping[str, Any],
+    steps: int | None,
+    models_dir: str | Path | None,
+    progress: bool,
+):
+    """The run in ``models_dir/<algo>-<env_id>`` if it matches (same env kwargs, enough steps), else a new one."""
+    run_dir = Path(models_dir or "runs") / f"{algo}-{env_id.split(':')[-1]}"
+    config = RunConfig.resolve(algo, env_id, env_kwargs)
+    wanted = config.n_timesteps if steps is None else steps
+    meta_path = run_dir / "meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
+    reused = (
+        meta is not None
+        and meta["env_kwargs"] == as_json_value(config.env_kwargs)
+        and meta["total_timesteps"] >= wanted
+    )
+    if not reused:
+        train(env_id, algo, steps=wanted, env_overrides=env_kwargs, out_dir=run_dir, progress=progress)
+        meta = json.loads(meta_path.read_text())
+    facts = {
+        "path": str(run_dir),
+        "reused": reused,
+        "total_timesteps": meta["total_timesteps"],
+        "train_seconds": meta["train_seconds"],
+        "steps_per_second": meta["steps_per_second"],
+    }
+    return SavedPolicy.from_dir(run_dir), facts

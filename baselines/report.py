@@ -1,0 +1,226 @@
+"""Write a comparison out: ``report.md`` (tables and figures), ``results.csv`` (per agent and seed),
+``summary.csv`` and ``results.json`` (everything), and matplotlib figures under ``figures/``."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines.compare import Comparison
+
+DIRECTION_WORDS = {1: "higher is better", -1: "lower is better", 0: "direction not set"}
+MAX_CURVE_POINTS = 400
+
+
+def fmt(x: Any) -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "—"
+    if isinstance(x, float):
+        return f"{0.0 if abs(x) < 1e-9 else x:.4g}"  # float noise around 0 (e.g. the oracle's regret) reads as 0
+    return str(x)
+
+
+def interval(low: Any, high: Any) -> str:
+    return "—" if not np.isfinite(low) else f"[{fmt(low)}, {fmt(high)}]"
+
+
+def write_report(comparison: Comparison, out_dir: str | Path) -> Path:
+    out = Path(out_dir)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    summary = comparison.summary()
+    _write_csv(out / "results.csv", per_seed_rows(comparison))
+    _write_csv(out / "summary.csv", summary)
+    (out / "results.json").write_text(json.dumps(to_json(comparison, summary), indent=2, default=repr))
+    bars = {metric: plot_metric(comparison, summary, metric, out / "figures") for metric in comparison.metrics}
+    curves = {key: plot_curve(comparison, key, out / "figures") for key in _curve_keys(comparison)}
+    path = out / "report.md"
+    path.write_text(markdown(comparison, summary, bars, curves, out))
+    return path
+
+
+def per_seed_rows(comparison: Comparison) -> list[dict[str, Any]]:
+    metrics = list(dict.fromkeys(k for e in comparison.episodes for k in e.metrics))
+    return [{"agent": e.agent, "seed": e.seed, **{m: e.metrics.get(m) for m in metrics}} for e in comparison.episodes]
+
+
+def to_json(comparison: Comparison, summary: list[dict[str, Any]]) -> dict[str, Any]:
+    setting = comparison.setting
+    return {
+        "env_id": comparison.env_id,
+        "env_kwargs": comparison.env_kwargs,
+        "seeds": comparison.seeds,
+        "agents": comparison.agents,
+        "paper_agent": comparison.paper_agent,
+        "naive_agent": setting.naive_agent if setting else None,
+        "oracle_agent": setting.oracle_agent if setting else None,
+        "headline": setting.headline if setting else None,
+        "summary": summary,
+        "normalized": comparison.normalized_summary(),
+        "rl_runs": comparison.rl_runs,
+        "episodes": [{"agent": e.agent, "seed": e.seed, "metrics": e.metrics} for e in comparison.episodes],
+    }
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    fields = list(dict.fromkeys(k for row in rows for k in row))
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def label(comparison: Comparison, agent: str) -> str:
+    if agent == comparison.paper_agent:
+        return f"{agent} (paper)"
+    if agent in comparison.privileged:
+        return f"{agent} (oracle)"
+    if agent in comparison.rl_runs:
+        return f"{agent} (RL)"
+    return agent
+
+
+def markdown(
+    comparison: Comparison,
+    summary: list[dict[str, Any]],
+    bars: dict[str, Path],
+    curves: dict[str, Path],
+    out: Path,
+) -> str:
+    setting, paper = comparison.setting, comparison.paper_agent
+    seeds = comparison.seeds
+    lines = [
+        f"# {comparison.env_id}: agent comparison",
+        "",
+        f"Env kwargs: `{comparison.env_kwargs or {}}` (plus each agent's own needs). "
+        f"Evaluation seeds: {len(seeds)} ({_seed_text(seeds)}), the same for every agent (common random numbers). "
+        "Intervals: 95% percentile bootstrap over seeds; Δ: per-seed paired difference to the paper's algorithm; "
+        "P(better): fraction of seeds on which the agent beats it (ties count half).",
+        "",
+    ]
+    if setting is not None:
+        lines += [
+            f"Paper's algorithm: `{paper}`; naive baseline (score 0): `{setting.naive_agent}`; "
+            f"oracle (score 1): `{setting.oracle_agent}`. {setting.notes}",
+            "",
+            f"## Normalized score on `{setting.headline}`",
+            "",
+            "| agent | mean | IQM | 95% CI |",
+            "|---|---:|---:|---|",
+        ]
+        for row in comparison.normalized_summary():
+            lines.append(
+                f"| {label(comparison, row['agent'])} | {fmt(row['mean'])} | {fmt(row['iqm'])} "
+                f"| {interval(row['ci_low'], row['ci_high'])} |"
+            )
+        lines.append("")
+    lines += ["## Metrics", ""]
+    for metric, direction in comparison.metrics.items():
+        lines += [f"### `{metric}` ({DIRECTION_WORDS[direction]})", ""]
+        head = "| agent | mean | IQM | 95% CI |"
+        rule = "|---|---:|---:|---|"
+        if paper:
+            head += f" Δ vs {paper} | 95% CI of Δ | P(better) |"
+            rule += "---:|---|---|"
+        lines += [head, rule]
+        for row in (r for r in summary if r["metric"] == metric):
+            line = (
+                f"| {label(comparison, row['agent'])} | {fmt(row['mean'])} | {fmt(row['iqm'])} "
+                f"| {interval(row['ci_low'], row['ci_high'])} |"
+            )
+            if paper:
+                if "diff" in row:
+                    p_text = "—"
+                    if "p_improve" in row:
+                        p_text = f"{fmt(row['p_improve'])} {interval(row['p_low'], row['p_high'])}"
+                    line += f" {fmt(row['diff'])} | {interval(row['diff_low'], row['diff_high'])} | {p_text} |"
+                else:
+                    line += " — | — | — |"
+            lines.append(line)
+        lines += ["", f"![{metric}]({bars[metric].relative_to(out)})", ""]
+    if curves:
+        lines += ["## Per-step curves (mean over seeds, band: 95% normal interval)", ""]
+        lines += [f"![{key}]({path.relative_to(out)})" for key, path in curves.items()]
+        lines.append("")
+    if comparison.rl_runs:
+        lines += [
+            "## RL training",
+            "",
+            "| agent | steps | wall (s) | env steps/s | run folder | reused |",
+            "|---|---:|---:|---:|---|---|",
+        ]
+        for name, facts in comparison.rl_runs.items():
+            lines.append(
+                f"| {name} | {facts['total_timesteps']} | {facts['train_seconds']:.1f} "
+                f"| {facts['steps_per_second']:.0f} | `{facts['path']}` | {'yes' if facts['reused'] else 'no'} |"
+            )
+        lines.append("")
+    lines += ["Raw per-seed results: `results.csv`, `results.json`; the table above: `summary.csv`.", ""]
+    return "\n".join(lines)
+
+
+def _seed_text(seeds: list[int]) -> str:
+    if seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ",".join(map(str, seeds))
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_metric(comparison: Comparison, summary: list[dict[str, Any]], metric: str, folder: Path) -> Path:
+    plt = _pyplot()
+    rows = [r for r in summary if r["metric"] == metric]
+    means = np.array([r["mean"] for r in rows])
+    low = np.array([r["ci_low"] for r in rows])
+    high = np.array([r["ci_high"] for r in rows])
+    errors = np.nan_to_num(np.vstack([means - low, high - means]), nan=0.0)
+    colors = ["tab:red" if r["agent"] == comparison.paper_agent else "tab:blue" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * len(rows) + 1), 3.4))
+    ax.bar(range(len(rows)), means, yerr=errors, color=colors, capsize=4)
+    ax.set_xticks(range(len(rows)), [label(comparison, r["agent"]) for r in rows], rotation=30, ha="right")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{comparison.env_id}: {metric} (95% CI, {len(comparison.seeds)} seeds)")
+    fig.tight_layout()
+    path = folder / f"{metric}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _curve_keys(comparison: Comparison) -> list[str]:
+    return [key for key in dict.fromkeys(k for e in comparison.episodes for k in e.trace)]
+
+
+def plot_curve(comparison: Comparison, key: str, folder: Path) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    for agent in comparison.agents:
+        traces = comparison.traces(agent, key)
+        if not traces:
+            continue
+        length = min(len(t) for t in traces)
+        data = np.vstack([t[:length] for t in traces]).astype(np.float64)
+        idx = np.unique(np.linspace(0, length - 1, min(length, MAX_CURVE_POINTS)).astype(int))
+        mean = data[:, idx].mean(axis=0)
+        half = 1.96 * data[:, idx].std(axis=0, ddof=1) / np.sqrt(len(data)) if len(data) > 1 else 0 * mean
+        (line,) = ax.plot(idx + 1, mean, label=label(comparison, agent), lw=1.2)
+        ax.fill_between(idx + 1, mean - half, mean + half, color=line.get_color(), alpha=0.2)
+    ax.set_xlabel("step")
+    ax.set_ylabel(key)
+    ax.set_title(f"{comparison.env_id}: {key}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = folder / f"curve_{key}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

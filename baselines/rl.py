@@ -1,0 +1,483 @@
+"""RL baselines: train stable-baselines3 / sb3-contrib models on any env id, and run them as ``Agent``s.
+
+Hyperparameters are read from rl-zoo3 YAML files (``baselines/hyperparams/<algo>.yml``, the env id's
+section), so ``python -m rl_zoo3.train --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs
+-conf baselines/hyperparams/ppo.yml`` trains the same model. The env kwargs that make learning
+sensible come from ``baselines/settings.py``. A trained run is a folder: ``model.zip``,
+``vecnormalize.pkl`` (the VecNormalize statistics, when normalization is on), ``config.yml`` (the
+hyperparameters used), ``meta.json`` and the training curve (``training.csv``, ``training.png``).
+
+Training envs are seeded from ``TRAIN_SEED_BASE`` upwards and evaluation seeds must lie below it, so
+no evaluation episode replays an exogenous sequence seen in training.
+
+torch, stable-baselines3 and sb3-contrib are imported only when a function here needs them (extra ``rl``).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import functools
+import importlib
+import io
+import json
+import pickle
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import cluster_envs  # noqa: F401  (registers the ids)
+from agents.base import BaseAgent
+from baselines.settings import require_setting
+
+HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
+TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
+
+# name -> (module, class). rl-zoo3 calls RecurrentPPO "ppo_lstm"; we keep its names.
+ALGOS: dict[str, tuple[str, str]] = {
+    "ppo": ("stable_baselines3", "PPO"),
+    "a2c": ("stable_baselines3", "A2C"),
+    "sac": ("stable_baselines3", "SAC"),
+    "td3": ("stable_baselines3", "TD3"),
+    "ppo_lstm": ("sb3_contrib", "RecurrentPPO"),
+}
+# rl-zoo3 keys this trainer does not implement (the others are n_envs, n_timesteps, normalize, env_kwargs,
+# policy, policy_kwargs and the algorithm's own keyword arguments).
+ZOO_UNSUPPORTED = {"env_wrapper", "vec_env_wrapper", "frame_stack", "callback", "monitor_kwargs"}
+
+
+def algo_class(algo: str) -> type:
+    if algo not in ALGOS:
+        raise ValueError(f"algo={algo!r} is not supported; allowed: {list(ALGOS)}")
+    module, name = ALGOS[algo]
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as err:
+        raise RuntimeError(f"algo={algo!r} needs the 'rl' extra: pip install 'cluster-envs[rl]' ({err})") from None
+
+
+def check_eval_seeds(seeds: list[int]) -> None:
+    bad = [s for s in seeds if s >= TRAIN_SEED_BASE]
+    if bad:
+        raise ValueError(f"evaluation seeds {bad[:3]} must be below {TRAIN_SEED_BASE} (the training seeds start there)")
+
+
+def training_seed(seed: int, resumed_at: int = 0) -> int:
+    """The seed of the first training env: above every evaluation seed, and fresh when a run is resumed."""
+    if seed < 0:
+        raise ValueError(f"seed must be non-negative, got {seed}")
+    state = np.random.SeedSequence([seed, resumed_at]).generate_state(1)[0]
+    return TRAIN_SEED_BASE + int(state % 2**30)
+
+
+# -- hyperparameters ---------------------------------------------------------------------------------
+
+
+def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> dict[str, Any]:
+    """The section of ``env_id`` in the rl-zoo3 YAML file of ``algo`` (a copy, raw as in the file)."""
+    try:
+        import yaml
+    except ImportError:
+        raise RuntimeError("RL baselines need the 'rl' extra: pip install 'cluster-envs[rl]'") from None
+
+    path = Path(path) if path is not None else HYPERPARAMS_DIR / f"{algo}.yml"
+    if not path.is_file():
+        raise FileNotFoundError(f"no hyperparameter file {path} for algo={algo!r}")
+    sections = yaml.safe_load(path.read_text()) or {}
+    base_id = env_id.split(":")[-1]
+    if base_id not in sections:
+        raise ValueError(f"{path} has no section for env_id={base_id!r}; it has {sorted(sections)}")
+    section = dict(sections[base_id])
+    unsupported = sorted(set(section) & ZOO_UNSUPPORTED)
+    if unsupported:
+        raise ValueError(f"{path} [{base_id}] uses {unsupported}, which `cluster-envs train` does not support")
+    return section
+
+
+@dataclass
+class RunConfig:
+    """Hyperparameters split into what builds the envs and what goes to the algorithm's constructor."""
+
+    algo: str
+    env_id: str
+    env_kwargs: dict[str, Any]
+    n_envs: int
+    n_timesteps: int
+    normalize: dict[str, Any] | None
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+    section: dict[str, Any] = field(default_factory=dict)  # the YAML section as written
+
+    @classmethod
+    def resolve(
+        cls, algo: str, env_id: str, overrides: Mapping[str, Any] | None = None, path: str | Path | None = None
+    ) -> RunConfig:
+        """The YAML section with the settings table's RL env kwargs and the user's ``overrides`` on top."""
+        raw = load_hyperparams(algo, env_id, path)
+        section = dict(raw)
+        table_kwargs = require_setting(env_id).rl_training_kwargs
+        yaml_kwargs = dict(raw.pop("env_kwargs", None) or {})
+        for key, value in yaml_kwargs.items():
+            if key in table_kwargs and table_kwargs[key] != value:
+                raise ValueError(f"env_kwargs[{key!r}] is {value!r} in the YAML but {table_kwargs[key]!r} in settings")
+        normalize = raw.pop("normalize", False)
+        if isinstance(normalize, str):  # rl-zoo3 also accepts a Python dict literal
+            normalize = ast.literal_eval(normalize)
+        normalize = {} if normalize is True else (dict(normalize) if normalize else None)
+        policy_kwargs = raw.pop("policy_kwargs", None)
+        if isinstance(policy_kwargs, str):  # rl-zoo3 writes them as "dict(net_arch=[64, 64])"
+            policy_kwargs = _eval_policy_kwargs(policy_kwargs)
+        model_kwargs = {"policy": raw.pop("policy", "MlpPolicy"), **raw}
+        if policy_kwargs:
+            model_kwargs["policy_kwargs"] = policy_kwargs
+        return cls(
+            algo=algo,
+            env_id=env_id,
+            env_kwargs={**yaml_kwargs, **table_kwargs, **dict(overrides or {})},
+            n_envs=int(model_kwargs.pop("n_envs", 1)),
+            n_timesteps=int(float(model_kwargs.pop("n_timesteps", 100_000))),
+            normalize=normalize,
+            model_kwargs=model_kwargs,
+            section=section,
+        )
+
+    def as_yaml_dict(self) -> dict[str, Any]:
+        """The section with the env kwargs actually used, in rl-zoo3's format (saved as ``config.yml``)."""
+        return {self.env_id: {**self.section, "env_kwargs": self.env_kwargs}}
+
+
+def _eval_policy_kwargs(text: str) -> dict[str, Any]:
+    import torch
+
+    namespace = {"dict": dict, "nn": torch.nn, "th": torch, "torch": torch, "__builtins__": {}}
+    value = eval(text, namespace)  # noqa: S307  (rl-zoo3's own format; the file is part of the package)
+    if not isinstance(value, dict):
+        raise ValueError(f"policy_kwargs must evaluate to a dict, got {text!r}")
+    return value
+
+
+# -- training ----------------------------------------------------------------------------------------
+
+
+def make_vec_env(config: RunConfig, seed: int):
+    """``n_envs`` Monitor-wrapped copies of the env in a DummyVecEnv, seeded from ``seed``."""
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    def factory():
+        return Monitor(gym.make(config.env_id, **config.env_kwargs), info_keywords=("episode_summary",))
+
+    vec_env = DummyVecEnv([factory] * config.n_envs)
+    vec_env.seed(seed)
+    return vec_env
+
+
+@dataclass
+class TrainResult:
+    path: Path
+    total_timesteps: int
+    seconds: float
+    steps_per_second: float
+
+
+def train(
+    env_id: str,
+    algo: str = "ppo",
+    *,
+    steps: int | None = None,
+    seed: int = 0,
+    env_overrides: Mapping[str, Any] | None = None,
+    out_dir: str | Path = "runs",
+    load: bool = False,
+    hyperparams: str | Path | None = None,
+    progress: bool = True,
+) -> TrainResult:
+    """Train ``algo`` on ``env_id`` and save the run in ``out_dir`` (resume the run found there with ``load``)."""
+    cls = algo_class(algo)  # a clear error without the 'rl' extra
+    import torch
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    torch.set_num_threads(1)  # the envs are cheap; one thread is faster on small machines and leaves cores free
+    out = Path(out_dir)
+    config = RunConfig.resolve(algo, env_id, env_overrides, hyperparams)
+    gym.make(env_id, **config.env_kwargs).close()  # bad env kwargs fail here, with the env's own message
+    steps = config.n_timesteps if steps is None else steps
+    if steps < 1:
+        raise ValueError(f"steps must be positive, got {steps}")
+    previous, previous_seconds = 0, 0.0
+    if load:
+        meta = _read_meta(out)
+        if (meta["algo"], meta["env_id"], meta["env_kwargs"]) != (algo, env_id, as_json_value(config.env_kwargs)):
+            raise ValueError(f"--load: {out} holds {meta['algo']} on {meta['env_id']} with {meta['env_kwargs']}")
+        previous, previous_seconds = meta["total_timesteps"], meta["train_seconds"]
+    vec_env = make_vec_env(config, training_seed(seed, previous))
+    if config.normalize is not None:
+        if load and (out / "vecnormalize.pkl").is_file():
+            vec_env = VecNormalize.load(str(out / "vecnormalize.pkl"), vec_env)
+        else:
+            vec_env = VecNormalize(vec_env, gamma=config.model_kwargs.get("gamma", 0.99), **config.normalize)
+    if load:
+        model = cls.load(out / "model.zip", env=vec_env, device="cpu")
+    else:
+        try:
+            model = cls(env=vec_env, seed=seed, device="cpu", verbose=0, **config.model_kwargs)
+        except TypeError as err:  # a misspelt hyperparameter
+            raise ValueError(f"hyperparameters of {algo} for {env_id}: {err}") from None
+    curve = _training_curve(require_setting(env_id).headline, steps, progress)
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps, callback=curve, reset_num_timesteps=not load)
+    seconds = time.perf_counter() - start
+    rate = (model.num_timesteps - previous) / seconds
+    save_run(out, model, config, seed, train_seconds=previous_seconds + seconds, steps_per_second=rate)
+    vec_env.close()
+    curve.write(out, append=load)
+    return TrainResult(out, int(model.num_timesteps), seconds, rate)
+
+
+def save_run(out: str | Path, model: Any, config: RunConfig, seed: int, **facts: Any) -> None:
+    """Save a model, its VecNormalize statistics (if any), the hyperparameters and ``meta.json`` in ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save(out / "model.zip")
+    normalizer = model.get_vec_normalize_env()
+    if normalizer is not None:
+        normalizer.save(str(out / "vecnormalize.pkl"))
+    _write_config(out / "config.yml", config)
+    meta = {
+        "env_id": config.env_id,
+        "algo": config.algo,
+        "seed": seed,
+        "env_kwargs": config.env_kwargs,
+        "total_timesteps": int(model.num_timesteps),
+        **facts,
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=2, default=repr))
+
+
+def as_json_value(value: Any) -> Any:
+    """``value`` as it reads back from JSON (tuples become lists), so saved and live kwargs compare equal."""
+    return json.loads(json.dumps(value, default=repr))
+
+
+def _write_config(path: Path, config: RunConfig) -> None:
+    import yaml
+
+    path.write_text(yaml.safe_dump(config.as_yaml_dict(), sort_keys=False))
+
+
+def _read_meta(out: Path) -> dict[str, Any]:
+    path = out / "meta.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{out} holds no trained run (no meta.json)")
+    return json.loads(path.read_text())
+
+
+def _training_curve(headline: str, steps: int, progress: bool):
+    """An SB3 callback (its class is defined here to keep SB3 an optional import) with a tqdm progress
+    bar. Every ~2% of the steps it records the mean raw reward per step, and the mean return and headline
+    metric of the episodes that ended (long episodes may not end in every interval)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    interval = max(steps // 50, 256)
+
+    class Callback(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.rows: list[dict[str, float]] = []
+            self.bar = None
+            self._rewards: list[float] = []
+            self._episodes: list[tuple[float, float]] = []
+            self._next = 0
+
+        def _on_training_start(self) -> None:
+            self._next = self.num_timesteps + interval
+            if progress:
+                from tqdm.auto import tqdm
+
+                self.bar = tqdm(total=steps, desc=f"train {self.model.__class__.__name__}", unit="step")
+
+        def _on_step(self) -> bool:
+            if self.bar is not None:
+                self.bar.update(self.training_env.num_envs)
+            normalizer = self.model.get_vec_normalize_env()
+            raw = normalizer.get_original_reward() if normalizer is not None else self.locals["rewards"]
+            self._rewards.extend(np.asarray(raw, dtype=np.float64).ravel().tolist())
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    summary = info.get("episode_summary") or {}
+                    self._episodes.append((float(info["episode"]["r"]), float(summary.get(headline, np.nan))))
+            if self.num_timesteps >= self._next:
+                self._flush()
+            return True
+
+        def _flush(self) -> None:
+            if not self._rewards:
+                return
+            returns, metric = np.array(self._episodes).reshape(-1, 2).T
+            self.rows.append(
+                {
+                    "timesteps": self.num_timesteps,
+                    "mean_step_reward": float(np.mean(self._rewards)),
+                    "episodes": len(returns),
+                    "episode_return": float(returns.mean()) if len(returns) else np.nan,
+                    headline: float(metric.mean()) if len(metric) else np.nan,
+                }
+            )
+            self._rewards, self._episodes = [], []
+            self._next = self.num_timesteps + interval
+
+        def _on_training_end(self) -> None:
+            self._flush()
+            if self.bar is not None:
+                self.bar.close()
+
+        def write(self, out: Path, append: bool) -> None:
+            write_training_curve(out, self.rows, headline, append)
+
+    return Callback()
+
+
+def write_training_curve(out: Path, rows: list[dict[str, float]], headline: str, append: bool = False) -> None:
+    """Add the rows to ``training.csv`` (after the old ones when resuming) and redraw ``training.png``."""
+    path = out / "training.csv"
+    fields = ["timesteps", "mean_step_reward", "episodes", "episode_return", headline]
+    old = list(csv.DictReader(path.open())) if append and path.is_file() else []
+    data = old + rows
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(data)
+    if not data:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = np.array([float(r["timesteps"]) for r in data])
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    for ax, key in zip(axes, ("mean_step_reward", headline), strict=True):
+        values = np.array([float(r[key]) for r in data])
+        ax.plot(steps[np.isfinite(values)], values[np.isfinite(values)], marker=".", lw=1)
+        ax.set_xlabel("training steps")
+        ax.set_ylabel(key if key == "mean_step_reward" else f"episode {key}")
+    fig.suptitle(f"training curve ({out.name})")
+    fig.tight_layout()
+    fig.savefig(out / "training.png", dpi=100)
+    plt.close(fig)
+
+
+# -- the adapter -------------------------------------------------------------------------------------
+
+
+class SB3Agent(BaseAgent):
+    """A trained SB3 model as an ``Agent``: it sees the observation only, normalized with the training
+    run's VecNormalize statistics, and acts deterministically. Recurrent policies keep their state
+    within an episode."""
+
+    def __init__(self, model: Any, obs_normalizer: Any = None, name: str = "rl", env_kwargs=None):
+        self.model = model
+        self.obs_normalizer = obs_normalizer
+        self.name = name
+        self.env_kwargs = dict(env_kwargs or {})
+        self._state = None
+        self._episode_start = np.ones(1, dtype=bool)
+
+    def reset(self, problem: Any, seed: int | None = None) -> None:
+        self._state = None
+        self._episode_start = np.ones(1, dtype=bool)
+
+    def act(self, observation: Any) -> np.ndarray:
+        if self.obs_normalizer is not None:
+            observation = self.obs_normalizer.normalize_obs(observation)
+        action, self._state = self.model.predict(
+            observation, state=self._state, episode_start=self._episode_start, deterministic=True
+        )
+        self._episode_start = np.zeros(1, dtype=bool)
+        return action
+
+
+@dataclass(frozen=True)
+class SavedPolicy:
+    """A trained run as bytes: picklable and self-contained, so a task can ship it to any worker."""
+
+    name: str
+    algo: str
+    env_id: str
+    env_kwargs: tuple[tuple[str, Any], ...]  # what the agent needs from the env (the settings' RL kwargs)
+    model: bytes = field(repr=False)
+    vecnormalize: bytes | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_dir(cls, path: str | Path, name: str | None = None) -> SavedPolicy:
+        """A run saved by ``train`` (``meta.json``) or by ``python -m rl_zoo3.train`` (``<env_id>/args.yml``)."""
+        path = Path(path)
+        if not (path / "meta.json").is_file() and list(path.glob("*/args.yml")):
+            return cls._from_zoo(path, name)
+        meta = _read_meta(path)
+        needs = require_setting(meta["env_id"]).rl_env_kwargs
+        vecnorm = path / "vecnormalize.pkl"
+        return cls(
+            name=name or meta["algo"],
+            algo=meta["algo"],
+            env_id=meta["env_id"],
+            env_kwargs=tuple(sorted((k, meta["env_kwargs"][k]) for k in needs)),
+            model=(path / "model.zip").read_bytes(),
+            vecnormalize=vecnorm.read_bytes() if vecnorm.is_file() else None,
+        )
+
+    @classmethod
+    def _from_zoo(cls, path: Path, name: str | None) -> SavedPolicy:
+        args_file = next(path.glob("*/args.yml"))
+        args, config = (_read_zoo_yaml(args_file.parent / f) for f in ("args.yml", "config.yml"))
+        env_id = args["env"]
+        env_kwargs = {**(config.get("env_kwargs") or {}), **(args.get("env_kwargs") or {})}
+        needs = require_setting(env_id).rl_env_kwargs
+        model = next((p for p in (path / f"{env_id}.zip", path / "best_model.zip") if p.is_file()), None)
+        if model is None:
+            raise FileNotFoundError(f"{path} holds no {env_id}.zip or best_model.zip")
+        vecnorm = args_file.parent / "vecnormalize.pkl"
+        return cls(
+            name=name or args["algo"],
+            algo=args["algo"],
+            env_id=env_id,
+            env_kwargs=tuple(sorted((k, v) for k, v in env_kwargs.items() if k in needs)),
+            model=model.read_bytes(),
+            vecnormalize=vecnorm.read_bytes() if vecnorm.is_file() else None,
+        )
+
+    def build(self) -> SB3Agent:
+        model, normalizer = _load_model(self)
+        return SB3Agent(model, normalizer, name=self.name, env_kwargs=dict(self.env_kwargs))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_model(policy: SavedPolicy) -> tuple[Any, Any]:
+    """One model per process and policy (loading costs ~50 ms; the episodes of a worker share it)."""
+    model = algo_class(policy.algo).load(io.BytesIO(policy.model), device="cpu")
+    normalizer = pickle.loads(policy.vecnormalize) if policy.vecnormalize is not None else None
+    return model, normalizer
+
+
+def _read_zoo_yaml(path: Path) -> dict[str, Any]:
+    """rl-zoo3 dumps an OrderedDict; read it with the safe loader taught only that one tag."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def ordered_dict(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> dict[str, Any]:
+        (pairs,) = loader.construct_sequence(node, deep=True)
+        return dict(pairs)
+
+    Loader.add_constructor("tag:yaml.org,2002:python/object/apply:collections.OrderedDict", ordered_dict)
+    return yaml.load(path.read_text(), Loader=Loader)  # noqa: S506 (a SafeLoader subclass)
+
+
+def load_agent(path: str | Path, name: str | None = None) -> SB3Agent:
+    """The run saved in ``path`` (by ``train`` or rl-zoo3) as an ``Agent``, with its VecNormalize statistics."""
+    return SavedPolicy.from_dir(path, name).build()

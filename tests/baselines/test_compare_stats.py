@@ -1,0 +1,143 @@
+"""compare: the report's numbers are the rollouts' numbers; the statistics behave as statistics should."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from baselines import settings
+from baselines.backends import Task, run_tasks
+from baselines.compare import compare
+from baselines.harness import rollout
+from baselines.report import write_report
+from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
+
+ENV = "ClusterSLA-v0"
+SMALL = {"horizon": 240}
+
+
+@pytest.fixture(scope="module")
+def two_seeds():
+    return compare(ENV, "owm", seeds=[3, 7], env_kwargs=SMALL, progress=False)
+
+
+def test_compare_runs_the_reference_points_and_the_chosen_agents(two_seeds):
+    setting = settings.SETTINGS[ENV]
+    assert two_seeds.agents == [setting.paper_agent, setting.naive_agent, setting.oracle_agent, "owm"]
+    assert two_seeds.privileged == {"pg"}
+
+
+def test_report_numbers_equal_direct_rollouts(two_seeds, tmp_path):
+    report = write_report(two_seeds, tmp_path)
+    direct = {
+        (agent, seed): rollout(ENV, agent, seed, env_kwargs=SMALL, record=()).metrics
+        for agent in two_seeds.agents
+        for seed in (3, 7)
+    }
+    with (tmp_path / "results.csv").open() as handle:
+        for row in csv.DictReader(handle):
+            metrics = direct[(row["agent"], int(row["seed"]))]
+            for key, value in metrics.items():
+                assert float(row[key]) == pytest.approx(value, rel=1e-12, abs=1e-12)
+    result = json.loads((tmp_path / "results.json").read_text())
+    paper = "mwu_extended"
+    for row in result["summary"]:
+        values = [direct[(row["agent"], s)][row["metric"]] for s in (3, 7)]
+        assert row["mean"] == pytest.approx(np.mean(values))
+        if row["agent"] != paper:
+            diffs = [direct[(row["agent"], s)][row["metric"]] - direct[(paper, s)][row["metric"]] for s in (3, 7)]
+            assert row["diff"] == pytest.approx(np.mean(diffs))
+    owm_regret = np.mean([direct[("owm", s)]["regret"] for s in (3, 7)])
+    text = report.read_text()
+    assert f"| owm | {owm_regret:.4g} |" in text
+    for metric in settings.SETTINGS[ENV].metrics:
+        assert (tmp_path / "figures" / f"{metric}.png").is_file()
+    assert (tmp_path / "figures" / "curve_regret.png").is_file()
+
+
+def test_normalized_scores_put_naive_at_zero_and_oracle_at_one(two_seeds):
+    assert np.mean(two_seeds.normalized_scores("static")) == pytest.approx(0.0, abs=1e-12)
+    assert np.mean(two_seeds.normalized_scores("pg")) == pytest.approx(1.0)
+    assert normalized(np.array([5.0, 3.0]), naive=5.0, oracle=1.0).tolist() == [0.0, 0.5]  # lower is better
+    assert np.isnan(normalized(np.array([1.0]), naive=2.0, oracle=2.0)).all()
+
+
+def test_probability_of_improvement_counts_seeds_in_the_metric_direction():
+    diff = np.array([-2.0, 0.0, 1.0, -1.0])
+    assert improvement_indicator(diff, direction=-1).tolist() == [1.0, 0.5, 0.0, 1.0]
+    assert improvement_indicator(diff, direction=1).mean() == pytest.approx(1.5 / 4)
+
+
+def test_bootstrap_intervals_contain_the_mean_and_shrink_with_more_seeds():
+    """Seeds whose values are the n quantiles of one normal law: the spread is the same for every n, so the
+    interval must narrow like 1/sqrt(n)."""
+    widths = []
+    for n in (5, 20, 80):
+        x = stats.norm.ppf((np.arange(n) + 0.5) / n, loc=10.0, scale=2.0)
+        low, high = bootstrap_ci(x)
+        assert low <= x.mean() <= high
+        widths.append(high - low)
+        iqm_low, iqm_high = bootstrap_ci(x, iqm)
+        assert iqm_low <= iqm(x) <= iqm_high
+    assert widths[0] > widths[1] > widths[2]
+    assert widths[0] / widths[2] == pytest.approx(4, rel=0.5)  # ~1/sqrt(n)
+
+
+def test_stratified_bootstrap_resamples_each_stratum_on_its_own():
+    """Two strata far apart: a stratified interval of the pooled mean is much narrower than a pooled one,
+    because every resample keeps half of its values from each stratum."""
+    a, b = np.linspace(0, 1, 10), np.linspace(100, 101, 10)
+    strat_low, strat_high = bootstrap_ci([a, b])
+    pooled_low, pooled_high = bootstrap_ci(np.concatenate([a, b]))
+    assert strat_low <= np.concatenate([a, b]).mean() <= strat_high
+    assert strat_high - strat_low < (pooled_high - pooled_low) / 10
+    assert bootstrap_ci(np.ones(5)) == (1.0, 1.0)
+    assert np.isnan(bootstrap_ci(np.array([1.0]))).all()
+
+
+def test_local_workers_give_the_same_episodes_as_one_process():
+    tasks = [Task(ENV, agent, seed, env_kwargs=SMALL, record=("regret",)) for agent in ("owm", "pg") for seed in (0, 1)]
+    serial = run_tasks(tasks)
+    parallel = run_tasks(tasks, workers=2)
+    assert [(e.agent, e.seed) for e in parallel] == [(t.agent, t.seed) for t in tasks]
+    for a, b in zip(serial, parallel, strict=True):
+        assert a.metrics == b.metrics
+        np.testing.assert_array_equal(a.trace["regret"], b.trace["regret"])
+
+
+def test_an_env_without_a_settings_entry_still_compares(monkeypatch):
+    monkeypatch.delitem(settings.SETTINGS, ENV)
+    comparison = compare(ENV, "owm,static", seeds=[0, 1], env_kwargs=SMALL, progress=False)
+    assert comparison.agents == ["owm", "static"]
+    rows = comparison.summary()
+    assert rows and all("diff" not in r for r in rows)
+    assert comparison.normalized_scores("owm") is None
+    with pytest.raises(ValueError, match="settings"):
+        compare(ENV, "owm", rl=["ppo"], seeds=[0], env_kwargs=SMALL, progress=False)
+
+
+def test_bad_arguments_fail_before_any_episode():
+    with pytest.raises(ValueError, match="not an agent"):
+        compare(ENV, "owm,nope", seeds=[0])
+    with pytest.raises(ValueError, match="colour"):
+        compare(ENV, "owm", seeds=[0], env_kwargs={"colour": 3})
+    with pytest.raises(ValueError, match="below"):
+        compare(ENV, "owm", seeds=[10**9])
+    with pytest.raises(ValueError, match="distinct"):
+        compare(ENV, "owm", seeds=[1, 1])
+    with pytest.raises(ValueError, match="backend"):
+        run_tasks([], backend="dask")
+
+
+def test_the_settings_env_kwargs_apply_to_every_agent_under_the_callers(monkeypatch):
+    entry = dataclasses.replace(settings.SETTINGS[ENV], env_kwargs={"horizon": 120, "sla_tol": 2.0})
+    monkeypatch.setitem(settings.SETTINGS, ENV, entry)
+    comparison = compare(ENV, "owm", seeds=[0], env_kwargs={"sla_tol": 3.0}, progress=False)
+    assert comparison.env_kwargs == {"horizon": 120, "sla_tol": 3.0}
+    assert {e.metrics["steps"] for e in comparison.episodes} == {120.0}
+    assert entry.rl_training_kwargs == {"horizon": 120, "sla_tol": 2.0, "action_mode": "softmax"}

@@ -1,0 +1,53 @@
+"""The Ray backend on a local two-CPU Ray instance gives the same per-seed episodes as the local backend,
+for reference agents and for an RL agent shipped to the workers as bytes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from baselines.backends import Task, run_tasks  # noqa: E402
+
+ENV = "ClusterSLA-v0"
+SMALL = {"horizon": 240}
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _tasks(policy=None):
+    agents = ["mwu_extended", "owm", "pg"] + ([policy] if policy is not None else [])
+    return [Task(ENV, agent, seed, env_kwargs=SMALL, record=("regret",)) for agent in agents for seed in (0, 1, 2)]
+
+
+def _assert_same(a_episodes, b_episodes):
+    assert [(e.agent, e.seed) for e in a_episodes] == [(e.agent, e.seed) for e in b_episodes]
+    for a, b in zip(a_episodes, b_episodes, strict=True):
+        assert a.metrics == b.metrics
+        np.testing.assert_array_equal(a.trace["regret"], b.trace["regret"])
+
+
+def test_ray_and_local_backends_agree(local_ray, tmp_path):
+    tasks = _tasks(_tiny_policy(tmp_path) if _has_sb3() else None)
+    _assert_same(run_tasks(tasks, backend="ray", workers=2), run_tasks(tasks))
+
+
+def _has_sb3() -> bool:
+    try:
+        import stable_baselines3  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _tiny_policy(tmp_path):
+    from baselines.rl import SavedPolicy, train
+
+    train(ENV, "ppo", steps=512, env_overrides=SMALL, out_dir=tmp_path / "ppo", progress=False)
+    return SavedPolicy.from_dir(tmp_path / "ppo")

@@ -1,0 +1,48 @@
+"""The hyperparameter files are rl-zoo3's format: the real rl_zoo3 client trains from them on every id with
+a settings entry, and their env kwargs agree with the settings table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from baselines.rl import ALGOS, HYPERPARAMS_DIR
+from baselines.settings import SETTINGS
+from cluster_envs import env_ids
+
+yaml = pytest.importorskip("yaml")
+
+RL_IDS = [env_id for env_id in env_ids() if env_id in SETTINGS]
+
+
+@pytest.mark.parametrize("algo", sorted(ALGOS))
+def test_every_settings_entry_has_hyperparameters_that_agree(algo):
+    sections = yaml.safe_load((HYPERPARAMS_DIR / f"{algo}.yml").read_text())
+    for env_id in SETTINGS:
+        assert env_id in sections, f"{algo}.yml has no section for {env_id}"
+        assert sections[env_id]["env_kwargs"] == SETTINGS[env_id].rl_training_kwargs
+
+
+@pytest.mark.parametrize("env_id", RL_IDS)
+def test_rl_zoo3_trains_from_our_yaml(env_id, tmp_path):
+    pytest.importorskip("rl_zoo3")
+    command = [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", env_id,
+               "--gym-packages", "cluster_envs", "-n", "2000", "-conf", str(HYPERPARAMS_DIR / "ppo.yml"),
+               "-f", str(tmp_path / "logs"), "--seed", "0", "--eval-freq", "-1", "--no-optim-plots"]  # fmt: skip
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = tmp_path / "logs" / "ppo" / f"{env_id}_1"
+    assert (run / f"{env_id}.zip").is_file()
+    assert (run / env_id / "vecnormalize.pkl").is_file()
+    saved = yaml.load((run / env_id / "config.yml").read_text(), Loader=yaml.UnsafeLoader)  # rl-zoo3's OrderedDict
+    assert saved["env_kwargs"] == SETTINGS[env_id].rl_training_kwargs
+    from baselines.harness import rollout
+    from baselines.rl import load_agent
+
+    agent = load_agent(run)  # the adapter reads rl-zoo3's run folder too
+    assert agent.env_kwargs == dict(SETTINGS[env_id].rl_env_kwargs)
+    assert rollout(env_id, agent, seed=0, record=()).metrics["steps"] > 0
