@@ -70,6 +70,7 @@ def _run(env_id: str, steps: int, trace: bool) -> tuple[list[float], list[int]]:
 def _check(env_id: str, times: list[float], mem: list[int], max_slowdown: float, max_growth: int) -> None:
     slowdown = times[-1] / max(times[0], 1e-9)
     growth = mem[-1] - mem[1]
+    print(f"{env_id}: CPU s per tenth {[round(x, 2) for x in times]}; memory growth {growth / 1e6:+.3f} MB")
     assert slowdown <= max_slowdown, f"{env_id}: last tenth took {slowdown:.2f}× the first ({times})"
     assert growth <= max_growth, f"{env_id}: memory grew {growth / 1e6:.2f} MB after warm-up ({mem})"
 
