@@ -26,6 +26,12 @@ def presets(env_id: str) -> list[str]:
     return list(getattr(importlib.import_module(module_name), "PRESETS", {}))
 
 
+def action_modes(env_id: str) -> list[str]:
+    """The ``ACTION_MODES`` listed next to the env class ([] if the env has a single action form)."""
+    module_name = gym.spec(env_id).entry_point.partition(":")[0]
+    return list(getattr(importlib.import_module(module_name), "ACTION_MODES", ()))
+
+
 def config_fields(env: gym.Env) -> list[dataclasses.Field]:
     return list(dataclasses.fields(env.unwrapped.config))
 

@@ -1,4 +1,4 @@
-"""Adversarial input for every registered id and preset: bad actions and out-of-range kwargs.
+"""Adversarial input for every registered id, preset and action mode: bad actions and out-of-range kwargs.
 
 Every bad action must either be rejected with a ``ValueError`` naming ``action`` (and then leave the env
 exactly as it was: it continues like an untouched deepcopy) or be handled (observation inside its space,
@@ -18,22 +18,25 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
-from robust_common import IDS, config_fields, presets, run_actions, sample_action, step_record
+from robust_common import IDS, action_modes, config_fields, presets, run_actions, sample_action, step_record
 
 REJECT, EITHER = "reject", "handled or rejected"
 
 
-def _cases() -> list[tuple[str, str]]:
-    """Per id the default preset and each other preset with an action space not seen yet (resets can be slow)."""
+def _cases() -> list[tuple[str, dict]]:
+    """Per id: the default, each preset with an action space not seen yet (resets can be slow), and each
+    ``action_mode`` when the env module lists them in ``ACTION_MODES`` (the config convention)."""
     cases = []
     for env_id in IDS:
         seen = {repr(gym.make(env_id).action_space)}
-        cases.append((env_id, None))
+        cases.append((env_id, {}))
         for preset in presets(env_id):
             space = repr(gym.make(env_id, preset=preset).action_space)
             if space not in seen:
                 seen.add(space)
-                cases.append((env_id, preset))
+                cases.append((env_id, {"preset": preset}))
+        default_mode = getattr(gym.make(env_id).unwrapped.config, "action_mode", None)
+        cases += [(env_id, {"action_mode": m}) for m in action_modes(env_id) if m != default_mode]
     return cases
 
 
@@ -127,9 +130,9 @@ def _strict_step(env: gym.Env, action: Any) -> tuple:
         return env.step(action)
 
 
-@pytest.mark.parametrize(("env_id", "preset"), CASES)
-def test_bad_actions_are_rejected_or_handled(env_id, preset):
-    env = gym.make(env_id, **({} if preset is None else {"preset": preset})).unwrapped
+@pytest.mark.parametrize(("env_id", "kwargs"), CASES, ids=[f"{e}-{k}" for e, k in CASES])
+def test_bad_actions_are_rejected_or_handled(env_id, kwargs):
+    env = gym.make(env_id, **kwargs).unwrapped
     rng = np.random.default_rng(0)
     env.reset(seed=11)
     run_actions(env, [sample_action(env.action_space, rng) for _ in range(3)])
@@ -155,7 +158,7 @@ def test_bad_actions_are_rejected_or_handled(env_id, preset):
         elif not env.observation_space.contains(obs) or type(reward) is not float or not math.isfinite(reward):
             problems.append(f"{label}: accepted with observation outside its space or reward {reward!r}")
         env = twin  # go on from a state no odd action has touched
-    assert not problems, f"{env_id} ({preset}):\n  " + "\n  ".join(problems)
+    assert not problems, f"{env_id} ({kwargs}):\n  " + "\n  ".join(problems)
 
 
 @pytest.mark.parametrize("env_id", IDS)
