@@ -259,6 +259,10 @@ class ClusterSLAEnv(gym.Env):
             raise ValueError(f"{name} must have shape (n_users, horizon) = {expected}, got {loads.shape}")
         if not np.isfinite(loads).all() or (loads < 0).any():
             raise ValueError(f"{name} must be finite and non-negative")
+        with np.errstate(over="ignore"):
+            total = loads.sum()
+        if not np.isfinite(total):  # queues and cumulative work would overflow to inf
+            raise ValueError(f"{name} is too large: its total load overflows float64 (rescale the loads)")
         return loads
 
     def step(self, action: Any):
