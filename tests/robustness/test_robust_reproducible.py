@@ -14,6 +14,7 @@ import pickle
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 from robust_common import IDS, assert_same_steps, flatten, run_actions, sample_action
 
 SEEDS = [3, 8]
@@ -50,14 +51,18 @@ def _single_runs(env_id: str, actions: list[list]) -> list[list[tuple]]:
 def _vector_runs(envs: gym.vector.VectorEnv, actions: list[list]) -> list[list[tuple]]:
     """Per copy its records, up to and including its first episode end (after it the vector env autoresets)."""
     obs, _ = envs.reset(seed=SEEDS)
-    runs = [[(flatten(obs[i]), 0.0, False, False, {})] for i in range(len(SEEDS))]
+    per_copy = list(iterate(envs.observation_space, obs))  # works for Box, Dict and Tuple observations alike
+    runs = [[(flatten(per_copy[i]), 0.0, False, False, {})] for i in range(len(SEEDS))]
     live = [True] * len(SEEDS)
     for t in range(STEPS):
-        obs, rewards, terms, truncs, infos = envs.step(np.stack([acts[t] for acts in actions]))
+        batch = create_empty_array(envs.single_action_space, len(SEEDS))
+        batch = concatenate(envs.single_action_space, [acts[t] for acts in actions], batch)
+        obs, rewards, terms, truncs, infos = envs.step(batch)
+        per_copy = list(iterate(envs.observation_space, obs))
         for i in range(len(SEEDS)):
             if live[i]:
                 scalars = _vector_scalars(infos, i)
-                runs[i].append((flatten(obs[i]), float(rewards[i]), bool(terms[i]), bool(truncs[i]), scalars))
+                runs[i].append((flatten(per_copy[i]), float(rewards[i]), bool(terms[i]), bool(truncs[i]), scalars))
                 live[i] = not (terms[i] or truncs[i])
     envs.close()
     return runs
