@@ -20,6 +20,20 @@ AGENTS: dict[str, dict[str, str]] = {
         "pg": "agents.sla.oracles:ProportionalGreedy",
         "rest_pg": "agents.sla.oracles:RestrictedProportionalGreedy",
     },
+    "ClusterApprox-v0": {
+        "opm": "agents.approx.primal_dual:OPM",
+        "opm_no_estimation": "agents.approx.primal_dual:OPMNoEstimation",
+        "opm_gc": "agents.approx.generalized:OPMGC",
+        "fair": "agents.approx.heuristics:Fair",
+        "deadline_aware": "agents.approx.heuristics:DeadlineAware",
+        "greedy_ucb": "agents.approx.heuristics:GreedyUCB",
+        "random": "agents.approx.heuristics:RandomScheduler",
+    },
+    "ClusterApproxSingleJob-v0": {
+        "ops": "agents.approx.primal_dual:OPS",
+        "greedy_ucb": "agents.approx.heuristics:GreedyUCB",
+        "random": "agents.approx.heuristics:RandomScheduler",
+    },
     "ClusterBilinear-v0": {
         "sabr": "agents.bilinear.sabr:SABR",
         "w_sabr": "agents.bilinear.sabr:WSABR",

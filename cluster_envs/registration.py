@@ -10,6 +10,8 @@ import gymnasium as gym
 
 ENV_ENTRY_POINTS: dict[str, str] = {
     "ClusterSLA-v0": "cluster_envs.sla.env:ClusterSLAEnv",
+    "ClusterApprox-v0": "cluster_envs.approx.env:ClusterApproxEnv",
+    "ClusterApproxSingleJob-v0": "cluster_envs.approx.env:ClusterApproxSingleJobEnv",
     "ClusterBilinear-v0": "cluster_envs.bilinear.env:ClusterBilinearEnv",
 }
 

@@ -1,0 +1,62 @@
+"""Pieces the approximation-job agents share: the UCB estimator, the job-row view, the budget check.
+
+Agents read only the observation and ``problem`` (spec §2.4): n_obs/sum_obs for Eq. 12, the job rows
+revealed on arrival, prices, their own last action.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cluster_envs.approx.dynamics import JOB_FIELDS, ApproxProblem, budget_check
+from cluster_envs.common.config import check_choice, check_number
+
+COL = {name: i for i, name in enumerate(JOB_FIELDS)}
+
+
+def ucb(n_obs: np.ndarray, sum_obs: np.ndarray, gamma: float) -> np.ndarray:
+    """θ̂_i = min{1, θ̄_i + 2 rad(θ̄_i, n_i + 1)}, θ̄_i = s_i/(n_i + 1), rad(ν, P) = √(γν/P) + γ/P (12-14)."""
+    count = n_obs + 1.0
+    mean = sum_obs / count
+    radius = np.sqrt(gamma * mean / count) + gamma / count
+    return np.minimum(1.0, mean + 2.0 * radius)
+
+
+def default_gamma(problem: ApproxProblem, delta: float) -> float:
+    """γ = ln(MT/δ) (Theorem 2, L239), with T the known horizon (A23)."""
+    return math.log(problem.n_machines * problem.horizon / delta)
+
+
+def job_rows(observation: dict) -> np.ndarray:
+    """The (K, F) job matrix of either env (the single-job env has one row)."""
+    return observation["jobs"] if "jobs" in observation else observation["job"][None, :]
+
+
+def encode(occupant: np.ndarray, problem: ApproxProblem) -> np.ndarray:
+    """Occupants (M,) in 0..K as the env's action (MultiBinary for the single-job env)."""
+    return (occupant == 1).astype(np.int8) if problem.single_job else occupant.astype(np.int64)
+
+
+def encode_assignment(assign: np.ndarray, problem: ApproxProblem) -> np.ndarray:
+    """A (K, M) bool assignment as the env's action (single job: (M,); Sec. V-C mode: (K, M) binary)."""
+    if problem.single_job:
+        return assign[0].astype(np.int8)
+    if problem.generalized:
+        return assign.astype(np.int8)
+    return (assign * np.arange(1, assign.shape[0] + 1)[:, None]).sum(axis=0).astype(np.int64)
+
+
+def affordable(assign: np.ndarray, rows: np.ndarray, prices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Alg. 1's budget check (lines 7-12) on a (K, M) proposal: (kept assignment, which slots' jobs exhaust)."""
+    kept = budget_check(assign, prices, rows[:, COL["spent"]], rows[:, COL["budget"]])
+    return kept, (assign & ~kept).any(axis=1)
+
+
+def check_common(alpha_semantics: str, grad_estimate: str, s_mode: str, y_floor: float, delta: float) -> None:
+    check_choice("alpha_semantics", alpha_semantics, ("step", "reg_weight"))
+    check_choice("grad_estimate", grad_estimate, ("lagged", "fresh"))
+    check_choice("s_mode", s_mode, ("estimated", "realized"))
+    check_number("y_floor", y_floor, low=0.0, low_open=True)
+    check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)

@@ -1,0 +1,155 @@
+"""The paper's baseline schedulers (Fair, Deadline-aware, L696-697) and two harness baselines (ours).
+
+Fair and Deadline-aware follow spec §4.4: sticky machine choice (a job keeps the lowest-index free machine
+it ran on in the last slot, else takes the lowest-index free machine), strict affordability
+C_j + spent + p_i < B_j, and a job that cannot afford its next machine is exhausted for good. Neither looks
+at rates. ``greedy_ucb`` and ``random`` are ours (spec §4.5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agents.approx.common import COL, affordable, default_gamma, encode, encode_assignment, job_rows, ucb
+from agents.base import BaseAgent
+from cluster_envs.approx.dynamics import ApproxProblem, utility_derivative
+from cluster_envs.approx.projection import occupant_to_assignment
+from cluster_envs.common.config import check_number
+
+
+class _Scheduler(BaseAgent):
+    """Common state: problem, RNG, per-slot exhaustion memory (cleared when a new job takes the slot)."""
+
+    def reset(self, problem: ApproxProblem, seed: int | None = None) -> None:
+        self.problem = problem
+        self.rng = np.random.default_rng(seed)
+        self.prices = problem.price_array
+        self.exhausted = np.zeros(problem.max_visible_jobs, dtype=bool)
+
+    def _active(self, rows: np.ndarray) -> np.ndarray:
+        present = rows[:, COL["present"]] > 0
+        self.exhausted[rows[:, COL["is_new"]] > 0] = False
+        self.exhausted[~present] = False
+        return present & ~self.exhausted
+
+    def _last_occupant(self, observation: dict[str, Any]) -> np.ndarray:
+        if "last_occupant" in observation:
+            return observation["last_occupant"]
+        return observation["last_mask"].astype(np.int64)  # single job: slot 1 where it ran
+
+
+class Fair(_Scheduler):
+    """Fair scheduler (L696): round-robin over active jobs by (arrival, slot), one machine per turn."""
+
+    name = "fair"
+
+    def act(self, observation: dict[str, Any]) -> np.ndarray:
+        rows = job_rows(observation)
+        active = self._active(rows)
+        # earliest arrival first = largest elapsed; ties by slot index
+        order = sorted(np.flatnonzero(active), key=lambda k: (-rows[k, COL["elapsed"]], k))
+        last = self._last_occupant(observation)
+        sticky = {k: [int(i) for i in np.flatnonzero(last == k + 1)] for k in order}
+        free = np.ones(self.problem.n_machines, dtype=bool)
+        lowest = 0
+        spend = {k: rows[k, COL["spent"]] for k in order}
+        occupant = np.zeros(self.problem.n_machines, dtype=np.int64)
+        queue = list(order)
+        while queue and lowest < free.size:
+            remaining = []
+            for k in queue:
+                while sticky[k] and not free[sticky[k][0]]:
+                    sticky[k].pop(0)
+                while lowest < free.size and not free[lowest]:
+                    lowest += 1
+                if lowest >= free.size:
+                    break
+                i = sticky[k].pop(0) if sticky[k] else lowest
+                if spend[k] + self.prices[i] < rows[k, COL["budget"]]:
+                    spend[k] += self.prices[i]
+                    free[i] = False
+                    occupant[i] = k + 1
+                    remaining.append(k)
+                else:
+                    self.exhausted[k] = True
+            queue = remaining
+        return encode(occupant, self.problem)
+
+
+class DeadlineAware(_Scheduler):
+    """Deadline-aware (L697): earliest deadline first, each job takes every free machine it can pay for."""
+
+    name = "deadline_aware"
+
+    def act(self, observation: dict[str, Any]) -> np.ndarray:
+        rows = job_rows(observation)
+        active = self._active(rows)
+        order = sorted(
+            np.flatnonzero(active),
+            key=lambda k: (rows[k, COL["remaining_slots"]], -rows[k, COL["elapsed"]], k),
+        )
+        last = self._last_occupant(observation)
+        free = np.ones(self.problem.n_machines, dtype=bool)
+        occupant = np.zeros(self.problem.n_machines, dtype=np.int64)
+        for k in order:
+            mine = free & (last == k + 1)
+            candidates = np.concatenate([np.flatnonzero(mine), np.flatnonzero(free & ~mine)])
+            if candidates.size == 0:
+                break
+            paid = rows[k, COL["spent"]] + np.cumsum(self.prices[candidates])
+            take = candidates[paid < rows[k, COL["budget"]]]
+            if take.size < candidates.size:
+                self.exhausted[k] = True
+            occupant[take] = k + 1
+            free[take] = False
+        return encode(occupant, self.problem)
+
+
+class GreedyUCB(_Scheduler):
+    """Ours: jobs by marginal utility f_j'(W_j/elapsed), machines by θ̂_i/p_i, within a paced per-slot budget.
+
+    The job with the largest f_j' takes the best machines (by UCB rate per price) while its spend in the slot
+    stays below (B_j − C_j)/(remaining slots), then the next job (unpaced greed spends budgets at once).
+    """
+
+    name = "greedy_ucb"
+
+    def __init__(self, delta: float = 0.05, y_floor: float = 1e-3):
+        check_number("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
+        check_number("y_floor", y_floor, low=0.0, low_open=True)
+        self.delta, self.y_floor = delta, y_floor
+
+    def act(self, observation: dict[str, Any]) -> np.ndarray:
+        rows = job_rows(observation)
+        active = self._active(rows)
+        theta = ucb(observation["n_obs"], observation["sum_obs"], default_gamma(self.problem, self.delta))
+        machines = np.argsort(-theta / self.prices, kind="stable")
+        elapsed = np.maximum(rows[:, COL["elapsed"]], 1.0)
+        avg = np.maximum(rows[:, COL["work"]] / elapsed, self.y_floor)
+        slope = utility_derivative(self.problem.utility, rows[:, COL["value"]], self.problem.beta, avg)
+        occupant = np.zeros(self.problem.n_machines, dtype=np.int64)
+        free = np.ones(self.problem.n_machines, dtype=bool)
+        for k in sorted(np.flatnonzero(active), key=lambda k: (-slope[k], k)):
+            left = rows[k, COL["remaining_budget"]]
+            pace = left / max(rows[k, COL["remaining_slots"]], 1.0)
+            candidates = machines[free[machines]]
+            cost = np.cumsum(self.prices[candidates])
+            take = candidates[(cost <= pace) & (cost < left)]
+            occupant[take] = k + 1
+            free[take] = False
+        kept, _ = affordable(occupant_to_assignment(occupant, rows.shape[0]), rows, self.prices)
+        return encode_assignment(kept, self.problem)
+
+
+class RandomScheduler(_Scheduler):
+    """Ours: each machine goes uniformly to idle or one of the present jobs (a valid random assignment)."""
+
+    name = "random"
+
+    def act(self, observation: dict[str, Any]) -> np.ndarray:
+        rows = job_rows(observation)
+        choices = np.concatenate([[0], np.flatnonzero(rows[:, COL["present"]] > 0) + 1])
+        occupant = choices[self.rng.integers(0, choices.size, size=self.problem.n_machines)]
+        return encode(occupant, self.problem)

@@ -1,0 +1,376 @@
+"""Paper 000 (ClusterApprox-v0): Table I, Figs. 1-3 of Sec. VI (E1-E4 of spec §5.4) and the theory checks (E5).
+
+``scale="small"`` runs M = 50 machines, T = 2000 slots, 3 seeds (a few minutes on two cores);
+``scale="medium"`` (Python API only) M = 100, T = 3600, 5 seeds; ``scale="paper"`` the paper preset
+(M = 1000, T = 36 000, 5 seeds), which takes days on two cores. Every configuration is paired by seed
+(common random numbers); the synthetic Google-like jobs stand in for the unavailable trace, so compare
+relative improvements, not absolute utilities (spec §5.6).
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from agents import make_agent  # noqa: E402
+from cluster_envs.approx.dynamics import utility  # noqa: E402
+from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv  # noqa: E402
+
+SCHEMES = ("opm", "opm_no_estimation", "fair", "deadline_aware")
+LABELS = {"opm": "OPM", "opm_no_estimation": "OPM w/o estimation", "fair": "Fair", "deadline_aware": "Deadline-aware"}
+# Table I [L683-689]; Fair at β = 0.7 printed as 1.29e5, read as 1.29e6 (A3).
+PAPER_TABLE_I = {
+    "opm": (2.23e5, 6.18e5, 1.71e6),
+    "opm_no_estimation": (2.06e5, 5.67e5, 1.54e6),
+    "fair": (2.02e5, 5.09e5, 1.29e6),
+    "deadline_aware": (2.00e5, 5.08e5, 1.28e6),
+}
+TABLE_BETAS = (0.5, 0.6, 0.7)
+FIG2_BETAS = (0.5, 0.6, 0.7, 0.8, 0.9)
+HETEROGENEITY = 0.5
+ALPHAS = tuple(float(a) for a in range(1, 11))
+SCALES = {
+    "small": {
+        "env": {
+            "preset": "medium",
+            "n_machines": 50,
+            "horizon": 2000,
+            "max_visible_jobs": 48,
+            "lifetime_median": 150.0,
+        },
+        "seeds": 3,
+        "ops_horizons": (500, 1000, 2000, 4000),
+        "opm_horizons": (500, 1000, 2000),
+    },
+    "medium": {
+        "env": {"preset": "medium"},
+        "seeds": 5,
+        "ops_horizons": (500, 1000, 2000, 4000, 8000, 16000),
+        "opm_horizons": (500, 1000, 2000, 4000, 8000),
+    },
+    "paper": {
+        "env": {"preset": "paper"},
+        "seeds": 5,
+        "ops_horizons": (500, 1000, 2000, 4000, 8000, 16000, 32000),
+        "opm_horizons": (500, 1000, 2000, 4000, 8000, 16000),
+    },
+}
+
+
+@dataclass
+class Run:
+    key: tuple
+    seed: int
+    summary: dict[str, float]
+    cost_ratio: np.ndarray
+    consumed: np.ndarray
+    seconds: float
+
+
+def run_one(task: tuple) -> Run:
+    """One (agent, env kwargs, seed) episode; picklable for process pools."""
+    key, env_id, agent_name, agent_kwargs, env_kwargs, seed = task
+    agent = make_agent(env_id, agent_name, **agent_kwargs)
+    env_cls = ClusterApproxEnv if env_id == "ClusterApprox-v0" else ClusterApproxSingleJobEnv
+    env = env_cls(**{**env_kwargs, **agent.env_kwargs})
+    obs, _ = env.reset(seed=seed)
+    agent.reset(env.problem, seed=seed)
+    start = time.perf_counter()
+    while True:
+        obs, _, terminated, truncated, info = env.step(agent.act(obs))
+        if terminated or truncated:
+            break
+    sim = env._sim
+    f = utility(sim.kind, sim.value, sim.beta, sim.work)
+    ratio = np.where(f > 0, sim.spent / np.where(f > 0, f, 1.0), np.inf)
+    return Run(key, seed, info["episode_summary"], ratio, sim.spent / sim.budget, time.perf_counter() - start)
+
+
+def run_tasks(tasks: list[tuple], workers: int) -> dict[tuple, list[Run]]:
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            runs = list(pool.map(run_one, tasks, chunksize=1))
+    else:
+        runs = [run_one(t) for t in tasks]
+    grouped: dict[tuple, list[Run]] = {}
+    for r in runs:
+        grouped.setdefault(r.key, []).append(r)
+    return grouped
+
+
+def _values(runs: list[Run], metric: str) -> np.ndarray:
+    return np.array([r.summary[metric] for r in sorted(runs, key=lambda r: r.seed)])
+
+
+def _fmt(values: np.ndarray) -> str:
+    return f"{values.mean():.4g} ± {values.std(ddof=1) if values.size > 1 else 0.0:.2g}"
+
+
+def _gain(runs, a, b, metric="utility") -> np.ndarray:
+    """Paired ratio − 1 of scheme a over scheme b, per seed."""
+    return _values(runs[a], metric) / _values(runs[b], metric) - 1.0
+
+
+def scheduling_tasks(env_kwargs: dict, seeds: list[int]) -> list[tuple]:
+    tasks = []
+    for load, keep in (("heavy", 1.0), ("light", 0.5)):
+        for beta in FIG2_BETAS:
+            kwargs = {**env_kwargs, "beta": beta, "job_keep_fraction": keep}
+            tasks += [
+                (("fig2", load, beta, s), "ClusterApprox-v0", s, {}, kwargs, seed) for s in SCHEMES for seed in seeds
+            ]
+    hetero = {**env_kwargs, "beta": 0.7, "speed_heterogeneity": HETEROGENEITY}
+    tasks += [(("ablation", s), "ClusterApprox-v0", s, {}, hetero, seed) for s in SCHEMES for seed in seeds]
+    heavy = {**env_kwargs, "beta": 0.8}
+    for semantics in ("step", "reg_weight"):
+        for alpha in ALPHAS:
+            agent_kwargs = {"alpha": alpha, "alpha_semantics": semantics}
+            tasks += [
+                (("fig3", semantics, alpha), "ClusterApprox-v0", "opm", agent_kwargs, heavy, seed) for seed in seeds
+            ]
+    return tasks
+
+
+def theory_tasks(scale: dict, seeds: list[int]) -> list[tuple]:
+    tasks = []
+    for horizon in scale["ops_horizons"]:
+        kwargs = {"budget_fraction": 0.1, "horizon": horizon}
+        tasks += [(("ops", horizon), "ClusterApproxSingleJob-v0", "ops", {"eps": 0.0}, kwargs, s) for s in seeds]
+    for horizon in scale["opm_horizons"]:
+        kwargs = {"preset": "common_deadline", "horizon": horizon}
+        theory = {"alpha": None, "alpha_semantics": "step"}
+        tasks += [(("opm_common", horizon), "ClusterApprox-v0", "opm", theory, kwargs, s) for s in seeds]
+    return tasks
+
+
+def table_one(runs, out: Path) -> list[str]:
+    lines = ["## E1: Table I (heavy load, overall utility Σ_j f_j(X_j), mean ± sd over seeds)", ""]
+    lines += ["| scheme | " + " | ".join(f"β={b} ours | β={b} paper" for b in TABLE_BETAS) + " |"]
+    lines += ["|---" * (1 + 2 * len(TABLE_BETAS)) + "|"]
+    for s in SCHEMES:
+        cells = [
+            f"{_fmt(_values(runs[('fig2', 'heavy', b, s)], 'utility'))} | {PAPER_TABLE_I[s][i]:.3g}"
+            for i, b in enumerate(TABLE_BETAS)
+        ]
+        lines.append(f"| {LABELS[s]} | " + " | ".join(cells) + " |")
+    lines += ["", "Ratios (ours: paired mean over seeds; paper: from Table I):", ""]
+    lines += ["| ratio | " + " | ".join(f"β={b} ours | β={b} paper" for b in TABLE_BETAS) + " |"]
+    lines += ["|---" * (1 + 2 * len(TABLE_BETAS)) + "|"]
+    for other in ("fair", "deadline_aware", "opm_no_estimation"):
+        cells = []
+        for i, b in enumerate(TABLE_BETAS):
+            group = {s: runs[("fig2", "heavy", b, s)] for s in SCHEMES}
+            ours = 1 + _gain(group, "opm", other)
+            cells.append(
+                f"{ours.mean():.3f} ± {ours.std(ddof=1):.3f} | {PAPER_TABLE_I['opm'][i] / PAPER_TABLE_I[other][i]:.3f}"
+            )
+        lines.append(f"| OPM / {LABELS[other]} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def figure_one(runs, out: Path) -> list[str]:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    lines = ["## E2: Fig. 1 (heavy load, β = 0.5): CDFs over jobs, pooled over seeds", ""]
+    lines += ["| scheme | share of jobs with C_j/f_j(X_j) < 50 | share with C_j/B_j < 0.9 |", "|---|---|---|"]
+    for s in SCHEMES:
+        group = runs[("fig2", "heavy", 0.5, s)]
+        ratio = np.concatenate([r.cost_ratio for r in group])
+        consumed = np.concatenate([r.consumed for r in group])
+        for ax, data in zip(axes, (ratio, consumed), strict=True):
+            finite = np.sort(data[np.isfinite(data)])
+            ax.step(finite, np.arange(1, finite.size + 1) / data.size, where="post", label=LABELS[s])
+        lines.append(f"| {LABELS[s]} | {(ratio < 50).mean():.3f} | {(consumed < 0.9).mean():.3f} |")
+    axes[0].set(xlabel="computation cost / utility", ylabel="CDF of jobs", xscale="log")
+    axes[1].set(xlabel="consumed budget C_j / B_j", ylabel="CDF of jobs")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(out / "fig1_cdfs.png", dpi=120)
+    plt.close(fig)
+    lines += ["", "Paper (L703-709): cost/utility < 50 for > 90% of jobs under OPM, ≈ 72% without estimation, "
+              "≈ 65% under Fair and DA; C/B < 0.9 for > 20% of jobs under OPM and ≈ 3% under Fair and DA.",
+              "", "![Fig. 1](fig1_cdfs.png)"]  # fmt: skip
+    return lines
+
+
+def figure_two(runs, out: Path) -> list[str]:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
+    lines = ["## E3: Fig. 2 (overall utility over β, heavy and light load)", ""]
+    lines += ["| load | β | " + " | ".join(LABELS[s] for s in SCHEMES) + " | OPM/Fair − 1 | OPM/DA − 1 |"]
+    lines += ["|---" * (4 + len(SCHEMES)) + "|"]
+    for ax, load in zip(axes, ("heavy", "light"), strict=True):
+        for s in SCHEMES:
+            means = [_values(runs[("fig2", load, b, s)], "utility").mean() for b in FIG2_BETAS]
+            ax.plot(FIG2_BETAS, means, marker="o", label=LABELS[s])
+        for b in FIG2_BETAS:
+            group = {s: runs[("fig2", load, b, s)] for s in SCHEMES}
+            cells = " | ".join(_fmt(_values(group[s], "utility")) for s in SCHEMES)
+            fair, da = _gain(group, "opm", "fair"), _gain(group, "opm", "deadline_aware")
+            lines.append(f"| {load} | {b} | {cells} | {fair.mean():+.1%} ± {fair.std(ddof=1):.1%} | {da.mean():+.1%} |")
+        ax.set(title=f"{load} load", xlabel="β", ylabel="overall utility", yscale="log")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(out / "fig2_utility_vs_beta.png", dpi=120)
+    plt.close(fig)
+    lines += ["", "Paper (L713, L723): OPM over Fair at β = 0.9 is +47% (heavy) and +56% (light).", "",
+              "![Fig. 2](fig2_utility_vs_beta.png)"]  # fmt: skip
+    return lines
+
+
+def figure_three(runs, out: Path) -> list[str]:
+    fair = _values(runs[("fig3", "fair")], "utility")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    lines = ["## E4: Fig. 3 (heavy load, β = 0.8): OPM's α sweep under both α readings (A2)", ""]
+    lines += ["| α | step: gain over Fair | step: migrations | reg_weight: gain over Fair | reg_weight: migrations |"]
+    lines += ["|---|---|---|---|---|"]
+    table = {}
+    for semantics in ("step", "reg_weight"):
+        gains = [_values(runs[("fig3", semantics, a)], "utility") / fair - 1 for a in ALPHAS]
+        migrations = [_values(runs[("fig3", semantics, a)], "mean_migrations") for a in ALPHAS]
+        table[semantics] = (gains, migrations)
+        axes[0].plot(ALPHAS, [g.mean() * 100 for g in gains], marker="o", label=semantics)
+        axes[1].plot(ALPHAS, [m.mean() * 100 for m in migrations], marker="o", label=semantics)
+    for i, a in enumerate(ALPHAS):
+        cells = [f"{table[s][0][i].mean():+.1%} | {table[s][1][i].mean():.1%}" for s in ("step", "reg_weight")]
+        lines.append(f"| {a:g} | " + " | ".join(cells) + " |")
+    axes[0].set(xlabel="α", ylabel="utility improvement over Fair (%)")
+    axes[1].set(xlabel="α", ylabel="machines migrated per slot (%)")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(out / "fig3_alpha_sweep.png", dpi=120)
+    plt.close(fig)
+    lines += ["", "Paper (L717-725): the gain over Fair falls from 40% to 17% and migrations from ≈ 20% to ≈ 3% "
+              "as α grows tenfold; α = 6 recommended.", "", "![Fig. 3](fig3_alpha_sweep.png)"]  # fmt: skip
+    return lines
+
+
+def theory_section(runs, scale, out: Path) -> list[str]:
+    lines = ["## E5: theory checks (Thm 2 for OPS, Cor. 1 for OPM; spec §6)", ""]
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for name, horizons, m in (("ops", scale["ops_horizons"], 10), ("opm_common", scale["opm_horizons"], 8)):
+        regret = np.array([_values(runs[(name, t)], "regret").mean() for t in horizons])
+        fit = max(abs(_values(runs[(name, t)], "fit")).max() for t in horizons)
+        slope = float(np.polyfit(np.log(horizons), np.log(regret), 1)[0])
+        normalised = regret / np.array([math.sqrt(t * math.log(m * t / 0.05)) for t in horizons])
+        ax.loglog(horizons, regret, marker="o", label=name)
+        label = "OPS (single job, ρ = 0.1, ε = 0)" if name == "ops" else "OPM (Cor. 1: M = 8, N = 3, a_j = 0, d_j = T)"
+        lines += [
+            f"**{label}**: log-log slope of Reg_T vs T = {slope:.2f} (< 0.75 asserted in tests);",
+            f"Reg_T/T = {', '.join(f'{r / t:.3f}' for r, t in zip(regret, horizons, strict=True))};",
+            f"Reg_T/√(T ln(MT/δ)) = {', '.join(f'{v:.2f}' for v in normalised)}; max |Fit_T| = {fit:.1f}.",
+            "",
+        ]
+    ax.set(xlabel="T", ylabel="mean regret Reg_T (Eq. 6)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "e5_regret.png", dpi=120)
+    plt.close(fig)
+    return lines + ["![E5](e5_regret.png)"]
+
+
+def ablation_section(runs) -> list[str]:
+    """A14 (ours): machine speeds s_i ~ U[1 − h, 1] with prices still 2 × mean, so estimation can matter."""
+    lines = [f"## Ablation (ours, spec A14): speed heterogeneity h = {HETEROGENEITY}, heavy load, β = 0.7", ""]
+    lines += ["| scheme | utility | OPM / scheme |", "|---|---|---|"]
+    group = {s: runs[("ablation", s)] for s in SCHEMES}
+    for s in SCHEMES:
+        ratio = 1 + _gain(group, "opm", s)
+        lines.append(
+            f"| {LABELS[s]} | {_fmt(_values(group[s], 'utility'))} | {ratio.mean():.3f} ± {ratio.std(ddof=1):.3f} |"
+        )
+    return lines
+
+
+def soft_checks(runs) -> list[str]:
+    """The spec's soft checks S1-S7 (§5.8) as verdicts on the paired means; reported, never asserted."""
+
+    def mean_gain(load, beta, other):
+        return _gain({s: runs[("fig2", load, beta, s)] for s in SCHEMES}, "opm", other).mean()
+
+    def pooled(scheme, attr, threshold):
+        return np.mean(np.concatenate([getattr(r, attr) for r in runs[("fig2", "heavy", 0.5, scheme)]]) < threshold)
+
+    heavy_gains = [mean_gain("heavy", b, "fair") for b in FIG2_BETAS]
+    fair = _values(runs[("fig3", "fair")], "utility")
+    trends = {}
+    for semantics in ("step", "reg_weight"):
+        gain = [(_values(runs[("fig3", semantics, a)], "utility") / fair - 1).mean() for a in ALPHAS]
+        mig = [_values(runs[("fig3", semantics, a)], "mean_migrations").mean() for a in ALPHAS]
+        trends[semantics] = (gain[-1] < gain[0], mig[-1] < mig[0])
+    ratio50 = {s: pooled(s, "cost_ratio", 50) for s in SCHEMES}
+    under = {s: pooled(s, "consumed", 0.9) for s in SCHEMES}
+    checks = [
+        ("S1 OPM > Fair and OPM > DA at β ≥ 0.7 (heavy)",
+         all(mean_gain("heavy", b, o) > 0 for b in FIG2_BETAS if b >= 0.7 for o in ("fair", "deadline_aware"))),
+        ("S2 OPM/Fair increases with β (heavy)", bool(np.all(np.diff(heavy_gains) > 0))),
+        ("S3 OPM ≥ OPM without estimation (every β, heavy)",
+         all(mean_gain("heavy", b, "opm_no_estimation") >= 0 for b in FIG2_BETAS)),
+        ("S4 light-load gain over Fair > heavy-load gain at β = 0.9",
+         bool(mean_gain("light", 0.9, "fair") > mean_gain("heavy", 0.9, "fair"))),
+        ("S5 gain and migrations both fall as α grows, α = 1 → 10 (step)", all(trends["step"])),
+        ("S5 gain and migrations both fall as α grows, α = 1 → 10 (reg_weight)", all(trends["reg_weight"])),
+        ("S6 more jobs with C/B < 0.9 under OPM than under Fair and DA",
+         bool(under["opm"] > max(under["fair"], under["deadline_aware"]))),
+        ("S7 share with cost/utility < 50: OPM > OPM w/o estimation > Fair, DA",
+         bool(ratio50["opm"] > ratio50["opm_no_estimation"] > max(ratio50["fair"], ratio50["deadline_aware"]))),
+    ]  # fmt: skip
+    lines = ["## Soft checks (spec §5.8; paired means over the seeds above)", "", "| check | holds here |", "|---|---|"]
+    return lines + [f"| {name} | {'yes' if ok else 'no'} |" for name, ok in checks]
+
+
+def write_report(runs: dict[tuple, list[Run]], scale: str, workers: int, elapsed: float, out: Path) -> Path:
+    """Tables, figures and verdicts from collected runs (``runs.pkl`` lets one regenerate them)."""
+    config = SCALES[scale]
+    seeds = sorted({r.seed for group in runs.values() for r in group})
+    seconds = {
+        s: np.mean([r.seconds for k, group in runs.items() if k[0] == "fig2" and k[-1] == s for r in group])
+        for s in SCHEMES
+    }
+    lines = [
+        "# Reproduction of paper 000 (ClusterApprox-v0)",
+        "",
+        f"Scale `{scale}`: env settings {config['env']}, seeds {seeds}, synthetic Google-like jobs (spec §5.2.3), "
+        "on/off Gamma machines with p_i = 2 × mean rate. Total wall time "
+        f"{elapsed:.0f} s with {workers} worker(s); mean seconds per episode: "
+        + ", ".join(f"{LABELS[k]} {v:.1f}" for k, v in seconds.items())
+        + ".",
+        "",
+    ]
+    lines += table_one(runs, out) + [""]
+    lines += figure_one(runs, out) + [""]
+    lines += figure_two(runs, out) + [""]
+    lines += figure_three(runs, out) + [""]
+    if ("ablation", "opm") in runs:
+        lines += ablation_section(runs) + [""]
+    lines += soft_checks(runs) + [""]
+    lines += theory_section(runs, config, out)
+    report = out / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    return report
+
+
+def run(scale: str = "small", out_dir: str | Path = "results/approx", *, workers: int = 2) -> Path:
+    """Run every experiment, write ``report.md``, the figures and ``runs.pkl`` into ``out_dir``; return the report."""
+    if scale not in SCALES:
+        raise ValueError(f"scale={scale!r} is not allowed; choose one of {list(SCALES)}")
+    config = SCALES[scale]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    seeds = list(range(config["seeds"]))
+    start = time.perf_counter()
+    tasks = scheduling_tasks(config["env"], seeds)
+    tasks += [(("fig3", "fair"), "ClusterApprox-v0", "fair", {}, {**config["env"], "beta": 0.8}, s) for s in seeds]
+    tasks += theory_tasks(config, seeds)
+    runs = run_tasks(tasks, workers)
+    elapsed = time.perf_counter() - start
+    (out / "runs.pkl").write_bytes(pickle.dumps(runs))
+    return write_report(runs, scale, workers, elapsed, out)

@@ -1,0 +1,400 @@
+"""``ClusterApprox-v0`` and ``ClusterApproxSingleJob-v0``: approximation jobs on machines of unknown,
+varying speed, with semi-bandit feedback (paper 000)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from cluster_envs.approx.benchmark import opt_per_job
+from cluster_envs.approx.config import MULTI_PRESETS, SINGLE_PRESETS, ApproxConfig
+from cluster_envs.approx.dynamics import ApproxProblem, ApproxSimulator, Instance
+from cluster_envs.approx.projection import occupant_to_assignment
+from cluster_envs.approx.workloads import (
+    common_deadline_jobs,
+    listed_jobs,
+    make_rate_process,
+    prior_mean_rate,
+    read_job_trace,
+    single_job,
+    synthetic_jobs,
+    trace_jobs,
+)
+from cluster_envs.common.config import build_config, check_choice
+from cluster_envs.common.seeding import episode_streams
+
+
+class _ApproxEnvCore(gym.Env):
+    """The shared core; the two registered classes below differ only in presets and space encodings."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    single_job = False
+    presets: dict[str, dict[str, Any]] = MULTI_PRESETS
+    env_name = "ClusterApprox-v0"
+
+    def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
+        config = build_config(ApproxConfig, self.presets, preset, overrides)
+        if render_mode is not None:
+            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        if self.single_job and (config.job_source != "single" or config.max_visible_jobs != 1):
+            raise ValueError(f"{self.env_name} has one job: job_source must be 'single' and max_visible_jobs 1")
+        if self.single_job and config.capacity is not None:
+            raise ValueError(f"capacity (Sec. V-C mode) is only available in ClusterApprox-v0, not {self.env_name}")
+        if not self.single_job and config.job_source == "single":
+            raise ValueError("job_source='single' belongs to ClusterApproxSingleJob-v0")
+        self.config = config
+        self.preset = preset
+        self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
+        self.render_mode = render_mode
+        m, k = config.n_machines, config.max_visible_jobs
+        self._generalized = config.capacity is not None
+        self._n_fields = 14 if self._generalized else 12
+        job_high = self._job_bounds()
+        price_high = self._price_bound()
+        horizon = float(config.horizon)
+        obs = {
+            "time": spaces.Box(0.0, 1.0, shape=(2,), dtype=np.float64),
+            "price": spaces.Box(0.0, price_high, shape=(m,), dtype=np.float64),
+            "n_obs": spaces.Box(0.0, horizon, shape=(m,), dtype=np.float64),
+            "sum_obs": spaces.Box(0.0, horizon, shape=(m,), dtype=np.float64),
+            "last_rate": spaces.Box(0.0, 1.0, shape=(m,), dtype=np.float64),
+            "last_mask": spaces.MultiBinary(m),
+        }
+        low = np.zeros_like(job_high)
+        low[6] = -job_high[5]  # remaining budget is negative after an overrun (soft mode)
+        if self.single_job:
+            obs["job"] = spaces.Box(low, job_high, dtype=np.float64)
+            self.action_space = spaces.MultiBinary(m)
+        else:
+            obs["jobs"] = spaces.Box(np.tile(low, (k, 1)), np.tile(job_high, (k, 1)), dtype=np.float64)
+            if self._generalized:
+                obs["last_assignment"] = spaces.MultiBinary((k, m))
+                self.action_space = spaces.MultiBinary((k, m))
+            else:
+                obs["last_occupant"] = spaces.MultiDiscrete(np.full(m, k + 1))
+                self.action_space = spaces.MultiDiscrete(np.full(m, k + 1))
+        self.observation_space = spaces.Dict(obs)
+        self._sim: ApproxSimulator | None = None
+        self.problem: ApproxProblem | None = None
+        self.misc_rng: np.random.Generator | None = None
+
+    def _price_bound(self) -> float:
+        cfg = self.config
+        if isinstance(cfg.prices, tuple):
+            return max(cfg.prices)
+        return cfg.price_factor if cfg.prices == "proportional" else cfg.price_range[1]
+
+    def _job_bounds(self) -> np.ndarray:
+        """Finite upper bounds of the ``jobs`` columns, from the config (fixed before any instance exists)."""
+        cfg = self.config
+        m, horizon = cfg.n_machines, float(cfg.horizon)
+        if cfg.job_source in ("synthetic", "trace"):
+            budget, value = cfg.q_range[1] * horizon, cfg.v_range[1]
+        elif cfg.job_source == "common":
+            budget, value = cfg.b_range[1] * horizon, cfg.v_range[1]
+        elif cfg.job_source == "single":
+            budget, value = cfg.budget_fraction * m * horizon, 1.0
+        else:
+            budget, value = max(j[2] for j in cfg.jobs), max(j[3] for j in cfg.jobs)
+        max_tasks = max(cfg.capacity) if cfg.capacity is not None else 1
+        max_spend = max(budget, self._price_bound() * m * max_tasks * horizon)
+        high = [
+            1,
+            1,
+            value,
+            1,
+            budget,
+            max_spend,
+            budget,
+            budget,
+            horizon,
+            horizon,
+            m * max_tasks * horizon,
+            horizon,
+        ]
+        if self._generalized:
+            high += [cfg.demand, m if cfg.parallelism is None else cfg.parallelism]
+        return np.asarray(high, dtype=np.float64)
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        cfg = self.config
+        streams = episode_streams(self.np_random, ["instance", "rates", "misc"])
+        instance_rng = np.random.default_rng(cfg.instance_seed) if cfg.fixed_instance else streams["instance"]
+        self.misc_rng = streams["misc"]
+        self._instance = self._draw_instance(instance_rng, streams["rates"])
+        self.problem = ApproxProblem(
+            n_machines=cfg.n_machines,
+            horizon=cfg.horizon,
+            max_visible_jobs=cfg.max_visible_jobs,
+            single_job=self.single_job,
+            utility=cfg.utility,
+            beta=float(cfg.beta),
+            prices=tuple(float(p) for p in self._instance.prices),
+            budget_mode=cfg.budget_mode,
+            rate_prior_mean=prior_mean_rate(cfg.rate_process, cfg.iid_mean_range, cfg.speed_heterogeneity),
+            capacity=cfg.capacity,
+        )
+        opt = None
+        if cfg.compute_benchmark:
+            jobs = self._instance.jobs
+            opt = opt_per_job(
+                cfg.utility,
+                cfg.beta,
+                jobs,
+                self._instance.means,
+                self._instance.prices,
+                cfg.horizon,
+                cfg.benchmark_kind,
+            )
+        self._sim = ApproxSimulator(self.problem, self._instance, budget_mode=cfg.budget_mode, opt_per_job=opt)
+        info = {
+            "n_jobs": self._sim.n_jobs,
+            "arrivals": [int(j) for j in np.flatnonzero(self._instance.jobs.arrival == 0)],
+        }
+        if opt is not None:
+            info["benchmark_total"] = float(opt.sum())
+        return self._observation(), info
+
+    def _draw_instance(self, rng: np.random.Generator, rates_rng: np.random.Generator) -> Instance:
+        cfg = self.config
+        m = cfg.n_machines
+        rates = make_rate_process(
+            cfg.rate_process, rng, rates_rng, m, cfg.horizon, cfg.iid_mean_range, cfg.speed_heterogeneity
+        )
+        if isinstance(cfg.prices, tuple):
+            prices = np.asarray(cfg.prices)
+        elif cfg.prices == "proportional":
+            prices = cfg.price_factor * rates.means
+        else:
+            prices = rng.uniform(*cfg.price_range, size=m)
+        if cfg.job_source == "synthetic":
+            jobs = synthetic_jobs(
+                rng,
+                horizon=cfg.horizon,
+                n_machines=m,
+                mean_price=float(prices.mean()),
+                load=cfg.load,
+                lifetime_median=cfg.lifetime_median,
+                lifetime_sigma=cfg.lifetime_sigma,
+                q_range=cfg.q_range,
+                v_range=cfg.v_range,
+                keep_fraction=cfg.job_keep_fraction,
+            )
+        elif cfg.job_source == "trace":
+            arrival, deadline = self._trace
+            jobs = trace_jobs(
+                rng,
+                arrival=arrival,
+                deadline=deadline,
+                q_range=cfg.q_range,
+                v_range=cfg.v_range,
+                keep_fraction=cfg.job_keep_fraction,
+            )
+        elif cfg.job_source == "common":
+            jobs = common_deadline_jobs(
+                rng, horizon=cfg.horizon, n_jobs=cfg.n_jobs, b_range=cfg.b_range, v_range=cfg.v_range
+            )
+        elif cfg.job_source == "single":
+            jobs = single_job(horizon=cfg.horizon, n_machines=m, budget_fraction=cfg.budget_fraction)
+        else:
+            jobs = listed_jobs(cfg.jobs)
+        n = jobs.count
+        capacity = np.asarray(cfg.capacity if cfg.capacity is not None else (1,) * m, dtype=np.float64)
+        parallelism = np.full(n, m if cfg.parallelism is None else cfg.parallelism, dtype=np.int64)
+        return Instance(jobs, prices, rates, np.full(n, float(cfg.demand)), parallelism, capacity)
+
+    @property
+    def _simulator(self) -> ApproxSimulator:
+        if self._sim is None:
+            raise RuntimeError(f"{self.env_name}: call reset() before step()")
+        return self._sim
+
+    def step(self, action: Any):
+        sim = self._simulator
+        if sim.t >= sim.horizon:
+            raise RuntimeError(f"{self.env_name}: the episode ended at t = {sim.t}; call reset()")
+        assign = self._decode(action)
+        rewards = sim.step(assign)
+        reward = rewards[self.config.reward_mode]
+        terminated = sim.t == sim.horizon
+        info = self._info()
+        if terminated:
+            info["episode_summary"] = sim.summary()
+        return self._observation(), float(reward), terminated, False, info
+
+    def _decode(self, action: Any) -> np.ndarray:
+        """Turn a well-formed action into the (K, M) proposal; malformed input raises ValueError."""
+        try:
+            a = np.asarray(action)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"action could not be read as an array: {err}") from None
+        shape = self.action_space.shape
+        if a.shape != shape:
+            raise ValueError(f"action must have shape {shape}, got {a.shape}")
+        if a.dtype.kind not in "biuf":
+            raise ValueError(f"action must be numeric, got dtype {a.dtype}")
+        if a.dtype.kind == "f" and (not np.isfinite(a).all() or (a != np.round(a)).any()):
+            raise ValueError("action must hold finite integer values (no NaN, inf or fractions)")
+        a = a.astype(np.int64)
+        high = 1 if isinstance(self.action_space, spaces.MultiBinary) else self.config.max_visible_jobs
+        if (a < 0).any() or (a > high).any():
+            raise ValueError(f"action values must lie in [0, {high}], got min {a.min()} and max {a.max()}")
+        if self.single_job:
+            return a[None, :].astype(bool)
+        if self._generalized:
+            return a.astype(bool)
+        return occupant_to_assignment(a, self.config.max_visible_jobs)
+
+    def _info(self) -> dict[str, Any]:
+        sim = self._simulator
+        s = sim.step_info
+        executed = s["executed"]
+        if self.single_job or self._generalized:
+            executed_out = executed.astype(np.int8) if self._generalized else executed[0].astype(np.int8)
+        else:
+            executed_out = (executed * np.arange(1, executed.shape[0] + 1)[:, None]).sum(axis=0)
+        info: dict[str, Any] = {
+            "t": sim.t,
+            "work": s["slot_work"].copy(),
+            "cost": s["slot_cost"].copy(),
+            "executed": executed_out,
+            "observed_rates": np.where(s["ran"], s["rates"], -1.0),
+            "n_invalid": s["n_invalid"],
+            "n_budget_blocked": s["n_budget_blocked"],
+            "n_repaired": s["n_repaired"],
+            "exhausted": s["exhausted_slots"],
+            "migrations": s["migrations"],
+            "utility_true": sim.utility_true,
+            "utility_approx": sim.utility_approx,
+            "fit": sim.fit_signed,
+            "fit_positive": sim.fit_positive,
+            "slot_job_ids": sim.slot_job.copy(),
+            "arrivals": s["arrivals"],
+            "departures": s["departures"],
+        }
+        if sim.opt_per_job is not None:
+            info["benchmark_total"] = float(sim.opt_per_job.sum())
+            info["regret"] = sim.benchmark_accrued - sim.utility_approx
+        if self.config.expose_oracle:
+            info["oracle"] = {"rates": s["rates"].copy(), "means": self._instance.means.copy()}
+        return info
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        sim = self._simulator
+        horizon = sim.horizon
+        obs = {
+            "time": np.array([sim.t / horizon, (horizon - sim.t) / horizon]),
+            "price": sim.prices.copy(),
+            "n_obs": sim.n_obs.copy(),
+            "sum_obs": sim.sum_obs.copy(),
+            "last_rate": sim.last_rate.copy(),
+            "last_mask": sim.last_mask.astype(np.int8),
+        }
+        rows = sim.job_rows()
+        if self.single_job:
+            obs["job"] = rows[0]
+        else:
+            obs["jobs"] = rows
+            if self._generalized:
+                obs["last_assignment"] = sim.last_assign.astype(np.int8)
+            else:
+                occupant = (sim.last_assign * np.arange(1, rows.shape[0] + 1)[:, None]).sum(axis=0)
+                obs["last_occupant"] = occupant.astype(np.int64)
+        return obs
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        sim = self._simulator
+        lines = [
+            f"t={sim.t}/{sim.horizon}  utility={sim.utility_true:.2f}  "
+            f"visible={int((sim.slot_job >= 0).sum())}  waiting={len(sim.waiting)}"
+        ]
+        for k, j in enumerate(sim.slot_job):
+            if j >= 0:
+                machines = int(sim.last_assign[k].sum())
+                lines.append(
+                    f"slot {k + 1}: job {j} machines={machines} work={sim.work[j]:.1f} "
+                    f"spent={sim.spent[j]:.1f}/{sim.budget[j]:.1f} deadline={sim.deadline[j]}"
+                )
+        return "\n".join(lines) + "\n"
+
+
+class ClusterApproxEnv(_ApproxEnvCore):
+    """Approximation jobs share M machines of unknown, varying speed; rates are seen only where tasks ran.
+
+    Paper: Xu, Liu, Lau, Zeng, Guo, Liu, "Online Resource Allocation with Machine Variability: A Bandit
+    Perspective" (paper 000; spec ``specs/approx_bandit.md``).
+
+    **Dynamics.** Machine i delivers θ_i^t ∈ [0, 1] work in slot t and costs p_i. Job j is active in slots
+    a_j < t ≤ d_j, has budget B_j and utility f_j(X_j) = v_j X_j^β (``utility="power"``; also ``"log"``,
+    ``"linear"``). Jobs come from ``job_source``: ``"synthetic"`` (Google-like stand-in), ``"trace"`` (a CSV
+    ``job_id,a,d`` at ``trace_path``, q_j and v_j drawn as in the paper), ``"common"`` or ``"list"``.
+    Visible jobs sit in K job slots (lowest free slot on arrival; a FIFO queue holds the overflow). Each
+    step: proposals to empty slots idle (``n_invalid``); ``budget_mode="hard"`` runs the Alg. 1 check per
+    job in machine-index order (C_j + Σ p_i < B_j strictly, the first failure exhausts the job for good and
+    frees its slot); ``"soft"`` runs every proposal and measures Fit. Rates come from ``rate_process`` (the
+    paper's Gamma on/off availability model, or i.i.d. Bernoulli/uniform/beta), drawn from their own stream:
+    every policy sees the same θ_i^t for a seed (common random numbers).
+
+    **Observation** (Dict, float64 Boxes): ``time`` [t/T, (T−t)/T]; ``price`` p; ``n_obs`` / ``sum_obs`` the
+    count and sum of observed rates per machine (Eq. 12's statistics); ``last_rate`` θ_i^{t−1} where
+    machine i ran, else 0; ``last_mask``; ``last_occupant`` (slot 1..K, 0 = idle) of the last slot;
+    ``jobs`` (K, 12): [present, is_new, v_j, β, B_j, C_j, B_j − C_j, B_j/(d_j − a_j), elapsed slots,
+    remaining slots, realised work W_j, d_j − a_j], zeros for an empty slot.
+
+    **Action** ``MultiDiscrete([K+1]*M)``: machine i goes to job slot a_i (0 = idle); capacity (Eq. 3)
+    holds by construction. Wrong shape, NaN, fractions or out-of-range values raise ``ValueError``.
+    The Sec. V-C mode (``capacity`` C_i, ``demand`` r_j, ``parallelism`` u_j) uses ``MultiBinary((K, M))``
+    actions, repaired deterministically (drop the highest slots on an over-full machine, then a job's
+    highest machines beyond u_j; counted in ``n_repaired``); its ``jobs`` rows add r_j and u_j and
+    ``last_occupant`` becomes ``last_assignment``. ``FractionalActionWrapper`` gives a Box action.
+
+    **Reward** (``reward_mode``): ``"true"`` (default) Σ_j [f_j(W_j(t)) − f_j(W_j(t−1))], return Σ_j f_j(X_j)
+    (the P1 objective reported in Table I); ``"approx"`` the increments of (t − a_j) f_j(W_j/(t − a_j)),
+    return Σ_j (d_j − a_j) f_j(X_j/(d_j − a_j)) (Eq. 6's utility term); ``"sparse"`` f_j(X_j) at d_j.
+
+    **Episode end.** ``terminated`` after slot T (every deadline has passed); never truncated.
+
+    **info**: ``t, work, cost`` (per slot), ``executed`` (M,) slot per machine (0 = idle), ``observed_rates``
+    (−1 where unobserved), ``n_invalid, n_budget_blocked, n_repaired, exhausted`` (per slot), ``migrations``
+    (share of machines whose previous, still-running occupant changed), ``utility_true, utility_approx, fit``
+    (Eq. 8 over departed jobs), ``fit_positive, slot_job_ids, arrivals, departures``; with
+    ``compute_benchmark=True``: ``benchmark_total`` and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the
+    end; ``benchmark_kind`` ``"eq6"``/``"p1"``/``"thm3"``); ``oracle`` only with ``expose_oracle=True``.
+    At the end, ``episode_summary``: utility, utility_approx, regret, benchmark_total, fit, fit_positive,
+    mean_migrations, budget and cost-to-utility shares, counters.
+
+    **Presets**: ``default`` (M = 20, T = 2000, K = 8, on/off machines, synthetic Google-like jobs at offered
+    load 2, β = 0.5), ``medium`` / ``medium_light`` (M = 100, T = 3600, K = 64, load 3), ``paper`` /
+    ``paper_light`` (M = 1000, T = 36 000, K = 256, load 3, half the jobs kept), ``common_deadline``
+    (Corollary 1: M = 8, N = 3, a_j = 0, d_j = T = 4000, i.i.d. Bernoulli rates, log utility, benchmark on).
+
+    **Privileged state**: ``_instance`` (jobs, true means, rate process) and ``_sim``.
+    """
+
+    env_name = "ClusterApprox-v0"
+
+
+class ClusterApproxSingleJobEnv(_ApproxEnvCore):
+    """One approximation job over the whole horizon on M machines of unknown speed (Sec. IV, OPS).
+
+    The single-job case of ``ClusterApprox-v0`` (same dynamics, feedback, budget check, rewards, info keys):
+    N = 1, a_1 = 0, d_1 = T, B = ρ M T (``budget_fraction`` ρ). Action ``MultiBinary(M)`` (run the job on
+    machine i or not). Observation: ``time, price, n_obs, sum_obs, last_rate, last_mask`` as in
+    ``ClusterApprox-v0`` and ``job`` (12,), the job's row (``present`` is 0 once the budget is exhausted).
+    ``info["executed"]`` is the executed 0/1 vector.
+
+    **Presets**: ``default`` (M = 10, T = 2000, ρ = 0.2, i.i.d. Bernoulli rates with θ_i ~ U[0.1, 0.9],
+    p_i ~ U[0.2, 1], f(X) = log(1 + X), hard budget, benchmark on: ``info["regret"]`` is Eq. 6's regret
+    against the closed-form optimum T f(θ·x*)), ``soft`` (the same without the budget check; Fit measured).
+    """
+
+    single_job = True
+    presets = SINGLE_PRESETS
+    env_name = "ClusterApproxSingleJob-v0"

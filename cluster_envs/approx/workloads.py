@@ -1,0 +1,271 @@
+"""Machine-rate processes and job generators of the approximation-job setting (spec §2.1, §5.2).
+
+Machines: i.i.d. rates (Assumption 1) or the paper's Gamma on/off availability model (L677, L691).
+Rates are generated lazily in fixed-size chunks from their own stream, so the matrix θ[t, i] is a
+function of that stream alone (common random numbers) and a paper-sized horizon never sits in memory.
+
+Jobs: the synthetic Google-like stand-in of spec §5.2.3, the Corollary-1 common-deadline instance,
+the single job of Sec. IV, or an explicit list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Paper's on/off model (L677, L691): period lengths ~ Gamma(shape, scale), rates uniform per period type.
+AP_SHAPE, AP_SCALE = 0.34, 94.35
+UP_SHAPE, UP_SCALE = 0.19, 39.92
+AP_RATE = (0.7, 1.0)
+UP_RATE = (0.0, 0.1)
+AP_MEAN_LENGTH = AP_SHAPE * AP_SCALE
+UP_MEAN_LENGTH = UP_SHAPE * UP_SCALE
+STATIONARY_AP = AP_MEAN_LENGTH / (AP_MEAN_LENGTH + UP_MEAN_LENGTH)
+AP_RATE_MEAN = sum(AP_RATE) / 2
+UP_RATE_MEAN = sum(UP_RATE) / 2
+ONOFF_MEAN_RATE = STATIONARY_AP * AP_RATE_MEAN + (1 - STATIONARY_AP) * UP_RATE_MEAN
+
+RATE_PROCESSES = ("iid_bernoulli", "iid_uniform", "iid_beta", "onoff_gamma")
+CHUNK = 512
+BETA_CONCENTRATION = 10.0
+
+
+def onoff_periods(rng: np.random.Generator, n_machines: int, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """Alternating AP/UP renewal processes on [0, horizon] for every machine.
+
+    Returns ``ends`` (M, P), the cumulative end time of each period, and ``is_ap`` (M, P). The first period
+    is AP with the stationary probability (spec §5.2.1); each length is a fresh Gamma draw.
+    """
+    pairs = int(np.ceil(2 * horizon / (AP_MEAN_LENGTH + UP_MEAN_LENGTH))) + 16
+    start_ap = rng.random(n_machines) < STATIONARY_AP
+    while True:
+        ap = rng.gamma(AP_SHAPE, AP_SCALE, size=(n_machines, pairs))
+        up = rng.gamma(UP_SHAPE, UP_SCALE, size=(n_machines, pairs))
+        first = np.where(start_ap[:, None], ap, up)
+        second = np.where(start_ap[:, None], up, ap)
+        lengths = np.stack([first, second], axis=2).reshape(n_machines, 2 * pairs)
+        ends = np.cumsum(lengths, axis=1)
+        if (ends[:, -1] > horizon).all():
+            break
+        pairs *= 2  # rare: redraw with more periods (the stream stays a function of the seed)
+    is_ap = np.zeros((n_machines, 2 * pairs), dtype=bool)
+    is_ap[:, 0::2] = start_ap[:, None]
+    is_ap[:, 1::2] = ~start_ap[:, None]
+    return ends, is_ap
+
+
+def ap_time(ends: np.ndarray, is_ap: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """A_i(t): the AP time of machine i in [0, t), for every machine and every t in ``times`` -> (len, M)."""
+    n_machines, n_periods = ends.shape
+    horizon_cap = float(times.max()) + 1.0
+    clipped = np.minimum(ends, horizon_cap)
+    offsets = (horizon_cap + 1.0) * np.arange(n_machines)[:, None]
+    flat = (clipped + offsets).ravel()
+    queries = (times[None, :] + offsets).ravel()
+    idx = np.searchsorted(flat, queries, side="right").reshape(n_machines, -1)
+    idx -= (n_periods * np.arange(n_machines))[:, None]
+    starts = np.concatenate([np.zeros((n_machines, 1)), ends[:, :-1]], axis=1)
+    lengths = ends - starts
+    cum_ap_before = np.concatenate([np.zeros((n_machines, 1)), np.cumsum(lengths * is_ap, axis=1)[:, :-1]], axis=1)
+    rows = np.arange(n_machines)[:, None]
+    partial = (times[None, :] - starts[rows, idx]) * is_ap[rows, idx]
+    return (cum_ap_before[rows, idx] + partial).T
+
+
+@dataclass
+class RateProcess:
+    """θ_i^t for slots t = 1..T, drawn chunk by chunk from the ``rates`` stream in a fixed order.
+
+    ``means`` are the machines' true mean rates θ_i (the benchmark's and the prices' "mean service rate").
+    For the on/off model it is the horizon average of the expected rate given the availability periods,
+    0.05 + 0.8·A_i(T)/T (ours, spec A15).
+    """
+
+    kind: str
+    horizon: int
+    means: np.ndarray
+    speed: np.ndarray
+    rng: np.random.Generator
+    ends: np.ndarray | None = None
+    is_ap: np.ndarray | None = None
+    chunk_start: int = 1
+    chunk: np.ndarray | None = None
+
+    def rates(self, t: int) -> np.ndarray:
+        """θ^t (M,) of slot t (1-based); slots must be requested in increasing order."""
+        if self.chunk is None or t >= self.chunk_start + len(self.chunk):
+            self.chunk_start = t if self.chunk is None else self.chunk_start + len(self.chunk)
+            self.chunk = self._draw(self.chunk_start, min(CHUNK, self.horizon - self.chunk_start + 1))
+        return self.chunk[t - self.chunk_start]
+
+    def _draw(self, first: int, count: int) -> np.ndarray:
+        m = self.means.size
+        if self.kind == "onoff_gamma":
+            grid = np.arange(first - 1, first + count, dtype=np.float64)
+            frac_ap = np.diff(ap_time(self.ends, self.is_ap, grid), axis=0)
+            high = self.rng.uniform(*AP_RATE, size=(count, m))
+            low = self.rng.uniform(*UP_RATE, size=(count, m))
+            return self.speed * (frac_ap * high + (1.0 - frac_ap) * low)
+        base = self.means / self.speed
+        if self.kind == "iid_bernoulli":
+            draws = (self.rng.random((count, m)) < base).astype(np.float64)
+        elif self.kind == "iid_uniform":
+            width = np.minimum(base, 1.0 - base)
+            draws = self.rng.uniform(base - width, base + width, size=(count, m))
+        else:
+            draws = self.rng.beta(base * BETA_CONCENTRATION, (1 - base) * BETA_CONCENTRATION, size=(count, m))
+        return self.speed * draws
+
+
+def make_rate_process(
+    kind: str,
+    instance_rng: np.random.Generator,
+    rates_rng: np.random.Generator,
+    n_machines: int,
+    horizon: int,
+    iid_mean_range: tuple[float, float],
+    speed_heterogeneity: float,
+) -> RateProcess:
+    speed = instance_rng.uniform(1.0 - speed_heterogeneity, 1.0, size=n_machines)
+    if kind == "onoff_gamma":
+        ends, is_ap = onoff_periods(instance_rng, n_machines, horizon)
+        total_ap = ap_time(ends, is_ap, np.array([float(horizon)]))[0]
+        means = speed * (UP_RATE_MEAN + (AP_RATE_MEAN - UP_RATE_MEAN) * total_ap / horizon)
+        return RateProcess(kind, horizon, means, speed, rates_rng, ends, is_ap)
+    means = speed * instance_rng.uniform(*iid_mean_range, size=n_machines)
+    return RateProcess(kind, horizon, means, speed, rates_rng)
+
+
+def prior_mean_rate(kind: str, iid_mean_range: tuple[float, float], speed_heterogeneity: float) -> float:
+    """The population mean of θ_i implied by the model (public: used by OPM without estimation, A12)."""
+    base = ONOFF_MEAN_RATE if kind == "onoff_gamma" else sum(iid_mean_range) / 2
+    return base * (1.0 - speed_heterogeneity / 2)
+
+
+@dataclass(frozen=True)
+class Jobs:
+    """Job data, one entry per job, sorted by (arrival, id): a_j, d_j, B_j, v_j."""
+
+    arrival: np.ndarray
+    deadline: np.ndarray
+    budget: np.ndarray
+    value: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return self.arrival.size
+
+
+def synthetic_jobs(
+    rng: np.random.Generator,
+    *,
+    horizon: int,
+    n_machines: int,
+    mean_price: float,
+    load: float,
+    lifetime_median: float,
+    lifetime_sigma: float,
+    q_range: tuple[float, float],
+    v_range: tuple[float, float],
+    keep_fraction: float,
+) -> Jobs:
+    """Google-like stand-in (spec §5.2.3): uniform arrivals, log-normal lifetimes, B_j = q_j (d_j − a_j).
+
+    The job count meets the offered load ρ = E[#active]·E[q]/(p̄·M); light load keeps each job with
+    probability ``keep_fraction`` (coins drawn for every job, so light instances are subsets of heavy ones).
+    """
+    pilot_a = rng.integers(0, horizon, size=4096)
+    pilot_life = np.maximum(1, np.round(rng.lognormal(np.log(lifetime_median), lifetime_sigma, size=4096)))
+    mean_life = float(np.minimum(pilot_a + pilot_life, horizon).mean() - pilot_a.mean())
+    mean_q = sum(q_range) / 2
+    n_jobs = max(1, int(round(load * n_machines * mean_price * horizon / (mean_q * mean_life))))
+    arrival = np.sort(rng.integers(0, horizon, size=n_jobs))
+    life = np.maximum(1, np.round(rng.lognormal(np.log(lifetime_median), lifetime_sigma, size=n_jobs)))
+    deadline = np.minimum(arrival + life.astype(np.int64), horizon)
+    q = rng.uniform(*q_range, size=n_jobs)
+    value = rng.uniform(*v_range, size=n_jobs)
+    keep = rng.random(n_jobs) < keep_fraction
+    if not keep.any():
+        keep[0] = True
+    return Jobs(arrival[keep], deadline[keep], (q * (deadline - arrival))[keep], value[keep])
+
+
+def common_deadline_jobs(
+    rng: np.random.Generator,
+    *,
+    horizon: int,
+    n_jobs: int,
+    b_range: tuple[float, float],
+    v_range: tuple[float, float],
+) -> Jobs:
+    """Corollary 1 (L641): every job has a_j = 0 and d_j = T, with per-slot budget b_j ~ U[b_range]."""
+    b = rng.uniform(*b_range, size=n_jobs)
+    value = rng.uniform(*v_range, size=n_jobs)
+    return Jobs(np.zeros(n_jobs, dtype=np.int64), np.full(n_jobs, horizon, dtype=np.int64), b * horizon, value)
+
+
+def single_job(*, horizon: int, n_machines: int, budget_fraction: float) -> Jobs:
+    """Sec. IV: one job over the whole horizon, B = ρ·M·T, v = 1."""
+    return Jobs(
+        np.zeros(1, dtype=np.int64),
+        np.full(1, horizon, dtype=np.int64),
+        np.array([budget_fraction * n_machines * horizon]),
+        np.ones(1),
+    )
+
+
+def read_job_trace(path: str, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+    """Arrival and deadline slots from a CSV ``job_id,a,d`` (spec §5.2.2), header optional.
+
+    Jobs arriving at or after the horizon are dropped; d_j is clipped to the horizon and raised to a_j + 1.
+    """
+    try:
+        data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", dtype=np.float64, skiprows=_header_rows(path))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"trace_path={path!r} is not a readable CSV of job_id,a,d ({err})") from None
+    if data.shape[1] != 3 or data.shape[0] == 0:
+        raise ValueError(f"trace_path={path!r} must hold rows job_id,a,d; got shape {data.shape}")
+    arrival, deadline = data[:, 1], data[:, 2]
+    if not np.isfinite(data).all() or (arrival < 0).any() or (deadline < arrival).any():
+        raise ValueError(f"trace_path={path!r}: every job needs 0 <= a <= d (a deadline precedes an arrival)")
+    keep = arrival < horizon
+    if not keep.any():
+        raise ValueError(f"trace_path={path!r}: no job arrives before the horizon {horizon}")
+    a = arrival[keep].astype(np.int64)
+    d = np.maximum(np.minimum(deadline[keep].astype(np.int64), horizon), a + 1)
+    order = np.argsort(a, kind="stable")
+    return a[order], d[order]
+
+
+def _header_rows(path: str) -> int:
+    with open(path) as handle:
+        first = handle.readline()
+    return int(any(c.isalpha() for c in first))
+
+
+def trace_jobs(
+    rng: np.random.Generator,
+    *,
+    arrival: np.ndarray,
+    deadline: np.ndarray,
+    q_range: tuple[float, float],
+    v_range: tuple[float, float],
+    keep_fraction: float,
+) -> Jobs:
+    """Trace arrivals and deadlines with q_j, v_j drawn as in the paper (L675) and the light-load coin flips."""
+    n = arrival.size
+    q = rng.uniform(*q_range, size=n)
+    value = rng.uniform(*v_range, size=n)
+    keep = rng.random(n) < keep_fraction
+    if not keep.any():
+        keep[0] = True
+    return Jobs(arrival[keep], deadline[keep], (q * (deadline - arrival))[keep], value[keep])
+
+
+def listed_jobs(jobs: tuple[tuple[float, float, float, float], ...]) -> Jobs:
+    """An explicit job list of (a_j, d_j, B_j, v_j), validated by the env config."""
+    data = np.asarray(jobs, dtype=np.float64)
+    order = np.lexsort((np.arange(len(data)), data[:, 0]))
+    data = data[order]
+    return Jobs(data[:, 0].astype(np.int64), data[:, 1].astype(np.int64), data[:, 2].copy(), data[:, 3].copy())

@@ -1,0 +1,334 @@
+"""ClusterApprox-v0 / ClusterApproxSingleJob-v0: dynamics, feedback, budgets, rewards, info, bad input."""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from approx_helpers import run_episode
+
+import agents
+from cluster_envs.approx.dynamics import perspective, utility
+
+MULTI, SINGLE = "ClusterApprox-v0", "ClusterApproxSingleJob-v0"
+SMALL_LIST = ((0, 40, 30.0, 2.0), (5, 25, 15.0, 1.0), (10, 60, 80.0, 3.0))
+
+
+def _random_rollout(env_id: str, seed: int, **kwargs):
+    env = gym.make(env_id, **kwargs).unwrapped
+    obs, _ = env.reset(seed=seed)
+    env.action_space.seed(seed)
+    steps = []
+    while True:
+        action = env.action_space.sample()
+        obs, reward, terminated, truncated, info = env.step(action)
+        steps.append((action, obs, reward, info))
+        if terminated or truncated:
+            return env, steps
+
+
+# ---------------------------------------------------------------- H1, H2: budget and capacity
+@pytest.mark.parametrize("env_id", [MULTI, SINGLE])
+def test_h1_hard_budget_never_reached_under_any_policy(env_id):
+    for name in agents.agent_names(env_id):
+        for seed in range(2):
+            agent = agents.make_agent(env_id, name)
+            env, summary = run_episode(env_id, agent, seed, horizon=800, **agent.env_kwargs)
+            sim = env._sim
+            assert (sim.spent < sim.budget).all(), f"{name}: a job reached its budget"
+            assert summary["fit_positive"] == 0.0
+
+
+def test_h1_random_actions_never_exceed_budget_and_blocked_jobs_leave():
+    env = gym.make(MULTI, horizon=300, q_range=(2.0, 5.0)).unwrapped
+    env.reset(seed=3)
+    env.action_space.seed(3)
+    blocked = 0
+    for _ in range(300):
+        *_, info = env.step(env.action_space.sample())
+        sim = env._sim
+        assert (sim.spent < sim.budget).all()
+        blocked += info["n_budget_blocked"]
+        # an exhausted job leaves its slot at once
+        assert not sim.exhausted[sim.slot_job[sim.slot_job >= 0]].any()
+    assert blocked > 0 and env._sim.exhausted.any()
+
+
+def test_h2_one_job_per_machine_and_generalized_constraints_after_repair():
+    env, steps = _random_rollout(MULTI, 0, horizon=200)
+    for *_, info in steps:
+        assert info["executed"].shape == (env.config.n_machines,)
+        assert set(np.unique(info["executed"])) <= set(range(env.config.max_visible_jobs + 1))
+    capacity = tuple([1, 2, 3] * 6 + [1, 2])
+    env, steps = _random_rollout(MULTI, 1, horizon=200, capacity=capacity, demand=1.5, parallelism=3)
+    for *_, info in steps:
+        executed = info["executed"].astype(bool)
+        assert (executed.sum(axis=0) * 1.5 <= np.asarray(capacity) + 1e-12).all()
+        assert (executed.sum(axis=1) <= 3).all()
+    assert env._sim.total_repaired > 0
+
+
+# ---------------------------------------------------------------- H3: telescoping returns
+@pytest.mark.parametrize("mode", ["true", "approx", "sparse"])
+def test_h3_episode_return_equals_closed_form_objective(mode):
+    env = gym.make(MULTI, job_source="list", jobs=SMALL_LIST, horizon=60, reward_mode=mode).unwrapped
+    env.reset(seed=4)
+    env.action_space.seed(4)
+    total = 0.0
+    while True:
+        _, reward, terminated, _, _ = env.step(env.action_space.sample())
+        total += reward
+        if terminated:
+            break
+    sim = env._sim
+    if mode == "approx":
+        expected = perspective("power", sim.value, 0.5, sim.work, sim.lifetime).sum()
+    else:
+        expected = utility("power", sim.value, 0.5, sim.work).sum()
+    assert sim.work.sum() > 0
+    np.testing.assert_allclose(total, expected, rtol=1e-10)
+
+
+def test_regret_at_termination_is_eq6_regret():
+    env, summary = run_episode(MULTI, agents.make_agent(MULTI, "fair"), 0, preset="common_deadline", horizon=300)
+    sim = env._sim
+    eq6 = sim.opt_per_job.sum() - perspective("log", sim.value, sim.beta, sim.work, sim.lifetime).sum()
+    np.testing.assert_allclose(summary["regret"], eq6, rtol=1e-10)
+    assert summary["regret"] > 0
+
+
+# ---------------------------------------------------------------- feedback and information
+def test_semi_bandit_feedback_only_on_executed_machines():
+    env = gym.make(SINGLE).unwrapped
+    obs, _ = env.reset(seed=0)
+    action = np.zeros(10, dtype=np.int8)
+    action[[1, 4]] = 1
+    obs, _, _, _, info = env.step(action)
+    assert obs["last_mask"].tolist() == action.tolist()
+    assert (obs["n_obs"] == action).all()
+    assert (obs["last_rate"][action == 0] == 0).all()
+    assert (info["observed_rates"][action == 0] == -1).all()
+    np.testing.assert_array_equal(obs["sum_obs"][action == 1], info["observed_rates"][action == 1])
+
+
+def test_observation_reveals_no_hidden_rates_or_future_jobs():
+    env = gym.make(MULTI).unwrapped
+    obs, _ = env.reset(seed=2)
+    hidden = env._instance
+    present = obs["jobs"][:, 0] > 0
+    assert present.sum() == (hidden.jobs.arrival == 0).sum()
+    for key, value in obs.items():
+        assert not np.isin(hidden.means, np.asarray(value, dtype=np.float64)).any(), key
+
+
+def test_common_random_numbers_across_policies():
+    rates = {}
+    for name in ("random", "fair"):
+        env = gym.make(MULTI, expose_oracle=True).unwrapped
+        obs, _ = env.reset(seed=11)
+        agent = agents.make_agent(MULTI, name)
+        agent.reset(env.problem, seed=0)
+        seen = []
+        for _ in range(50):
+            obs, *_, info = env.step(agent.act(obs))
+            seen.append(info["oracle"]["rates"])
+        rates[name] = np.array(seen)
+    np.testing.assert_array_equal(rates["random"], rates["fair"])
+
+
+def test_light_load_keeps_a_subset_of_the_heavy_jobs():
+    heavy = gym.make(MULTI).unwrapped
+    light = gym.make(MULTI, job_keep_fraction=0.5).unwrapped
+    heavy.reset(seed=5)
+    light.reset(seed=5)
+    h, lt = heavy._instance.jobs, light._instance.jobs
+    assert 0 < lt.count < h.count
+    pairs = set(zip(h.arrival.tolist(), h.budget.tolist(), strict=True))
+    assert set(zip(lt.arrival.tolist(), lt.budget.tolist(), strict=True)) <= pairs
+
+
+def test_soft_mode_measures_fit_and_can_overrun():
+    env, steps = _random_rollout(SINGLE, 0, preset="soft")
+    summary = steps[-1][3]["episode_summary"]
+    sim = env._sim
+    np.testing.assert_allclose(summary["fit"], sim.spent[0] - sim.budget[0])
+    assert summary["fit"] > 0  # random play overspends a budget of ρ = 0.2
+    assert summary["fit_positive"] == summary["fit"]
+
+
+def test_info_keys_and_episode_summary():
+    env, steps = _random_rollout(SINGLE, 1)
+    info = steps[-1][3]
+    for key in (
+        "t",
+        "work",
+        "cost",
+        "executed",
+        "observed_rates",
+        "n_invalid",
+        "n_budget_blocked",
+        "exhausted",
+    ):
+        assert key in info
+    for key in (
+        "migrations",
+        "utility_true",
+        "utility_approx",
+        "fit",
+        "fit_positive",
+        "regret",
+        "benchmark_total",
+    ):
+        assert np.isscalar(info[key])
+    summary = info["episode_summary"]
+    for key in ("utility", "regret", "fit", "fit_positive", "mean_migrations", "frac_consumed_below_0.9"):
+        assert np.isfinite(summary[key])
+    assert info["t"] == env.config.horizon
+
+
+def test_fractional_action_wrapper_keeps_capacity_and_is_unbiased_on_average():
+    from cluster_envs.approx.wrappers import FractionalActionWrapper
+
+    env = FractionalActionWrapper(gym.make(MULTI))
+    obs, _ = env.reset(seed=0)
+    k, m = env.unwrapped.config.max_visible_jobs, env.unwrapped.config.n_machines
+    assert env.action_space.shape == (k, m)
+    z = np.full((k, m), 0.3)
+    _, _, _, _, info = env.step(z)
+    projected = info["fractional_action"]
+    assert (projected.sum(axis=0) <= 1 + 1e-12).all()
+    single = FractionalActionWrapper(gym.make(SINGLE, preset="soft"))
+    single.reset(seed=0)
+    counts = np.zeros(10)
+    for _ in range(400):
+        *_, info = single.step(np.full(10, 0.25))
+        counts += info["executed"]
+    assert abs(counts.mean() / 400 - 0.25) < 0.05  # 4000 Bernoulli(0.25) draws: sd 0.007
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"beta": 0.0}, "beta"),
+        ({"beta": 1.5}, "beta"),
+        ({"beta": float("nan")}, "beta"),
+        ({"job_source": "list", "jobs": ()}, "jobs"),
+        ({"job_source": "list", "jobs": ((10, 5, 3.0, 1.0),)}, "deadline"),
+        ({"job_source": "list", "jobs": ((0, 5000, 3.0, 1.0),)}, "deadline"),
+        ({"n_machines": 0}, "n_machines"),
+        ({"rate_process": "nope"}, "rate_process"),
+        ({"reward_mode": "nope"}, "reward_mode"),
+        ({"prices": (1.0, 2.0)}, "prices"),
+        ({"demand": 2.0}, "capacity"),
+        ({"q_range": (5.0, 1.0)}, "q_range"),
+    ],
+)
+def test_bad_configuration_is_a_clear_value_error(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        gym.make(MULTI, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "action",
+    [np.full(20, 9), np.full(20, -1), np.full(20, 0.5), np.zeros(19), np.zeros((2, 20)), "idle", None],
+)
+def test_malformed_multi_job_action_is_rejected_and_env_unchanged(action):
+    env = gym.make(MULTI).unwrapped
+    env.reset(seed=0)
+    twin = copy.deepcopy(env)
+    with pytest.raises(ValueError, match="action"):
+        env.step(action)
+    good = np.ones(20, dtype=np.int64)
+    a, b = env.step(good), twin.step(good)
+    assert a[1] == b[1]
+    np.testing.assert_array_equal(a[0]["jobs"], b[0]["jobs"])
+
+
+def test_malformed_single_job_action_is_rejected():
+    env = gym.make(SINGLE).unwrapped
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="action"):
+        env.step(np.full(10, 2))
+    with pytest.raises(RuntimeError, match="reset"):
+        gym.make(SINGLE).unwrapped.step(np.zeros(10))
+
+
+def test_single_job_env_rejects_multi_job_options():
+    with pytest.raises(ValueError, match="job_source"):
+        gym.make(SINGLE, job_source="synthetic")
+    with pytest.raises(ValueError, match="capacity"):
+        gym.make(SINGLE, capacity=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["paper", "paper_light"])
+def test_paper_presets_run_within_budgets_and_spaces(preset):
+    env = gym.make(MULTI, preset=preset).unwrapped
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    for name in ("opm", "fair"):
+        agent = agents.make_agent(MULTI, name)
+        agent.reset(env.problem, seed=0)
+        for _ in range(1500):
+            obs, reward, *_ = env.step(agent.act(obs))
+            assert np.isfinite(reward)
+        assert env.observation_space.contains(obs)
+        assert (env._sim.spent < env._sim.budget).all()
+        assert env._sim.n_waited == 0  # K = 256 holds every concurrent job of the instance
+
+
+def test_job_trace_csv_gives_the_trace_arrivals_and_deadlines(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,a,d\n7,0,50\n8,10,10\n9,30,5000\n10,2500,2600\n")
+    env = gym.make(MULTI, job_source="trace", trace_path=str(path)).unwrapped
+    env.reset(seed=0)
+    jobs = env._instance.jobs
+    assert jobs.arrival.tolist() == [0, 10, 30] and jobs.deadline.tolist() == [50, 11, 2000]
+    np.testing.assert_array_less(2 * (jobs.deadline - jobs.arrival) - 1e-9, jobs.budget)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [("1,5,3\n", "deadline precedes"), ("1,2\n", "job_id,a,d"), ("x,y,z\nfoo,bar,baz\n", "readable CSV")],
+)
+def test_bad_job_trace_is_a_clear_error(tmp_path, text, match):
+    path = tmp_path / "jobs.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        gym.make(MULTI, job_source="trace", trace_path=str(path))
+
+
+def test_trace_source_needs_an_existing_file():
+    with pytest.raises(ValueError, match="trace_path"):
+        gym.make(MULTI, job_source="trace")
+    with pytest.raises(ValueError, match="trace_path"):
+        gym.make(MULTI, job_source="trace", trace_path="/no/such/file.csv")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        (MULTI, {"horizon": 1}),
+        (MULTI, {"n_machines": 1}),
+        (MULTI, {"max_visible_jobs": 1, "load": 10.0, "horizon": 300}),
+        (MULTI, {"budget_mode": "soft", "horizon": 300}),
+        (MULTI, {"capacity": 1, "demand": 2.0, "horizon": 200}),
+        (MULTI, {"rate_process": "iid_beta", "prices": "uniform", "utility": "linear", "horizon": 300}),
+        (MULTI, {"reward_mode": "approx", "speed_heterogeneity": 0.9, "lifetime_sigma": 0.0, "horizon": 300}),
+        (SINGLE, {"horizon": 1}),
+        (SINGLE, {"n_machines": 1, "budget_fraction": 5.0, "horizon": 300}),
+    ],
+)
+def test_extreme_configurations_keep_observations_in_space(env_id, kwargs):
+    env = gym.make(env_id, **kwargs)
+    obs, _ = env.reset(seed=2)
+    env.action_space.seed(2)
+    for _ in range(250):
+        obs, reward, terminated, _, info = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs) and np.isfinite(reward)
+        if terminated:
+            assert all(np.isfinite(v) for v in info["episode_summary"].values())
+            obs, _ = env.reset()
