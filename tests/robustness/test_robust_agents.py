@@ -1,6 +1,7 @@
 """Every reference agent of every id: valid finite actions over a short episode, and pickling mid-episode.
 
-The episode is shortened with ``horizon`` where the env has that kwarg, so the episode end is reached too.
+The episode is shortened with ``horizon`` (in the env's own time unit) where the env has that kwarg, so the
+episode end is reached too.
 A pickled (agent, env) pair, restored, must make the same decisions and see the same steps as the original.
 """
 
@@ -17,6 +18,7 @@ from agents import agent_names, make_agent
 from baselines.harness import env_kwargs_for
 
 HORIZON = 24
+MAX_STEPS = 50 * HORIZON
 CASES = [(env_id, name) for env_id in IDS for name in agent_names(env_id)]
 
 
@@ -58,9 +60,9 @@ def _play(env_id: str, name: str, agent, env, obs, steps: int, t0: int = 0):
 @pytest.mark.parametrize(("env_id", "name"), CASES)
 def test_agent_actions_are_finite_and_inside_the_space(env_id, name):
     agent, env, obs = _start(env_id, name, seed=5)
-    _, records, _ = _play(env_id, name, agent, env, obs, steps=10 * HORIZON)
-    if env.unwrapped.config.horizon == HORIZON:
-        assert len(records) == HORIZON and records[-1][3], f"{env_id}/{name}: the short episode did not end"
+    _, records, _ = _play(env_id, name, agent, env, obs, steps=MAX_STEPS)
+    if getattr(env.unwrapped.config, "horizon", None) == HORIZON:  # a slot may take several steps
+        assert records[-1][2] or records[-1][3], f"{env_id}/{name}: no episode end within {MAX_STEPS} steps"
 
 
 @pytest.mark.parametrize(("env_id", "name"), CASES)
