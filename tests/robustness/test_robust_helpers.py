@@ -3,6 +3,8 @@ sampled actions are valid, and every bad action the adversarial test insists on 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from gymnasium import spaces
@@ -22,7 +24,9 @@ SPACES = {
 
 def _contains(space: spaces.Space, action) -> bool:
     try:
-        return bool(space.contains(action))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # gymnasium warns when it casts a list
+            return bool(space.contains(action))
     except Exception:  # noqa: BLE001  (a space that cannot even inspect the value does not contain it)
         return False
 
