@@ -327,6 +327,8 @@ class ClusterBilinearEnv(gym.Env):
     # -- gymnasium API ---------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
         super().reset(seed=seed)
         if options:
             raise ValueError(f"unknown reset option(s) {sorted(options)}; ClusterBilinear-v0 takes none")

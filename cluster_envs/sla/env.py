@@ -224,6 +224,8 @@ class ClusterSLAEnv(gym.Env):
     # -- gymnasium API ---------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
         super().reset(seed=seed)
         options = dict(options or {})
         unknown = sorted(set(options) - {"loads"})
