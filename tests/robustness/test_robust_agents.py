@@ -8,10 +8,13 @@ A pickled (agent, env) pair, restored, must make the same decisions and see the 
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from robust_common import IDS, assert_same_steps, config_fields, step_record
 
 from agents import agent_names, make_agent
@@ -76,3 +79,27 @@ def test_agent_pickled_mid_episode_makes_the_same_decisions(env_id, name):
     for t, (a, b) in enumerate(zip(actions, actions_twin, strict=True)):
         np.testing.assert_array_equal(a, b, err_msg=f"{env_id}/{name}: restored agent decided differently at {t}")
     assert_same_steps(records, records_twin, f"{env_id}/{name}")
+
+
+@pytest.mark.parametrize(("env_id", "name"), CASES)
+def test_agent_survives_tiny_and_odd_horizons(env_id, name):
+    """Horizon 1 and other short horizons (where the env accepts them), random seeds: a whole episode runs."""
+    if not any(f.name == "horizon" for f in config_fields(gym.make(env_id))):
+        pytest.skip("no horizon kwarg")
+
+    @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(seed=st.integers(0, 2**31 - 1), horizon=st.sampled_from([1, 2, 3, 6, 7, 12]))
+    def run(seed, horizon):
+        agent = make_agent(env_id, name)
+        try:
+            env = gym.make(env_id, **{**env_kwargs_for(agent, None), "horizon": horizon})
+        except ValueError:
+            assume(False)  # this env does not take that horizon (the error itself is the adversarial test's job)
+        obs, _ = env.reset(seed=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # agents may warn that theory constants clip at tiny T
+            agent.reset(env.unwrapped if agent.privileged else env.unwrapped.problem, seed=seed)
+            _, records, _ = _play(env_id, name, agent, env, obs, steps=MAX_STEPS)
+        assert records[-1][2] or records[-1][3], f"{env_id}/{name}: horizon {horizon} did not end the episode"
+
+    run()
