@@ -43,6 +43,22 @@ AGENTS: dict[str, dict[str, str]] = {
         "greedy": "agents.bilinear.heuristics:GreedyLinUCB",
         "uniform": "agents.bilinear.heuristics:Uniform",
     },
+    "ClusterMultiServer-v0": {
+        "esdp": "agents.multiserver.esdp:ESDP",
+        "esdp_aa": "agents.multiserver.esdp:ESDPArrivalAware",
+        "esdp_exact_index": "agents.multiserver.esdp:ESDPExactIndex",
+        "hauf": "agents.multiserver.heuristics:HAUF",
+        "hswf": "agents.multiserver.heuristics:HSWF",
+        "lcf": "agents.multiserver.heuristics:LCF",
+        "lwtf": "agents.multiserver.heuristics:LWTF",
+        "random": "agents.multiserver.heuristics:RandomFit",
+        "oracle": "agents.multiserver.oracle:KnapsackOracleAgent",
+    },
+    "ClusterGang-v0": {
+        "esdp_gang": "agents.multiserver.gang:ESDPGang",
+        "random": "agents.multiserver.gang:GangRandom",
+        "oracle": "agents.multiserver.oracle:KnapsackOracleAgent",
+    },
 }
 
 

@@ -13,6 +13,8 @@ ENV_ENTRY_POINTS: dict[str, str] = {
     "ClusterApprox-v0": "cluster_envs.approx.env:ClusterApproxEnv",
     "ClusterApproxSingleJob-v0": "cluster_envs.approx.env:ClusterApproxSingleJobEnv",
     "ClusterBilinear-v0": "cluster_envs.bilinear.env:ClusterBilinearEnv",
+    "ClusterMultiServer-v0": "cluster_envs.multiserver.env:ClusterMultiServerEnv",
+    "ClusterGang-v0": "cluster_envs.multiserver.gang_env:ClusterGangEnv",
 }
 
 

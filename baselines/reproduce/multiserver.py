@@ -1,0 +1,323 @@
+"""Paper 001 (ClusterMultiServer-v0): Figs. 2–4 (cumulative AOU, ratios, average AOU), the overhead of Fig. 5
+and the sensitivity sweeps of Figs. 6–13, with the paper's claims next to ours (spec §5).
+
+``scale="small"``: the ``small`` preset (|L| = 4, |R| = 10, K = 3), T = 8000 for Figs. 2–4 and T = 500 for
+the sweeps, 10 instance seeds (episode seed = instance seed, common random numbers across agents).
+``scale="paper"``: the ``paper`` preset at the same horizons. The vectorised DP costs about 2.5 s per slot
+there (Fig. 5 table), so the paper scale needs hours per ESDP run; the default is ``small``.
+Sweep grids are ours except the points the text names (ρ 0.8 and 1.0; |R| 60 and 80 at paper scale).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+from scipy import stats
+
+import cluster_envs  # noqa: F401
+from agents import make_agent
+
+ENV_ID = "ClusterMultiServer-v0"
+BASELINES = ("hauf", "lcf", "lwtf")
+MAIN_AGENTS = ("esdp", "esdp_aa", *BASELINES, "random", "oracle")
+SWEEP_AGENTS = ("esdp", *BASELINES)
+PAPER_IMPROVEMENT = {"hauf": 73.0, "lcf": 36.0, "lwtf": 28.0}  # "up to", within 8000 slots [001:L477]
+
+SCALES = {
+    "small": {
+        "preset": "small",
+        "horizon": 8000,
+        "sweep_horizon": 500,
+        "seeds": range(10),
+        "rho": (0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+        "edge_prob": (0.15, 0.2, 0.25, 0.3),
+        "n_ports": (2, 3, 4, 5),
+        "n_servers": (5, 8, 10, 12),
+        "overhead_ports": (2, 4, 6),
+        "overhead_servers": (5, 10, 15),
+        "overhead_base": (4, 10),
+    },
+    "paper": {
+        "preset": "paper",
+        "horizon": 8000,
+        "sweep_horizon": 2000,
+        "seeds": range(10),
+        "rho": (0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+        "edge_prob": (0.05, 0.1, 0.15, 0.2),
+        "n_ports": (4, 8, 12, 16),
+        "n_servers": (20, 40, 60, 80),
+        "overhead_ports": (4, 6, 8),  # larger graphs need GBs for the DP table at t = 2000
+        "overhead_servers": (20, 30, 40),
+        "overhead_base": (8, 40),
+    },
+}
+DELTA_VARIANTS = ("A", "default", "B", "C")
+G_VARIANTS = ("g1", "g2", "g3")
+FIG6_GRID = ((2, 0.25), (2, 0.5), (2, 0.75), (3, 0.5))  # (req_high, capacity_beta)
+
+
+@dataclass
+class Run:
+    agent: str
+    seed: int
+    utility: np.ndarray  # realised U(x(t)) per slot
+    expected: np.ndarray  # ṽᵀx(t)
+    oracle: np.ndarray  # ṽᵀx*(t)
+    seconds: np.ndarray  # decision time per slot
+    cells: float  # mean DP cells per slot (ESDP), 0 otherwise
+    oracle_cardinality: float  # mean ‖x*(t)‖₁
+
+
+def run_one(agent_name: str, seed: int, env_kwargs: dict, agent_kwargs: dict) -> Run:
+    """One agent on instance ``seed`` with episode seed ``seed`` (picklable, for process pools)."""
+    agent = make_agent(ENV_ID, agent_name, **agent_kwargs)
+    env = gym.make(ENV_ID, instance_seed=seed, info_level="minimal", **{**env_kwargs, **agent.env_kwargs})
+    horizon = env.unwrapped.config.horizon
+    obs, _ = env.reset(seed=seed)
+    agent.reset(env.unwrapped if agent.privileged else env.unwrapped.problem, seed=seed)
+    out = {key: np.empty(horizon) for key in ("utility", "expected", "oracle", "seconds")}
+    cells = cardinality = 0.0
+    for t in range(horizon):
+        arrivals = obs["arrivals"]
+        start = time.perf_counter()
+        action = agent.act(obs)
+        out["seconds"][t] = time.perf_counter() - start
+        cells += getattr(agent, "last_cells", 0)
+        cardinality += env.unwrapped.oracle(arrivals)[0].sum()
+        obs, _, _, _, info = env.step(action)
+        out["utility"][t], out["expected"][t], out["oracle"][t] = (
+            info["utility"], info["expected_utility"], info["oracle_utility"],
+        )  # fmt: skip
+    return Run(agent_name, seed, **out, cells=cells / horizon, oracle_cardinality=cardinality / horizon)
+
+
+def run_many(tasks: list[tuple[str, int, dict, dict]], workers: int) -> list[Run]:
+    if workers <= 1:
+        return [run_one(*task) for task in tasks]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run_one, *zip(*tasks, strict=True)))
+
+
+def mean_ci(values) -> tuple[float, float]:
+    """Mean and the half-width of the 95% t-interval."""
+    v = np.asarray(values, dtype=float)
+    if v.size < 2:
+        return float(v.mean()), 0.0
+    return float(v.mean()), float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+
+
+def _fmt(mean: float, half: float, digits: int = 1) -> str:
+    return f"{mean:.{digits}f} ± {half:.{digits}f}"
+
+
+def _plot(path: Path, x, series: dict, title: str, xlabel: str, ylabel: str, bands=None, ticks=None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for name, y in series.items():
+        ax.plot(x, y, label=name, marker="o" if len(x) < 12 else None)
+        if bands and name in bands:
+            ax.fill_between(x, y - bands[name], y + bands[name], alpha=0.2)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    if ticks is not None:
+        ax.set_xticks(x, [str(label) for label in ticks])
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# -- Figs. 2–4 and 13 ----------------------------------------------------------------------------------
+
+
+def main_figures(runs: list[Run], seeds, horizon: int, out: Path) -> list[str]:
+    by = {(r.agent, r.seed): r for r in runs}
+    agents_present = [a for a in MAIN_AGENTS if (a, seeds[0]) in by]
+    cum = {a: np.array([np.cumsum(by[a, s].utility) for s in seeds]) for a in agents_present}
+    t = np.arange(1, horizon + 1)
+    _plot(out / "fig2_cumulative_aou.png", t, {a: c.mean(0) for a, c in cum.items()},
+          "Fig. 2: cumulative AOU (mean over seeds)", "slot t", "cumulative AOU")  # fmt: skip
+    lines = [f"## Figs. 2–3: cumulative AOU and ESDP's improvement (T = {horizon}, {len(seeds)} seeds)", ""]
+    lines += ["| agent | cumulative AOU at T | cumulative pseudo-regret at T |", "|---|---:|---:|"]
+    for a in agents_present:
+        regret = [np.sum(by[a, s].oracle - by[a, s].expected) for s in seeds]
+        lines.append(f"| {a} | {_fmt(*mean_ci(cum[a][:, -1]))} | {_fmt(*mean_ci(regret))} |")
+    ratios, improvement_rows = {}, []
+    skip = min(200, horizon // 10)
+    mid = min(500, horizon // 2)  # the early point of the "widening gap" check
+    for learner in ("esdp", "esdp_aa"):
+        for b in BASELINES:
+            ratio = cum[learner] / cum[b]
+            ratios[f"{learner}/{b}"] = ratio.mean(0)
+            final = 100 * (ratio[:, -1] - 1)
+            peak = 100 * (ratio.mean(0)[skip:].max() - 1)
+            wins = int((ratio[:, -1] > 1).sum())
+            improvement_rows.append(
+                f"| {learner} vs {b} | {_fmt(*mean_ci(final))} % | {peak:.1f} % | {wins}/{len(seeds)} "
+                f"| {ratio.mean(0)[mid - 1]:.3f} → {ratio.mean(0)[-1]:.3f} | "
+                f"{PAPER_IMPROVEMENT[b]:.0f} % |"
+            )
+    lines += ["", f"Improvement = 100·(AOU_ESDP − AOU_b)/AOU_b on cumulative AOU; “up to” = max over "
+              f"t ∈ [{skip}, T] of the mean ratio curve; the paper's values are “up to”, read against HAUF, LCF, "
+              "LWTF in that order.", "",
+              f"| comparison | final improvement ± 95% CI | up to | seeds won | mean ratio t={mid} → T | paper |",
+              "|---|---:|---:|---:|---:|---:|", *improvement_rows]  # fmt: skip
+    early = int((cum["hauf"][:, mid - 1] > cum["esdp"][:, mid - 1]).sum())
+    lines += ["", f"HAUF leads literal ESDP at t = {mid} in {early}/{len(seeds)} seeds (paper: HSWF leads early)."]
+    _plot(out / "fig3_ratio.png", t[skip:], {k: v[skip:] for k, v in ratios.items()},
+          "Fig. 3: AOU ratio to each heuristic (mean over seeds)", "slot t", "ratio")  # fmt: skip
+    avg = {a: (cum[a] / t).mean(0) for a in agents_present}
+    _plot(out / "fig4_average_aou.png", t, avg, "Fig. 4: average AOU (1/t)Σ U", "slot t", "average AOU")
+    lines += ["", "## Fig. 4: average AOU and average per-slot pseudo-regret", "",
+              "| agent | " + " | ".join(f"(1/T)Σ regret, T={h}" for h in _checkpoints(horizon)) + " |",
+              "|---|" + "---:|" * len(_checkpoints(horizon))]  # fmt: skip
+    for a in ("esdp", "esdp_aa", *BASELINES):
+        if a in cum:
+            gaps = np.array([np.cumsum(by[a, s].oracle - by[a, s].expected) for s in seeds]).mean(0)
+            lines.append(f"| {a} | " + " | ".join(f"{gaps[h - 1] / h:.4f}" for h in _checkpoints(horizon)) + " |")
+    lines += ["", "## Fig. 13: cumulative AOU at T (prefixes of the same runs; the agents do not use T)", "",
+              "| agent | " + " | ".join(f"T={h}" for h in _checkpoints(horizon)) + " |",
+              "|---|" + "---:|" * len(_checkpoints(horizon))]  # fmt: skip
+    for a in ("esdp", "esdp_aa", *BASELINES):
+        lines.append(
+            f"| {a} | " + " | ".join(_fmt(*mean_ci(cum[a][:, h - 1]), 0) for h in _checkpoints(horizon)) + " |"
+        )
+    seconds = {a: np.mean([by[a, s].seconds.mean() for s in seeds]) * 1e3 for a in agents_present}
+    lines += ["", "Mean decision time per slot (ms): " + ", ".join(f"{a} {v:.2f}" for a, v in seconds.items()), ""]
+    return lines
+
+
+def _checkpoints(horizon: int) -> list[int]:
+    return sorted({h for h in (500, 1000, 2000, 4000, 8000) if h <= horizon} | {horizon})
+
+
+# -- Figs. 6–12: sweeps --------------------------------------------------------------------------------
+
+
+def sweeps(cfg: dict, workers: int, out: Path) -> list[str]:
+    base = {"preset": cfg["preset"], "horizon": cfg["sweep_horizon"]}
+    seeds = list(cfg["seeds"])
+    plan = [
+        ("Fig. 7: δ(t)", "delta", [(d, {}, {"delta": d}) for d in DELTA_VARIANTS], ("esdp",)),
+        ("Fig. 8: g(t)", "g", [(g, {}, {"g": g}) for g in G_VARIANTS], ("esdp",)),
+        ("Fig. 9: arrival probability ρ", "rho", [(r, {"arrival_prob": r}, {}) for r in cfg["rho"]], SWEEP_AGENTS),
+        ("Fig. 10: edge probability (|E|)", "edge_prob", [(p, {"edge_prob": p}, {}) for p in cfg["edge_prob"]],
+         SWEEP_AGENTS),
+        ("Fig. 11: |L|", "n_ports", [(n, {"n_ports": n}, {}) for n in cfg["n_ports"]], SWEEP_AGENTS),
+        ("Fig. 12: |R|", "n_servers", [(n, {"n_servers": n}, {}) for n in cfg["n_servers"]], SWEEP_AGENTS),
+        ("Fig. 6: solution space (req_high, β_c)", "space",
+         [(f"{q},{b}", {"req_high": q, "capacity_beta": b}, {}) for q, b in FIG6_GRID], SWEEP_AGENTS),
+    ]  # fmt: skip
+    tasks, keys = [], []
+    for _, name, points, agent_names in plan:
+        for label, env_kw, agent_kw in points:
+            for agent in agent_names:
+                for seed in seeds:
+                    tasks.append((agent, seed, {**base, **env_kw}, agent_kw))
+                    keys.append((name, label, agent))
+    runs = run_many(tasks, workers)
+    results: dict[tuple, list[Run]] = {}
+    for key, run in zip(keys, runs, strict=True):
+        results.setdefault(key, []).append(run)
+    lines = [
+        f"## Sensitivity sweeps (T = {cfg['sweep_horizon']}, {len(seeds)} seeds, final cumulative AOU ± 95% CI)",
+        "",
+    ]
+    for title, name, points, agent_names in plan:
+        labels = [p[0] for p in points]
+        lines += [f"### {title}", "", "| " + name + " | " + " | ".join(agent_names) + " |",
+                  "|---|" + "---:|" * len(agent_names)]  # fmt: skip
+        means, halves = {a: [] for a in agent_names}, {a: [] for a in agent_names}
+        for label in labels:
+            cells = []
+            for a in agent_names:
+                m, h = mean_ci([r.utility.sum() for r in results[name, label, a]])
+                means[a].append(m)
+                halves[a].append(h)
+                cells.append(_fmt(m, h, 0))
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        if name == "delta":
+            dp = [np.mean([r.cells for r in results[name, d, "esdp"]]) for d in labels]
+            sec = [np.mean([r.seconds.mean() for r in results[name, d, "esdp"]]) * 1e3 for d in labels]
+            lines += ["", "Mean DP cells per slot: "
+                      + ", ".join(f"δ_{d} {c:.3g}" for d, c in zip(labels, dp, strict=True)),
+                      "Mean decision time per slot (ms): "
+                      + ", ".join(f"δ_{d} {s:.2f}" for d, s in zip(labels, sec, strict=True))]  # fmt: skip
+        if name == "space":
+            card = [np.mean([r.oracle_cardinality for r in results[name, label, "esdp"]]) for label in labels]
+            lines += ["", "Oracle's mean ‖x*‖₁ (solution-space proxy): "
+                      + ", ".join(f"({label}) {c:.2f}" for label, c in zip(labels, card, strict=True))]  # fmt: skip
+        x = np.arange(len(labels))
+        _plot(out / f"fig_{name}.png", x, {a: np.array(v) for a, v in means.items()}, title, name, "cumulative AOU",
+              bands={a: np.array(v) for a, v in halves.items()}, ticks=labels)  # fmt: skip
+        lines.append("")
+    return lines
+
+
+# -- Fig. 5: overhead ----------------------------------------------------------------------------------
+
+
+def overhead(cfg: dict, out: Path, t_probe: int = 2000, repeats: int = 3) -> list[str]:
+    """ESDP's decision time and DP cell count at slot ``t_probe`` (the DP size depends only on t, |E|, c, m)."""
+    lines = [f"## Fig. 5: ESDP overhead at t = {t_probe} (instance seed 0; time = mean of {repeats} decisions)", "",
+             "| |L| | |R| | |E| | c | DP cells | seconds per slot |", "|---:|---:|---:|---|---:|---:|"]  # fmt: skip
+    base_ports, base_servers = cfg["overhead_base"]
+    grid = [(n, base_servers) for n in cfg["overhead_ports"]]
+    grid += [(base_ports, r) for r in cfg["overhead_servers"] if r != base_servers]
+    for n_ports, n_servers in grid:
+        env = gym.make(ENV_ID, preset=cfg["preset"], n_ports=n_ports, n_servers=n_servers)
+        obs, _ = env.reset(seed=0)
+        agent = make_agent(ENV_ID, "esdp")
+        agent.reset(env.unwrapped.problem)
+        times = []
+        for _ in range(repeats):
+            agent.t = t_probe - 1
+            start = time.perf_counter()
+            agent.act(obs)
+            times.append(time.perf_counter() - start)
+        p = env.unwrapped.problem
+        lines.append(f"| {n_ports} | {n_servers} | {p.n_edges} | {p.c.tolist()} | {agent.last_cells:.3g} | "
+                     f"{np.mean(times):.3f} |")  # fmt: skip
+    return [*lines, ""]
+
+
+def run(scale: str = "small", out_dir: str | Path = "results/multiserver", workers: int | None = None) -> Path:
+    if scale not in SCALES:
+        raise ValueError(f"scale={scale!r} is not known; allowed: {sorted(SCALES)}")
+    cfg = SCALES[scale]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    workers = workers or min(2, os.cpu_count() or 1)
+    seeds = list(cfg["seeds"])
+    start = time.perf_counter()
+    env_kwargs = {"preset": cfg["preset"], "horizon": cfg["horizon"]}
+    runs = run_many([(a, s, env_kwargs, {}) for a in MAIN_AGENTS for s in seeds], workers)
+    prob_all = 0.9 ** gym.make(ENV_ID, preset=cfg["preset"]).unwrapped.instance.n_ports
+    lines = [f"# Paper 001 reproduction ({ENV_ID}, scale={scale})", "",
+             f"Preset `{cfg['preset']}`, instance seeds = episode seeds = {seeds[0]}–{seeds[-1]}, "
+             f"ρ = 0.9 (Pr[all ports arrive] = {prob_all:.3f}), default δ and g, first-fail heuristics.",
+             ""]  # fmt: skip
+    lines += main_figures(runs, seeds, cfg["horizon"], out)
+    lines += overhead(cfg, out)
+    lines += sweeps(cfg, workers, out)
+    lines.append(f"Total wall time: {time.perf_counter() - start:.0f} s with {workers} worker(s).")
+    report = out / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    return report
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(run(*sys.argv[1:2]))

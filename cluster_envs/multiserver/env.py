@@ -1,0 +1,319 @@
+"""``ClusterMultiServer-v0``: multi-server jobs under service locality with fluctuating speeds (paper 001)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from cluster_envs.common.config import build_config, check_choice
+from cluster_envs.common.seeding import episode_streams
+from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
+from cluster_envs.multiserver.dynamics import (
+    KnapsackOracle,
+    MultiServerInstance,
+    MultiServerSimulator,
+    SlotResult,
+    generate_instance,
+    violations,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class MultiServerProblem:
+    """The static public data a scheduler is given (inputs of Algorithm 1): graph, ``A``, ``c``, costs."""
+
+    n_ports: int
+    n_servers: int
+    n_device_types: int
+    edges: np.ndarray  # (|E|, 2) rows (l, r); the row index is the action index
+    A: np.ndarray  # (K, |E|)
+    c: np.ndarray  # (K,)
+    cost: np.ndarray  # (|E|,) C_e = Σ_k f_k(a_k^e)
+    horizon: int
+    normalization: str
+
+    @property
+    def n_edges(self) -> int:
+        return self.edges.shape[0]
+
+    @property
+    def port_of_edge(self) -> np.ndarray:
+        return self.edges[:, 0]
+
+
+def check_action_array(action: Any, size: int, binary: bool) -> np.ndarray:
+    """A well-formed action as float64[size]; ``ValueError`` naming ``action`` otherwise."""
+    try:
+        arr = np.asarray(action, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"action must be numeric with shape ({size},), got {action!r}") from err
+    if arr.shape != (size,):
+        raise ValueError(f"action must have shape ({size},), got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError("action must be finite (no NaN or inf)")
+    if binary and not np.isin(arr, (0.0, 1.0)).all():
+        raise ValueError("action must be binary (0/1 per edge) in action_mode='binary'")
+    return arr
+
+
+class ClusterMultiServerEnv(gym.Env):
+    """Schedule multi-server jobs on a bipartite port–server graph under a cluster-wide device capacity.
+
+    Paper: Zhao, Deng, Chen, Yin, Dustdar, Zomaya, "Learning to Schedule Multi-Server Jobs with Fluctuated
+    Processing Speeds" (paper 001/002; spec ``specs/multiserver_esdp.md``).
+
+    **Dynamics.** Ports (job types) ``l`` and servers ``r`` are joined by edges ``e = (l, r)`` (lexicographic
+    order = action index). In slot ``t`` each port yields a job with probability ``ρ_l`` (revealed before
+    the decision). The scheduler picks ``x ∈ {0,1}^{|E|}``: a job may use several servers at once; each used
+    edge consumes ``A[k, e] ≥ 1`` units of every device type ``k`` from the per-slot capacity ``c_k``
+    (``Ax ≤ c``), and edges of ports without a job cannot be used. Each used edge pays
+    ``Z̃_e(t) = clip((Z_e(t) − C_e − Lo)/w, 0, 1)`` with ``Z_e ~ N(μ_e, (μ_e/2)²)`` unknown (``affine_clip``,
+    spec §3.3; ``clip`` and ``none`` as options). The instance (graph, ``A``, ``c``, ``μ``, costs) is drawn
+    once from ``instance_seed`` in the spec's normative order; ``reset(seed)`` seeds the arrival, utility
+    and repair streams (common random numbers: every policy sees the same arrivals and ``Z(t)``).
+
+    **Observation** (Dict): ``arrivals`` MultiBinary(|L|) and ``edge_mask`` MultiBinary(|E|) for the slot
+    about to be decided; ``time`` = (t−1)/T; the feedback of the previous slot, ``last_action``
+    MultiBinary(|E|) (the executed, repaired action) and ``last_utility`` (``Z̃_e`` on used edges, 0
+    elsewhere; Box(0, 1), unbounded with ``normalization="none"``), both zero after reset.
+    ``obs_static=True`` adds ``static`` Box(0, 1, (K+1, |E|)): rows ``A_k/c_k`` and ``C/max C``.
+
+    **Action.** ``action_mode="binary"``: MultiBinary(|E|), the paper's ``x``. ``"scores"``:
+    Box(0, 1, (|E|,)), requesting ``{e : score_e > 0.5}`` in descending-score priority.
+    ``invalid_action="repair"`` (default) drops edges of idle ports, then first-fits the rest in priority
+    order (ascending index, or a random permutation with ``binary_repair_order="random"``); ``"raise"``
+    raises ``ValueError`` naming the violated constraint. Wrong shape, NaN or non-binary values raise
+    ``ValueError``; the env is then unchanged.
+    ``action_masks()`` gives the MaskablePPO mask (2 per edge: value 0 always allowed, value 1 only for
+    edges of arrived ports whose request fits ``c``); it cannot express the joint capacity, so repair applies.
+
+    **Reward.** ``U(x(t)) = Σ_e x_e Z̃_e(t)`` (the slot's AOU contribution) minus ``infeasible_penalty`` ×
+    dropped bits (default 0).
+
+    **Episode end.** Never terminated; truncated after ``horizon`` slots.
+
+    **info** (evaluation only; agents never read it): ``t, x, arrivals`` (of the executed slot),
+    ``utility, raw_utility`` (``Σ x (Z − C)``), ``n_dropped_arrival, n_dropped_capacity, capacity_used``; with
+    ``compute_regret``: ``expected_utility`` ṽᵀx, ``oracle_utility`` ṽᵀx*(t), ``slot_regret`` (≥ 0),
+    ``regret`` (cumulative pseudo-regret), ``realized_regret`` ṽᵀx* − U, ``oracle_x``.
+    ``info_level="minimal"`` keeps the scalars only. At truncation ``episode_summary``: ``aou, average_aou,
+    expected_aou, oracle_aou, regret, dropped, prob_all_arrive`` (Π ρ_l, the event Theorems 1–2 condition on).
+
+    **Presets**: ``paper`` (|L| = 8, |R| = 40, K = 3, edge_prob 0.1, ρ 0.9, T = 2000; default), ``small``
+    (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1).
+
+    **Privileged state**: ``instance`` (``μ, σ, ṽ, ρ``), ``oracle``.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    env_name = "ClusterMultiServer-v0"
+
+    def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
+        config = self._build_config(preset, overrides)
+        if render_mode is not None:
+            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        self.config, self.preset, self.render_mode = config, preset, render_mode
+        self.instance = self._make_instance()
+        self.problem = self._make_problem()
+        self.oracle = self._make_oracle()
+        n_e = self.instance.n_edges
+        self.action_space = (
+            spaces.MultiBinary(n_e)
+            if config.action_mode == "binary"
+            else spaces.Box(0.0, 1.0, shape=(n_e,), dtype=np.float32)
+        )
+        self.observation_space = self._build_observation_space()
+        self._sim: MultiServerSimulator | None = None
+        self._last: SlotResult | None = None
+
+    # -- what ClusterGang-v0 overrides ---------------------------------------------------------------
+
+    @staticmethod
+    def _build_config(preset: str, overrides: dict[str, Any]) -> MultiServerConfig:
+        return build_config(MultiServerConfig, PRESETS, preset, overrides)
+
+    def _make_instance(self) -> MultiServerInstance:
+        config = self.config
+        if config.instance is not None:
+            if not isinstance(config.instance, MultiServerInstance):
+                raise ValueError(f"instance must be a MultiServerInstance, got {type(config.instance).__name__}")
+            inst = config.instance
+        else:
+            rng = np.random.default_rng(np.random.SeedSequence(config.instance_seed))
+            inst = generate_instance(config.generator_params(), rng)
+        unusable = np.flatnonzero(~self._fits_alone(inst))
+        if unusable.size and not config.allow_unusable_channels:
+            raise ValueError(
+                f"capacity={inst.c.tolist()} is below the request of edges {unusable.tolist()}, "
+                "which could never be used; raise capacity or pass allow_unusable_channels=True"
+            )
+        return inst
+
+    def _make_problem(self) -> MultiServerProblem:
+        inst = self.instance
+        return MultiServerProblem(
+            inst.n_ports, inst.n_servers, inst.n_device_types, inst.edges, inst.A, inst.c,
+            inst.utility.cost, self.config.horizon, inst.utility.normalization,
+        )  # fmt: skip
+
+    def _make_oracle(self):
+        inst = self.instance
+        return KnapsackOracle(inst.v_tilde, inst.A, inst.c, inst.port_of_edge)
+
+    @staticmethod
+    def _fits_alone(inst) -> np.ndarray:
+        """Per edge: whether it fits the capacity on its own (the mask cannot say more)."""
+        return (inst.A <= inst.c[:, None]).all(axis=0)
+
+    def _violation(self, x: np.ndarray) -> str | None:
+        return violations(x, self.instance, self.simulator.arrivals)
+
+    def _repair(self, requested: np.ndarray, priority: np.ndarray | None) -> tuple[np.ndarray, int, int]:
+        return self.simulator.repair(requested, priority)
+
+    def _capacity_used(self, x: np.ndarray) -> np.ndarray:
+        return self.instance.A @ x
+
+    # -- spaces ---------------------------------------------------------------------------------------
+
+    def _build_observation_space(self) -> spaces.Dict:
+        inst, cfg = self.instance, self.config
+        lo, hi = (-np.inf, np.inf) if inst.utility.normalization == "none" else (0.0, 1.0)
+        parts: dict[str, spaces.Space] = {
+            "arrivals": spaces.MultiBinary(inst.n_ports),
+            "edge_mask": spaces.MultiBinary(inst.n_edges),
+            "time": spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32),
+            "last_action": spaces.MultiBinary(inst.n_edges),
+            "last_utility": spaces.Box(lo, hi, shape=(inst.n_edges,), dtype=np.float32),
+        }
+        if getattr(cfg, "obs_static", False):
+            parts["static"] = spaces.Box(0.0, 1.0, shape=(inst.n_device_types + 1, inst.n_edges), dtype=np.float32)
+        return spaces.Dict(parts)
+
+    @property
+    def simulator(self) -> MultiServerSimulator:
+        if self._sim is None:
+            raise RuntimeError(f"{self.env_name}: call reset() before using the env")
+        return self._sim
+
+    # -- gymnasium API ---------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if options:
+            raise ValueError(f"unknown reset option(s) {sorted(options)}; this env takes none")
+        streams = episode_streams(self.np_random, ["arrivals", "utility", "repair"])
+        self._sim = MultiServerSimulator(self.instance, streams, self.config.horizon)
+        self._last = None
+        self._cum = {"aou": 0.0, "expected": 0.0, "oracle": 0.0, "regret": 0.0, "dropped": 0.0}
+        return self._observation(), {"t": 1, "arrivals": self._sim.arrivals.copy()}
+
+    def step(self, action: Any):
+        sim = self.simulator
+        if sim.t > sim.horizon:
+            raise RuntimeError(f"{self.env_name}: the episode ended after slot {sim.horizon}; call reset()")
+        x, n_arrival, n_capacity = self._feasible_action(action)
+        result = sim.execute(x, n_arrival, n_capacity)
+        self._last = result
+        info = self._info(result)
+        reward = result.utility - self.config.infeasible_penalty * (n_arrival + n_capacity)
+        truncated = sim.t > sim.horizon
+        if truncated:
+            info["episode_summary"] = self._summary()
+        return self._observation(), float(reward), False, truncated, info
+
+    def _feasible_action(self, action: Any) -> tuple[np.ndarray, int, int]:
+        cfg, sim, inst = self.config, self.simulator, self.instance
+        binary = cfg.action_mode == "binary"
+        arr = check_action_array(action, inst.n_edges, binary)
+        requested = arr > 0.5
+        if cfg.invalid_action == "raise":
+            x = requested.astype(np.int8)
+            problem = self._violation(x)
+            if problem is not None:
+                raise ValueError(f"infeasible action (invalid_action='raise') violates {problem}")
+            return x, 0, 0
+        if binary:
+            priority = sim.random_priority() if cfg.binary_repair_order == "random" else None
+        else:
+            priority = np.argsort(-arr, kind="stable")
+        return self._repair(requested, priority)
+
+    def _info(self, r: SlotResult) -> dict[str, Any]:
+        inst, cum = self.instance, self._cum
+        cum["aou"] += r.utility
+        cum["dropped"] += r.n_dropped_arrival + r.n_dropped_capacity
+        info: dict[str, Any] = {
+            "t": self.simulator.t - 1,
+            "utility": r.utility,
+            "raw_utility": float(r.x @ r.raw),
+            "n_dropped_arrival": r.n_dropped_arrival,
+            "n_dropped_capacity": r.n_dropped_capacity,
+        }
+        if self.config.compute_regret:
+            oracle_x, oracle_value = self.oracle(r.arrivals)
+            expected = float(inst.v_tilde @ r.x)
+            cum["expected"] += expected
+            cum["oracle"] += oracle_value
+            cum["regret"] += oracle_value - expected
+            info.update(
+                expected_utility=expected,
+                oracle_utility=oracle_value,
+                slot_regret=oracle_value - expected,
+                regret=cum["regret"],
+                realized_regret=oracle_value - r.utility,
+            )
+            if self.config.info_level == "full":
+                info["oracle_x"] = oracle_x
+        if self.config.info_level == "full":
+            info.update(x=r.x.copy(), arrivals=r.arrivals.copy(), capacity_used=self._capacity_used(r.x))
+        return info
+
+    def _summary(self) -> dict[str, float]:
+        cum, horizon = self._cum, self.config.horizon
+        summary = {
+            "aou": cum["aou"],
+            "average_aou": cum["aou"] / horizon,
+            "dropped": cum["dropped"],
+            "prob_all_arrive": float(np.prod(self.instance.rho)),
+        }
+        if self.config.compute_regret:
+            summary.update(expected_aou=cum["expected"], oracle_aou=cum["oracle"], regret=cum["regret"])
+        return summary
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        sim, inst = self.simulator, self.instance
+        last = self._last
+        n_e = inst.n_edges
+        obs = {
+            "arrivals": sim.arrivals.copy(),
+            "edge_mask": inst.edge_mask(sim.arrivals).astype(np.int8),
+            "time": np.array([min(1.0, (sim.t - 1) / sim.horizon)], dtype=np.float32),
+            "last_action": np.zeros(n_e, np.int8) if last is None else last.x.copy(),
+            "last_utility": np.zeros(n_e, np.float32) if last is None else (last.x * last.z_tilde).astype(np.float32),
+        }
+        if getattr(self.config, "obs_static", False):
+            cost = inst.utility.cost
+            scaled_cost = np.clip(cost / cost.max(), 0.0, 1.0) if cost.max() > 0 else np.zeros(n_e)
+            obs["static"] = np.vstack([inst.A / inst.c[:, None], scaled_cost]).astype(np.float32)
+        return obs
+
+    def action_masks(self) -> np.ndarray:
+        """MaskablePPO mask: bool[2·|E|], pairs (value 0 allowed, value 1 allowed) per edge."""
+        inst = self.instance
+        allow_one = inst.edge_mask(self.simulator.arrivals) & self._fits_alone(inst)
+        return np.stack([np.ones(inst.n_edges, bool), allow_one], axis=1).ravel()
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        sim = self.simulator
+        lines = [f"t={sim.t}/{sim.horizon}  AOU={self._cum['aou']:.2f}  regret={self._cum['regret']:.2f}"]
+        lines.append("arrivals: " + "".join(str(int(a)) for a in sim.arrivals))
+        if self._last is not None:
+            lines.append(f"last slot used: {np.flatnonzero(self._last.x).tolist()}")
+        return "\n".join(lines) + "\n"

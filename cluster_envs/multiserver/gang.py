@@ -1,0 +1,254 @@
+"""Gang scheduling (Section 3.4 of paper 001, completed in spec §3.12) as plain numpy/scipy.
+
+A type-``l`` job has tasks ``q ∈ Q_l``; an arm is a placement ``(l, q, r)`` with ``r ∈ R_l``. Constraints:
+(G1) a task is placed at most once; (G2) nothing for an idle port; (G3) all-or-nothing: a port places 0 or
+at least ``m_l`` of its tasks; (G4) per-server capacity ``Σ a^l_{(q,k)} x ≤ c_{(k,r)}``. Utilities are
+drawn per arm exactly like a channel of the main env (:class:`UtilityModel`), with semi-bandit feedback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import csr_array, hstack
+
+from cluster_envs.multiserver.dynamics import UtilityModel
+
+MIN_TASKS = ("all", "half")
+
+
+@dataclass(frozen=True)
+class GangParams:
+    n_ports: int = 4
+    n_servers: int = 10
+    n_device_types: int = 3
+    edge_prob: float = 0.3
+    arrival_prob: float | tuple[float, ...] = 0.9
+    tasks_low: int = 2
+    tasks_high: int = 4
+    min_tasks: str = "all"
+    req_low: int = 1
+    req_high: int = 2
+    c_low: int = 1
+    c_high: int = 2
+    mu_low: float = 0.1
+    mu_high: float = 1.0
+    sigma_ratio: float = 0.5
+    cost_mean: float = 0.5
+    cost_std: float = 0.1
+    normalization: str = "affine_clip"
+
+
+@dataclass(frozen=True, eq=False)
+class GangStructure:
+    """The public structure: arms ``(l, q, r)`` in lexicographic order (the action index), tasks, requests
+    and server capacities. Schedulers (ESDP-gang) solve their MILPs on it."""
+
+    n_ports: int
+    n_servers: int
+    arms: np.ndarray  # (n_arms, 3) rows (port, global task id, server)
+    task_port: np.ndarray  # (n_tasks,)
+    min_tasks: np.ndarray  # (|L|,) m_l
+    task_req: np.ndarray  # (K, n_tasks)
+    server_cap: np.ndarray  # (K, |R|)
+    constraints: tuple = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "constraints", _constraint_matrices(self))
+
+    @property
+    def n_edges(self) -> int:  # the arms play the role of the main env's edges
+        return self.arms.shape[0]
+
+    @property
+    def n_device_types(self) -> int:
+        return self.task_req.shape[0]
+
+    @property
+    def port_of_edge(self) -> np.ndarray:
+        return self.arms[:, 0]
+
+    @property
+    def n_tasks_of_port(self) -> np.ndarray:
+        return np.bincount(self.task_port, minlength=self.n_ports)
+
+    def edge_mask(self, arrivals: np.ndarray) -> np.ndarray:
+        return np.asarray(arrivals, dtype=bool)[self.port_of_edge]
+
+    def server_load(self, x: np.ndarray) -> np.ndarray:
+        """``(K, |R|)`` capacity used by the placement ``x``."""
+        load = np.zeros((self.n_device_types, self.n_servers), dtype=np.int64)
+        used = np.flatnonzero(x)
+        np.add.at(load, (slice(None), self.arms[used, 2]), self.task_req[:, self.arms[used, 1]])
+        return load
+
+
+@dataclass(frozen=True, eq=False)
+class GangInstance(GangStructure):
+    """A gang instance: the structure plus the hidden utility model and the arrival probabilities."""
+
+    utility: UtilityModel = None  # type: ignore[assignment]
+    rho: np.ndarray = None  # type: ignore[assignment]
+
+    @property
+    def v_tilde(self) -> np.ndarray:
+        return self.utility.v_tilde
+
+
+def generate_gang_instance(p: GangParams, rng: np.random.Generator) -> GangInstance:
+    """Draw order (ours, after the main env's): adjacency (+ one server per empty port), tasks per port,
+    task requests, server capacities, ``μ`` per arm, costs ``F`` per (k, arm), ``ρ``."""
+    adj = rng.random((p.n_ports, p.n_servers)) < p.edge_prob
+    for port in range(p.n_ports):
+        if not adj[port].any():
+            adj[port, rng.integers(p.n_servers)] = True
+    n_tasks = rng.integers(p.tasks_low, p.tasks_high + 1, size=p.n_ports)
+    task_port = np.repeat(np.arange(p.n_ports), n_tasks)
+    task_req = rng.integers(p.req_low, p.req_high + 1, size=(p.n_device_types, task_port.size))
+    server_cap = rng.integers(p.c_low, p.c_high + 1, size=(p.n_device_types, p.n_servers))
+    arms = np.array(
+        [(task_port[q], q, r) for q in range(task_port.size) for r in np.flatnonzero(adj[task_port[q]])],
+        dtype=np.int64,
+    )
+    mu = rng.uniform(p.mu_low, p.mu_high, len(arms))
+    F = rng.normal(p.cost_mean, p.cost_std, size=(p.n_device_types, len(arms)))
+    rho = np.broadcast_to(np.asarray(p.arrival_prob, dtype=float), (p.n_ports,)).copy()
+    min_tasks = n_tasks if p.min_tasks == "all" else np.ceil(n_tasks / 2).astype(np.int64)
+    utility = UtilityModel.build(mu, p.sigma_ratio * mu, F.sum(axis=0), p.normalization)
+    return GangInstance(
+        p.n_ports, p.n_servers, arms, task_port, min_tasks, task_req, server_cap, utility=utility, rho=rho
+    )
+
+
+def _constraint_matrices(inst: GangStructure) -> tuple:
+    """Sparse rows of (G1) per task, (G4) per (k, r) and the port sums used by (G3)."""
+    n_arms = inst.arms.shape[0]
+    cols = np.arange(n_arms)
+    per_task = csr_array((np.ones(n_arms), (inst.arms[:, 1], cols)), shape=(inst.task_port.size, n_arms))
+    k_count = inst.task_req.shape[0]
+    rows = (np.arange(k_count)[:, None] * inst.n_servers + inst.arms[:, 2]).ravel()
+    data = inst.task_req[:, inst.arms[:, 1]].ravel()
+    per_server = csr_array((data, (rows, np.tile(cols, k_count))), shape=(k_count * inst.n_servers, n_arms))
+    per_port = csr_array((np.ones(n_arms), (inst.arms[:, 0], cols)), shape=(inst.n_ports, n_arms))
+    return per_task, per_server, per_port
+
+
+def gang_milp(
+    values: np.ndarray,
+    inst: GangStructure,
+    usable_ports: np.ndarray,
+    budget_weights: np.ndarray | None = None,
+    budget: float = 0.0,
+) -> np.ndarray | None:
+    """``argmax valuesᵀx`` s.t. (G1)–(G4) with ports outside ``usable_ports`` idle and, if given,
+    ``budget_weightsᵀx ≥ budget``; None if infeasible. Variables: the arms, then one ``y_l`` per port."""
+    per_task, per_server, per_port = inst.constraints
+    n_arms, n_ports = inst.n_edges, inst.n_ports
+    zeros_p = csr_array((per_task.shape[0], n_ports))
+    rows = [
+        LinearConstraint(_hstack(per_task, zeros_p), -np.inf, 1.0),
+        LinearConstraint(
+            _hstack(per_server, csr_array((per_server.shape[0], n_ports))), -np.inf, inst.server_cap.ravel()
+        ),
+        # m_l y_l ≤ Σ_l x ≤ |Q_l| y_l
+        LinearConstraint(_hstack(per_port, csr_array(-np.diag(inst.min_tasks.astype(float)))), 0.0, np.inf),
+        LinearConstraint(_hstack(per_port, csr_array(-np.diag(inst.n_tasks_of_port.astype(float)))), -np.inf, 0.0),
+    ]
+    if budget_weights is not None:
+        row = np.concatenate([np.asarray(budget_weights, float), np.zeros(n_ports)])[None, :]
+        rows.append(LinearConstraint(row, budget, np.inf))
+    upper = np.concatenate([np.ones(n_arms), np.asarray(usable_ports, float)])
+    res = milp(
+        -np.concatenate([np.asarray(values, float), np.zeros(n_ports)]),
+        constraints=rows,
+        integrality=np.ones(n_arms + n_ports),
+        bounds=Bounds(0.0, upper),
+        options={"mip_rel_gap": 0.0},
+    )
+    if res.x is None:
+        return None
+    return np.round(res.x[:n_arms]).astype(np.int8)
+
+
+def _hstack(left, right):
+    return hstack([left, right], format="csr")
+
+
+class GangOracle:
+    """``argmax ṽᵀx`` over the feasible placements of the arrived ports, cached per arrival pattern."""
+
+    def __init__(self, inst: GangInstance):
+        self.inst = inst
+        self._cache: dict[bytes, tuple[np.ndarray, float]] = {}
+
+    def __call__(self, arrivals: np.ndarray) -> tuple[np.ndarray, float]:
+        arrivals = np.asarray(arrivals, dtype=bool)
+        key = np.packbits(arrivals).tobytes()
+        if key not in self._cache:
+            x = gang_milp(self.inst.v_tilde, self.inst, arrivals)
+            self._cache[key] = (x, float(self.inst.v_tilde @ x))
+        x, value = self._cache[key]
+        return x.copy(), value
+
+
+def gang_violation(x: np.ndarray, inst: GangStructure, arrivals: np.ndarray) -> str | None:
+    """The first violated constraint among (G1)–(G4), as a sentence, or None."""
+    x = np.asarray(x, dtype=np.int64)
+    idle = np.flatnonzero(x.astype(bool) & ~inst.edge_mask(arrivals))
+    if idle.size:
+        return f"arrival gating (G2): arms {idle.tolist()} belong to ports without a job this slot"
+    per_task, _, per_port = inst.constraints
+    twice = np.flatnonzero(per_task @ x > 1)
+    if twice.size:
+        return f"single placement (G1): tasks {twice.tolist()} are placed on more than one server"
+    placed = per_port @ x
+    partial = np.flatnonzero((placed > 0) & (placed < inst.min_tasks))
+    if partial.size:
+        l = int(partial[0])
+        return f"all-or-nothing (G3): port {l} places {int(placed[l])} tasks, needs 0 or ≥ m_l={int(inst.min_tasks[l])}"
+    load = inst.server_load(x)
+    over = np.argwhere(load > inst.server_cap)
+    if over.size:
+        k, r = (int(v) for v in over[0])
+        return (
+            f"per-server capacity (G4): device type k={k} on server r={r} uses {load[k, r]} > {inst.server_cap[k, r]}"
+        )
+    return None
+
+
+def gang_repair(
+    requested: np.ndarray, inst: GangStructure, usable: np.ndarray, priority: np.ndarray
+) -> tuple[np.ndarray, int, int]:
+    """Spec §3.12: drop the bits outside ``usable`` (idle ports); visit ports by their best requested arm in
+    ``priority``; place each requested task on its highest-priority requested server with room; roll back
+    a port that placed fewer than ``m_l`` tasks."""
+    gated = requested.astype(bool) & usable
+    n_arrival = int(requested.astype(bool).sum() - gated.sum())
+    rank = np.empty(inst.n_edges, dtype=np.int64)
+    rank[priority] = np.arange(inst.n_edges)
+    x = np.zeros(inst.n_edges, dtype=np.int8)
+    free = inst.server_cap.copy()
+    arms = np.flatnonzero(gated)
+    ports = np.unique(inst.port_of_edge[arms])
+    port_rank = np.array([rank[arms[inst.port_of_edge[arms] == l]].min() for l in ports], dtype=np.int64)
+    n_capacity = 0
+    for l in ports[np.argsort(port_rank, kind="stable")]:
+        mine = arms[inst.port_of_edge[arms] == l]
+        mine = mine[np.argsort(rank[mine], kind="stable")]
+        trial, placed_tasks = free.copy(), set()
+        chosen = []
+        for arm in mine:
+            task, server = int(inst.arms[arm, 1]), int(inst.arms[arm, 2])
+            need = inst.task_req[:, task]
+            if task in placed_tasks or (trial[:, server] < need).any():
+                continue
+            trial[:, server] -= need
+            placed_tasks.add(task)
+            chosen.append(arm)
+        if len(placed_tasks) >= inst.min_tasks[l]:
+            x[chosen] = 1
+            free = trial
+        n_capacity += mine.size - (len(chosen) if len(placed_tasks) >= inst.min_tasks[l] else 0)
+    return x, n_arrival, n_capacity
