@@ -27,9 +27,22 @@ _APPROX_CAST = (
     "a float action far beyond int64 is cast to int64 before the range check: a numpy RuntimeWarning, and the"
     " (correct) ValueError reports min/max -9223372036854775808 instead of the value given"
 )
+_COMPLEX = "complex actions are cast to float with a ComplexWarning (imaginary part dropped), not a ValueError"
 KNOWN_FINDINGS = {
     ("ClusterApprox-v0", "huge"): _APPROX_CAST,
     ("ClusterApproxSingleJob-v0", "huge"): _APPROX_CAST,
+    ("ClusterMultiServer-v0", "complex"): _COMPLEX,
+    ("ClusterGang-v0", "complex"): _COMPLEX,
+}
+# A string for these numeric kwargs raises an unnamed ValueError or a TypeError from a comparison.
+KNOWN_KWARG_FINDINGS = {
+    ("ClusterMultiServer-v0", "arrival_prob"),
+    ("ClusterMultiServer-v0", "req_high"),
+    ("ClusterMultiServer-v0", "c_high"),
+    ("ClusterGang-v0", "arrival_prob"),
+    ("ClusterGang-v0", "tasks_high"),
+    ("ClusterGang-v0", "req_high"),
+    ("ClusterGang-v0", "c_high"),
 }
 
 
@@ -196,14 +209,24 @@ def test_equal_actions_in_other_containers_give_the_same_step(env_id):
 BAD_KWARG_VALUES = [math.nan, math.inf, -math.inf, -1, 0, 0.5, -0.5, "x"]
 
 
-def _kwarg_cases() -> list[tuple[str, str, Any]]:
+def _kwarg_cases() -> list:
     cases = []
     for env_id in IDS:
         for f in config_fields(gym.make(env_id)):
             default = f.default
             if isinstance(default, bool) or not isinstance(default, (int, float)):
                 continue  # numeric scalar kwargs only: the others have their own per-setting tests
-            cases += [(env_id, f.name, value) for value in BAD_KWARG_VALUES]
+            cases += [
+                pytest.param(
+                    env_id,
+                    f.name,
+                    value,
+                    marks=pytest.mark.xfail(strict=True, reason="known finding, reported to the env's owner")
+                    if value == "x" and (env_id, f.name) in KNOWN_KWARG_FINDINGS
+                    else [],
+                )
+                for value in BAD_KWARG_VALUES
+            ]
     return cases
 
 

@@ -13,13 +13,15 @@ from robust_common import IDS, config_fields, sample_action
 # fix shows up as XPASS and fails until the entry is removed.
 KNOWN_FINDINGS = {
     "unknown_option": {"ClusterApprox-v0", "ClusterApproxSingleJob-v0"},
-    "options_not_a_dict": {"ClusterApprox-v0", "ClusterApproxSingleJob-v0"},
+    "options_not_a_dict": {"ClusterApprox-v0", "ClusterApproxSingleJob-v0", "ClusterMultiServer-v0", "ClusterGang-v0"},
 }
 
 
 def _known(test: str, env_id: str):
     if env_id in KNOWN_FINDINGS.get(test, ()):
-        return pytest.mark.xfail(strict=True, reason=f"{env_id}: reset options are ignored (reported to its owner)")
+        return pytest.mark.xfail(
+            strict=True, reason=f"{env_id}: reset options are ignored or not checked (reported to its owner)"
+        )
     return []
 
 
