@@ -20,7 +20,7 @@ from robust_common import IDS, assert_same_steps, config_fields, step_record
 from agents import agent_names, make_agent
 from baselines.harness import env_kwargs_for
 
-HORIZON = 24
+HORIZON = 12  # short (some agents solve a program per step); a multiple of 6 for ClusterSLA's periodic scenario
 MAX_STEPS = 50 * HORIZON
 CASES = [(env_id, name) for env_id in IDS for name in agent_names(env_id)]
 
@@ -83,12 +83,12 @@ def test_agent_pickled_mid_episode_makes_the_same_decisions(env_id, name):
 
 @pytest.mark.parametrize(("env_id", "name"), CASES)
 def test_agent_survives_tiny_and_odd_horizons(env_id, name):
-    """Horizon 1 and other short horizons (where the env accepts them), random seeds: a whole episode runs."""
+    """Horizons 1, 2, 3 and 6 (where the env accepts them), random seeds: a whole episode runs."""
     if not any(f.name == "horizon" for f in config_fields(gym.make(env_id))):
         pytest.skip("no horizon kwarg")
 
-    @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(seed=st.integers(0, 2**31 - 1), horizon=st.sampled_from([1, 2, 3, 6, 7, 12]))
+    @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(seed=st.integers(0, 2**31 - 1), horizon=st.sampled_from([1, 2, 3, 6]))
     def run(seed, horizon):
         agent = make_agent(env_id, name)
         try:

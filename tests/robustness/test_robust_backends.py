@@ -1,4 +1,4 @@
-"""The harness backends give identical episodes for every id and reference agent: in-process, local worker
+"""The harness backends give identical episodes for every id (its first reference agent): in-process, local worker
 processes (spawn) and, where Ray is installed, Ray tasks. One task list covers the whole registry, so the
 worker start-up is paid once."""
 
@@ -12,16 +12,16 @@ from robust_common import IDS, config_fields
 from agents import agent_names
 from baselines.backends import Task, run_tasks
 
-HORIZON = 60
+HORIZON = 12
 
 
 def _tasks() -> list[Task]:
     tasks = []
     for env_id in IDS:
         short = {"horizon": HORIZON} if any(f.name == "horizon" for f in config_fields(gym.make(env_id))) else {}
-        tasks += [
-            Task(env_id, name, seed, env_kwargs=short, record=None) for name in agent_names(env_id) for seed in (0, 1)
-        ]
+        names = agent_names(env_id)  # one cheap agent per id: the backends, not the agents, are under test here
+        name = "random" if "random" in names else names[0]
+        tasks += [Task(env_id, name, seed, env_kwargs=short, record=None) for seed in (0, 1)]
     return tasks
 
 
