@@ -111,31 +111,45 @@ class BilinearProblem:
 
 
 def simplex_cap(x: np.ndarray, radius: float) -> np.ndarray:
-    """Euclidean projection of x ≥ 0 onto {x ≥ 0, Σx ≤ radius} (Duchi et al. 2008 when the cap binds)."""
-    if x.sum() <= radius + 1e-9:
-        return x
+    """Euclidean projection of finite x ≥ 0 onto {x ≥ 0, Σx ≤ radius} (Duchi et al. 2008 when the cap binds).
+
+    Computed on x / max(x) (the projection commutes with scaling) and around the mean of the kept entries, so
+    entries up to the float maximum neither overflow nor cancel to an empty support.
+    """
+    with np.errstate(over="ignore"):  # a sum beyond the float max is inf, which is over any cap
+        if x.sum() <= radius + 1e-9:
+            return x
     if radius <= 0:
         return np.zeros_like(x)
-    s = np.sort(x)[::-1]
-    css = np.cumsum(s)
+    scale = x.max()
+    z, r = x / scale, radius / scale
+    s = np.sort(z)[::-1]
     ks = np.arange(1, x.size + 1)
-    k = ks[s - (css - radius) / ks > 0][-1]
-    return np.maximum(x - (css[k - 1] - radius) / k, 0.0)
+    means = np.cumsum(s) / ks
+    keep = ks[(s - means) + r / ks > 0]
+    k = keep[-1] if keep.size else 1  # k = 1 always qualifies in exact arithmetic
+    return scale * np.maximum((z - means[k - 1]) + r / k, 0.0)
 
 
 def project_allocation(y: np.ndarray, active: np.ndarray, caps: np.ndarray) -> np.ndarray:
     """Column-capped projection (spec §3.3): rows of empty queues to 0, each column onto Σ_i y_ij ≤ n_j."""
     x = np.where(active[:, None], np.maximum(y, 0.0), 0.0)
-    for j in np.flatnonzero(x.sum(axis=0) > caps + 1e-9):
+    with np.errstate(over="ignore"):  # as in simplex_cap: an overflowing column sum is over its cap
+        over = np.flatnonzero(x.sum(axis=0) > caps + 1e-9)
+    for j in over:
         x[:, j] = simplex_cap(x[:, j], caps[j])
     return x
 
 
-def logits_to_allocation(logits: np.ndarray, active: np.ndarray, caps: np.ndarray) -> np.ndarray:
-    """(J, I+1) logits, the last one "idle": y_ij = n_j softmax over {active classes, idle} (spec §3.3)."""
+def logits_to_allocation(logits: np.ndarray, active: np.ndarray, caps: np.ndarray, scale: float = 1.0) -> np.ndarray:
+    """(J, I+1) logits, the last one "idle": y_ij = n_j softmax(scale·logits) over {active classes, idle} (§3.3).
+
+    ``scale`` multiplies after the max is subtracted, so finite logits of any size cannot overflow to NaN.
+    """
     mask = np.append(active, True)
     z = np.where(mask[None, :], logits, -np.inf)
-    z = np.exp(z - z.max(axis=1, keepdims=True))
+    with np.errstate(over="ignore"):  # a gap beyond the float max is exp(-inf) = 0, as it should be
+        z = np.exp(scale * (z - z.max(axis=1, keepdims=True)))
     pi = z / z.sum(axis=1, keepdims=True)
     return (pi[:, :-1] * caps[:, None]).T
 

@@ -327,6 +327,8 @@ class ClusterBilinearEnv(gym.Env):
     # -- gymnasium API ---------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
         super().reset(seed=seed)
         if options:
             raise ValueError(f"unknown reset option(s) {sorted(options)}; ClusterBilinear-v0 takes none")
@@ -413,21 +415,21 @@ class ClusterBilinearEnv(gym.Env):
         mode = self.config.action_mode
         a = self._checked_action(action)
         if mode == "allocation":
-            y_in = a.reshape(sim.n_job, -1) * self._caps
-            y = project_allocation(y_in, sim.queue() > 0, caps)
-            dist = float(np.linalg.norm(y - y_in))
+            frac = a.reshape(sim.n_job, -1)
+            y = project_allocation(frac, sim.queue() > 0, caps / self._caps) * self._caps
+            dist = self._projection_distance(y, frac)
             result = sim.step_classes(y)
         elif mode == "simplex_logits":
-            logits = LOGIT_SCALE * a.reshape(len(caps), -1)
-            result = sim.step_classes(logits_to_allocation(logits, sim.queue() > 0, caps))
+            logits = a.reshape(len(caps), -1)
+            result = sim.step_classes(logits_to_allocation(logits, sim.queue() > 0, caps, LOGIT_SCALE))
         elif mode == "server_choice":
             result = sim.step_servers(a.astype(np.int64))
         else:
             k = self.config.max_jobs
             visible = np.arange(k) < len(sim.job_class)
-            x_in = a.reshape(k, -1) * self._caps
-            x = project_allocation(x_in, visible, caps)
-            dist = float(np.linalg.norm(x - x_in))
+            frac = a.reshape(k, -1)
+            x = project_allocation(frac, visible, caps / self._caps) * self._caps
+            dist = self._projection_distance(x, frac)
             full = np.zeros((len(sim.job_class), len(caps)))
             full[: min(k, len(full))] = x[: len(full)]
             result = sim.step_jobs(full)
@@ -440,11 +442,19 @@ class ClusterBilinearEnv(gym.Env):
             info["episode_summary"] = self._summary()
         return self._observation(), reward, bool(terminated), bool(truncated), info
 
+    def _projection_distance(self, y: np.ndarray, frac: np.ndarray) -> float:
+        """‖y − a·n‖ for fractions a (projected in fraction units, so a huge finite action cannot overflow y)."""
+        with np.errstate(over="ignore"):  # inf only when the distance itself exceeds the float max
+            return float(np.linalg.norm(y - frac * self._caps))
+
     def _checked_action(self, action: Any) -> np.ndarray:
         try:
-            a = np.asarray(action, dtype=np.float64)
+            complex_values = np.iscomplexobj(action)
+            a = None if complex_values else np.asarray(action, dtype=np.float64)
         except (TypeError, ValueError) as err:
             raise ValueError(f"action must be numeric, got {type(action).__name__}") from err
+        if complex_values:
+            raise ValueError("action must be real, got complex values (the imaginary part would be dropped)")
         shape = self.action_space.shape
         if a.shape != shape:
             raise ValueError(f"action must have shape {shape} (action_mode={self.config.action_mode!r}), got {a.shape}")

@@ -72,6 +72,12 @@ def allocation_into(action, mode, out) -> None:
     for i in range(n):
         out[i] = max(action[i], 0.0) if mode == 0 else min(max(action[i], 0.0), 1.0)
         total += out[i]
+    if mode == 0 and total > 0 and not math.isfinite(total):  # entries near the float max overflow the sum
+        top = action.max()
+        total = 0.0
+        for i in range(n):
+            out[i] /= top
+            total += out[i]
     if mode == 0 and total <= 0:
         for i in range(n):
             out[i] = 1.0 / n

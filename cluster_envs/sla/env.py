@@ -99,6 +99,18 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def _as_real_array(action: Any) -> np.ndarray:
+    """``action`` as float64, or a ``ValueError`` naming it (complex values are not silently truncated)."""
+    try:
+        complex_values = np.iscomplexobj(action)
+        array = None if complex_values else np.asarray(action, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"action must be a real numeric array, got {type(action).__name__}: {err}") from err
+    if complex_values:
+        raise ValueError(f"action must be real, got complex values {action!r}")
+    return array
+
+
 class ClusterSLAEnv(gym.Env):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
 
@@ -121,8 +133,8 @@ class ClusterSLAEnv(gym.Env):
 
     **Action** ``Box(0, 1, (N,))`` (``"softmax"``: ``Box(-10, 10, (N,))`` logits), mapped to h by
     ``action_mode``: ``"normalize"`` h = a⁺/Σa⁺ (uniform if Σa⁺ = 0); ``"sub_simplex"`` clip to [0, 1] and
-    rescale only if Σa > 1 (idle capacity allowed); ``"softmax"`` h = softmax(a). NaN/inf or a wrong shape
-    raises ``ValueError`` and leaves the env unchanged.
+    rescale only if Σa > 1 (idle capacity allowed); ``"softmax"`` h = softmax(a). NaN/inf, complex, non-numeric or a
+    wrong shape raises ``ValueError`` and leaves the env unchanged.
 
     **Reward** (``reward_mode``), with s = β̄ and D_t = W'_t - W_t the SLA deficit against the static
     policy h = s: ``"work"`` Σw_t; ``"work_sla"`` (default) Σw_t - κ Σ([D_t]⁺ - [D_{t-1}]⁺);
@@ -228,6 +240,8 @@ class ClusterSLAEnv(gym.Env):
     # -- gymnasium API ---------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
         super().reset(seed=seed)
         options = dict(options or {})
         unknown = sorted(set(options) - {"loads"})
@@ -263,13 +277,17 @@ class ClusterSLAEnv(gym.Env):
             raise ValueError(f"{name} must have shape (n_users, horizon) = {expected}, got {loads.shape}")
         if not np.isfinite(loads).all() or (loads < 0).any():
             raise ValueError(f"{name} must be finite and non-negative")
+        with np.errstate(over="ignore"):
+            total = loads.sum()
+        if not np.isfinite(total):  # queues and cumulative work would overflow to inf
+            raise ValueError(f"{name} is too large: its total load overflows float64 (rescale the loads)")
         return loads
 
     def step(self, action: Any):
         sim, cfg = self._simulator, self.config
         if sim.t >= sim.horizon:
             raise RuntimeError(f"ClusterSLA-v0: the episode ended at t = {sim.t}; call reset()")
-        action = np.asarray(action, dtype=np.float64)
+        action = _as_real_array(action)
         if action.shape != (cfg.n_users,):
             raise ValueError(f"action must have shape ({cfg.n_users},), got {action.shape}")
         obs = np.empty(3 * cfg.n_users, dtype=np.float32)

@@ -11,6 +11,7 @@ import functools
 import inspect
 import math
 import warnings
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -150,7 +151,7 @@ def read_trace(path: str | Path, n_users: int) -> np.ndarray:
                 warnings.simplefilter("ignore", UserWarning)
                 data = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
         data = np.asarray(data, dtype=np.float64)
-    except ValueError as err:
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile) as err:  # empty, truncated or corrupt files too
         raise ValueError(f"scenario_kwargs['path']: {str(path)!r} is not a numeric trace ({err})") from None
     if data.ndim != 2 or data.size == 0:
         raise ValueError(f"scenario_kwargs['path']: the trace must be a non-empty 2-D array, got shape {data.shape}")
