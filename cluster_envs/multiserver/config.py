@@ -20,38 +20,27 @@ INFO_LEVELS = ("minimal", "full")
 
 
 @dataclass(frozen=True)
-class MultiServerConfig:
-    """Keyword arguments of ``ClusterMultiServer-v0`` (defaults: the ``paper`` preset, spec §3.2)."""
+class EnvOptions:
+    """Keyword arguments that both envs add to their instance generator's parameters."""
 
-    n_ports: int = 8
-    n_servers: int = 40
-    n_device_types: int = 3
-    edge_prob: float = 0.1
-    arrival_prob: float | tuple[float, ...] = 0.9
     horizon: int = 2000
-    req_low: int = 1
-    req_high: int = 2
-    capacity_mode: str = "alpha_sum"
-    capacity_beta: float = 0.5
-    c_low: int = 1
-    c_high: int = 2
-    capacity: tuple[int, ...] | None = None
-    allow_unusable_channels: bool = False
-    mu_low: float = 0.1
-    mu_high: float = 1.0
-    sigma_ratio: float = 0.5
-    cost_mean: float = 0.5
-    cost_std: float = 0.1
     utility_dist: str = "normal"
-    normalization: str = "affine_clip"
     instance_seed: int = 0
     action_mode: str = "binary"
     invalid_action: str = "repair"
     binary_repair_order: str = "index"
     infeasible_penalty: float = 0.0
     compute_regret: bool = True
-    obs_static: bool = False
     info_level: str = "full"
+
+
+@dataclass(frozen=True)
+class MultiServerConfig(EnvOptions, GeneratorParams):
+    """Keyword arguments of ``ClusterMultiServer-v0``: the generator's (defaults: the ``paper`` preset, spec
+    §3.2), the common env options, and these."""
+
+    allow_unusable_channels: bool = False
+    obs_static: bool = False
     instance: Any = None  # an explicit instance bypasses generation (tests)
 
     def __post_init__(self) -> None:
@@ -119,36 +108,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 @dataclass(frozen=True)
-class GangConfig:
-    """Keyword arguments of ``ClusterGang-v0`` (defaults: the ``small`` preset, spec §3.12)."""
-
-    n_ports: int = 4
-    n_servers: int = 10
-    n_device_types: int = 3
-    edge_prob: float = 0.3
-    arrival_prob: float | tuple[float, ...] = 0.9
-    horizon: int = 2000
-    tasks_low: int = 2
-    tasks_high: int = 4
-    min_tasks: str = "all"
-    req_low: int = 1
-    req_high: int = 2
-    c_low: int = 1
-    c_high: int = 2
-    mu_low: float = 0.1
-    mu_high: float = 1.0
-    sigma_ratio: float = 0.5
-    cost_mean: float = 0.5
-    cost_std: float = 0.1
-    utility_dist: str = "normal"
-    normalization: str = "affine_clip"
-    instance_seed: int = 0
-    action_mode: str = "binary"
-    invalid_action: str = "repair"
-    binary_repair_order: str = "index"
-    infeasible_penalty: float = 0.0
-    compute_regret: bool = True
-    info_level: str = "full"
+class GangConfig(EnvOptions, GangParams):
+    """Keyword arguments of ``ClusterGang-v0``: the gang generator's (defaults: the ``small`` preset, spec
+    §3.12) and the common env options."""
 
     def __post_init__(self) -> None:
         validate_common(self)
