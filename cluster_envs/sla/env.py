@@ -210,29 +210,26 @@ class ClusterSLAEnv(gym.Env):
     @property
     def problem(self) -> SLAProblem:
         """The static public data an agent is built from (available after ``reset``)."""
-        return self._simulator.problem
+        return self.simulator.problem
 
     @property
     def loads(self) -> np.ndarray:
         """Privileged: the whole load matrix L (N, T) of this episode."""
-        return self._simulator.loads
+        return self.simulator.loads
 
     @property
     def queue(self) -> np.ndarray:
         """Privileged: the current queues Q_t."""
-        return self._simulator.queue
+        return self.simulator.queue
 
     @property
     def next_load(self) -> np.ndarray:
         """Privileged: the load L_t of the next step."""
-        return self._simulator.next_load
+        return self.simulator.next_load
 
     @property
     def simulator(self) -> SLASimulator:
-        return self._simulator
-
-    @property
-    def _simulator(self) -> SLASimulator:
+        """The episode's simulator (privileged: it holds the hidden state)."""
         if self._sim is None:
             raise RuntimeError("ClusterSLA-v0: call reset() before using the env")
         return self._sim
@@ -284,7 +281,7 @@ class ClusterSLAEnv(gym.Env):
         return loads
 
     def step(self, action: Any):
-        sim, cfg = self._simulator, self.config
+        sim, cfg = self.simulator, self.config
         if sim.t >= sim.horizon:
             raise RuntimeError(f"ClusterSLA-v0: the episode ended at t = {sim.t}; call reset()")
         action = _as_real_array(action)
@@ -306,7 +303,7 @@ class ClusterSLAEnv(gym.Env):
         return (obs if self._paper_observation else self._observation()), reward, False, truncated, info
 
     def _info(self, action: np.ndarray) -> dict[str, Any]:
-        sim = self._simulator
+        sim = self.simulator
         work, queue, deficit = sim.state.take(MINIMAL_INFO_ROWS, axis=0)  # one copy, three views
         info: dict[str, Any] = {"work": work, "active": queue > 0.0, "queue": queue, "sla_deficit": deficit}
         if self._minimal_info:
@@ -333,7 +330,7 @@ class ClusterSLAEnv(gym.Env):
         return info
 
     def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
-        sim, cfg = self._simulator, self.config
+        sim, cfg = self.simulator, self.config
         parts = {"active": sim.active, "alloc": sim.alloc, "sla": self._sla_bar}
         if cfg.obs_mode == "binary+sla":
             parts["sla_flag"] = (sim.deficit > cfg.sla_tol).astype(np.float64)
@@ -357,7 +354,7 @@ class ClusterSLAEnv(gym.Env):
             return self._render_bars()
         if self.render_mode != "ansi":
             return None
-        sim = self._simulator
+        sim = self.simulator
         lines = [
             f"t={sim.t}/{sim.horizon}  work={sim.total_work:.2f}  regret={sim.opt_total_work - sim.total_work:.2f}"
         ]
@@ -371,7 +368,7 @@ class ClusterSLAEnv(gym.Env):
 
     def _render_bars(self) -> np.ndarray:
         """Per user, the allocation (blue, full height = 1) beside the queue (red, log1p scaled to the largest)."""
-        sim = self._simulator
+        sim = self.simulator
         height, bar, gap = 120, 12, 8
         image = np.full((height, self.config.n_users * (2 * bar + gap) + gap, 3), 255, dtype=np.uint8)
         log_queue = np.log1p(sim.queue)
