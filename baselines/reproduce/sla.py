@@ -87,15 +87,15 @@ def run_experiment(
     return runs
 
 
-def _find(runs: list[Run], agent: str, seed: int, eps: float) -> Run:
+def find_run(runs: list[Run], agent: str, seed: int, eps: float) -> Run:
     return next(r for r in runs if r.agent == agent and r.seed == seed and (agent not in EPS_AGENTS or r.eps == eps))
 
 
 def differences(runs: list[Run], seed: int, eps: float) -> dict[str, np.ndarray]:
     """W^X(t) - W^Alg2(t) at the recorded steps, for every other policy X."""
-    base = _find(runs, "mwu_extended", seed, eps).trajectory.cum_work.sum(axis=1)
+    base = find_run(runs, "mwu_extended", seed, eps).trajectory.cum_work.sum(axis=1)
     agents = dict.fromkeys(r.agent for r in runs if r.agent != "mwu_extended")
-    return {a: _find(runs, a, seed, eps).trajectory.cum_work.sum(axis=1) - base for a in agents}
+    return {a: find_run(runs, a, seed, eps).trajectory.cum_work.sum(axis=1) - base for a in agents}
 
 
 def _plot_lines(path: Path, x, series: dict, title: str, ylabel: str, zoom_without: tuple[str, ...] = ()) -> None:
@@ -151,7 +151,7 @@ def synthetic_report(runs: list[Run], seeds, eps_values, horizon: int, out: Path
     for eps in eps_values:
         for seed in seeds:
             diff = differences(runs, seed, eps)
-            alg2 = _find(runs, "mwu_extended", seed, eps).trajectory
+            alg2 = find_run(runs, "mwu_extended", seed, eps).trajectory
             total_load = alg2.cum_work[-1].sum() + alg2.queue[-1].sum()
             first_half = alg2.times < horizon / 2
             lines.append(
@@ -166,7 +166,7 @@ def synthetic_report(runs: list[Run], seeds, eps_values, horizon: int, out: Path
     ]
     for eps in eps_values:
         diff = differences(runs, seeds[0], eps)
-        times = _find(runs, "mwu_extended", seeds[0], eps).trajectory.times
+        times = find_run(runs, "mwu_extended", seeds[0], eps).trajectory.times
         _plot_lines(
             out / f"fig3_work_differences_eps{eps}.png",
             times,
@@ -183,7 +183,7 @@ def synthetic_report(runs: list[Run], seeds, eps_values, horizon: int, out: Path
     ]
     lines.append("|---|" + "---:|" * (len(eps_values) + 1))
     for agent in ("mwu_extended", "static", "proportional", "owm", "pg"):
-        cells = [f"{_find(runs, agent, seeds[0], eps).trajectory.queue_l2[-1]:,.0f}" for eps in eps_values]
+        cells = [f"{find_run(runs, agent, seeds[0], eps).trajectory.queue_l2[-1]:,.0f}" for eps in eps_values]
         paper = PAPER_SYNTHETIC_QUEUE.get(agent)
         lines.append(f"| {agent} | " + " | ".join(cells) + f" | {'' if paper is None else f'{paper:,}'} |")
     eps = eps_values[0]
@@ -194,7 +194,7 @@ def synthetic_report(runs: list[Run], seeds, eps_values, horizon: int, out: Path
         "",
     ]
     for agent in ("owm", "mwu_extended"):
-        tr = _find(runs, agent, seeds[0], eps).trajectory
+        tr = find_run(runs, agent, seeds[0], eps).trajectory
         window = tr.times <= 0.3 * period
         lines.append(f"- {agent}: user 2 {tr.work[window, 1].mean():.3f}, user 3 {tr.work[window, 2].mean():.3f}")
         in_p1 = tr.times <= period
@@ -204,14 +204,15 @@ def synthetic_report(runs: list[Run], seeds, eps_values, horizon: int, out: Path
         )  # fmt: skip
     lines.append("  (paper: OWM gives user 3 nothing until user 2 is done; Alg2 approximately meets β(3) = 0.5)")
     for agent in ("mwu_extended", "owm", "proportional"):
-        tr = _find(runs, agent, seeds[0], eps).trajectory
+        tr = find_run(runs, agent, seeds[0], eps).trajectory
         lines.append(f"- max_t D_t(3) of {agent}: {tr.max_deficit[2]:,.1f}")
     queues = {
-        a: _find(runs, a, seeds[0], eps).trajectory.queue_l2 for a in ("mwu_extended", "static", "proportional", "owm")
+        a: find_run(runs, a, seeds[0], eps).trajectory.queue_l2
+        for a in ("mwu_extended", "static", "proportional", "owm")
     }
     _plot_lines(
         out / "fig5_queue_norms.png",
-        _find(runs, "static", seeds[0], eps).trajectory.times,
+        find_run(runs, "static", seeds[0], eps).trajectory.times,
         queues,
         "Fig. 5: ‖Q_t‖₂",
         "queue 2-norm",
@@ -247,9 +248,9 @@ def real_report(runs: list[Run], seeds, eps: float, env_kwargs: dict, out: Path,
         "|---|---|---|",
     ]
     for agent, paper in PAPER_REAL_QUEUE.items():
-        q = _find(runs, agent, seeds[0], eps).trajectory.queue_l2
+        q = find_run(runs, agent, seeds[0], eps).trajectory.queue_l2
         lines.append(f"| {agent} | {q[-1]:.0f} / {q.mean():.0f} / {q.max():.0f} | {' / '.join(map(str, paper))} |")
-    alg2 = _find(runs, "mwu_extended", seeds[0], eps).trajectory
+    alg2 = find_run(runs, "mwu_extended", seeds[0], eps).trajectory
     env = ClusterSLAEnv(**env_kwargs)
     env.reset(seed=seeds[0])
     start_queue = np.concatenate([np.zeros((alg2.queue.shape[1], 1)), alg2.queue[:-1].T], axis=1)
@@ -271,7 +272,7 @@ def real_report(runs: list[Run], seeds, eps: float, env_kwargs: dict, out: Path,
             lines.append(f"| {i + 1} | {ours} |" + (f" {paper} |" if paper else ""))
     negative_means = 0
     for seed in seeds:
-        tr = _find(runs, "mwu_extended", seed, eps).trajectory
+        tr = find_run(runs, "mwu_extended", seed, eps).trajectory
         env.reset(seed=seed)
         q0 = np.concatenate([np.zeros((tr.queue.shape[1], 1)), tr.queue[:-1].T], axis=1)
         negative_means += bool(
@@ -291,7 +292,8 @@ def real_report(runs: list[Run], seeds, eps: float, env_kwargs: dict, out: Path,
         zoom_without=("static",),
     )
     queues = {
-        a: _find(runs, a, seeds[0], eps).trajectory.queue_l2 for a in ("mwu_extended", "static", "proportional", "owm")
+        a: find_run(runs, a, seeds[0], eps).trajectory.queue_l2
+        for a in ("mwu_extended", "static", "proportional", "owm")
     }
     _plot_lines(
         out / "fig7_queue_norms_real.png",

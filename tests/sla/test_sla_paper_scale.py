@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines.reproduce.sla import _find, differences, run_experiment
+from baselines.reproduce.sla import find_run, differences, run_experiment
 from cluster_envs.sla.dynamics import windowed_sla_gap
 from cluster_envs.sla.env import ClusterSLAEnv
 
@@ -52,7 +52,7 @@ def test_checks_8_and_9_mean_gaps_to_pg_and_rest_pg(synthetic):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_checks_9_to_12_work_differences(synthetic, seed):
     diff = differences(synthetic, seed, 0.01)
-    times = _find(synthetic, "mwu_extended", seed, 0.01).trajectory.times
+    times = find_run(synthetic, "mwu_extended", seed, 0.01).trajectory.times
     assert diff["rest_pg"][-1] < 0  # 9: Alg2 beats the optimum with capacity 1 - ε
     assert diff["owm"].min() > -1.0  # 10: OWM ahead throughout, up to sub-unit dips (see the module docstring)
     assert diff["pg"][-1] - diff["owm"][-1] <= 4 * np.sqrt(3 * HORIZON)  # 10: Theorem 7
@@ -63,8 +63,8 @@ def test_checks_9_to_12_work_differences(synthetic, seed):
 @pytest.mark.parametrize("eps", [0.01, 0.02])
 def test_check_13_fig4_owm_starves_user_3_and_alg2_serves_it(synthetic, eps):
     window_end = 0.3 * HORIZON / 6
-    owm = _find(synthetic, "owm", 0, eps).trajectory
-    alg2 = _find(synthetic, "mwu_extended", 0, eps).trajectory
+    owm = find_run(synthetic, "owm", 0, eps).trajectory
+    alg2 = find_run(synthetic, "mwu_extended", 0, eps).trajectory
     assert owm.work[owm.times <= window_end, 2].mean() <= 0.01
     assert alg2.work[alg2.times <= window_end, 2].mean() >= 0.35
 
@@ -72,8 +72,8 @@ def test_check_13_fig4_owm_starves_user_3_and_alg2_serves_it(synthetic, eps):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_check_14_alg2_has_a_smaller_sla_deficit_than_owm(synthetic, seed):
     assert (
-        _find(synthetic, "mwu_extended", seed, 0.01).trajectory.max_deficit[2]
-        < (_find(synthetic, "owm", seed, 0.01).trajectory.max_deficit[2])
+        find_run(synthetic, "mwu_extended", seed, 0.01).trajectory.max_deficit[2]
+        < (find_run(synthetic, "owm", seed, 0.01).trajectory.max_deficit[2])
     )
 
 
@@ -91,7 +91,7 @@ def test_checks_15_to_17_standin(standin):
         for agent in ahead:
             ahead[agent] += diff[agent][-1] < 0
         assert diff["pg"][-1] >= -1e-9  # 16
-        tr = _find(runs, "mwu_extended", seed, 0.01).trajectory
+        tr = find_run(runs, "mwu_extended", seed, 0.01).trajectory
         env.reset(seed=seed)
         start_queue = np.concatenate([np.zeros((env.problem.n_users, 1)), tr.queue[:-1].T], axis=1)
         gap = windowed_sla_gap(env.loads, start_queue, tr.work.T, env.problem.static_share, 500)
