@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines.reproduce.sla import find_run, differences, run_experiment
+from baselines.reproduce.sla import differences, find_run, run_experiment
 from cluster_envs.sla.dynamics import windowed_sla_gap
 from cluster_envs.sla.env import ClusterSLAEnv
 
