@@ -82,13 +82,17 @@ class Comparison:
 
     def normalized_scores(self, agent: str) -> np.ndarray | None:
         """Per seed, the headline metric normalized between the naive baseline's mean (0) and the
-        oracle's (1); None without a settings entry."""
-        if self.setting is None:
+        oracle's (1): the oracle agent's mean, the env benchmark's value, or without either the paper's
+        algorithm's mean. None without a settings entry."""
+        setting = self.setting
+        if setting is None:
             return None
-        metric = self.setting.headline
-        naive = float(np.mean(self.values(self.setting.naive_agent, metric)))
-        oracle = float(np.mean(self.values(self.setting.oracle_agent, metric)))
-        return normalized(self.values(agent, metric), naive, oracle)
+        metric = setting.headline
+        naive = float(np.mean(self.values(setting.naive_agent, metric)))
+        top = setting.oracle_value
+        if top is None:
+            top = float(np.mean(self.values(setting.oracle_agent or setting.paper_agent, metric)))
+        return normalized(self.values(agent, metric), naive, top)
 
     def normalized_summary(self) -> list[dict[str, Any]]:
         rows = []
@@ -118,7 +122,7 @@ def resolve_agents(env_id: str, agents: str | Sequence[str]) -> list[str]:
         if name not in known:
             raise ValueError(f"agent={name!r} is not an agent of {env_id}; allowed: {known}")
     setting = env_setting(env_id)
-    required = [setting.paper_agent, setting.naive_agent, setting.oracle_agent] if setting else []
+    required = setting.reference_agents if setting else []
     return list(dict.fromkeys([*required, *agents]))
 
 

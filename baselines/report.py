@@ -57,6 +57,7 @@ def to_json(comparison: Comparison, summary: list[dict[str, Any]]) -> dict[str, 
         "paper_agent": comparison.paper_agent,
         "naive_agent": setting.naive_agent if setting else None,
         "oracle_agent": setting.oracle_agent if setting else None,
+        "oracle_value": setting.oracle_value if setting else None,
         "headline": setting.headline if setting else None,
         "summary": summary,
         "normalized": comparison.normalized_summary(),
@@ -104,7 +105,7 @@ def markdown(
     if setting is not None:
         lines += [
             f"Paper's algorithm: `{paper}`; naive baseline (score 0): `{setting.naive_agent}`; "
-            f"oracle (score 1): `{setting.oracle_agent}`. {setting.notes}",
+            f"oracle (score 1): {setting.oracle_text}. {setting.notes}",
             "",
             f"## Normalized score on `{setting.headline}`",
             "",

@@ -3,7 +3,8 @@
 Hyperparameters are read from rl-zoo3 YAML files (``baselines/hyperparams/<algo>.yml``, the env id's
 section), so ``python -m rl_zoo3.train --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs
 -conf baselines/hyperparams/ppo.yml`` trains the same model. The env kwargs that make learning
-sensible come from ``baselines/settings.py``. A trained run is a folder: ``model.zip``,
+sensible come from ``baselines/settings.py``, with the observation wrapper RL sees the env through
+(rl-zoo3's ``env_wrapper``; the same one in training and in the adapter). A trained run is a folder: ``model.zip``,
 ``vecnormalize.pkl`` (the VecNormalize statistics, when normalization is on), ``config.yml`` (the
 hyperparameters used), ``meta.json`` and the training curve (``training.csv``, ``training.png``).
 
@@ -47,8 +48,8 @@ ALGOS: dict[str, tuple[str, str]] = {
     "ppo_lstm": ("sb3_contrib", "RecurrentPPO"),
 }
 # rl-zoo3 keys this trainer does not implement (the others are n_envs, n_timesteps, normalize, env_kwargs,
-# policy, policy_kwargs and the algorithm's own keyword arguments).
-ZOO_UNSUPPORTED = {"env_wrapper", "vec_env_wrapper", "frame_stack", "callback", "monitor_kwargs"}
+# env_wrapper, policy, policy_kwargs and the algorithm's own keyword arguments).
+ZOO_UNSUPPORTED = {"vec_env_wrapper", "frame_stack", "callback", "monitor_kwargs"}
 
 
 def algo_class(algo: str) -> type:
@@ -109,6 +110,7 @@ class RunConfig:
     n_envs: int
     n_timesteps: int
     normalize: dict[str, Any] | None
+    wrapper: str | None = None  # an observation wrapper, "module.Class" as in rl-zoo3's env_wrapper
     model_kwargs: dict[str, Any] = field(default_factory=dict)
     section: dict[str, Any] = field(default_factory=dict)  # the YAML section as written
 
@@ -119,11 +121,15 @@ class RunConfig:
         """The YAML section with the settings table's RL env kwargs and the user's ``overrides`` on top."""
         raw = load_hyperparams(algo, env_id, path)
         section = dict(raw)
-        table_kwargs = require_setting(env_id).rl_training_kwargs
+        setting = require_setting(env_id)
+        table_kwargs = setting.rl_training_kwargs
         yaml_kwargs = dict(raw.pop("env_kwargs", None) or {})
         for key, value in yaml_kwargs.items():
             if key in table_kwargs and table_kwargs[key] != value:
                 raise ValueError(f"env_kwargs[{key!r}] is {value!r} in the YAML but {table_kwargs[key]!r} in settings")
+        wrapper = raw.pop("env_wrapper", None)
+        if wrapper != setting.rl_wrapper:
+            raise ValueError(f"env_wrapper is {wrapper!r} in the YAML but {setting.rl_wrapper!r} in settings")
         normalize = raw.pop("normalize", False)
         if isinstance(normalize, str):  # rl-zoo3 also accepts a Python dict literal
             normalize = ast.literal_eval(normalize)
@@ -141,6 +147,7 @@ class RunConfig:
             n_envs=int(model_kwargs.pop("n_envs", 1)),
             n_timesteps=int(float(model_kwargs.pop("n_timesteps", 100_000))),
             normalize=normalize,
+            wrapper=wrapper,
             model_kwargs=model_kwargs,
             section=section,
         )
@@ -163,13 +170,41 @@ def _eval_policy_kwargs(text: str) -> dict[str, Any]:
 # -- training ----------------------------------------------------------------------------------------
 
 
+def wrapper_class(name: str) -> type[gym.ObservationWrapper]:
+    """The observation wrapper ``"module.Class"`` (rl-zoo3's ``env_wrapper`` format, without kwargs)."""
+    module, _, cls_name = str(name).rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), cls_name)
+    except (ImportError, AttributeError, ValueError):
+        raise ValueError(f"env_wrapper={name!r} is not an importable 'module.Class'") from None
+    if not (isinstance(cls, type) and issubclass(cls, gym.ObservationWrapper)):
+        # The adapter applies the wrapper to observations alone, outside any env.
+        raise ValueError(f"env_wrapper={name!r} must be a gymnasium.ObservationWrapper")
+    return cls
+
+
+class _SpacesOnly(gym.Env):
+    """An env that only declares spaces: what an observation wrapper needs to map observations."""
+
+    def __init__(self, observation_space: gym.Space):
+        self.observation_space = observation_space
+        self.action_space = gym.spaces.Discrete(1)
+
+
+def observation_mapper(wrapper: str, observation_space: gym.Space):
+    """The wrapper's ``observation`` function for observations of ``observation_space`` (the raw env's)."""
+    return wrapper_class(wrapper)(_SpacesOnly(observation_space)).observation
+
+
 def make_vec_env(config: RunConfig, seed: int):
-    """``n_envs`` Monitor-wrapped copies of the env in a DummyVecEnv, seeded from ``seed``."""
+    """``n_envs`` Monitor-wrapped copies of the env (inside the observation wrapper, as rl-zoo3 stacks
+    them) in a DummyVecEnv, seeded from ``seed``."""
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     def factory():
-        return Monitor(gym.make(config.env_id, **config.env_kwargs), info_keywords=("episode_summary",))
+        env = Monitor(gym.make(config.env_id, **config.env_kwargs), info_keywords=("episode_summary",))
+        return wrapper_class(config.wrapper)(env) if config.wrapper else env
 
     vec_env = DummyVecEnv([factory] * config.n_envs)
     vec_env.seed(seed)
@@ -252,6 +287,7 @@ def save_run(out: str | Path, model: Any, config: RunConfig, seed: int, **facts:
         "algo": config.algo,
         "seed": seed,
         "env_kwargs": config.env_kwargs,
+        "env_wrapper": config.wrapper,
         "total_timesteps": int(model.num_timesteps),
         **facts,
     }
@@ -376,12 +412,15 @@ def write_training_curve(out: Path, rows: list[dict[str, float]], headline: str,
 
 class SB3Agent(BaseAgent):
     """A trained SB3 model as an ``Agent``: it sees the observation only, normalized with the training
-    run's VecNormalize statistics, and acts deterministically. Recurrent policies keep their state
-    within an episode."""
+    run's VecNormalize statistics (after the run's observation wrapper, if any), and acts
+    deterministically. Recurrent policies keep their state within an episode."""
 
-    def __init__(self, model: Any, obs_normalizer: Any = None, name: str = "rl", env_kwargs=None):
+    def __init__(
+        self, model: Any, obs_normalizer: Any = None, name: str = "rl", env_kwargs=None, observation_wrapper=None
+    ):
         self.model = model
         self.obs_normalizer = obs_normalizer
+        self.observation_wrapper = observation_wrapper
         self.name = name
         self.env_kwargs = dict(env_kwargs or {})
         self._state = None
@@ -392,6 +431,8 @@ class SB3Agent(BaseAgent):
         self._episode_start = np.ones(1, dtype=bool)
 
     def act(self, observation: Any) -> np.ndarray:
+        if self.observation_wrapper is not None:
+            observation = self.observation_wrapper(observation)
         if self.obs_normalizer is not None:
             observation = self.obs_normalizer.normalize_obs(observation)
         action, self._state = self.model.predict(
@@ -411,6 +452,8 @@ class SavedPolicy:
     env_kwargs: tuple[tuple[str, Any], ...]  # what the agent needs from the env (the settings' RL kwargs)
     model: bytes = field(repr=False)
     vecnormalize: bytes | None = field(default=None, repr=False)
+    wrapper: str | None = None  # the run's observation wrapper ...
+    observation_space: bytes | None = field(default=None, repr=False)  # ... and the raw space it maps from
 
     @classmethod
     def from_dir(cls, path: str | Path, name: str | None = None) -> SavedPolicy:
@@ -428,6 +471,7 @@ class SavedPolicy:
             env_kwargs=tuple(sorted((k, meta["env_kwargs"][k]) for k in needs)),
             model=(path / "model.zip").read_bytes(),
             vecnormalize=vecnorm.read_bytes() if vecnorm.is_file() else None,
+            **_wrapping(meta["env_id"], meta["env_kwargs"], meta.get("env_wrapper")),
         )
 
     @classmethod
@@ -448,11 +492,26 @@ class SavedPolicy:
             env_kwargs=tuple(sorted((k, v) for k, v in env_kwargs.items() if k in needs)),
             model=model.read_bytes(),
             vecnormalize=vecnorm.read_bytes() if vecnorm.is_file() else None,
+            **_wrapping(env_id, env_kwargs, config.get("env_wrapper")),
         )
 
     def build(self) -> SB3Agent:
         model, normalizer = _load_model(self)
-        return SB3Agent(model, normalizer, name=self.name, env_kwargs=dict(self.env_kwargs))
+        mapper = None
+        if self.wrapper is not None:
+            mapper = observation_mapper(self.wrapper, pickle.loads(self.observation_space))
+        return SB3Agent(model, normalizer, name=self.name, env_kwargs=dict(self.env_kwargs), observation_wrapper=mapper)
+
+
+def _wrapping(env_id: str, env_kwargs: Mapping[str, Any], wrapper: str | None) -> dict[str, Any]:
+    """The run's observation wrapper and the raw observation space of its training env (what the model's
+    observations were mapped from; a model fits only envs with that space)."""
+    if wrapper is None:
+        return {}
+    env = gym.make(env_id, **env_kwargs)
+    space = env.observation_space
+    env.close()
+    return {"wrapper": wrapper, "observation_space": pickle.dumps(space)}
 
 
 @functools.lru_cache(maxsize=8)

@@ -23,6 +23,7 @@ from baselines.rl import (  # noqa: E402
     save_run,
     train,
     training_seed,
+    wrapper_class,
 )
 from baselines.settings import SETTINGS  # noqa: E402
 from cluster_envs import env_ids  # noqa: E402
@@ -124,11 +125,23 @@ def test_short_ppo_beats_a_random_policy_on_the_default_preset(tmp_path):
         assert learned["regret"] < random["regret"]
 
 
-@pytest.mark.parametrize("env_id", [env_id for env_id in env_ids() if env_id in SETTINGS])
-@pytest.mark.parametrize("algo", ["a2c", "sac", "td3", "ppo_lstm"])
+def _yaml_sections(algo: str) -> dict:
+    return yaml.safe_load((HYPERPARAMS_DIR / f"{algo}.yml").read_text())
+
+
+@pytest.mark.parametrize(
+    ("algo", "env_id"),
+    [
+        (algo, env_id)
+        for env_id in env_ids()
+        if env_id in SETTINGS
+        for algo in ("a2c", "sac", "td3", "ppo_lstm")
+        if env_id in _yaml_sections(algo)
+    ],
+)
 def test_every_algorithm_trains_from_its_yaml_and_runs_as_an_agent(algo, env_id, tmp_path):
     """The shipped YAML section with its rollout sizes shrunk, so each algorithm does a few updates."""
-    section = yaml.safe_load((HYPERPARAMS_DIR / f"{algo}.yml").read_text())[env_id]
+    section = _yaml_sections(algo)[env_id]
     small = {"n_steps": 16, "batch_size": 32, "learning_starts": 64, "buffer_size": 1000}
     section.update({k: v for k, v in small.items() if k in section})
     path = tmp_path / f"{algo}.yml"
@@ -141,3 +154,44 @@ def test_every_algorithm_trains_from_its_yaml_and_runs_as_an_agent(algo, env_id,
     again = rollout(env_id, load_agent(tmp_path / algo), seed=1, env_kwargs=env_kwargs)
     assert first.metrics == again.metrics  # deterministic, and a recurrent state does not leak across episodes
     assert rollout(env_id, agent, seed=1, env_kwargs=env_kwargs).metrics == first.metrics
+
+
+def test_the_adapter_sees_the_env_through_the_training_wrapper(tmp_path):
+    """On a Dict-observation env the adapter flattens and normalizes the raw observation exactly as the
+    training envs did: its actions equal the model's on the wrapped env, step by step."""
+    import gymnasium as gym
+
+    env_id, short = "ClusterApproxSingleJob-v0", {"horizon": 60}
+    setting = SETTINGS[env_id]
+    assert setting.rl_wrapper == "gymnasium.wrappers.FlattenObservation"
+    train(env_id, "ppo", steps=256, env_overrides=short, out_dir=tmp_path / "ppo", progress=False)
+    agent = load_agent(tmp_path / "ppo")
+    assert agent.obs_normalizer.norm_obs and np.any(agent.obs_normalizer.obs_rms.var != 1.0)
+    kwargs = {**setting.rl_training_kwargs, **short}
+    wrapped = gym.wrappers.FlattenObservation(gym.make(env_id, **kwargs))
+    raw = gym.make(env_id, **kwargs)
+    flat, _ = wrapped.reset(seed=3)
+    obs, _ = raw.reset(seed=3)
+    agent.reset(raw.unwrapped.problem, seed=3)
+    actions = set()
+    for _ in range(short["horizon"]):
+        expected, _ = agent.model.predict(agent.obs_normalizer.normalize_obs(flat), deterministic=True)
+        action = agent.act(obs)
+        np.testing.assert_array_equal(action, expected)
+        actions.add(tuple(action))
+        flat, *_ = wrapped.step(expected)
+        obs, *_ = raw.step(action)
+    assert len(actions) > 1  # the policy reacts to what it sees, so the comparison is not vacuous
+
+
+def test_a_wrapper_that_disagrees_with_the_settings_is_refused(tmp_path):
+    section = _yaml_sections("ppo")["ClusterGang-v0"]
+    for wrapper in (None, "gymnasium.wrappers.ClipAction"):
+        path = tmp_path / "ppo.yml"
+        path.write_text(yaml.safe_dump({"ClusterGang-v0": {**section, "env_wrapper": wrapper}}))
+        with pytest.raises(ValueError, match="env_wrapper"):
+            RunConfig.resolve("ppo", "ClusterGang-v0", path=path)
+    with pytest.raises(ValueError, match="ObservationWrapper"):
+        wrapper_class("gymnasium.wrappers.ClipAction")
+    with pytest.raises(ValueError, match="importable"):
+        wrapper_class("gymnasium.wrappers.NoSuchWrapper")
