@@ -44,6 +44,37 @@ def test_benchmark_report(tiny, tmp_path):
     assert (tmp_path / "models" / f"ppo-{ENV}" / "model.zip").is_file()
 
 
+def test_benchmark_scores_envs_without_an_oracle_agent(tiny, monkeypatch, tmp_path):
+    """ClusterApproxSingleJob-v0: score 1 is the env benchmark's regret 0; ClusterApprox-v0: the paper's OPM
+    (no oracle cell). Short horizons and a tiny PPO keep it cheap; the scores are recomputed from the raw results."""
+    ids = ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"]
+    for env_id in ids:
+        entry = settings.SETTINGS[env_id]
+        short = dataclasses.replace(entry, env_kwargs={**entry.env_kwargs, "horizon": 60}, rl_steps_quick=256)
+        monkeypatch.setitem(settings.SETTINGS, env_id, short)
+    report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=ids)
+    headline = json.loads((tmp_path / "headline.json").read_text())["envs"]
+    for env_id, top in (("ClusterApprox-v0", "opm"), ("ClusterApproxSingleJob-v0", None)):
+        setting = settings.SETTINGS[env_id]
+        episodes = json.loads((tmp_path / env_id / "results.json").read_text())["episodes"]
+        mean = {
+            a: np.mean([e["metrics"][setting.headline] for e in episodes if e["agent"] == a])
+            for a in {e["agent"] for e in episodes}
+        }
+        one = mean[top] if top else 0.0
+        scores = headline[env_id]["scores"]
+        for role in ("paper", "ppo"):
+            agent = scores[role]["agent"]
+            assert scores[role]["mean"] == pytest.approx((mean[agent] - mean["random"]) / (one - mean["random"]))
+        if top:
+            assert "oracle" not in scores and scores["paper"]["mean"] == pytest.approx(1.0)
+        else:
+            assert scores["oracle"]["agent"] == bench.BENCHMARK_ORACLE and scores["oracle"]["mean"] == 1.0
+    text = report.read_text()
+    assert "| [ClusterApprox-v0](ClusterApprox-v0/report.md) | `utility` | `opm` 1 " in text
+    assert "`env benchmark` 1 — |" in text
+
+
 def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path):
     pytest.importorskip("stable_baselines3")
     pytest.importorskip("yaml")

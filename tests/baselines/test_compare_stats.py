@@ -141,3 +141,21 @@ def test_the_settings_env_kwargs_apply_to_every_agent_under_the_callers(monkeypa
     assert comparison.env_kwargs == {"horizon": 120, "sla_tol": 3.0}
     assert {e.metrics["steps"] for e in comparison.episodes} == {120.0}
     assert entry.rl_training_kwargs == {"horizon": 120, "sla_tol": 2.0, "action_mode": "softmax"}
+
+
+def test_the_normalized_score_without_an_oracle_agent(two_seeds):
+    """Score 1 is the env benchmark's headline value when given, else the paper's algorithm's mean."""
+    setting = settings.SETTINGS[ENV]
+    regret = {a: two_seeds.values(a, "regret") for a in ("owm", "static", "mwu_extended")}
+    naive = regret["static"].mean()
+    by_benchmark = dataclasses.replace(
+        two_seeds, setting=dataclasses.replace(setting, oracle_agent=None, oracle_value=0.0)
+    )
+    np.testing.assert_allclose(by_benchmark.normalized_scores("owm"), (regret["owm"] - naive) / (0.0 - naive))
+    by_paper = dataclasses.replace(two_seeds, setting=dataclasses.replace(setting, oracle_agent=None))
+    paper = regret["mwu_extended"].mean()
+    np.testing.assert_allclose(by_paper.normalized_scores("owm"), (regret["owm"] - naive) / (paper - naive))
+    assert by_paper.normalized_scores("mwu_extended").mean() == pytest.approx(1.0)
+    assert "score 1 is the paper's algorithm `mwu_extended`" in by_paper.setting.oracle_text
+    with pytest.raises(ValueError, match="at most one"):
+        dataclasses.replace(setting, oracle_value=0.0)

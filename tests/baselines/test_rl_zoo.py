@@ -37,23 +37,43 @@ def test_every_settings_entry_has_hyperparameters_that_agree(algo):
             assert sections[env_id].get("env_wrapper") == setting.rl_wrapper
 
 
-@pytest.mark.parametrize("env_id", RL_IDS)
-def test_rl_zoo3_trains_from_our_yaml(env_id, tmp_path):
+# One process trains every id in turn through rl-zoo3's own command-line entry point (its argument parsing,
+# YAML reading, env and wrapper construction), so torch and rl-zoo3 are imported once rather than per id.
+ZOO_DRIVER = """
+import sys
+from rl_zoo3.train import train
+
+conf, logs, *env_ids = sys.argv[1:]
+for env_id in env_ids:
+    sys.argv = ["rl_zoo3.train", "--algo", "ppo", "--env", env_id, "--gym-packages", "cluster_envs", "-n", "2000",
+                "-conf", conf, "-f", logs, "--seed", "0", "--eval-freq", "-1", "--no-optim-plots"]
+    train()
+"""
+
+
+@pytest.fixture(scope="module")
+def zoo_logs(tmp_path_factory):
     pytest.importorskip("rl_zoo3")
-    command = [sys.executable, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", env_id,
-               "--gym-packages", "cluster_envs", "-n", "2000", "-conf", str(HYPERPARAMS_DIR / "ppo.yml"),
-               "-f", str(tmp_path / "logs"), "--seed", "0", "--eval-freq", "-1", "--no-optim-plots"]  # fmt: skip
+    folder = tmp_path_factory.mktemp("zoo")
+    command = [sys.executable, "-c", ZOO_DRIVER, str(HYPERPARAMS_DIR / "ppo.yml"), str(folder / "logs"), *RL_IDS]
     environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
-    run = tmp_path / "logs" / "ppo" / f"{env_id}_1"
+    return folder / "logs"
+
+
+@pytest.mark.parametrize("env_id", RL_IDS)
+def test_rl_zoo3_trains_from_our_yaml(env_id, zoo_logs):
+    run = zoo_logs / "ppo" / f"{env_id}_1"
     assert (run / f"{env_id}.zip").is_file()
     assert (run / env_id / "vecnormalize.pkl").is_file()
     saved = yaml.load((run / env_id / "config.yml").read_text(), Loader=yaml.UnsafeLoader)  # rl-zoo3's OrderedDict
-    assert saved["env_kwargs"] == SETTINGS[env_id].rl_training_kwargs
+    setting = SETTINGS[env_id]
+    assert saved["env_kwargs"] == setting.rl_training_kwargs
+    assert saved.get("env_wrapper") == setting.rl_wrapper
     from baselines.harness import rollout
     from baselines.rl import load_agent
 
-    agent = load_agent(run)  # the adapter reads rl-zoo3's run folder too
-    assert agent.env_kwargs == dict(SETTINGS[env_id].rl_env_kwargs)
-    assert rollout(env_id, agent, seed=0, record=()).metrics["steps"] > 0
+    agent = load_agent(run)  # the adapter reads rl-zoo3's run folder too, and applies its env_wrapper
+    assert agent.env_kwargs == dict(setting.rl_env_kwargs)
+    assert rollout(env_id, agent, seed=0, env_kwargs=setting.env_kwargs, record=()).metrics["steps"] > 0
