@@ -46,7 +46,9 @@ ALGOS: dict[str, tuple[str, str]] = {
     "sac": ("stable_baselines3", "SAC"),
     "td3": ("stable_baselines3", "TD3"),
     "ppo_lstm": ("sb3_contrib", "RecurrentPPO"),
+    "ppo_mask": ("sb3_contrib", "MaskablePPO"),  # envs with action_masks() (and its public action_mask_from)
 }
+MASKED = {"ppo_mask"}
 # rl-zoo3 keys this trainer does not implement (the others are n_envs, n_timesteps, normalize, env_kwargs,
 # env_wrapper, policy, policy_kwargs and the algorithm's own keyword arguments).
 ZOO_UNSUPPORTED = {"vec_env_wrapper", "frame_stack", "callback", "monitor_kwargs"}
@@ -122,7 +124,7 @@ class RunConfig:
         raw = load_hyperparams(algo, env_id, path)
         section = dict(raw)
         setting = require_setting(env_id)
-        table_kwargs = setting.rl_training_kwargs
+        table_kwargs = setting.training_kwargs(algo)
         yaml_kwargs = dict(raw.pop("env_kwargs", None) or {})
         for key, value in yaml_kwargs.items():
             if key in table_kwargs and table_kwargs[key] != value:
@@ -413,30 +415,43 @@ def write_training_curve(out: Path, rows: list[dict[str, float]], headline: str,
 class SB3Agent(BaseAgent):
     """A trained SB3 model as an ``Agent``: it sees the observation only, normalized with the training
     run's VecNormalize statistics (after the run's observation wrapper, if any), and acts
-    deterministically. Recurrent policies keep their state within an episode."""
+    deterministically. Recurrent policies keep their state within an episode; MaskablePPO gets the
+    env's action mask computed from the static problem and the observation."""
 
     def __init__(
-        self, model: Any, obs_normalizer: Any = None, name: str = "rl", env_kwargs=None, observation_wrapper=None
+        self,
+        model: Any,
+        obs_normalizer: Any = None,
+        name: str = "rl",
+        env_kwargs=None,
+        observation_wrapper=None,
+        action_mask=None,
     ):
         self.model = model
         self.obs_normalizer = obs_normalizer
         self.observation_wrapper = observation_wrapper
+        self.action_mask = action_mask  # (problem, raw observation) -> mask, for MaskablePPO
+        self._problem = None
         self.name = name
         self.env_kwargs = dict(env_kwargs or {})
         self._state = None
         self._episode_start = np.ones(1, dtype=bool)
 
     def reset(self, problem: Any, seed: int | None = None) -> None:
+        self._problem = problem
         self._state = None
         self._episode_start = np.ones(1, dtype=bool)
 
     def act(self, observation: Any) -> np.ndarray:
+        masks = {}
+        if self.action_mask is not None:
+            masks["action_masks"] = self.action_mask(self._problem, observation)
         if self.observation_wrapper is not None:
             observation = self.observation_wrapper(observation)
         if self.obs_normalizer is not None:
             observation = self.obs_normalizer.normalize_obs(observation)
         action, self._state = self.model.predict(
-            observation, state=self._state, episode_start=self._episode_start, deterministic=True
+            observation, state=self._state, episode_start=self._episode_start, deterministic=True, **masks
         )
         self._episode_start = np.zeros(1, dtype=bool)
         return action
@@ -462,7 +477,7 @@ class SavedPolicy:
         if not (path / "meta.json").is_file() and list(path.glob("*/args.yml")):
             return cls._from_zoo(path, name)
         meta = _read_meta(path)
-        needs = require_setting(meta["env_id"]).rl_env_kwargs
+        needs = require_setting(meta["env_id"]).rl_needs(meta["algo"])
         vecnorm = path / "vecnormalize.pkl"
         return cls(
             name=name or meta["algo"],
@@ -480,7 +495,7 @@ class SavedPolicy:
         args, config = (_read_zoo_yaml(args_file.parent / f) for f in ("args.yml", "config.yml"))
         env_id = args["env"]
         env_kwargs = {**(config.get("env_kwargs") or {}), **(args.get("env_kwargs") or {})}
-        needs = require_setting(env_id).rl_env_kwargs
+        needs = require_setting(env_id).rl_needs(args["algo"])
         model = next((p for p in (path / f"{env_id}.zip", path / "best_model.zip") if p.is_file()), None)
         if model is None:
             raise FileNotFoundError(f"{path} holds no {env_id}.zip or best_model.zip")
@@ -500,7 +515,26 @@ class SavedPolicy:
         mapper = None
         if self.wrapper is not None:
             mapper = observation_mapper(self.wrapper, pickle.loads(self.observation_space))
-        return SB3Agent(model, normalizer, name=self.name, env_kwargs=dict(self.env_kwargs), observation_wrapper=mapper)
+        return SB3Agent(
+            model,
+            normalizer,
+            name=self.name,
+            env_kwargs=dict(self.env_kwargs),
+            observation_wrapper=mapper,
+            action_mask=action_mask_function(self.env_id) if self.algo in MASKED else None,
+        )
+
+
+def action_mask_function(env_id: str):
+    """The env class's ``action_mask_from(problem, observation)``: its ``action_masks()`` computed from public
+    data, which is all an agent may use (the information rule)."""
+    env_class = gym.spec(env_id).entry_point
+    if isinstance(env_class, str):
+        module, _, name = env_class.partition(":")
+        env_class = getattr(importlib.import_module(module), name)
+    if not hasattr(env_class, "action_mask_from"):
+        raise ValueError(f"{env_id} has no action_mask_from(problem, observation), so MaskablePPO cannot act in it")
+    return env_class.action_mask_from
 
 
 def _wrapping(env_id: str, env_kwargs: Mapping[str, Any], wrapper: str | None) -> dict[str, Any]:

@@ -305,8 +305,14 @@ class ClusterMultiServerEnv(gym.Env):
     def action_masks(self) -> np.ndarray:
         """MaskablePPO mask: bool[2·|E|], pairs (value 0 allowed, value 1 allowed) per edge."""
         inst = self.instance
-        allow_one = inst.edge_mask(self.simulator.arrivals) & self._fits_alone(inst)
-        return np.stack([np.ones(inst.n_edges, bool), allow_one], axis=1).ravel()
+        return self.action_mask_from(inst, {"edge_mask": inst.edge_mask(self.simulator.arrivals)})
+
+    @classmethod
+    def action_mask_from(cls, problem: Any, observation: dict[str, np.ndarray]) -> np.ndarray:
+        """``action_masks()`` from public data alone (the static problem and the observation's ``edge_mask``),
+        so that a trained MaskablePPO policy runs as an agent outside the env."""
+        allow_one = np.asarray(observation["edge_mask"], dtype=bool) & cls._fits_alone(problem)
+        return np.stack([np.ones(allow_one.size, bool), allow_one], axis=1).ravel()
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":

@@ -135,7 +135,7 @@ def _yaml_sections(algo: str) -> dict:
         (algo, env_id)
         for env_id in env_ids()
         if env_id in SETTINGS
-        for algo in ("a2c", "sac", "td3", "ppo_lstm")
+        for algo in ("a2c", "sac", "td3", "ppo_lstm", "ppo_mask")
         if env_id in _yaml_sections(algo)
     ],
 )
@@ -195,3 +195,37 @@ def test_a_wrapper_that_disagrees_with_the_settings_is_refused(tmp_path):
         wrapper_class("gymnasium.wrappers.ClipAction")
     with pytest.raises(ValueError, match="importable"):
         wrapper_class("gymnasium.wrappers.NoSuchWrapper")
+
+
+@pytest.mark.parametrize("env_id", ["ClusterMultiServer-v0", "ClusterGang-v0"])
+def test_the_action_mask_is_public_data(env_id):
+    """What the MaskablePPO adapter computes from the static problem and the observation is the env's own
+    action_masks(), on every step of an episode."""
+    import gymnasium as gym
+
+    from baselines.rl import action_mask_function
+
+    mask_from = action_mask_function(env_id)
+    env = gym.make(env_id, **{**SETTINGS[env_id].training_kwargs("ppo_mask"), "horizon": 40})
+    obs, _ = env.reset(seed=2)
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(40):
+        mask = env.unwrapped.action_masks()
+        np.testing.assert_array_equal(mask_from(env.unwrapped.problem, obs), mask)
+        seen.add(tuple(mask))
+        obs, *_ = env.step(rng.integers(0, 2, env.action_space.shape))
+    assert len(seen) > 1  # the arrivals change the mask
+    with pytest.raises(ValueError, match="action_mask_from"):
+        action_mask_function("ClusterSLA-v0")
+
+
+def test_maskable_ppo_never_requests_a_masked_edge(tmp_path):
+    env_id = "ClusterMultiServer-v0"
+    short = {"horizon": 60}
+    train(env_id, "ppo_mask", steps=256, env_overrides=short, out_dir=tmp_path / "mask", progress=False)
+    agent = load_agent(tmp_path / "mask")
+    assert agent.env_kwargs == {"action_mode": "binary"} and agent.action_mask is not None
+    episode = rollout(env_id, agent, seed=4, env_kwargs={**SETTINGS[env_id].env_kwargs, **short})
+    assert episode.trace["n_dropped_arrival"].sum() == 0  # no bit on an idle port's edge, though PPO samples freely
+    assert episode.metrics["aou"] > 0

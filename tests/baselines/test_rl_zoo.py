@@ -10,7 +10,7 @@ import sys
 import gymnasium as gym
 import pytest
 
-from baselines.rl import ALGOS, HYPERPARAMS_DIR
+from baselines.rl import ALGOS, HYPERPARAMS_DIR, MASKED
 from baselines.settings import SETTINGS
 from cluster_envs import env_ids
 
@@ -19,7 +19,13 @@ yaml = pytest.importorskip("yaml")
 RL_IDS = [env_id for env_id in env_ids() if env_id in SETTINGS]
 
 
-BOX_ONLY = {"sac", "td3"}  # the others take Box, MultiBinary and MultiDiscrete actions
+BOX_ONLY = {"sac", "td3"}  # the others (but MaskablePPO) take Box, MultiBinary and MultiDiscrete actions
+
+
+def _usable(algo: str, env: gym.Env) -> bool:
+    if algo in MASKED:
+        return hasattr(env.unwrapped, "action_masks") and not isinstance(env.action_space, gym.spaces.Box)
+    return algo not in BOX_ONLY or isinstance(env.action_space, gym.spaces.Box)
 
 
 @pytest.mark.parametrize("algo", sorted(ALGOS))
@@ -28,12 +34,12 @@ def test_every_settings_entry_has_hyperparameters_that_agree(algo):
     sections = yaml.safe_load((HYPERPARAMS_DIR / f"{algo}.yml").read_text())
     assert set(sections) <= set(SETTINGS)
     for env_id, setting in SETTINGS.items():
-        env = gym.make(env_id, **setting.rl_training_kwargs)
-        usable = algo not in BOX_ONLY or isinstance(env.action_space, gym.spaces.Box)
+        env = gym.make(env_id, **setting.training_kwargs(algo))
+        usable = _usable(algo, env)
         env.close()
         assert (env_id in sections) == usable, f"{algo}.yml: section for {env_id} should exist: {usable}"
         if usable:
-            assert sections[env_id]["env_kwargs"] == setting.rl_training_kwargs
+            assert sections[env_id]["env_kwargs"] == setting.training_kwargs(algo)
             assert sections[env_id].get("env_wrapper") == setting.rl_wrapper
 
 
