@@ -68,7 +68,7 @@ def benchmark(
 ) -> Path:
     """Run the benchmark and return the path of ``report.md``."""
     out = Path(out_dir)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     results: dict[str, EnvResult] = {}
     skipped = []
     for env_id in env_ids or registered():
@@ -93,7 +93,7 @@ def benchmark(
         results[env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
     if not results:
         raise ValueError(f"no registered env id has an entry in baselines/settings.py (skipped: {skipped})")
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     out.mkdir(parents=True, exist_ok=True)
     figure = plot_headline(results, out / "headline.png")
     (out / "headline.json").write_text(
@@ -101,6 +101,7 @@ def benchmark(
             {
                 "quick": quick,
                 "seconds": seconds,
+                "cpu_seconds": cpu_seconds,
                 "skipped": skipped,
                 "envs": {
                     env_id: {"headline_metric": r.comparison.setting.headline, "scores": r.headline()}
@@ -111,13 +112,19 @@ def benchmark(
         )
     )
     path = out / "report.md"
-    path.write_text(markdown(results, skipped, quick, seconds, figure.relative_to(out), out))
+    path.write_text(markdown(results, skipped, quick, (seconds, cpu_seconds), figure.relative_to(out), out))
     return path
 
 
 def markdown(
-    results: dict[str, EnvResult], skipped: list[str], quick: bool, seconds: float, figure: Path, out: Path
+    results: dict[str, EnvResult],
+    skipped: list[str],
+    quick: bool,
+    times: tuple[float, float],
+    figure: Path,
+    out: Path,
 ) -> str:
+    seconds, cpu_seconds = times  # wall, and this process's CPU (workers' excluded)
     seeds = len(SEEDS["quick" if quick else "full"])
     lines = [
         f"# cluster-envs benchmark{' (quick)' if quick else ''}",
@@ -143,17 +150,19 @@ def markdown(
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", f"![normalized scores]({figure})", "", "## Runs", ""]
     lines += [
-        "| env | wall (s) | PPO steps | PPO training (s) | PPO env steps/s | model |",
-        "|---|---:|---:|---:|---:|---|",
+        "| env | wall (s) | PPO steps | PPO training (s) | PPO env steps/s | per CPU-second | model |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for env_id, result in results.items():
         facts = result.comparison.rl_runs.get(RL_ALGO, {})
-        trained = "loaded" if facts.get("reused") else f"{facts.get('train_seconds', float('nan')):.1f}"
+        nan = float("nan")
+        trained = "loaded" if facts.get("reused") else f"{facts.get('train_seconds', nan):.1f}"
         lines.append(
             f"| {env_id} | {result.seconds:.1f} | {facts.get('total_timesteps', '—')} | {trained} "
-            f"| {facts.get('steps_per_second', float('nan')):.0f} | `{facts.get('path', '—')}` |"
+            f"| {facts.get('steps_per_second', nan):.0f} | {facts.get('steps_per_cpu_second', nan):.0f} "
+            f"| `{facts.get('path', '—')}` |"
         )
-    lines += ["", f"Total wall time: {seconds:.1f} s."]
+    lines += ["", f"Total wall time: {seconds:.1f} s ({cpu_seconds:.1f} s of CPU time in this process)."]
     if skipped:
         lines += ["", f"Skipped (no entry in `baselines/settings.py`): {', '.join(skipped)}."]
     lines.append("")

@@ -212,5 +212,6 @@ def obtain_policy(
         "total_timesteps": meta["total_timesteps"],
         "train_seconds": meta["train_seconds"],
         "steps_per_second": meta["steps_per_second"],
+        "steps_per_cpu_second": meta.get("steps_per_cpu_second", float("nan")),
     }
     return SavedPolicy.from_dir(run_dir), facts

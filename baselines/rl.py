@@ -265,11 +265,14 @@ def train(
         except TypeError as err:  # a misspelt hyperparameter
             raise ValueError(f"hyperparameters of {algo} for {env_id}: {err}") from None
     curve = _training_curve(require_setting(env_id).headline, steps, progress)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=steps, callback=curve, reset_num_timesteps=not load)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     rate = (model.num_timesteps - previous) / seconds
-    save_run(out, model, config, seed, train_seconds=previous_seconds + seconds, steps_per_second=rate)
+    # Per CPU-second too (torch runs one thread): on a shared machine the wall rate measures the load.
+    cpu_rate = (model.num_timesteps - previous) / max(cpu_seconds, 1e-9)
+    save_run(out, model, config, seed, train_seconds=previous_seconds + seconds, steps_per_second=rate,
+             steps_per_cpu_second=cpu_rate)  # fmt: skip
     vec_env.close()
     curve.write(out, append=load)
     return TrainResult(out, int(model.num_timesteps), seconds, rate)
