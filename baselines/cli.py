@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tr = sub.add_parser("train", help="train an RL baseline (stable-baselines3) and save model, statistics, curve")
     tr.add_argument("env_id")
-    tr.add_argument("--algo", default="ppo", help="ppo, a2c, sac, td3 or ppo_lstm (default ppo)")
+    tr.add_argument("--algo", default="ppo", help="ppo, a2c, sac, td3, ppo_lstm or ppo_mask (default ppo)")
     tr.add_argument("--steps", type=int, default=None, help="training steps (default: n_timesteps of the YAML)")
     tr.add_argument("--seed", type=int, default=0, help="training seed (its env seeds never meet evaluation seeds)")
     tr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
