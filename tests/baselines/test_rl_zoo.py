@@ -23,6 +23,8 @@ BOX_ONLY = {"sac", "td3"}  # the others (but MaskablePPO) take Box, MultiBinary 
 
 
 def _usable(algo: str, env: gym.Env) -> bool:
+    if algo == "ppo_lstm" and isinstance(env.action_space, gym.spaces.MultiBinary):
+        return False  # sb3-contrib 2.9.2's RecurrentPPO fails on int8 (MultiBinary) actions
     if algo in MASKED:
         return hasattr(env.unwrapped, "action_masks") and not isinstance(env.action_space, gym.spaces.Box)
     return algo not in BOX_ONLY or isinstance(env.action_space, gym.spaces.Box)
