@@ -83,6 +83,7 @@ def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path):
     small = {"horizon": 120}
     first, facts = obtain_policy(ENV, "ppo", small, 256, tmp_path, progress=False)
     assert not facts["reused"]
+    assert facts["steps_per_cpu_second"] > 0 and facts["steps_per_second"] > 0
     again, facts = obtain_policy(ENV, "ppo", small, 256, tmp_path, progress=False)
     assert facts["reused"] and again.model == first.model
     longer, facts = obtain_policy(ENV, "ppo", small, 3000, tmp_path, progress=False)
