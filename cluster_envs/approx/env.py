@@ -143,6 +143,10 @@ class _ApproxEnvCore(gym.Env):
 
     # ------------------------------------------------------------------ episode
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
+        if options:
+            raise ValueError(f"unknown reset option(s) {sorted(options)}; {self.env_name} takes none")
         super().reset(seed=seed)
         cfg = self.config
         streams = episode_streams(self.np_random, ["instance", "rates", "misc"])
@@ -270,6 +274,8 @@ class _ApproxEnvCore(gym.Env):
             raise ValueError(f"action must be numeric, got dtype {action.dtype}")
         if kind == "b":
             action = action.view(np.uint8)
+        elif kind == "f" and action.dtype.itemsize not in (4, 8):  # float16 / long double: not numba types
+            action = action.astype(np.float64)
         return action.reshape(-1)
 
     def _info(self) -> dict[str, Any]:
