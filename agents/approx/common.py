@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from cluster_envs.approx.dynamics import JOB_FIELDS, ApproxProblem, budget_check
+from cluster_envs.approx.kernels import occupants
 from cluster_envs.common.config import check_choice, check_number
 
 COL = {name: i for i, name in enumerate(JOB_FIELDS)}
@@ -47,17 +47,6 @@ def encode_assignment(assign: np.ndarray, problem: ApproxProblem) -> np.ndarray:
     if problem.generalized:
         return assign.astype(np.int8)
     return occupants(np.ascontiguousarray(assign, dtype=bool))
-
-
-@njit(cache=True)
-def occupants(assign):
-    """Σ_k (k + 1) assign[k, i] per machine: the occupant slot 1..K of a one-job-per-machine assignment (0 idle)."""
-    out = np.zeros(assign.shape[1], dtype=np.int64)
-    for k in range(assign.shape[0]):
-        for i in range(assign.shape[1]):
-            if assign[k, i]:
-                out[i] += k + 1
-    return out
 
 
 def affordable(assign: np.ndarray, rows: np.ndarray, prices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

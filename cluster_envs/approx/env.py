@@ -27,6 +27,7 @@ from cluster_envs.approx.kernels import (
     SUM_OBS,
     UTILITY_APPROX,
     UTILITY_TRUE,
+    occupants,
 )
 from cluster_envs.approx.workloads import (
     common_deadline_jobs,
@@ -285,7 +286,7 @@ class _ApproxEnvCore(gym.Env):
         if self.single_job or self._generalized:
             executed_out = executed.astype(np.int8) if self._generalized else executed[0].astype(np.int8)
         else:
-            executed_out = (executed * np.arange(1, executed.shape[0] + 1)[:, None]).sum(axis=0)
+            executed_out = occupants(executed)
         info: dict[str, Any] = {
             "t": sim.t,
             "work": s["slot_work"].copy(),
@@ -332,8 +333,7 @@ class _ApproxEnvCore(gym.Env):
             if self._generalized:
                 obs["last_assignment"] = sim.executed.astype(np.int8)
             else:
-                occupant = (sim.executed * np.arange(1, rows.shape[0] + 1)[:, None]).sum(axis=0)
-                obs["last_occupant"] = occupant.astype(np.int64)
+                obs["last_occupant"] = occupants(sim.executed)
         return obs
 
     def render(self) -> str | None:

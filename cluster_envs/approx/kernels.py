@@ -22,8 +22,8 @@ JI_ROWS = 8
 # Rows of the float machine matrix ``mf`` and of the int machine matrix ``mi``.
 PRICE, N_OBS, SUM_OBS, LAST_RATE, CAPACITY = range(5)
 MF_ROWS = 5
-LAST_MASK, LAST_JOB = range(2)
-MI_ROWS = 2
+LAST_MASK, LAST_JOB, NOW_JOB = range(3)
+MI_ROWS = 3
 # Rows of the int slot matrix ``si`` and of the float slot matrix ``sf``.
 SLOT_JOB, IS_NEW, EXHAUSTED_NOW, CHANGED = range(4)
 SI_ROWS = 4
@@ -202,6 +202,7 @@ def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c,
                 assign[k, i] = False
     n_repaired = _repair(assign, si, jf, ji, mf, sf[SLOT_WORK]) if p[P_GENERALIZED] else 0
     n_blocked = 0
+    mi[NOW_JOB] = -1
     for k in range(n_slots):
         j = si[SLOT_JOB, k]
         spent = jf[SPENT, j] if j >= 0 else 0.0
@@ -217,6 +218,8 @@ def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c,
                     n_blocked += 1
                     si[EXHAUSTED_NOW, k] = 1
             executed[k, i] = 1.0 if run else 0.0
+            if run:
+                mi[NOW_JOB, i] = j  # the last executed slot wins, as numpy's fancy assignment
     if n_slots == 1:  # numpy's (1, M) @ (M,) is a dot product, not a matrix-vector product
         sf[SLOT_WORK, 0] = np.dot(executed[0], rates)
         sf[SLOT_COST, 0] = np.dot(executed[0], mf[PRICE])
@@ -226,10 +229,7 @@ def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c,
     # migrations: machines whose previous, still-running occupant changed (before this slot's exhaustions)
     moved = 0
     for i in range(m):
-        now = -1
-        for k in range(n_slots):
-            if executed[k, i] > 0:
-                now = si[SLOT_JOB, k]
+        now = mi[NOW_JOB, i]
         prev = mi[LAST_JOB, i]
         if prev >= 0 and ji[ARRIVAL, prev] < t and t <= ji[DEADLINE, prev] and not ji[EXHAUSTED, prev]:
             moved += now != prev
@@ -399,3 +399,14 @@ def write_job_rows(rows, beta, generalized, jf, ji, si, t) -> None:
         if generalized:
             rows[k, 12] = jf[DEMAND, j]
             rows[k, 13] = ji[PARALLELISM, j]
+
+
+@njit(cache=True)
+def occupants(assign):
+    """Σ_k (k + 1) assign[k, i] per machine: the occupant slot 1..K of a one-job-per-machine assignment (0 idle)."""
+    out = np.zeros(assign.shape[1], dtype=np.int64)
+    for k in range(assign.shape[0]):
+        for i in range(assign.shape[1]):
+            if assign[k, i]:
+                out[i] += k + 1
+    return out

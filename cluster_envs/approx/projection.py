@@ -6,8 +6,6 @@ threshold, ``a if a >= b else b`` as ``np.maximum``), so agents built on them ke
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
@@ -18,32 +16,37 @@ def _positive(a):
 
 
 @njit(cache=True)
-def _project_into(y, z) -> None:
+def _clip(y, z, over) -> None:
+    """z = max(y, 0); over[i] = Σ_k z[k, i] > 1, summed row by row as numpy's ``sum(axis=0)``."""
     n_rows, m = y.shape
-    column, cumulative = np.empty(n_rows), np.empty(n_rows)
-    for i in range(m):
-        total = 0.0
-        for k in range(n_rows):
+    total = np.zeros(m)
+    for k in range(n_rows):
+        for i in range(m):
             z[k, i] = _positive(y[k, i])
-            total = z[k, i] if k == 0 else total + z[k, i]
-        if not total > 1.0:
-            continue
-        for k in range(n_rows):  # descending order, as -sort(-column)
-            column[k] = -y[k, i] if math.isfinite(y[k, i]) else 1e300
-        column.sort()
-        running = 0.0
-        k_star = n_rows
-        for k in range(n_rows):
-            running = -column[k] if k == 0 else running + -column[k]
-            cumulative[k] = running - 1.0
-        for k in range(n_rows - 1, -1, -1):  # the last index where the support condition holds
-            if -column[k] - cumulative[k] / (k + 1) > 0:
-                k_star = k + 1
-                break
-        eta = cumulative[k_star - 1] / k_star
-        for k in range(n_rows):
-            value = y[k, i] if math.isfinite(y[k, i]) else -1e300
-            z[k, i] = _positive(value - eta)
+            total[i] = z[k, i] if k == 0 else total[i] + z[k, i]
+    for i in range(m):
+        over[i] = total[i] > 1.0
+
+
+@njit(cache=True)
+def _simplex(u, cols, columns, z) -> None:
+    """z[:, columns] = max(cols − η, 0) with the sort-based threshold η of each column of ``u``, the columns
+    of ``cols`` sorted in descending order (row by row, so that the (K, n) arrays are read in memory order)."""
+    n_rows, n = u.shape
+    running, eta = np.zeros(n), np.zeros(n)
+    k_star = np.full(n, n_rows)
+    cumulative = np.empty((n_rows, n))
+    for k in range(n_rows):
+        for j in range(n):
+            running[j] = u[k, j] if k == 0 else running[j] + u[k, j]
+            cumulative[k, j] = running[j] - 1.0
+            if u[k, j] - cumulative[k, j] / (k + 1) > 0:  # the last index where the support condition holds
+                k_star[j] = k + 1
+    for j in range(n):
+        eta[j] = cumulative[k_star[j] - 1, j] / k_star[j]
+    for k in range(n_rows):
+        for j in range(n):
+            z[k, columns[j]] = _positive(cols[k, j] - eta[j])
 
 
 def project_columns(y: np.ndarray) -> np.ndarray:
@@ -54,7 +57,13 @@ def project_columns(y: np.ndarray) -> np.ndarray:
     """
     y = np.ascontiguousarray(y, dtype=np.float64)
     z = np.empty_like(y)
-    _project_into(y, z)
+    over = np.empty(y.shape[1], dtype=bool)
+    _clip(y, z, over)
+    if not over.any():
+        return z
+    cols = y[:, over]
+    cols = np.where(np.isfinite(cols), cols, -1e300)
+    _simplex(-np.sort(-cols, axis=0), cols, np.flatnonzero(over), z)  # numpy's sort is the fast part
     return z
 
 
