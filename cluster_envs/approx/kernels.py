@@ -410,3 +410,47 @@ def occupants(assign):
             if assign[k, i]:
                 out[i] += k + 1
     return out
+
+
+@njit(cache=True)
+def batch_validate(actions, mode, n_slots, stepping):
+    """(first copy whose action is malformed, its error code), or (-1, 0): checked before any copy steps."""
+    for b in range(actions.shape[0]):
+        if stepping[b]:
+            code = _validate(actions[b], mode, n_slots)
+            if code < 0:
+                return b, code
+    return -1, 0
+
+
+@njit(cache=True)
+def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f,
+                p, power_in, offsets):  # fmt: skip
+    """:func:`step_begin` for every stepping copy b of a batch (leading axis), with copy b's utility arguments
+    at ``power_in[offsets[b]:offsets[b + 1]]``. Job arrays are padded: copy b uses ``[..., :n_jobs[b]]``."""
+    total = 0
+    for b in range(actions.shape[0]):
+        offsets[b] = total
+        if stepping[b]:
+            n = n_jobs[b]
+            row = c[b, T] + 1 - chunk_start[b]
+            total += step_begin(actions[b], mode, rates[b, row], assign[b], executed[b], jf[b, :, :n], ji[b, :, :n],
+                                mf[b], mi[b], si[b], sf[b], c[b], f[b], p, power_in[total:])  # fmt: skip
+    offsets[actions.shape[0]] = total
+    return total
+
+
+@njit(cache=True)
+def batch_end(power_out, offsets, stepping, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f, p, beta, rows, occupant):
+    """:func:`step_end` for every stepping copy, then its ``jobs`` rows and ``last_occupant``."""
+    for b in range(stepping.size):
+        if stepping[b]:
+            n = n_jobs[b]
+            step_end(power_out[offsets[b] : offsets[b + 1]], executed[b], jf[b, :, :n], ji[b, :, :n], mf[b], mi[b],
+                     si[b], sf[b], c[b], f[b], p)  # fmt: skip
+            write_job_rows(rows[b], beta, False, jf[b, :, :n], ji[b, :, :n], si[b], c[b, T])
+            occupant[b] = 0
+            for k in range(executed.shape[1]):
+                for i in range(executed.shape[2]):
+                    if executed[b, k, i] > 0:
+                        occupant[b, i] += k + 1
