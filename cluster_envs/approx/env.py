@@ -397,7 +397,11 @@ class ClusterApproxEnv(_ApproxEnvCore):
     ``compute_benchmark=True``: ``benchmark_total`` and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the
     end; ``benchmark_kind`` ``"eq6"``/``"p1"``/``"thm3"``); ``oracle`` only with ``expose_oracle=True``.
     At the end, ``episode_summary``: utility, utility_approx, regret, benchmark_total, fit, fit_positive,
-    mean_migrations, budget and cost-to-utility shares, counters.
+    mean_migrations, budget and cost-to-utility shares, counters. ``info_level="minimal"`` keeps only ``t,
+    utility_true, utility_approx`` (and ``regret``) per step, plus ``episode_summary``; the trajectory is the same.
+
+    **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (``vector_env.py``) steps B
+    copies through the same compiled slot transition (``kernels.py``); not for the Sec. V-C mode.
 
     **Presets**: ``default`` (M = 20, T = 2000, K = 8, on/off machines, synthetic Google-like jobs at offered
     load 2, β = 0.5), ``medium`` / ``medium_light`` (M = 100, T = 3600, K = 64, load 3), ``paper`` /
