@@ -200,6 +200,7 @@ def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c,
             for i in range(m):
                 n_invalid += assign[k, i]
                 assign[k, i] = False
+    # the repair's column scratch is the slot-work row, which is only filled further down
     n_repaired = _repair(assign, si, jf, ji, mf, sf[SLOT_WORK]) if p[P_GENERALIZED] else 0
     n_blocked = 0
     mi[NOW_JOB] = -1
