@@ -21,72 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from robust_common import sample_action
-
-from cluster_envs.multiserver.dynamics import NORMALIZATIONS
-
-few = st.integers(1, 3)
-
-
-@st.composite
-def common_kwargs(draw, n_ports: int, n_servers: int, n_device_types: int) -> dict:
-    zero_load = draw(st.integers(0, 4)) == 0
-    if zero_load:
-        arrival_prob = 0.0
-    elif draw(st.booleans()):
-        arrival_prob = draw(st.sampled_from([1e-3, 0.5, 1.0]))
-    else:
-        arrival_prob = tuple(draw(st.lists(st.floats(0.0, 1.0), min_size=n_ports, max_size=n_ports)))
-    req_low = draw(few)
-    c_low = draw(few)
-    mu_low = draw(st.sampled_from([1e-3, 0.1, 2.0]))
-    return {
-        "n_ports": n_ports,
-        "n_servers": n_servers,
-        "n_device_types": n_device_types,
-        "edge_prob": draw(st.sampled_from([1e-3, 0.1, 0.5, 1.0])),
-        "arrival_prob": arrival_prob,
-        "req_low": req_low,
-        "req_high": req_low + draw(st.integers(0, 2)),
-        "c_low": c_low,
-        "c_high": c_low + draw(st.integers(0, 2)),
-        "mu_low": mu_low,
-        "mu_high": mu_low * draw(st.sampled_from([1.0, 2.0, 100.0])),
-        "sigma_ratio": draw(st.sampled_from([1e-3, 0.5, 3.0])),
-        "cost_mean": draw(st.sampled_from([-1.0, 0.0, 0.5, 10.0])),
-        "cost_std": draw(st.sampled_from([0.0, 0.1, 2.0])),
-        "normalization": draw(st.sampled_from(NORMALIZATIONS)),
-        "horizon": draw(st.one_of(st.just(1), st.integers(2, 12))),
-        "instance_seed": draw(st.integers(0, 2**31 - 1)),
-        "action_mode": draw(st.sampled_from(["binary", "scores"])),
-        "invalid_action": draw(st.sampled_from(["repair", "repair", "raise"])),
-        "binary_repair_order": draw(st.sampled_from(["index", "random"])),
-        "infeasible_penalty": draw(st.sampled_from([0.0, 0.5])),
-    }
-
-
-@st.composite
-def multiserver_kwargs(draw) -> dict:
-    large = draw(st.booleans())
-    sizes = (st.integers(1, 40), st.integers(1, 60), st.integers(1, 3)) if large else (few, few, few)
-    kw = draw(common_kwargs(*(draw(s) for s in sizes)))
-    kw["capacity_mode"] = draw(st.sampled_from(["alpha_sum", "per_server_sum"]))
-    kw["capacity_beta"] = draw(st.sampled_from([1e-3, 0.5, 1.0]))
-    kw["obs_static"] = draw(st.booleans())
-    kw["allow_unusable_channels"] = True  # per_server_sum may leave an edge that never fits: repair drops it
-    kw["compute_regret"] = not large  # the oracle's DP grows with Π(c_k + 1)·|E|
-    return kw
-
-
-@st.composite
-def gang_kwargs(draw) -> dict:
-    large = draw(st.booleans())
-    sizes = (st.integers(1, 12), st.integers(1, 40), st.integers(1, 3)) if large else (few, few, few)
-    kw = draw(common_kwargs(*(draw(s) for s in sizes)))
-    kw["tasks_low"] = draw(few)
-    kw["tasks_high"] = kw["tasks_low"] + draw(st.integers(0, 2))
-    kw["min_tasks"] = draw(st.sampled_from(["all", "half"]))
-    kw["compute_regret"] = not large  # one MILP per arrival pattern
-    return kw
+from robust_instances import gang, multiserver
 
 
 class _MultiServer:
@@ -199,12 +134,12 @@ def _run(env_id: str, kwargs: dict, seed: int, rules) -> None:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kwargs=multiserver_kwargs(), seed=st.integers(0, 2**31 - 1))
+@given(kwargs=multiserver(), seed=st.integers(0, 2**31 - 1))
 def test_cluster_multiserver_invariants_on_every_step(kwargs, seed):
     _run("ClusterMultiServer-v0", kwargs, seed, _MultiServer)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kwargs=gang_kwargs(), seed=st.integers(0, 2**31 - 1))
+@given(kwargs=gang(), seed=st.integers(0, 2**31 - 1))
 def test_cluster_gang_invariants_on_every_step(kwargs, seed):
     _run("ClusterGang-v0", kwargs, seed, _Gang)
