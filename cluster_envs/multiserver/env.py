@@ -51,7 +51,7 @@ def check_action_array(action: Any, size: int, binary: bool) -> np.ndarray:
         raw = np.asarray(action)
         if raw.dtype.kind not in "biuf":  # complex would lose its imaginary part, strings would be parsed
             raise TypeError(f"dtype {raw.dtype} is not real-valued")
-        arr = raw.astype(np.float64)
+        arr = raw.astype(np.float64, copy=False)
     except (TypeError, ValueError) as err:
         raise ValueError(f"action must be real numbers with shape ({size},), got {action!r}") from err
     if arr.shape != (size,):
