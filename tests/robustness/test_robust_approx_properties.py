@@ -161,13 +161,13 @@ def _run(env_id: str, kwargs: dict, seed: int) -> None:
     _check_summary(env, rc, info)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(kwargs=approx_multi(), seed=st.integers(0, 2**31 - 1))
 def test_cluster_approx_invariants_on_every_step(kwargs, seed):
     _run("ClusterApprox-v0", kwargs, seed)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kwargs=approx_single(), seed=st.integers(0, 2**31 - 1))
 def test_cluster_approx_single_job_invariants_on_every_step(kwargs, seed):
     _run("ClusterApproxSingleJob-v0", kwargs, seed)

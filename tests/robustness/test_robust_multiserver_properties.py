@@ -133,13 +133,13 @@ def _run(env_id: str, kwargs: dict, seed: int, rules) -> None:
         assert math.isclose(summary["oracle_aou"], totals["oracle"], rel_tol=1e-9, abs_tol=1e-9)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kwargs=multiserver(), seed=st.integers(0, 2**31 - 1))
 def test_cluster_multiserver_invariants_on_every_step(kwargs, seed):
     _run("ClusterMultiServer-v0", kwargs, seed, _MultiServer)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kwargs=gang(), seed=st.integers(0, 2**31 - 1))
 def test_cluster_gang_invariants_on_every_step(kwargs, seed):
     _run("ClusterGang-v0", kwargs, seed, _Gang)
