@@ -159,7 +159,10 @@ def _assert_feasible(env_id: str, env, obs, action) -> None:
 
 
 @pytest.mark.parametrize(("env_id", "name"), CASES)
-def test_agent_on_hypothesis_instances_is_feasible_and_finite(env_id, name):
+def test_agent_on_hypothesis_instances_is_feasible_finite_and_restorable(env_id, name):
+    """Feasible, finite actions to the episode end, and the (agent, env) pair pickled at half the horizon makes
+    the same decisions."""
+
     @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(instance=_instances(env_id, make_agent(env_id, name)), seed=st.integers(0, 2**31 - 1))
     def run(instance, seed):
@@ -171,13 +174,21 @@ def test_agent_on_hypothesis_instances_is_feasible_and_finite(env_id, name):
             warnings.simplefilter("ignore", UserWarning)  # agents may warn that theory constants clip at tiny T
             warnings.simplefilter("error", RuntimeWarning)  # overflow, 0/0: a NaN in the making
             agent.reset(env.unwrapped if agent.privileged else env.unwrapped.problem, seed=seed)
+            half = env.unwrapped.config.horizon // 2  # in env steps for these envs
+            snapshot, later = None, []
             for t in range(MAX_STEPS):
+                if t == half:
+                    snapshot = pickle.dumps((agent, env, obs))
                 action = _checked_action(env_id, name, env, agent.act(obs), t)
                 _assert_feasible(env_id, env.unwrapped, obs, action)
+                later += [np.asarray(action, dtype=np.float64)] if snapshot else []
                 obs, reward, terminated, truncated, _ = env.step(action)
                 assert np.isfinite(flatten(obs)).all() and np.isfinite(reward), f"{env_id}/{name}: NaN at step {t}"
                 if terminated or truncated:
                     break
-        assert terminated or truncated, f"{env_id}/{name}: no episode end within {MAX_STEPS} steps"
+            assert terminated or truncated, f"{env_id}/{name}: no episode end within {MAX_STEPS} steps"
+            replayed, _, _ = _play(env_id, name, *pickle.loads(snapshot), steps=len(later), t0=half)
+        for t, (a, b) in enumerate(zip(later, replayed, strict=True)):
+            np.testing.assert_array_equal(a, b, err_msg=f"{env_id}/{name}: restored mid-episode, differs at {half + t}")
 
     run()
