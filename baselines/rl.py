@@ -39,7 +39,8 @@ from baselines.settings import require_setting
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
 TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
 
-# name -> (module, class). rl-zoo3 calls RecurrentPPO "ppo_lstm"; we keep its names.
+# name -> (module, class). rl-zoo3 calls RecurrentPPO "ppo_lstm"; we keep its names. It has no MaskablePPO
+# (2.9.2), so "ppo_mask" is ours.
 ALGOS: dict[str, tuple[str, str]] = {
     "ppo": ("stable_baselines3", "PPO"),
     "a2c": ("stable_baselines3", "A2C"),
