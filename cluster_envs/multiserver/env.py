@@ -94,6 +94,7 @@ class ClusterMultiServerEnv(gym.Env):
     raise ``ValueError``; the env is then unchanged.
     ``action_masks()`` gives the MaskablePPO mask (2 per edge: value 0 always allowed, value 1 only for
     edges of arrived ports whose request fits ``c``); it cannot express the joint capacity, so repair applies.
+    ``action_mask_from(problem, observation)`` (a classmethod) computes the same mask from public data.
 
     **Reward.** ``U(x(t)) = Σ_e x_e Z̃_e(t)`` (the slot's AOU contribution) minus ``infeasible_penalty`` ×
     dropped bits (default 0).
