@@ -228,6 +228,12 @@ class BilinearSimulator:
         if self.counters[kernel.N_JOBS] >= self.jobs.shape[1]:
             self._allocate_jobs(2 * self.jobs.shape[1])
 
+    def sync_from(self, **arrays: np.ndarray) -> None:
+        """Use the given arrays (views into a batch) as this simulator's state."""
+        for name, array in arrays.items():
+            array[...] = getattr(self, name)
+            setattr(self, name, array)
+
     def set_jobs(self, classes: np.ndarray) -> None:
         """Replace the waiting jobs by fresh ones of the given classes (ids 0, 1, ...; for tests and reset)."""
         classes = np.asarray(classes, dtype=np.int64)
@@ -269,12 +275,16 @@ class BilinearSimulator:
         return np.bincount(self.job_class, minlength=self.n_job)
 
     def _run(self, kind: int, action: np.ndarray, r_star: float) -> bool:
-        self.reserve()
-        return kernel.slot_single(kind, action, self.r, self.mu, self.costs, self.arrivals, self.exclusive,
-                                  self.noise_std, self.caps_nominal, self.caps_now(), self.server_class,
-                                  self.server_index, self.rng, self.jobs, self.job_stats, self.counters, self.draws,
-                                  self.servers, self.slot_stats, self.classes, self.stats, self.scratch, r_star,
-                                  self.kappa, self.gamma_env, self.reward_mode, self.max_jobs, self.obs)  # fmt: skip
+        while True:
+            status = kernel.slot_single(kind, action, self.r, self.mu, self.costs, self.arrivals, self.exclusive,
+                                        self.noise_std, self.caps_nominal, self.schedule, self.server_class,
+                                        self.server_index, self.rng, self.jobs, self.job_stats, self.counters,
+                                        self.draws, self.servers, self.slot_stats, self.classes, self.stats,
+                                        self.scratch, r_star, self.kappa, self.gamma_env, self.reward_mode,
+                                        self.max_jobs, self.obs)  # fmt: skip
+            if status != kernel.FULL:
+                return status == kernel.DONE
+            self.reserve()
 
     def step_fractions(self, fractions: np.ndarray, r_star: float = 0.0) -> bool:
         """Run one slot with allocation fractions a_ij = y_ij/n_j (flat, row-major), projected onto the feasible

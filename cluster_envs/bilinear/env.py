@@ -403,10 +403,11 @@ class ClusterBilinearEnv(gym.Env):
 
     def step(self, action: Any):
         sim, cfg = self.simulator, self.config
-        if sim.t >= cfg.horizon:
+        t = sim.t
+        if t >= cfg.horizon:
             raise RuntimeError("ClusterBilinear-v0: the episode ended; call reset()")
         caps = sim.caps_now()
-        r_star = self._r_star if sim.schedule.shape[0] == 1 else self._oracle(caps)[0]
+        r_star = self._r_star if cfg.server_schedule is None else self._oracle(caps)[0]
         mode = cfg.action_mode
         projected = None  # the projected allocation, when the action is one (for action_projection_dist)
         if mode == "allocation":
@@ -432,7 +433,7 @@ class ClusterBilinearEnv(gym.Env):
                 projected = x
         stats = sim.stats
         terminated = cfg.queue_cap is not None and stats[kernel.QUEUE_TOTAL_NEXT] > cfg.queue_cap
-        truncated = sim.t >= cfg.horizon and not terminated
+        truncated = t + 1 >= cfg.horizon and not terminated
         if self._minimal_info:
             info = dict(zip(MINIMAL_INFO_KEYS, stats[self._minimal_rows].tolist(), strict=True))
             info["regret"] = float(stats[kernel.TOTALS])

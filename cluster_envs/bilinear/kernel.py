@@ -24,8 +24,9 @@ from cluster_envs.bilinear.rng import next_double, permute, standard_normal
 NOISE_CLIP = 10.0  # reward noise is truncated at ±10σ (probability 1.5e-23) so observations have finite bounds
 TIE_EPS = 1e-9  # a column sum within this of its cap counts as feasible (spec §3.3)
 
-# kinds of action a slot takes (see slot())
-ALLOCATION, CLASSES, JOBS, SERVERS = range(4)
+# kinds of action a slot takes (see slot()), and what slot() returns
+ALLOCATION, CLASSES, JOBS = range(3)
+DONE, NOT_FINITE, FULL = range(3)
 N_JOBS, T, NEXT_ID, N_PAID, COLLISIONS = range(5)
 COUNTERS = 5
 SELECT, PICK, SERVICE, NOISE, XI = range(5)
@@ -342,20 +343,27 @@ def begin_slot(rng, noise_std, jobs, counters, draws, servers, classes):
 
 
 @njit(cache=True, inline="always")
-def slot(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, caps_now, server_class,
+def slot(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, schedule, server_class,
          server_index, rng, jobs, job_stats, counters, draws, servers, slot_stats, classes, stats, scratch, r_star,
          kappa, gamma_env, reward_mode, max_jobs):  # fmt: skip
-    """One slot. ``kind`` ``ALLOCATION``: ``action`` holds fractions y_ij/n_j (I·J, row-major), projected
-    (returns False, changing nothing, if one is not finite); ``CLASSES``: y (I, J) is in ``slot_stats[Y]``;
-    ``JOBS``: ``action`` is x (waiting jobs × J, flat). The selection kind ``SERVERS`` calls
-    :func:`draw_slot` and :func:`finish` itself, around its NumPy selection."""
+    """One slot with the server counts ``schedule[min(t, len - 1)]``. ``kind`` ``ALLOCATION``: ``action`` holds
+    fractions y_ij/n_j (I·J, row-major), projected; ``CLASSES``: y (I, J) is in ``slot_stats[Y]``; ``JOBS``:
+    ``action`` is x (waiting jobs × J, flat). Selections by servers (``server_choice``) call :func:`begin_slot`
+    and :func:`finish` around their NumPy selection instead.
+
+    Returns ``DONE``, or changes nothing and returns ``NOT_FINITE`` (an allocation fraction is NaN or inf) or
+    ``FULL`` (the job arrays have no room for an arrival: grow them and call again).
+    """
     n_cls, n_cols = r.shape
+    if counters[N_JOBS] >= jobs.shape[1]:
+        return FULL
+    caps_now = schedule[min(counters[T], schedule.shape[0] - 1)]
     y = slot_stats[Y]
     count_queue(jobs, counters, classes[QUEUE])
     if kind == ALLOCATION:
         for v in action:
             if not np.isfinite(v):
-                return False
+                return NOT_FINITE
         cap_frac, active = np.empty(n_cols), classes[QUEUE] > 0
         for j in range(n_cols):
             cap_frac[j] = caps_now[j] / caps_nominal[j]
@@ -371,20 +379,20 @@ def slot(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nomina
         select_classes(y, caps_now, server_class, server_index, jobs, counters, draws, servers, classes, scratch)
     finish(r, mu, costs, arrivals, exclusive, server_class, caps_now, jobs, job_stats, counters, draws, servers,
            slot_stats, classes, stats, scratch, r_star, kappa, gamma_env, reward_mode, max_jobs)  # fmt: skip
-    return True
+    return DONE
 
 
 @njit(cache=True)
-def slot_single(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, caps_now, server_class,
+def slot_single(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, schedule, server_class,
                 server_index, rng, jobs, job_stats, counters, draws, servers, slot_stats, classes, stats, scratch,
                 r_star, kappa, gamma_env, reward_mode, max_jobs, obs):  # fmt: skip
     """:func:`slot` for one env, then the first observation parts (Q, N, Σξ) into ``obs`` (float32)."""
-    if not slot(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, caps_now, server_class,
-                server_index, rng, jobs, job_stats, counters, draws, servers, slot_stats, classes, stats, scratch,
-                r_star, kappa, gamma_env, reward_mode, max_jobs):  # fmt: skip
-        return False
-    write_observation(jobs, counters, slot_stats, obs)
-    return True
+    status = slot(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, schedule, server_class,
+                  server_index, rng, jobs, job_stats, counters, draws, servers, slot_stats, classes, stats, scratch,
+                  r_star, kappa, gamma_env, reward_mode, max_jobs)  # fmt: skip
+    if status == DONE:
+        write_observation(jobs, counters, slot_stats, obs)
+    return status
 
 
 @njit(cache=True, inline="always")
