@@ -208,12 +208,12 @@ class BilinearSimulator:
         self.classes = np.zeros((kernel.CLASS_ROWS, n_i), dtype=np.int64)
         self.stats = np.zeros(kernel.STATS)
         self.obs = np.zeros(n_i * (1 + 2 * n_j), dtype=np.float32)
-        self._allocate_jobs(min(len(self.arrivals), INITIAL_JOB_SLOTS))
+        self.resize_jobs(min(len(self.arrivals), INITIAL_JOB_SLOTS))
         self.set_jobs(self.arrivals[:1][self.arrivals[:1] >= 0])  # Q(1) = A(1)
         kernel.write_observation(self.jobs, self.counters, self.slot_stats, self.obs)
 
-    def _allocate_jobs(self, slots: int) -> None:
-        """(Re)allocate the job arrays for ``slots`` waiting jobs, keeping the current ones."""
+    def resize_jobs(self, slots: int) -> None:
+        """Reallocate the job arrays for ``slots`` waiting jobs (at least the current count), keeping them."""
         old = getattr(self, "jobs", None)
         jobs = np.zeros((2, slots), dtype=np.int64)
         job_stats = np.zeros((2, slots, self.n_server_class))
@@ -226,19 +226,13 @@ class BilinearSimulator:
     def reserve(self) -> None:
         """Make room for one more waiting job (the arrival of the next slot)."""
         if self.counters[kernel.N_JOBS] >= self.jobs.shape[1]:
-            self._allocate_jobs(2 * self.jobs.shape[1])
-
-    def sync_from(self, **arrays: np.ndarray) -> None:
-        """Use the given arrays (views into a batch) as this simulator's state."""
-        for name, array in arrays.items():
-            array[...] = getattr(self, name)
-            setattr(self, name, array)
+            self.resize_jobs(2 * self.jobs.shape[1])
 
     def set_jobs(self, classes: np.ndarray) -> None:
         """Replace the waiting jobs by fresh ones of the given classes (ids 0, 1, ...; for tests and reset)."""
         classes = np.asarray(classes, dtype=np.int64)
         if classes.size > self.jobs.shape[1]:
-            self._allocate_jobs(classes.size)
+            self.resize_jobs(classes.size)
         self.jobs[0, : classes.size], self.jobs[1, : classes.size] = classes, np.arange(classes.size)
         self.job_stats[:, : classes.size] = 0.0
         self.counters[kernel.N_JOBS] = self.counters[kernel.NEXT_ID] = classes.size

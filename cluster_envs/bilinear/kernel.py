@@ -408,3 +408,20 @@ def write_observation(jobs, counters, slot_stats, obs):
             for j in range(n_cols):
                 obs[base] = slot_stats[row, i, j]
                 base += 1
+
+
+@njit(cache=True)
+def slot_batch(actions, stepping, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, schedule, server_class,
+               server_index, rng, jobs, job_stats, counters, draws, servers, slot_stats, classes, stats, scratch,
+               r_star, kappa, gamma_env, reward_mode, max_jobs, obs, rewards, status):  # fmt: skip
+    """:func:`slot` (allocation fractions) for every copy b with ``stepping[b]``:
+    its status into ``status[b]``, then its observation and reward."""
+    for b in range(actions.shape[0]):
+        if stepping[b]:
+            status[b] = slot(ALLOCATION, actions[b], r[b], mu, costs, arrivals[b], exclusive, noise_std,
+                                    caps_nominal, schedule, server_class, server_index, rng[b], jobs[b],
+                                    job_stats[b], counters[b], draws[b], servers[b], slot_stats[b], classes[b],
+                                    stats[b], scratch[b], r_star[b], kappa, gamma_env, reward_mode, max_jobs)  # fmt: skip
+            if status[b] == DONE:
+                write_observation(jobs[b], counters[b], slot_stats[b], obs[b])
+                rewards[b] = stats[b, REWARD]
