@@ -117,15 +117,15 @@ def simplex_cap(x: np.ndarray, radius: float) -> np.ndarray:
     """Euclidean projection of finite x ≥ 0 onto {x ≥ 0, Σx ≤ radius} (:func:`~.kernel.simplex_cap_into`)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     out = np.empty_like(x)
-    kernel.simplex_cap_into(x, float(radius), out, np.empty_like(x))
+    kernel.simplex_cap_into(x, float(radius), out, np.empty(2 * x.size))
     return out
 
 
 def project_allocation(y: np.ndarray, active: np.ndarray, caps: np.ndarray) -> np.ndarray:
     """Column-capped projection (spec §3.3): rows of empty queues to 0, each column onto Σ_i y_ij ≤ n_j."""
     out = np.empty(y.shape)
-    kernel.project_into(np.asarray(y, dtype=np.float64), np.asarray(active, dtype=np.bool_),
-                        np.asarray(caps, dtype=np.float64), out)  # fmt: skip
+    kernel.project_into(np.asarray(y, dtype=np.float64), np.asarray(active, dtype=np.int64),
+                        np.asarray(caps, dtype=np.float64), out, np.empty(4 * len(y)))  # fmt: skip
     return out
 
 
@@ -208,6 +208,7 @@ class BilinearSimulator:
         self.classes = np.zeros((kernel.CLASS_ROWS, n_i), dtype=np.int64)
         self.stats = np.zeros(kernel.STATS)
         self.obs = np.zeros(n_i * (1 + 2 * n_j), dtype=np.float32)
+        self.work = np.zeros(n_j + 4 * n_i + n_i * n_j)  # the kernel's float scratch
         self.resize_jobs(min(len(self.arrivals), INITIAL_JOB_SLOTS))
         self.set_jobs(self.arrivals[:1][self.arrivals[:1] >= 0])  # Q(1) = A(1)
         kernel.write_observation(self.jobs, self.counters, self.slot_stats, self.obs)
@@ -274,7 +275,7 @@ class BilinearSimulator:
                                         self.noise_std, self.caps_nominal, self.schedule, self.server_class,
                                         self.server_index, self.rng, self.jobs, self.job_stats, self.counters,
                                         self.draws, self.servers, self.slot_stats, self.classes, self.stats,
-                                        self.scratch, r_star, self.kappa, self.gamma_env, self.reward_mode,
+                                        self.scratch, self.work, r_star, self.kappa, self.gamma_env, self.reward_mode,
                                         self.max_jobs, self.obs)  # fmt: skip
             if status != kernel.FULL:
                 return status == kernel.DONE
@@ -326,10 +327,11 @@ class BilinearSimulator:
             else:
                 collisions += len(extra)
         self.counters[kernel.COLLISIONS] = collisions
-        kernel.finish(self.r, self.mu, self.costs, self.arrivals, self.exclusive, self.server_class, self.caps_now(),
-                      self.jobs, self.job_stats, self.counters, self.draws, self.servers, self.slot_stats,
-                      self.classes, self.stats, self.scratch, r_star, self.kappa, self.gamma_env, self.reward_mode,
-                      self.max_jobs)  # fmt: skip
+        kernel.finish(
+            self.r, self.mu, self.costs, self.arrivals, self.exclusive, self.server_class, self.caps_now(), self.jobs,
+            self.job_stats, self.counters, self.draws, self.servers, self.slot_stats, self.classes, self.stats,
+            self.scratch, self.work, r_star, self.kappa, self.gamma_env, self.reward_mode, self.max_jobs,
+        )  # fmt: skip
         kernel.write_observation(self.jobs, self.counters, self.slot_stats, self.obs)
         return self.result()
 

@@ -39,14 +39,47 @@ QUEUE, DEPARTURES, ARRIVALS = range(3)
 CLASS_ROWS = 3
 # stats: the slot's scalars, then the episode totals (the env's info and episode summary)
 STAT_NAMES = (
-    "reward_noisy", "reward_mean", "reward_expected", "n_duplicates", "n_collisions", "holding_cost",
-    "utilization", "queue_total", "queue_total_next", "regret_inc", "regret_inc_realized", "hidden_jobs", "reward",
-    "total_regret", "total_regret_realized", "total_reward_noisy", "total_reward_mean", "total_reward_expected",
-    "total_holding_cost", "total_queue_total", "total_utilization", "total_duplicates", "total_collisions",
+    "reward_noisy",
+    "reward_mean",
+    "reward_expected",
+    "n_duplicates",
+    "n_collisions",
+    "holding_cost",
+    "utilization",
+    "queue_total",
+    "queue_total_next",
+    "regret_inc",
+    "regret_inc_realized",
+    "hidden_jobs",
+    "reward",
+    "total_regret",
+    "total_regret_realized",
+    "total_reward_noisy",
+    "total_reward_mean",
+    "total_reward_expected",
+    "total_holding_cost",
+    "total_queue_total",
+    "total_utilization",
+    "total_duplicates",
+    "total_collisions",
     "total_hidden_jobs",
-)  # fmt: skip
-(REWARD_NOISY, REWARD_MEAN, REWARD_EXPECTED, N_DUPLICATES, N_COLLISIONS, HOLDING, UTILIZATION, QUEUE_TOTAL,
- QUEUE_TOTAL_NEXT, REGRET_INC, REGRET_INC_REALIZED, HIDDEN, REWARD, TOTALS) = range(14)  # fmt: skip
+)
+(
+    REWARD_NOISY,
+    REWARD_MEAN,
+    REWARD_EXPECTED,
+    N_DUPLICATES,
+    N_COLLISIONS,
+    HOLDING,
+    UTILIZATION,
+    QUEUE_TOTAL,
+    QUEUE_TOTAL_NEXT,
+    REGRET_INC,
+    REGRET_INC_REALIZED,
+    HIDDEN,
+    REWARD,
+    TOTALS,
+) = range(14)
 STATS = len(STAT_NAMES)
 REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
 
@@ -59,13 +92,14 @@ def _block_sum(a, lo, n):
         for i in range(lo, lo + n):
             res += a[i]
         return res
-    r = a[lo : lo + 8].copy()
+    r0, r1, r2, r3, r4, r5, r6, r7 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3], a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
     i = 8
     while i < n - n % 8:
-        for k in range(8):
-            r[k] += a[lo + i + k]
+        k = lo + i
+        r0, r1, r2, r3 = r0 + a[k], r1 + a[k + 1], r2 + a[k + 2], r3 + a[k + 3]
+        r4, r5, r6, r7 = r4 + a[k + 4], r5 + a[k + 5], r6 + a[k + 6], r7 + a[k + 7]
         i += 8
-    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     while i < n:
         res += a[lo + i]
         i += 1
@@ -116,7 +150,7 @@ def simplex_cap_into(x, radius, out, work):
 
     Computed on x / max(x) (the projection commutes with scaling) and around the mean of the kept entries, so
     entries up to the float maximum neither overflow nor cancel to an empty support. ``work``: scratch of
-    x's size.
+    twice x's size.
     """
     n = x.size
     if pairwise_sum(x, 0, n) <= radius + TIE_EPS:  # a sum beyond the float max is inf, over any cap
@@ -127,9 +161,14 @@ def simplex_cap_into(x, radius, out, work):
         return
     scale = x.max()
     r = radius / scale
+    s = work[n : 2 * n]  # z = x / scale sorted in decreasing order (insertion sort: n is the number of classes)
     for i in range(n):
         work[i] = x[i] / scale
-    s = np.sort(work)[::-1]
+        k = i
+        while k > 0 and s[k - 1] < work[i]:
+            s[k] = s[k - 1]
+            k -= 1
+        s[k] = work[i]
     keep, acc, mean_k = 1, 0.0, s[0]
     for i in range(n):
         acc += s[i]
@@ -141,18 +180,19 @@ def simplex_cap_into(x, radius, out, work):
 
 
 @njit(cache=True)
-def project_into(frac, active, cap_frac, out):
-    """Column-capped projection (spec §3.3): rows of inactive classes 0, each column onto Σ_i ≤ ``cap_frac``."""
+def project_into(frac, active, cap_frac, out, work):
+    """Column-capped projection (spec §3.3): rows i with ``active[i]`` = 0 zeroed, each column onto Σ_i ≤
+    ``cap_frac``. ``work``: scratch of four times the rows."""
     n_rows, n_cols = frac.shape
-    column, work, projected = np.empty(n_rows), np.empty(n_rows), np.empty(n_rows)
+    column, projected = work[:n_rows], work[n_rows : 2 * n_rows]
     for j in range(n_cols):
         total = 0.0
         for i in range(n_rows):
-            out[i, j] = _maximum(frac[i, j], 0.0) if active[i] else 0.0
+            out[i, j] = _maximum(frac[i, j], 0.0) if active[i] > 0 else 0.0
             total += out[i, j]
         if total > cap_frac[j] + TIE_EPS:
             column[:] = out[:, j]
-            simplex_cap_into(column, cap_frac[j], projected, work)
+            simplex_cap_into(column, cap_frac[j], projected, work[2 * n_rows :])
             out[:, j] = projected
 
 
@@ -219,8 +259,30 @@ def select_jobs(x, caps_now, server_class, server_index, jobs, counters, draws, 
 
 
 @njit(cache=True)
-def finish(r, mu, costs, arrivals, exclusive, server_class, caps_now, jobs, job_stats, counters, draws, servers,
-           slot_stats, classes, stats, scratch, r_star, kappa, gamma_env, reward_mode, max_jobs):  # fmt: skip
+def finish(
+    r,
+    mu,
+    costs,
+    arrivals,
+    exclusive,
+    server_class,
+    caps_now,
+    jobs,
+    job_stats,
+    counters,
+    draws,
+    servers,
+    slot_stats,
+    classes,
+    stats,
+    scratch,
+    work,
+    r_star,
+    kappa,
+    gamma_env,
+    reward_mode,
+    max_jobs,
+):
     """Pay and serve the selections in ``servers[JOB]``, remove departed jobs, admit the arrival, update stats.
 
     ``"paper"`` service pays every selection (duplicates counted); ``"exclusive"`` keeps, per job, the first
@@ -286,15 +348,51 @@ def finish(r, mu, costs, arrivals, exclusive, server_class, caps_now, jobs, job_
     counters[N_JOBS], counters[T], counters[N_PAID], counters[COLLISIONS] = kept, t, paid, 0
     slot_stats[TOTAL_COUNTS] += counts
     slot_stats[TOTAL_SUMS] += sums
-    _slot_stats(r, costs, caps_now, y, counts, queue, draws[XI], paid, duplicates, collisions, kept, stats, r_star,
-                kappa, gamma_env, reward_mode, max_jobs)  # fmt: skip
+    _slot_stats(
+        r,
+        costs,
+        caps_now,
+        y,
+        counts,
+        queue,
+        draws[XI],
+        paid,
+        duplicates,
+        collisions,
+        kept,
+        stats,
+        r_star,
+        kappa,
+        gamma_env,
+        reward_mode,
+        max_jobs,
+        work,
+    )
 
 
 @njit(cache=True, inline="always")
-def _slot_stats(r, costs, caps_now, y, counts, queue, xi, paid, duplicates, collisions, queue_next, stats, r_star,
-                kappa, gamma_env, reward_mode, max_jobs):  # fmt: skip
+def _slot_stats(
+    r,
+    costs,
+    caps_now,
+    y,
+    counts,
+    queue,
+    xi,
+    paid,
+    duplicates,
+    collisions,
+    queue_next,
+    stats,
+    r_star,
+    kappa,
+    gamma_env,
+    reward_mode,
+    max_jobs,
+    work,
+):
     size = r.size
-    prod = np.empty(size)
+    prod = work[:size]
     flat_r, flat_y, flat_counts = r.ravel(), y.ravel(), counts.ravel()
     for k in range(size):
         prod[k] = flat_r[k] * flat_counts[k]
@@ -316,13 +414,37 @@ def _slot_stats(r, costs, caps_now, y, counts, queue, xi, paid, duplicates, coll
         base = reward_expected
     elif reward_mode == 3:
         base = reward_noisy - gamma_env * paid
-    values = (reward_noisy, reward_mean, reward_expected, float(duplicates), float(collisions), holding,
-              utilization, float(queue_total), float(queue_next), r_star - reward_expected, r_star - reward_mean,
-              float(hidden), base - kappa * holding)  # fmt: skip
+    values = (
+        reward_noisy,
+        reward_mean,
+        reward_expected,
+        float(duplicates),
+        float(collisions),
+        holding,
+        utilization,
+        float(queue_total),
+        float(queue_next),
+        r_star - reward_expected,
+        r_star - reward_mean,
+        float(hidden),
+        base - kappa * holding,
+    )
     for k in range(TOTALS):
         stats[k] = values[k]
-    for k, src in enumerate((REGRET_INC, REGRET_INC_REALIZED, REWARD_NOISY, REWARD_MEAN, REWARD_EXPECTED, HOLDING,
-                             QUEUE_TOTAL, UTILIZATION, N_DUPLICATES, N_COLLISIONS)):  # fmt: skip
+    for k, src in enumerate(
+        (
+            REGRET_INC,
+            REGRET_INC_REALIZED,
+            REWARD_NOISY,
+            REWARD_MEAN,
+            REWARD_EXPECTED,
+            HOLDING,
+            QUEUE_TOTAL,
+            UTILIZATION,
+            N_DUPLICATES,
+            N_COLLISIONS,
+        )
+    ):
         stats[TOTALS + k] += stats[src]
     stats[STATS - 1] = max(stats[STATS - 1], float(hidden))
 
@@ -343,9 +465,36 @@ def begin_slot(rng, noise_std, jobs, counters, draws, servers, classes):
 
 
 @njit(cache=True, inline="always")
-def slot(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, schedule, server_class,
-         server_index, rng, jobs, job_stats, counters, draws, servers, slot_stats, classes, stats, scratch, r_star,
-         kappa, gamma_env, reward_mode, max_jobs):  # fmt: skip
+def slot(
+    kind,
+    action,
+    r,
+    mu,
+    costs,
+    arrivals,
+    exclusive,
+    noise_std,
+    caps_nominal,
+    schedule,
+    server_class,
+    server_index,
+    rng,
+    jobs,
+    job_stats,
+    counters,
+    draws,
+    servers,
+    slot_stats,
+    classes,
+    stats,
+    scratch,
+    work,
+    r_star,
+    kappa,
+    gamma_env,
+    reward_mode,
+    max_jobs,
+):
     """One slot with the server counts ``schedule[min(t, len - 1)]``. ``kind`` ``ALLOCATION``: ``action`` holds
     fractions y_ij/n_j (I·J, row-major), projected; ``CLASSES``: y (I, J) is in ``slot_stats[Y]``; ``JOBS``:
     ``action`` is x (waiting jobs × J, flat). Selections by servers (``server_choice``) call :func:`begin_slot`
@@ -364,32 +513,108 @@ def slot(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nomina
         for v in action:
             if not np.isfinite(v):
                 return NOT_FINITE
-        cap_frac, active = np.empty(n_cols), classes[QUEUE] > 0
+        cap_frac = work[:n_cols]
         for j in range(n_cols):
             cap_frac[j] = caps_now[j] / caps_nominal[j]
-        project_into(action.reshape(n_cls, n_cols), active, cap_frac, y)
+        project_into(action.reshape(n_cls, n_cols), classes[QUEUE], cap_frac, y, work[n_cols:])
         for i in range(n_cls):
             for j in range(n_cols):
                 y[i, j] *= caps_nominal[j]
     draw_slot(rng, noise_std, draws, servers[ORDER])
     if kind == JOBS:
-        select_jobs(action.reshape(-1, n_cols), caps_now, server_class, server_index, jobs, counters, draws,
-                    servers, y)  # fmt: skip
+        select_jobs(action.reshape(-1, n_cols), caps_now, server_class, server_index, jobs, counters, draws, servers, y)
     else:
         select_classes(y, caps_now, server_class, server_index, jobs, counters, draws, servers, classes, scratch)
-    finish(r, mu, costs, arrivals, exclusive, server_class, caps_now, jobs, job_stats, counters, draws, servers,
-           slot_stats, classes, stats, scratch, r_star, kappa, gamma_env, reward_mode, max_jobs)  # fmt: skip
+    finish(
+        r,
+        mu,
+        costs,
+        arrivals,
+        exclusive,
+        server_class,
+        caps_now,
+        jobs,
+        job_stats,
+        counters,
+        draws,
+        servers,
+        slot_stats,
+        classes,
+        stats,
+        scratch,
+        work,
+        r_star,
+        kappa,
+        gamma_env,
+        reward_mode,
+        max_jobs,
+    )
     return DONE
 
 
 @njit(cache=True)
-def slot_single(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, schedule, server_class,
-                server_index, rng, jobs, job_stats, counters, draws, servers, slot_stats, classes, stats, scratch,
-                r_star, kappa, gamma_env, reward_mode, max_jobs, obs):  # fmt: skip
+def slot_single(
+    kind,
+    action,
+    r,
+    mu,
+    costs,
+    arrivals,
+    exclusive,
+    noise_std,
+    caps_nominal,
+    schedule,
+    server_class,
+    server_index,
+    rng,
+    jobs,
+    job_stats,
+    counters,
+    draws,
+    servers,
+    slot_stats,
+    classes,
+    stats,
+    scratch,
+    work,
+    r_star,
+    kappa,
+    gamma_env,
+    reward_mode,
+    max_jobs,
+    obs,
+):
     """:func:`slot` for one env, then the first observation parts (Q, N, Σξ) into ``obs`` (float32)."""
-    status = slot(kind, action, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, schedule, server_class,
-                  server_index, rng, jobs, job_stats, counters, draws, servers, slot_stats, classes, stats, scratch,
-                  r_star, kappa, gamma_env, reward_mode, max_jobs)  # fmt: skip
+    status = slot(
+        kind,
+        action,
+        r,
+        mu,
+        costs,
+        arrivals,
+        exclusive,
+        noise_std,
+        caps_nominal,
+        schedule,
+        server_class,
+        server_index,
+        rng,
+        jobs,
+        job_stats,
+        counters,
+        draws,
+        servers,
+        slot_stats,
+        classes,
+        stats,
+        scratch,
+        work,
+        r_star,
+        kappa,
+        gamma_env,
+        reward_mode,
+        max_jobs,
+    )
     if status == DONE:
         write_observation(jobs, counters, slot_stats, obs)
     return status
@@ -411,17 +636,73 @@ def write_observation(jobs, counters, slot_stats, obs):
 
 
 @njit(cache=True)
-def slot_batch(actions, stepping, r, mu, costs, arrivals, exclusive, noise_std, caps_nominal, schedule, server_class,
-               server_index, rng, jobs, job_stats, counters, draws, servers, slot_stats, classes, stats, scratch,
-               r_star, kappa, gamma_env, reward_mode, max_jobs, obs, rewards, status):  # fmt: skip
+def slot_batch(
+    actions,
+    stepping,
+    r,
+    mu,
+    costs,
+    arrivals,
+    exclusive,
+    noise_std,
+    caps_nominal,
+    schedule,
+    server_class,
+    server_index,
+    rng,
+    jobs,
+    job_stats,
+    counters,
+    draws,
+    servers,
+    slot_stats,
+    classes,
+    stats,
+    scratch,
+    work,
+    r_star,
+    kappa,
+    gamma_env,
+    reward_mode,
+    max_jobs,
+    obs,
+    rewards,
+    status,
+):
     """:func:`slot` (allocation fractions) for every copy b with ``stepping[b]``:
     its status into ``status[b]``, then its observation and reward."""
     for b in range(actions.shape[0]):
         if stepping[b]:
-            status[b] = slot(ALLOCATION, actions[b], r[b], mu, costs, arrivals[b], exclusive, noise_std,
-                                    caps_nominal, schedule, server_class, server_index, rng[b], jobs[b],
-                                    job_stats[b], counters[b], draws[b], servers[b], slot_stats[b], classes[b],
-                                    stats[b], scratch[b], r_star[b], kappa, gamma_env, reward_mode, max_jobs)  # fmt: skip
+            status[b] = slot(
+                ALLOCATION,
+                actions[b],
+                r[b],
+                mu,
+                costs,
+                arrivals[b],
+                exclusive,
+                noise_std,
+                caps_nominal,
+                schedule,
+                server_class,
+                server_index,
+                rng[b],
+                jobs[b],
+                job_stats[b],
+                counters[b],
+                draws[b],
+                servers[b],
+                slot_stats[b],
+                classes[b],
+                stats[b],
+                scratch[b],
+                work[b],
+                r_star[b],
+                kappa,
+                gamma_env,
+                reward_mode,
+                max_jobs,
+            )
             if status[b] == DONE:
                 write_observation(jobs[b], counters[b], slot_stats[b], obs[b])
                 rewards[b] = stats[b, REWARD]

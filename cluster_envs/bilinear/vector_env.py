@@ -1,4 +1,4 @@
-"""``ClusterBilinear-v0`` batched: B copies stepped by one compiled call (``gym.make_vec(..., "vector_entry_point")``)."""
+"""``ClusterBilinear-v0`` batched: B copies stepped by one compiled call (``vector_entry_point``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from cluster_envs.bilinear.env import MINIMAL_INFO_KEYS, ClusterBilinearEnv
 from cluster_envs.common.config import check_number
 
 # per-copy simulator arrays that become rows of batch arrays (the job arrays separately: they grow)
-COPY_ARRAYS = ("r", "arrivals", "rng", "counters", "draws", "servers", "slot_stats", "classes", "stats", "obs")
+COPY_ARRAYS = ("r", "arrivals", "rng", "counters", "draws", "servers", "slot_stats", "classes", "stats", "obs", "work")
 JOB_ARRAYS = ("jobs", "job_stats", "scratch")
 
 
@@ -21,10 +21,11 @@ class ClusterBilinearVectorEnv(VectorEnv):
     """``num_envs`` copies of ``ClusterBilinear-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own :class:`ClusterBilinearEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as in
-    ``SyncVectorEnv``), whose simulator arrays then become rows of batch arrays that :func:`~cluster_envs.bilinear.kernel.slot_batch` steps with
-    the single env's compiled slot (:func:`~cluster_envs.bilinear.kernel.slot`), so there is one implementation
-    of the model. Autoreset is Gymnasium's ``NEXT_STEP``: the step after a copy's episode ends resets it (its
-    action is ignored, its reward 0, its info that of ``reset``). Supported: ``action_mode="allocation"``,
+    ``SyncVectorEnv``), whose simulator arrays then become rows of batch arrays that
+    :func:`~cluster_envs.bilinear.kernel.slot_batch` steps with the single env's compiled slot
+    (:func:`~cluster_envs.bilinear.kernel.slot`), so there is one implementation of the model. Autoreset is
+    Gymnasium's ``NEXT_STEP``: the step after a copy's episode ends resets it (its action is ignored, its reward
+    0, its info that of ``reset``). Supported: ``action_mode="allocation"``,
     ``observation_mode="queues"`` and no ``server_schedule``. ``info`` holds the ``info_level="minimal"`` keys
     as (B,) arrays with ``_key`` masks and, for copies whose episode ends, ``episode_summary``.
     """
@@ -37,9 +38,11 @@ class ClusterBilinearVectorEnv(VectorEnv):
             raise ValueError(f"render_mode must be None for the batched ClusterBilinear-v0, got {render_mode!r}")
         self.envs = [ClusterBilinearEnv(preset, **overrides) for _ in range(num_envs)]
         cfg = self.config = self.envs[0].config
-        for name, value, allowed in (("action_mode", cfg.action_mode, "allocation"),
-                                     ("observation_mode", cfg.observation_mode, "queues"),
-                                     ("server_schedule", cfg.server_schedule, None)):  # fmt: skip
+        for name, value, allowed in (
+            ("action_mode", cfg.action_mode, "allocation"),
+            ("observation_mode", cfg.observation_mode, "queues"),
+            ("server_schedule", cfg.server_schedule, None),
+        ):
             if value != allowed:
                 raise ValueError(f"{name}={value!r} is not supported by the batched env; use {allowed!r}")
         self.num_envs = num_envs
@@ -124,9 +127,9 @@ class ClusterBilinearVectorEnv(VectorEnv):
             terminated = stepping & (stats[:, kernel.QUEUE_TOTAL_NEXT] > cfg.queue_cap)
         truncated = stepping & (self._batch["counters"][:, kernel.T] >= cfg.horizon) & ~terminated
         infos: dict[str, Any] = {}
-        for key in MINIMAL_INFO_KEYS:
-            infos[key], infos[f"_{key}"] = stats[:, kernel.STAT_NAMES.index(key)].copy(), stepping
-        infos["regret"], infos["_regret"] = stats[:, kernel.TOTALS].copy(), stepping
+        for key in MINIMAL_INFO_KEYS:  # masks are copies: _add_info below writes into them
+            infos[key], infos[f"_{key}"] = stats[:, kernel.STAT_NAMES.index(key)].copy(), stepping.copy()
+        infos["regret"], infos["_regret"] = stats[:, kernel.TOTALS].copy(), stepping.copy()
         for b, info in reset_infos.items():
             infos = self._add_info(infos, info, b)
         ended = terminated | truncated
@@ -138,11 +141,39 @@ class ClusterBilinearVectorEnv(VectorEnv):
 
     def _run(self, actions: np.ndarray, stepping: np.ndarray, rewards: np.ndarray, status: np.ndarray) -> None:
         sim, batch = self.envs[0].simulator, self._batch
-        kernel.slot_batch(actions, stepping, batch["r"], sim.mu, sim.costs, batch["arrivals"], sim.exclusive, sim.noise_std,
-                   sim.caps_nominal, sim.schedule, sim.server_class, sim.server_index, batch["rng"], batch["jobs"],
-                   batch["job_stats"], batch["counters"], batch["draws"], batch["servers"], batch["slot_stats"],
-                   batch["classes"], batch["stats"], batch["scratch"], self._r_star, sim.kappa, sim.gamma_env,
-                   sim.reward_mode, sim.max_jobs, batch["obs"], rewards, status)  # fmt: skip
+        kernel.slot_batch(
+            actions,
+            stepping,
+            batch["r"],
+            sim.mu,
+            sim.costs,
+            batch["arrivals"],
+            sim.exclusive,
+            sim.noise_std,
+            sim.caps_nominal,
+            sim.schedule,
+            sim.server_class,
+            sim.server_index,
+            batch["rng"],
+            batch["jobs"],
+            batch["job_stats"],
+            batch["counters"],
+            batch["draws"],
+            batch["servers"],
+            batch["slot_stats"],
+            batch["classes"],
+            batch["stats"],
+            batch["scratch"],
+            batch["work"],
+            self._r_star,
+            sim.kappa,
+            sim.gamma_env,
+            sim.reward_mode,
+            sim.max_jobs,
+            batch["obs"],
+            rewards,
+            status,
+        )
 
     def _summaries(self, ended: np.ndarray) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
