@@ -554,4 +554,4 @@ class ClusterBilinearEnv(gym.Env):
         if self.render_mode != "ansi":
             return None
         sim = self.simulator
-        return f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={self._totals['regret']:.2f}\n"
+        return f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={sim.stats[kernel.TOTALS]:.2f}\n"
