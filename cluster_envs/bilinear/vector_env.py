@@ -41,10 +41,11 @@ class ClusterBilinearVectorEnv(VectorEnv):
         for name, value, allowed in (
             ("action_mode", cfg.action_mode, "allocation"),
             ("observation_mode", cfg.observation_mode, "queues"),
-            ("server_schedule", cfg.server_schedule, None),
         ):
             if value != allowed:
                 raise ValueError(f"{name}={value!r} is not supported by the batched env; use {allowed!r}")
+        if cfg.server_schedule is not None:  # r*(t) would differ per copy and slot
+            raise ValueError("server_schedule is not supported by the batched env; use None")
         self.num_envs = num_envs
         self.render_mode = None
         self.single_observation_space = self.envs[0].observation_space
