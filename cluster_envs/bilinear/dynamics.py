@@ -30,6 +30,7 @@ SERVICE_MODELS = ("paper", "exclusive")
 ACTION_MODES = ("allocation", "simplex_logits", "server_choice", "job_allocation")
 OBSERVATION_MODES = ("queues", "queues_stats", "full")
 INITIAL_JOB_SLOTS = 64  # waiting-job capacity at reset; doubled whenever an arrival would not fit
+NO_ACTION = np.zeros(0)  # the kernel's action argument where the allocation is given as y
 ASSIGNMENT_DTYPE = np.dtype(
     [
         ("job_id", np.int64),
@@ -289,7 +290,7 @@ class BilinearSimulator:
     def step_classes(self, y: np.ndarray, r_star: float = 0.0) -> SlotResult:
         """Run one slot with a feasible class-level expected allocation y (I, J)."""
         self.slot_stats[kernel.Y] = y
-        self._run(kernel.CLASSES, self.obs, r_star)  # the action argument is unused for this kind
+        self._run(kernel.CLASSES, NO_ACTION, r_star)
         return self.result()
 
     def step_jobs(self, x: np.ndarray, r_star: float = 0.0) -> SlotResult:

@@ -11,7 +11,8 @@ selection counts and summed rewards per server class; ``counters`` (``COUNTERS``
 the PCG64 states of the ``assign``, ``service`` and ``noise`` streams; ``draws`` (``DRAW_ROWS``, n) float64 and
 ``servers`` (``SERVER_ROWS``, n) int64: the slot's per-server draws and outcomes; ``slot_stats`` (``SLOT_ROWS``,
 I, J): y, N, Σξ and their episode totals; ``classes`` (``CLASS_ROWS``, I) int64: Q(t), D(t), A(t+1);
-``stats`` (``STATS``,) float64: the slot's scalars and the episode totals; ``scratch`` (2, K) int64.
+``stats`` (``STATS``,) float64: the slot's scalars and the episode totals; ``scratch`` (2, K + I) int64 and
+``work`` (J + 4I + I·J,) float64: scratch space.
 """
 
 from __future__ import annotations
