@@ -124,9 +124,10 @@ def simplex_cap(x: np.ndarray, radius: float) -> np.ndarray:
 
 def project_allocation(y: np.ndarray, active: np.ndarray, caps: np.ndarray) -> np.ndarray:
     """Column-capped projection (spec §3.3): rows of empty queues to 0, each column onto Σ_i y_ij ≤ n_j."""
+    y = np.ascontiguousarray(y, dtype=np.float64)
     out = np.empty(y.shape)
-    kernel.project_into(np.asarray(y, dtype=np.float64), np.asarray(active, dtype=np.int64),
-                        np.asarray(caps, dtype=np.float64), out, np.empty(4 * len(y)))  # fmt: skip
+    kernel.project_into(y.reshape(-1), np.asarray(active, dtype=np.int64), np.asarray(caps, dtype=np.float64), out,
+                        np.empty(4 * len(y)))  # fmt: skip
     return out
 
 

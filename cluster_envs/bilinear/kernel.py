@@ -154,11 +154,10 @@ def simplex_cap_into(x, radius, out, work):
     twice x's size.
     """
     n = x.size
-    if pairwise_sum(x, 0, n) <= radius + TIE_EPS:  # a sum beyond the float max is inf, over any cap
-        out[:] = x
-        return
-    if radius <= 0:
-        out[:] = 0.0
+    fits = pairwise_sum(x, 0, n) <= radius + TIE_EPS  # a sum beyond the float max is inf, over any cap
+    if fits or radius <= 0:
+        for i in range(n):
+            out[i] = x[i] if fits else 0.0
         return
     scale = x.max()
     r = radius / scale
@@ -182,19 +181,20 @@ def simplex_cap_into(x, radius, out, work):
 
 @njit(cache=True)
 def project_into(frac, active, cap_frac, out, work):
-    """Column-capped projection (spec §3.3): rows i with ``active[i]`` = 0 zeroed, each column onto Σ_i ≤
-    ``cap_frac``. ``work``: scratch of four times the rows."""
-    n_rows, n_cols = frac.shape
+    """Column-capped projection (spec §3.3) of ``frac`` (rows × columns, flat row-major) into ``out`` (2-D):
+    rows i with ``active[i]`` = 0 zeroed, each column onto Σ_i ≤ ``cap_frac``. ``work``: four times the rows."""
+    n_rows, n_cols = out.shape
     column, projected = work[:n_rows], work[n_rows : 2 * n_rows]
     for j in range(n_cols):
         total = 0.0
         for i in range(n_rows):
-            out[i, j] = _maximum(frac[i, j], 0.0) if active[i] > 0 else 0.0
-            total += out[i, j]
+            value = _maximum(frac[i * n_cols + j], 0.0) if active[i] > 0 else 0.0
+            out[i, j] = column[i] = value
+            total += value
         if total > cap_frac[j] + TIE_EPS:
-            column[:] = out[:, j]
             simplex_cap_into(column, cap_frac[j], projected, work[2 * n_rows :])
-            out[:, j] = projected
+            for i in range(n_rows):
+                out[i, j] = projected[i]
 
 
 @njit(cache=True, inline="always")
@@ -213,11 +213,11 @@ def draw_slot(rng, noise_std, draws, order):
 
 
 @njit(cache=True, inline="always")
-def _selected(cum_over, select, capf):
-    """How many prefix sums of a column, divided by its server count, are ≤ the server's uniform."""
+def _selected(values, rows, n_cols, j, select, capf):
+    """How many prefix sums of column j of ``values`` (flat, row-major), divided by n_j, are ≤ the uniform."""
     count, acc = 0, 0.0
-    for v in cum_over:
-        acc += v
+    for i in range(rows):
+        acc += values[i * n_cols + j]
         if acc / capf <= select:
             count += 1
     return count
@@ -240,7 +240,7 @@ def select_classes(y, caps_now, server_class, server_index, jobs, counters, draw
         starts[i] -= queue[i]
     for s in range(server_class.size):
         j = server_class[s]
-        cls = _selected(y[:, j], draws[SELECT, s], float(max(caps_now[j], 1)))
+        cls = _selected(y.reshape(-1), y.shape[0], y.shape[1], j, draws[SELECT, s], float(max(caps_now[j], 1)))
         servers[JOB, s] = -1
         if cls < queue.size and server_index[s] < caps_now[j]:
             servers[JOB, s] = by_class[starts[cls] + int(np.floor(draws[PICK, s] * queue[cls]))]
@@ -248,15 +248,17 @@ def select_classes(y, caps_now, server_class, server_index, jobs, counters, draw
 
 @njit(cache=True)
 def select_jobs(x, caps_now, server_class, server_index, jobs, counters, draws, servers, y):
-    """Each available server picks waiting job k (FIFO order) w.p. x_kj/n_j; y is x summed per class."""
-    n_jobs = counters[N_JOBS]
+    """Each available server picks waiting job k (FIFO order) w.p. x_kj/n_j (x flat, waiting jobs × J); y is x
+    summed per class."""
+    n_jobs, n_cols = counters[N_JOBS], y.shape[1]
     for s in range(server_class.size):
         j = server_class[s]
-        k = _selected(x[:, j], draws[SELECT, s], float(max(caps_now[j], 1)))
+        k = _selected(x, n_jobs, n_cols, j, draws[SELECT, s], float(max(caps_now[j], 1)))
         servers[JOB, s] = k if k < n_jobs and server_index[s] < caps_now[j] else -1
     y[:] = 0.0
     for k in range(n_jobs):
-        y[jobs[0, k]] += x[k]
+        for j in range(n_cols):
+            y[jobs[0, k], j] += x[k * n_cols + j]
 
 
 @njit(cache=True)
@@ -335,20 +337,25 @@ def finish(
         if done[k]:
             departures[jobs[0, k]] += 1
         else:
-            jobs[:, kept] = jobs[:, k]
-            job_stats[:, kept] = job_stats[:, k]
+            if kept < k:
+                jobs[0, kept], jobs[1, kept] = jobs[0, k], jobs[1, k]
+                for j in range(n_cols):
+                    job_stats[0, kept, j], job_stats[1, kept, j] = job_stats[0, k, j], job_stats[1, k, j]
             kept += 1
     t = counters[T] + 1
     classes[ARRIVALS] = 0
     if t < arrivals.size and arrivals[t] >= 0:
         jobs[0, kept], jobs[1, kept] = arrivals[t], counters[NEXT_ID]
-        job_stats[:, kept] = 0.0
+        for j in range(n_cols):
+            job_stats[0, kept, j] = job_stats[1, kept, j] = 0.0
         classes[ARRIVALS, arrivals[t]] = 1
         counters[NEXT_ID] += 1
         kept += 1
     counters[N_JOBS], counters[T], counters[N_PAID], counters[COLLISIONS] = kept, t, paid, 0
-    slot_stats[TOTAL_COUNTS] += counts
-    slot_stats[TOTAL_SUMS] += sums
+    for i in range(n_cls):
+        for j in range(n_cols):
+            slot_stats[TOTAL_COUNTS, i, j] += counts[i, j]
+            slot_stats[TOTAL_SUMS, i, j] += sums[i, j]
     _slot_stats(
         r,
         costs,
@@ -392,22 +399,28 @@ def _slot_stats(
     max_jobs,
     work,
 ):
+    n_cls, n_cols = r.shape
     size = r.size
-    prod = work[:size]
-    flat_r, flat_y, flat_counts = r.ravel(), y.ravel(), counts.ravel()
-    for k in range(size):
-        prod[k] = flat_r[k] * flat_counts[k]
+    prod = work[:size]  # row-major, as NumPy sums a C-contiguous (I, J) array
+    for i in range(n_cls):
+        for j in range(n_cols):
+            prod[i * n_cols + j] = r[i, j] * counts[i, j]
     reward_mean = pairwise_sum(prod, 0, size)
-    for k in range(size):
-        prod[k] = flat_r[k] * flat_y[k]
+    for i in range(n_cls):
+        for j in range(n_cols):
+            prod[i * n_cols + j] = r[i, j] * y[i, j]
     reward_expected = pairwise_sum(prod, 0, size)
+    for i in range(n_cls):
+        for j in range(n_cols):
+            prod[i * n_cols + j] = y[i, j]
+    total_y = pairwise_sum(prod, 0, size)
     reward_noisy = pairwise_sum(xi, 0, paid)
     holding, queue_total = 0.0, 0
     for i in range(queue.size):
         holding += costs[i] * queue[i]
         queue_total += queue[i]
     hidden = max(0, queue_total - max_jobs) if max_jobs >= 0 else 0
-    utilization = pairwise_sum(flat_y, 0, size) / max(caps_now.sum(), 1)
+    utilization = total_y / max(caps_now.sum(), 1)
     base = reward_noisy
     if reward_mode == 1:
         base = reward_mean
@@ -517,13 +530,13 @@ def slot(
         cap_frac = work[:n_cols]
         for j in range(n_cols):
             cap_frac[j] = caps_now[j] / caps_nominal[j]
-        project_into(action.reshape(n_cls, n_cols), classes[QUEUE], cap_frac, y, work[n_cols:])
+        project_into(action, classes[QUEUE], cap_frac, y, work[n_cols:])
         for i in range(n_cls):
             for j in range(n_cols):
                 y[i, j] *= caps_nominal[j]
     draw_slot(rng, noise_std, draws, servers[ORDER])
     if kind == JOBS:
-        select_jobs(action.reshape(-1, n_cols), caps_now, server_class, server_index, jobs, counters, draws, servers, y)
+        select_jobs(action, caps_now, server_class, server_index, jobs, counters, draws, servers, y)
     else:
         select_classes(y, caps_now, server_class, server_index, jobs, counters, draws, servers, classes, scratch)
     finish(
