@@ -59,9 +59,16 @@ class BilinearProblem:
     observation_mode: str
     max_jobs: int
     pair_features: np.ndarray = field(init=False, repr=False)
+    part_slices: tuple[tuple[str, slice, tuple[int, ...]], ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pair_features", pair_features(self.job_features, self.server_features))
+        slices, start = [], 0
+        for name, shape in self.observation_parts().items():  # agents split every observation: compute once
+            size = int(np.prod(shape))
+            slices.append((name, slice(start, start + size), shape))
+            start += size
+        object.__setattr__(self, "part_slices", tuple(slices))
 
     @property
     def n_job_classes(self) -> int:
@@ -106,12 +113,7 @@ class BilinearProblem:
     def split(self, observation: np.ndarray) -> dict[str, np.ndarray]:
         """The named parts of a flat observation as float64 arrays of their shapes."""
         obs = np.asarray(observation, dtype=np.float64)
-        out, start = {}, 0
-        for name, shape in self.observation_parts().items():
-            size = int(np.prod(shape))
-            out[name] = obs[start : start + size].reshape(shape)
-            start += size
-        return out
+        return {name: obs[part].reshape(shape) for name, part, shape in self.part_slices}
 
 
 def simplex_cap(x: np.ndarray, radius: float) -> np.ndarray:
