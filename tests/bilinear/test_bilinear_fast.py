@@ -174,3 +174,16 @@ def test_bad_actions_are_rejected_and_leave_the_batch_unchanged():
         native.step(bad)
     for name, array in native.unwrapped._batch.items():
         np.testing.assert_array_equal(array, before[name], err_msg=name)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"preset": "rl"}, {"action_mode": "job_allocation", "max_jobs": 3},
+                                    {"observation_mode": "queues_stats", "num_server_classes": 3}])  # fmt: skip
+def test_split_names_every_part_of_the_observation_in_order(kwargs):
+    env = gym.make(ENV_ID, **kwargs).unwrapped
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(env.action_space.sample())
+    problem = env.problem
+    parts = problem.split(obs)
+    assert {name: part.shape for name, part in parts.items()} == problem.observation_parts()
+    np.testing.assert_array_equal(np.concatenate([part.ravel() for part in parts.values()]), obs)
+    np.testing.assert_array_equal(parts["queues"], env.simulator.queue())
