@@ -215,7 +215,7 @@ class ClusterBilinearEnv(gym.Env):
     ``max_jobs`` under ``job_allocation``); at the end ``episode_summary``. ``info_level="minimal"`` keeps
     only ``reward_noisy, reward_mean, reward_expected, queue_total, n_duplicates, n_collisions, regret`` (floats)
     and ``episode_summary`` (the fast setting for training and benchmarks).
-    r* is the fluid LP oracle (an exact transportation solver), once per instance (per distinct n(t) under a schedule).
+    r* is the fluid LP oracle (HiGHS), once per instance (per distinct n(t) under a schedule).
 
     **Presets**: ``paper`` (Sec. V: I = 10, J = 2, n_j = 2, d = 2, ρ = 1, μ = 1, σ = 0.1, T = 500, c = 1),
     ``paper_holding`` (Fig. 4: c = 7/4 for classes 1–5, 1/4 for 6–10), ``rl`` (exclusive service,

@@ -8,7 +8,7 @@ v_j).ravel()`` and r_ij = z_ijᵀθ = u_iᵀΘv_j (spec §2.1).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from scipy.optimize import linprog
 
 
 def unit_rows(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
@@ -39,75 +39,18 @@ def mean_rewards(u: np.ndarray, v: np.ndarray, theta: np.ndarray) -> np.ndarray:
 def oracle_lp(r: np.ndarray, rho: np.ndarray, caps: np.ndarray) -> tuple[float, np.ndarray]:
     """The fluid oracle of eq. (1): max Σ r_ij ρ_i p_ij s.t. Σ_i ρ_i p_ij ≤ n_j, Σ_j p_ij = 1, p ≥ 0.
 
-    Returns (r*, ρ_i p*_ij). In x = ρp it is a transportation problem (class i ships ρ_i, server class j takes at
-    most n_j, a unit on (i, j) earns r_ij), solved exactly by :func:`transport`; infeasible only when Σρ > Σ n_j.
+    Returns (r*, ρ_i p*_ij). Solved with HiGHS; infeasible only when ρ > Σ n_j.
     """
-    r = np.ascontiguousarray(r, dtype=np.float64)
-    rho, caps = np.asarray(rho, dtype=np.float64), np.asarray(caps, dtype=np.float64)
-    x = np.zeros(r.shape)
-    if not transport(r, rho, caps, x):
-        raise ValueError(f"the oracle LP is infeasible for capacities {caps.tolist()}: Σρ = {rho.sum():.6g} > Σn")
-    return float((r * x).sum()), x
-
-
-@njit(cache=True)
-def transport(r, supply, caps, x):
-    """Max-reward transportation by successive shortest paths (Bellman–Ford on the residual graph); False if
-    the supply exceeds the capacity.
-
-    From x = 0 (no cycle, so no negative one), each round ships along a cheapest path (cost −r, reverse arcs
-    where x > 0) from a class with supply left to a server class with room, as much as the path allows: each
-    round exhausts a supply, fills a capacity or empties an arc, and the flow stays optimal for its value.
-    """
-    n_i, n_j = r.shape
-    left, room = supply.copy(), caps.copy()
-    tol = 1e-12 * max(1.0, supply.sum(), caps.sum())
-    # a relaxation must gain more than rounding can: a cycle of ties (e.g. r_ij − r_ij' + r_i'j' − r_i'j) may
-    # round to a tiny negative cost, and following it would loop
-    eps = 1e-12 * max(1.0, np.abs(r).max())
-    dist_i, dist_j = np.empty(n_i), np.empty(n_j)
-    pred_i, pred_j = np.empty(n_i, np.int64), np.empty(n_j, np.int64)
-    for _ in range(4 * (n_i + 1) * (n_j + 1)):  # rounds; far more than an exact run needs
-        if left.max() <= tol:
-            return True
-        dist_i[:], dist_j[:], pred_i[:], pred_j[:] = np.inf, np.inf, -1, -1
-        for i in range(n_i):
-            if left[i] > tol:
-                dist_i[i] = 0.0
-        for _sweep in range(n_i + n_j + 1):
-            changed = False
-            for i in range(n_i):
-                if dist_i[i] < np.inf:
-                    for j in range(n_j):
-                        if dist_i[i] - r[i, j] < dist_j[j] - eps:
-                            dist_j[j], pred_j[j], changed = dist_i[i] - r[i, j], i, True
-            for j in range(n_j):
-                if dist_j[j] < np.inf:
-                    for i in range(n_i):
-                        if x[i, j] > tol and dist_j[j] + r[i, j] < dist_i[i] - eps:
-                            dist_i[i], pred_i[i], changed = dist_j[j] + r[i, j], j, True
-            if not changed:
-                break
-        sink = -1
-        for j in range(n_j):
-            if room[j] > tol and dist_j[j] < np.inf and (sink < 0 or dist_j[j] < dist_j[sink]):
-                sink = j
-        if sink < 0:
-            return False
-        amount, j, i = room[sink], sink, pred_j[sink]
-        while pred_i[i] >= 0:  # back along the path to the class whose supply it ships
-            amount = min(amount, x[i, pred_i[i]])
-            j = pred_i[i]
-            i = pred_j[j]
-        amount = min(amount, left[i])
-        left[i] -= amount
-        room[sink] -= amount
-        j = sink
-        while True:
-            i = pred_j[j]
-            x[i, j] += amount
-            if pred_i[i] < 0:
-                break
-            j = pred_i[i]
-            x[i, j] -= amount
-    return left.max() <= tol
+    n_job, n_server = r.shape
+    cost = -(r * rho[:, None]).ravel()
+    a_ub = np.zeros((n_server, n_job * n_server))
+    a_eq = np.zeros((n_job, n_job * n_server))
+    for j in range(n_server):
+        a_ub[j, j::n_server] = rho
+    for i in range(n_job):
+        a_eq[i, i * n_server : (i + 1) * n_server] = 1.0
+    res = linprog(cost, A_ub=a_ub, b_ub=caps, A_eq=a_eq, b_eq=np.ones(n_job), bounds=(0, None), method="highs")
+    if res.status != 0:
+        raise ValueError(f"the oracle LP is infeasible for capacities {caps.tolist()}: {res.message}")
+    p = res.x.reshape(n_job, n_server)
+    return float(-res.fun), rho[:, None] * p
