@@ -14,6 +14,7 @@ from cluster_envs.multiserver.gang import (
     GangInstance,
     GangOracle,
     GangStructure,
+    gang_is_feasible,
     gang_repair,
     gang_violation,
     generate_gang_instance,
@@ -88,10 +89,14 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     def _violation(self, x: np.ndarray) -> str | None:
         return gang_violation(x, self.instance, self.simulator.arrivals)
 
+    def _is_feasible(self, x: np.ndarray) -> bool:
+        inst = self.instance
+        return gang_is_feasible(x, self.simulator.edge_mask, inst.arms, inst.task_req, inst.server_cap,
+                                inst.min_tasks)  # fmt: skip
+
     def _repair(self, requested: np.ndarray, priority: np.ndarray | None) -> tuple[np.ndarray, int, int]:
         order = np.arange(self.instance.n_edges) if priority is None else priority
-        inst = self.instance
-        return gang_repair(requested, inst, inst.edge_mask(self.simulator.arrivals), order)
+        return gang_repair(requested, self.instance, self.simulator.edge_mask, order)
 
     def _capacity_used(self, x: np.ndarray) -> np.ndarray:
         return self.instance.server_load(x)
