@@ -262,10 +262,10 @@ def is_feasible(x, usable, A, c) -> bool:
 
 
 @njit(cache=True)
-def realize_into(x, normals, mu, sigma, cost, clips, lo, width, z_tilde, raw, feedback) -> tuple[float, float]:
+def realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde, z_tilde, raw, feedback):
     """One slot's utilities from standard normals: ``Z = μ + σ·N``, ``Z − C`` into ``raw``, ``Z̃`` into
-    ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C))``."""
-    utility = raw_utility = 0.0
+    ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``."""
+    utility = raw_utility = expected = 0.0
     for e in range(x.size):
         y = (mu[e] + sigma[e] * normals[e]) - cost[e]
         raw[e] = y
@@ -276,7 +276,8 @@ def realize_into(x, normals, mu, sigma, cost, clips, lo, width, z_tilde, raw, fe
         if x[e]:
             utility += y
             raw_utility += raw[e]
-    return utility, raw_utility
+            expected += v_tilde[e]
+    return utility, raw_utility, expected
 
 
 def violations(x: np.ndarray, instance: MultiServerInstance, arrivals: np.ndarray) -> str | None:
@@ -304,6 +305,7 @@ class SlotResult:
     feedback: np.ndarray  # float32 x·Z̃: the observed utilities
     utility: float
     raw_utility: float
+    expected: float  # ṽᵀx
     n_dropped_arrival: int
     n_dropped_capacity: int
 
@@ -349,10 +351,9 @@ class MultiServerSimulator:
         u = self.instance.utility
         n_e = x.size
         z_tilde, raw, feedback = np.empty(n_e), np.empty(n_e), np.empty(n_e, np.float32)
-        utility, raw_utility = realize_into(x, self.rng_utility.standard_normal(n_e), u.mu, u.sigma, u.cost,
-                                            u.clips, u.lo, u.width, z_tilde, raw, feedback)  # fmt: skip
-        result = SlotResult(x, self.arrivals, z_tilde, raw, feedback, utility, raw_utility, n_dropped_arrival,
-                            n_dropped_capacity)  # fmt: skip
+        sums = realize_into(x, self.rng_utility.standard_normal(n_e), u.mu, u.sigma, u.cost, u.clips, u.lo, u.width,
+                            u.v_tilde, z_tilde, raw, feedback)  # fmt: skip
+        result = SlotResult(x, self.arrivals, z_tilde, raw, feedback, *sums, n_dropped_arrival, n_dropped_capacity)
         self.t += 1
         self._draw_arrivals()
         return result

@@ -248,7 +248,7 @@ class ClusterMultiServerEnv(gym.Env):
         return self._repair(requested, priority)
 
     def _info(self, r: SlotResult) -> dict[str, Any]:
-        inst, cum = self.instance, self._cum
+        cum = self._cum
         cum["aou"] += r.utility
         cum["dropped"] += r.n_dropped_arrival + r.n_dropped_capacity
         info: dict[str, Any] = {
@@ -260,7 +260,7 @@ class ClusterMultiServerEnv(gym.Env):
         }
         if self.config.compute_regret:
             oracle_x, oracle_value = self.oracle.lookup(r.arrivals)
-            expected = float(inst.v_tilde @ r.x)
+            expected = r.expected
             cum["expected"] += expected
             cum["oracle"] += oracle_value
             cum["regret"] += oracle_value - expected

@@ -1,0 +1,126 @@
+"""B copies of a multiserver or gang slot in one compiled loop (the batched envs' step; no gymnasium).
+
+Each copy runs the single env's own kernels (:func:`~cluster_envs.multiserver.dynamics.first_fit_into` or
+:func:`~cluster_envs.multiserver.gang.gang_repair_into`, then
+:func:`~cluster_envs.multiserver.dynamics.realize_into`), on exogenous draws taken in advance, per copy and in
+stream order, from that copy's own generators (:func:`draw_block`), so a copy sees exactly the normals and
+arrival uniforms its single env would draw.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from cluster_envs.multiserver.dynamics import first_fit_into, is_feasible, realize_into
+from cluster_envs.multiserver.gang import gang_is_feasible, gang_repair_into
+
+# Columns of the per-copy scalars of the last slot and of the running episode sums.
+UTILITY, RAW_UTILITY, DROPPED_ARRIVAL, DROPPED_CAPACITY, EXPECTED, ORACLE, SLOT_REGRET, REALIZED_REGRET = range(8)
+SCALARS = 8
+AOU, EXPECTED_AOU, ORACLE_AOU, REGRET, DROPPED = range(5)
+SUMS = 5
+
+
+@njit(cache=True)
+def draw_block(rng_utility, rng_arrivals, normals, uniforms) -> None:
+    """The next ``len(normals)`` slots' standard normals and arrival uniforms of one copy (numba's
+    Generator methods give NumPy's values, in the same stream order)."""
+    normals[:] = rng_utility.standard_normal(normals.size).reshape(normals.shape)
+    uniforms[:] = rng_arrivals.random(uniforms.size).reshape(uniforms.shape)
+
+
+@njit(cache=True)
+def pattern_of(arrivals) -> int:
+    """The arrival pattern as an integer (bit l = port l has a job)."""
+    pattern = 0
+    for port in range(arrivals.size):
+        if arrivals[port]:
+            pattern |= 1 << port
+    return pattern
+
+
+@njit(cache=True)
+def check_actions(actions, stepping, binary, raise_mode, gang, edge_mask, A, c, arms, task_req, server_cap,
+                  min_tasks) -> tuple[int, int]:  # fmt: skip
+    """First problem of a stepping copy's action: (0, −1) if none, else (code, copy) with code 1 non-finite,
+    2 not binary, 3 infeasible under ``raise_mode``. Nothing is changed."""
+    x = np.empty(actions.shape[1], np.int8)
+    for b in range(actions.shape[0]):
+        if not stepping[b]:
+            continue
+        for a in actions[b]:
+            if not math.isfinite(a):
+                return 1, b
+            if binary and a != 0.0 and a != 1.0:
+                return 2, b
+        if raise_mode:
+            for e in range(x.size):
+                x[e] = actions[b, e] > 0.5
+            if gang:
+                ok = gang_is_feasible(x, edge_mask[b], arms, task_req, server_cap, min_tasks)
+            else:
+                ok = is_feasible(x, edge_mask[b], A, c)
+            if not ok:
+                return 3, b
+    return 0, -1
+
+
+@njit(cache=True)
+def step_batch(actions, stepping, scores, raise_mode, gang, t, position, arrivals, edge_mask, normals, uniforms,
+               port_of_edge, rho, A, c, arms, task_req, server_cap, min_tasks, mu, sigma, cost, clips, lo, width,
+               v_tilde, regret, oracle_values, penalty, horizon, last_action, feedback, time, rewards, scalars,
+               sums) -> int:  # fmt: skip
+    """One slot of every stepping copy (actions already checked by :func:`check_actions`). With ``regret``,
+    ``oracle_values`` holds the oracle's value per arrival pattern (NaN: not solved yet); returns how many
+    copies' next pattern is missing."""
+    n_copies, n_edges = actions.shape
+    index_order = np.arange(n_edges)
+    requested = np.empty(n_edges, np.bool_)
+    z_tilde, raw = np.empty(n_edges), np.empty(n_edges)
+    missing = 0
+    for b in range(n_copies):
+        if not stepping[b]:
+            continue
+        a = actions[b]
+        x = last_action[b]
+        for e in range(n_edges):
+            requested[e] = a[e] > 0.5
+        n_arrival = n_capacity = 0
+        if raise_mode:
+            for e in range(n_edges):
+                x[e] = requested[e]
+        else:
+            order = np.argsort(-a, kind="mergesort") if scores else index_order  # stable, as the single env
+            if gang:
+                n_arrival, n_capacity = gang_repair_into(requested, edge_mask[b], order, arms, task_req, server_cap,
+                                                         min_tasks, x)  # fmt: skip
+            else:
+                n_arrival, n_capacity = first_fit_into(requested, edge_mask[b], order, A, c, x)
+        k = position[b]
+        utility, raw_utility, expected = realize_into(x, normals[b, k], mu, sigma, cost, clips, lo, width, v_tilde,
+                                                      z_tilde, raw, feedback[b])  # fmt: skip
+        oracle = oracle_values[pattern_of(arrivals[b])] if regret else 0.0
+        s, run = scalars[b], sums[b]
+        s[UTILITY], s[RAW_UTILITY], s[EXPECTED], s[ORACLE] = utility, raw_utility, expected, oracle
+        s[DROPPED_ARRIVAL], s[DROPPED_CAPACITY] = n_arrival, n_capacity
+        s[SLOT_REGRET], s[REALIZED_REGRET] = oracle - expected, oracle - utility
+        run[AOU] += utility
+        run[DROPPED] += n_arrival + n_capacity
+        run[EXPECTED_AOU] += expected
+        run[ORACLE_AOU] += oracle
+        run[REGRET] += oracle - expected
+        rewards[b] = utility - penalty * (n_arrival + n_capacity)
+        # The next slot: its arrivals, as the single simulator draws them after executing.
+        t[b] += 1
+        for port in range(arrivals.shape[1]):
+            arrivals[b, port] = uniforms[b, k, port] < rho[port]
+        for e in range(n_edges):
+            edge_mask[b, e] = arrivals[b, port_of_edge[e]]
+        position[b] = k + 1
+        time[b, 0] = np.float32(min(1.0, (t[b] - 1) / horizon))
+        if regret and math.isnan(oracle_values[pattern_of(arrivals[b])]):
+            missing += 1
+    return missing
