@@ -4,7 +4,8 @@ Each copy runs the single env's own kernels (:func:`~cluster_envs.multiserver.dy
 :func:`~cluster_envs.multiserver.gang.gang_repair_into`, then
 :func:`~cluster_envs.multiserver.dynamics.realize_into`), on exogenous draws taken in advance, per copy and in
 stream order, from that copy's own generators (:func:`draw_block`), so a copy sees exactly the normals and
-arrival uniforms its single env would draw.
+arrival uniforms its single env would draw. The draws are stored slot-major, ``(block, B, ·)``, so that one
+step of the batch reads contiguous memory.
 """
 
 from __future__ import annotations
@@ -25,11 +26,18 @@ SUMS = 5
 
 
 @njit(cache=True)
-def draw_block(rng_utility, rng_arrivals, normals, uniforms) -> None:
-    """The next ``len(normals)`` slots' standard normals and arrival uniforms of one copy (numba's
-    Generator methods give NumPy's values, in the same stream order)."""
-    normals[:] = rng_utility.standard_normal(normals.size).reshape(normals.shape)
-    uniforms[:] = rng_arrivals.random(uniforms.size).reshape(uniforms.shape)
+def draw_block(rng_utility, rng_arrivals, normals, uniforms, b) -> None:
+    """Copy b's standard normals and arrival uniforms of the next ``len(normals)`` slots, into
+    ``normals[:, b]`` and ``uniforms[:, b]`` (numba's Generator methods give NumPy's values, in the same
+    stream order)."""
+    block, n_edges = normals.shape[0], normals.shape[2]
+    draws = rng_utility.standard_normal(block * n_edges)
+    for k in range(block):
+        normals[k, b] = draws[k * n_edges : (k + 1) * n_edges]
+    n_ports = uniforms.shape[2]
+    draws = rng_arrivals.random(block * n_ports)
+    for k in range(block):
+        uniforms[k, b] = draws[k * n_ports : (k + 1) * n_ports]
 
 
 @njit(cache=True)
@@ -47,6 +55,12 @@ def check_actions(actions, stepping, binary, raise_mode, gang, edge_mask, A, c, 
                   min_tasks) -> tuple[int, int]:  # fmt: skip
     """First problem of a stepping copy's action: (0, −1) if none, else (code, copy) with code 1 non-finite,
     2 not binary, 3 infeasible under ``raise_mode``. Nothing is changed."""
+    if not raise_mode:  # the common case, one branch-free pass over every action first
+        ok = True
+        for a in actions.ravel():
+            ok &= (a == 0.0 or a == 1.0) if binary else math.isfinite(a)
+        if ok:
+            return 0, -1
     x = np.empty(actions.shape[1], np.int8)
     for b in range(actions.shape[0]):
         if not stepping[b]:
@@ -72,8 +86,9 @@ def check_actions(actions, stepping, binary, raise_mode, gang, edge_mask, A, c, 
 def step_batch(actions, stepping, scores, raise_mode, gang, t, position, arrivals, edge_mask, normals, uniforms,
                port_of_edge, rho, A, c, arms, task_req, server_cap, min_tasks, mu, sigma, cost, clips, lo, width,
                v_tilde, regret, oracle_values, penalty, horizon, last_action, feedback, time, rewards, scalars,
-               sums) -> int:  # fmt: skip
-    """One slot of every stepping copy (actions already checked by :func:`check_actions`). With ``regret``,
+               sums, used, free, placed, seen, port_order, chosen) -> int:  # fmt: skip
+    """One slot of every stepping copy (actions already checked by :func:`check_actions`; the last six
+    arguments are the repairs' scratch arrays). With ``regret``,
     ``oracle_values`` holds the oracle's value per arrival pattern (NaN: not solved yet); returns how many
     copies' next pattern is missing."""
     n_copies, n_edges = actions.shape
@@ -95,12 +110,13 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, position, arrival
         else:
             order = np.argsort(-a, kind="mergesort") if scores else index_order  # stable, as the single env
             if gang:
-                n_arrival, n_capacity = gang_repair_into(requested, edge_mask[b], order, arms, task_req, server_cap,
-                                                         min_tasks, x)  # fmt: skip
+                n_arrival, n_capacity = gang_repair_into(requested, edge_mask[b], order, arms, task_req,
+                                                         server_cap, min_tasks, x, free, placed, seen, port_order,
+                                                         chosen)  # fmt: skip
             else:
-                n_arrival, n_capacity = first_fit_into(requested, edge_mask[b], order, A, c, x)
+                n_arrival, n_capacity = first_fit_into(requested, edge_mask[b], order, A, c, x, used)
         k = position[b]
-        utility, raw_utility, expected = realize_into(x, normals[b, k], mu, sigma, cost, clips, lo, width, v_tilde,
+        utility, raw_utility, expected = realize_into(x, normals[k, b], mu, sigma, cost, clips, lo, width, v_tilde,
                                                       z_tilde, raw, feedback[b])  # fmt: skip
         oracle = oracle_values[pattern_of(arrivals[b])] if regret else 0.0
         s, run = scalars[b], sums[b]
@@ -116,7 +132,7 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, position, arrival
         # The next slot: its arrivals, as the single simulator draws them after executing.
         t[b] += 1
         for port in range(arrivals.shape[1]):
-            arrivals[b, port] = uniforms[b, k, port] < rho[port]
+            arrivals[b, port] = uniforms[k, b, port] < rho[port]
         for e in range(n_edges):
             edge_mask[b, e] = arrivals[b, port_of_edge[e]]
         position[b] = k + 1

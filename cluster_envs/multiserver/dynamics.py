@@ -220,11 +220,11 @@ def action_problem(action: np.ndarray, binary: bool) -> int:
 
 
 @njit(cache=True)
-def first_fit_into(requested, usable, order, A, c, x) -> tuple[int, int]:
-    """Spec §3.6 into ``x`` (zeroed here): drop requested bits outside ``usable`` (idle ports), then keep the
-    rest along ``order`` while ``Ax ≤ c`` holds. Returns (dropped for arrivals, dropped for capacity)."""
+def first_fit_into(requested, usable, order, A, c, x, used) -> tuple[int, int]:
+    """Spec §3.6 into ``x`` (``used``: int64[K] scratch): drop requested bits outside ``usable`` (idle ports),
+    then keep the rest along ``order`` while ``Ax ≤ c`` holds. Returns (dropped for arrivals, for capacity)."""
     n_types = A.shape[0]
-    used = np.zeros(n_types, np.int64)
+    used[:] = 0
     x[:] = 0
     n_arrival = n_capacity = 0
     for e in order:
@@ -337,7 +337,8 @@ class MultiServerSimulator:
         inst = self.instance
         order = np.arange(inst.n_edges) if priority is None else priority
         x = np.empty(inst.n_edges, dtype=np.int8)
-        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, order, inst.A, inst.c, x)
+        used = np.empty(inst.n_device_types, dtype=np.int64)
+        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, order, inst.A, inst.c, x, used)
         return x, n_arrival, n_capacity
 
     def is_feasible(self, x: np.ndarray) -> bool:

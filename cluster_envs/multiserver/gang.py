@@ -222,32 +222,37 @@ def gang_repair(
     x = np.empty(inst.n_edges, dtype=np.int8)
     n_arrival, n_capacity = gang_repair_into(
         np.asarray(requested, bool), np.asarray(usable, bool), np.asarray(priority, np.int64), inst.arms,
-        inst.task_req, inst.server_cap, inst.min_tasks, x,
+        inst.task_req, inst.server_cap, inst.min_tasks, x, *gang_workspace(inst),
     )  # fmt: skip
     return x, n_arrival, n_capacity
 
 
+def gang_workspace(inst: GangStructure) -> tuple[np.ndarray, ...]:
+    """Scratch arrays of :func:`gang_repair_into` (free capacity, placed tasks, seen ports, port order, chosen)."""
+    return (np.empty_like(inst.server_cap), np.empty(inst.task_port.size, np.bool_), np.empty(inst.n_ports, np.bool_),
+            np.empty(inst.n_ports, np.int64), np.empty(inst.n_edges, np.int64))  # fmt: skip
+
+
 @njit(cache=True)
-def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, min_tasks, x) -> tuple[int, int]:
-    """:func:`gang_repair` into ``x`` (zeroed here)."""
-    n_arms, n_types, n_ports = arms.shape[0], task_req.shape[0], min_tasks.size
+def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, min_tasks, x, free, placed, seen,
+                     port_order, chosen) -> tuple[int, int]:  # fmt: skip
+    """:func:`gang_repair` into ``x``, with the scratch arrays of :func:`gang_workspace`."""
+    n_types = task_req.shape[0]
     x[:] = 0
     n_arrival = 0
-    for e in range(n_arms):
+    for e in range(x.size):
         if requested[e] and not usable[e]:
             n_arrival += 1
     # Ports in the order of their best gated arm: the order of first appearance along the priority.
-    seen = np.zeros(n_ports, np.bool_)
-    port_order = np.empty(n_ports, np.int64)
+    seen[:] = False
     n_seen = 0
     for e in priority:
         if requested[e] and usable[e] and not seen[arms[e, 0]]:
             seen[arms[e, 0]] = True
             port_order[n_seen] = arms[e, 0]
             n_seen += 1
-    free = server_cap.copy()
-    placed = np.zeros(task_req.shape[1], np.bool_)
-    chosen = np.empty(n_arms, np.int64)
+    free[:] = server_cap
+    placed[:] = False
     n_capacity = 0
     for j in range(n_seen):
         port = port_order[j]

@@ -13,9 +13,10 @@ from gymnasium.vector.utils import batch_space
 from cluster_envs.common.config import check_number
 from cluster_envs.multiserver import batch
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
+from cluster_envs.multiserver.gang import gang_workspace
 from cluster_envs.multiserver.gang_env import ClusterGangEnv
 
-BLOCK = 64  # slots of exogenous draws taken per copy at a time
+BLOCK = 256  # slots of exogenous draws taken per copy at a time (a numba call per copy and block costs ≈35 µs)
 MAX_PORTS = 20  # the oracle's values are kept per arrival pattern: 2^|L| entries
 INFO_KEYS = {"utility": batch.UTILITY, "raw_utility": batch.RAW_UTILITY, "n_dropped_arrival": batch.DROPPED_ARRIVAL,
              "n_dropped_capacity": batch.DROPPED_CAPACITY}  # fmt: skip
@@ -68,8 +69,8 @@ class ClusterMultiServerVectorEnv(VectorEnv):
             "last_action": np.zeros((num_envs, n_e), np.int8),
             "last_utility": np.zeros((num_envs, n_e), np.float32),
         }
-        self._normals = np.zeros((num_envs, BLOCK, n_e))
-        self._uniforms = np.zeros((num_envs, BLOCK, n_l))
+        self._normals = np.zeros((BLOCK, num_envs, n_e))
+        self._uniforms = np.zeros((BLOCK, num_envs, n_l))
         self._position = np.zeros(num_envs, np.int64)
         self._t = np.ones(num_envs, np.int64)
         self._scalars = np.zeros((num_envs, batch.SCALARS))
@@ -77,12 +78,17 @@ class ClusterMultiServerVectorEnv(VectorEnv):
         self._needs_reset = np.ones(num_envs, dtype=bool)
         self._oracle_values = np.full(2**n_l if cfg.compute_regret else 1, np.nan)
         self._static = self._static_arrays()
+        self._work = (np.empty(self._static["A"].shape[0], np.int64), *self._gang_workspace())
 
     def _static_arrays(self) -> dict[str, Any]:
         """The kernel's instance arrays; the gang structure's are unused placeholders here."""
         unused = np.zeros((1, 1), np.int64)
         return {**self._utility_arrays(), "gang": False, "A": self.instance.A, "c": self.instance.c, "arms": unused,
                 "task_req": unused, "server_cap": unused, "min_tasks": np.zeros(1, np.int64)}  # fmt: skip
+
+    def _gang_workspace(self) -> tuple[np.ndarray, ...]:
+        return (np.empty((1, 1), np.int64), np.empty(1, np.bool_), np.empty(1, np.bool_), np.empty(1, np.int64),
+                np.empty(1, np.int64))  # fmt: skip
 
     def _utility_arrays(self) -> dict[str, Any]:
         inst, u = self.instance, self.instance.utility
@@ -105,7 +111,7 @@ class ClusterMultiServerVectorEnv(VectorEnv):
 
     def _draw(self, b: int) -> None:
         sim = self.envs[b].simulator
-        batch.draw_block(sim.rng_utility, sim.rng_arrivals, self._normals[b], self._uniforms[b])
+        batch.draw_block(sim.rng_utility, sim.rng_arrivals, self._normals, self._uniforms, b)
         self._position[b] = 0
 
     def _fill_oracle(self, b: int) -> None:
@@ -164,7 +170,7 @@ class ClusterMultiServerVectorEnv(VectorEnv):
             static["min_tasks"], static["mu"], static["sigma"], static["cost"], static["clips"], static["lo"],
             static["width"], static["v_tilde"], cfg.compute_regret, self._oracle_values, cfg.infeasible_penalty,
             cfg.horizon, self._obs["last_action"], self._obs["last_utility"], self._obs["time"], rewards,
-            self._scalars, self._sums,
+            self._scalars, self._sums, *self._work,
         )  # fmt: skip
         if missing:
             for b in np.flatnonzero(stepping):
@@ -226,6 +232,9 @@ class ClusterGangVectorEnv(ClusterMultiServerVectorEnv):
     single env's compiled gang repair."""
 
     env_class = ClusterGangEnv
+
+    def _gang_workspace(self) -> tuple[np.ndarray, ...]:
+        return gang_workspace(self.instance)
 
     def _static_arrays(self) -> dict[str, Any]:
         inst = self.instance

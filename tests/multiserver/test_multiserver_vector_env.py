@@ -10,7 +10,7 @@ import pytest
 from cluster_envs.multiserver.vector_env import BLOCK, INFO_KEYS, REGRET_KEYS
 
 B = 4
-HORIZON = 70  # longer than a block of draws (BLOCK = 64), so each episode refills its copy's block
+HORIZON = 260  # longer than a block of draws (BLOCK = 256), so each episode refills its copy's block
 STEPS = 2 * HORIZON + 5  # two autoresets
 
 
