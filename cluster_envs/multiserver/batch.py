@@ -85,17 +85,17 @@ def check_actions(actions, stepping, binary, raise_mode, gang, edge_mask, A, c, 
 @njit(cache=True)
 def step_batch(actions, stepping, scores, raise_mode, gang, t, position, arrivals, edge_mask, normals, uniforms,
                port_of_edge, rho, A, c, arms, task_req, server_cap, min_tasks, mu, sigma, cost, clips, lo, width,
-               v_tilde, regret, oracle_values, penalty, horizon, last_action, feedback, time, rewards, scalars,
+               v_tilde, regret, oracle_values, missing, penalty, horizon, last_action, feedback, time, rewards, scalars,
                sums, used, free, placed, seen, port_order, chosen) -> int:  # fmt: skip
     """One slot of every stepping copy (actions already checked by :func:`check_actions`; the last six
     arguments are the repairs' scratch arrays). With ``regret``,
-    ``oracle_values`` holds the oracle's value per arrival pattern (NaN: not solved yet); returns how many
-    copies' next pattern is missing."""
+    ``oracle_values`` holds the oracle's value per arrival pattern (NaN: not solved yet); ``missing[b]`` says
+    whether copy b's next pattern is not solved yet, and the return value counts them."""
     n_copies, n_edges = actions.shape
     index_order = np.arange(n_edges)
     requested = np.empty(n_edges, np.bool_)
     z_tilde, raw = np.empty(n_edges), np.empty(n_edges)
-    missing = 0
+    n_missing = 0
     for b in range(n_copies):
         if not stepping[b]:
             continue
@@ -137,6 +137,6 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, position, arrival
             edge_mask[b, e] = arrivals[b, port_of_edge[e]]
         position[b] = k + 1
         time[b, 0] = np.float32(min(1.0, (t[b] - 1) / horizon))
-        if regret and math.isnan(oracle_values[pattern_of(arrivals[b])]):
-            missing += 1
-    return missing
+        missing[b] = regret and math.isnan(oracle_values[pattern_of(arrivals[b])])
+        n_missing += missing[b]
+    return n_missing

@@ -76,6 +76,7 @@ class ClusterMultiServerVectorEnv(VectorEnv):
         self._scalars = np.zeros((num_envs, batch.SCALARS))
         self._sums = np.zeros((num_envs, batch.SUMS))
         self._needs_reset = np.ones(num_envs, dtype=bool)
+        self._missing = np.zeros(num_envs, dtype=bool)
         self._oracle_values = np.full(2**n_l if cfg.compute_regret else 1, np.nan)
         self._static = self._static_arrays()
         self._work = (np.empty(self._static["A"].shape[0], np.int64), *self._gang_workspace())
@@ -168,12 +169,12 @@ class ClusterMultiServerVectorEnv(VectorEnv):
             self._obs["arrivals"], self._obs["edge_mask"], self._normals, self._uniforms, static["port_of_edge"],
             static["rho"], static["A"], static["c"], static["arms"], static["task_req"], static["server_cap"],
             static["min_tasks"], static["mu"], static["sigma"], static["cost"], static["clips"], static["lo"],
-            static["width"], static["v_tilde"], cfg.compute_regret, self._oracle_values, cfg.infeasible_penalty,
-            cfg.horizon, self._obs["last_action"], self._obs["last_utility"], self._obs["time"], rewards,
-            self._scalars, self._sums, *self._work,
+            static["width"], static["v_tilde"], cfg.compute_regret, self._oracle_values, self._missing,
+            cfg.infeasible_penalty, cfg.horizon, self._obs["last_action"], self._obs["last_utility"],
+            self._obs["time"], rewards, self._scalars, self._sums, *self._work,
         )  # fmt: skip
         if missing:
-            for b in np.flatnonzero(stepping):
+            for b in np.flatnonzero(self._missing):
                 self._fill_oracle(int(b))
         truncated = stepping & (self._t > cfg.horizon)
         infos = self._infos(stepping, truncated)
