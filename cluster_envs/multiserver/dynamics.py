@@ -332,13 +332,12 @@ class MultiServerSimulator:
         self.arrivals = (self.rng_arrivals.random(self.instance.n_ports) < self.instance.rho).astype(np.int8)
         self.edge_mask = self.arrivals[self.port_of_edge]
 
-    def repair(self, requested: np.ndarray, priority: np.ndarray | None) -> tuple[np.ndarray, int, int]:
-        """Spec §3.6: gate by arrivals, then first-fit along ``priority`` (ascending edge index if None)."""
+    def repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:
+        """Spec §3.6: gate by arrivals, then first-fit along ``priority`` (a permutation of the edges)."""
         inst = self.instance
-        order = np.arange(inst.n_edges) if priority is None else priority
-        x = np.empty(inst.n_edges, dtype=np.int8)
-        used = np.empty(inst.n_device_types, dtype=np.int64)
-        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, order, inst.A, inst.c, x, used)
+        x = np.empty(priority.size, dtype=np.int8)
+        used = np.empty(inst.A.shape[0], dtype=np.int64)
+        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, priority, inst.A, inst.c, x, used)
         return x, n_arrival, n_capacity
 
     def is_feasible(self, x: np.ndarray) -> bool:

@@ -122,7 +122,8 @@ class ClusterMultiServerEnv(gym.Env):
         self.instance = self._make_instance()
         self.problem = self._make_problem()
         self.oracle = self._make_oracle()
-        n_e = self.instance.n_edges
+        n_e = self._n_edges = self.instance.n_edges
+        self._index_order = np.arange(n_e)  # the default repair priority
         self.action_space = (
             spaces.MultiBinary(n_e)
             if config.action_mode == "binary"
@@ -177,7 +178,7 @@ class ClusterMultiServerEnv(gym.Env):
     def _is_feasible(self, x: np.ndarray) -> bool:
         return self.simulator.is_feasible(x)
 
-    def _repair(self, requested: np.ndarray, priority: np.ndarray | None) -> tuple[np.ndarray, int, int]:
+    def _repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:
         return self.simulator.repair(requested, priority)
 
     def _capacity_used(self, x: np.ndarray) -> np.ndarray:
@@ -234,7 +235,7 @@ class ClusterMultiServerEnv(gym.Env):
     def _feasible_action(self, action: Any) -> tuple[np.ndarray, int, int]:
         cfg, sim = self.config, self.simulator
         binary = cfg.action_mode == "binary"
-        arr = check_action_array(action, self.instance.n_edges, binary)
+        arr = check_action_array(action, self._n_edges, binary)
         requested = arr > 0.5
         if cfg.invalid_action == "raise":
             x = requested.astype(np.int8)
@@ -242,7 +243,7 @@ class ClusterMultiServerEnv(gym.Env):
                 raise ValueError(f"infeasible action (invalid_action='raise') violates {self._violation(x)}")
             return x, 0, 0
         if binary:
-            priority = sim.random_priority() if cfg.binary_repair_order == "random" else None
+            priority = sim.random_priority() if cfg.binary_repair_order == "random" else self._index_order
         else:
             priority = np.argsort(-arr, kind="stable")
         return self._repair(requested, priority)
@@ -292,7 +293,7 @@ class ClusterMultiServerEnv(gym.Env):
     def _observation(self) -> dict[str, np.ndarray]:
         sim, inst = self.simulator, self.instance
         last = self._last
-        n_e = inst.n_edges
+        n_e = self._n_edges
         obs = {
             "arrivals": sim.arrivals.copy(),
             "edge_mask": sim.edge_mask.copy(),

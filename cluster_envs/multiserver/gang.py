@@ -214,15 +214,17 @@ def gang_violation(x: np.ndarray, inst: GangStructure, arrivals: np.ndarray) -> 
 
 
 def gang_repair(
-    requested: np.ndarray, inst: GangStructure, usable: np.ndarray, priority: np.ndarray
+    requested: np.ndarray, inst: GangStructure, usable: np.ndarray, priority: np.ndarray, workspace: tuple = ()
 ) -> tuple[np.ndarray, int, int]:
     """Spec §3.12: drop the bits outside ``usable`` (idle ports); visit ports by their best requested arm in
     ``priority``; place each requested task on its highest-priority requested server with room; roll back
-    a port that placed fewer than ``m_l`` tasks. Returns (x, dropped for arrivals, dropped for capacity)."""
-    x = np.empty(inst.n_edges, dtype=np.int8)
+    a port that placed fewer than ``m_l`` tasks. Returns (x, dropped for arrivals, dropped for capacity).
+    ``workspace``: :func:`gang_workspace` arrays to reuse (made here if empty)."""
+    priority = np.asarray(priority, np.int64)
+    x = np.empty(priority.size, dtype=np.int8)
     n_arrival, n_capacity = gang_repair_into(
-        np.asarray(requested, bool), np.asarray(usable, bool), np.asarray(priority, np.int64), inst.arms,
-        inst.task_req, inst.server_cap, inst.min_tasks, x, *gang_workspace(inst),
+        np.asarray(requested, bool), np.asarray(usable, bool), priority, inst.arms,
+        inst.task_req, inst.server_cap, inst.min_tasks, x, *(workspace or gang_workspace(inst)),
     )  # fmt: skip
     return x, n_arrival, n_capacity
 

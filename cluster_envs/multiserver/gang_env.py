@@ -17,6 +17,7 @@ from cluster_envs.multiserver.gang import (
     gang_is_feasible,
     gang_repair,
     gang_violation,
+    gang_workspace,
     generate_gang_instance,
 )
 
@@ -62,6 +63,7 @@ class ClusterGangEnv(ClusterMultiServerEnv):
 
     def __init__(self, preset: str = "small", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, **overrides)
+        self._workspace: tuple[np.ndarray, ...] | None = None  # the repair's scratch arrays, made on first use
 
     @staticmethod
     def _build_config(preset: str, overrides: dict[str, Any]) -> GangConfig:
@@ -94,9 +96,10 @@ class ClusterGangEnv(ClusterMultiServerEnv):
         return gang_is_feasible(x, self.simulator.edge_mask, inst.arms, inst.task_req, inst.server_cap,
                                 inst.min_tasks)  # fmt: skip
 
-    def _repair(self, requested: np.ndarray, priority: np.ndarray | None) -> tuple[np.ndarray, int, int]:
-        order = np.arange(self.instance.n_edges) if priority is None else priority
-        return gang_repair(requested, self.instance, self.simulator.edge_mask, order)
+    def _repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:
+        if self._workspace is None:
+            self._workspace = gang_workspace(self.instance)
+        return gang_repair(requested, self.instance, self.simulator.edge_mask, priority, self._workspace)
 
     def _capacity_used(self, x: np.ndarray) -> np.ndarray:
         return self.instance.server_load(x)

@@ -20,8 +20,6 @@ BELOW_HALF_TARGET = {
     "ClusterBilinear-v0": "≈0.05x CartPole-v1 at its default preset; target 0.3x (issue 7, speed-up pending)",
     "ClusterApprox-v0": "≈0.05x CartPole-v1 at its default preset; target 0.3x (issue 7, speed-up pending)",
     "ClusterApproxSingleJob-v0": "≈0.06x CartPole-v1 at its default preset; target 0.3x (issue 7, speed-up pending)",
-    "ClusterMultiServer-v0": "≈0.08x CartPole-v1 at its default preset; target 0.3x (issue 7, speed-up pending)",
-    "ClusterGang-v0": "≈0.06x CartPole-v1 at its default preset; target 0.3x (issue 7, speed-up pending)",
 }
 
 
