@@ -23,7 +23,9 @@ The compiled kernel computes exactly these values and take decisions, with less 
 * Capacity beyond what the edges processed so far can use changes nothing: ``V_i[s, c'] =
   V_i[s, min(c', S_i)]`` with ``S_i = Σ_{j ≥ i} A[:, j]``. Stage ``i`` works on the box ``min(c, S_i)`` only,
   first filling the box's new shell with the clamped values; the backtrack clamps the same way.
-* Budgets above ``R_i = Σ_{j ≥ i} Υ̂_j`` are infeasible at stage ``i``: those rows keep the sentinel.
+* Budgets above ``R_i = Σ_{j ≥ i} Υ̂_j`` are infeasible at stage ``i``, and so are, at a point ``c'``, budgets
+  above the sum of the ``n(c')`` largest ``Υ̂_j`` (``j ≥ i``), where ``n(c') = min_k`` (how many of the smallest
+  requests ``A[k, j]`` fit in ``c'_k``) bounds how many edges fit: those rows keep the sentinel.
 * Points with ``c' < A[:, i]`` in some component never take the edge, so they are not touched.
 
 Infeasible cells hold the sentinel plus whatever values were added on top of it; the sentinel is chosen so
@@ -123,11 +125,12 @@ def solve(
     bytes_per_point = (rows + 7) // 8
     sizes = np.prod(box - A[:, order].T + 1, axis=1) * bytes_per_point
     bit_offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    bits = np.empty(int(sizes.sum()), np.uint8)
+    bits = np.zeros(int(sizes.sum()), np.uint8)
     V = np.full(int(np.prod(extent)) * width, neg, dtype=dtype)
     V[::width] = 0  # V_{|E|}[s, c'] = 0 iff s = 0
     if order.size:
-        _sweep(V, bits, order, box, rows, bit_offset, upsilon, values, A, point_strides, width)
+        fit_count, top_sum = _reach_bounds(order, A, c, upsilon)
+        _sweep(V, bits, order, box, rows, bit_offset, upsilon, values, A, point_strides, width, fit_count, top_sum)
 
     top = np.full(s_max + 1, neg, dtype=dtype)
     base = int(final_box @ point_strides) * width
@@ -138,8 +141,24 @@ def solve(
     return KnapsackTable(top, feasible, cells, upsilon, A, c, order, box, rows, bit_offset, bits)
 
 
+def _reach_bounds(order: np.ndarray, A: np.ndarray, c: np.ndarray, upsilon: np.ndarray):
+    """Per stage j (edges ``order[:j+1]``): ``fit_count[j, k, v]``, how many of the smallest requests
+    ``A[k, ·]`` fit in ``v``, and ``top_sum[j, n]``, the sum of the ``n`` largest ``Υ̂``."""
+    n_stages, n_types = order.size, A.shape[0]
+    levels = np.arange(int(c.max()) + 1)
+    fit_count = np.empty((n_stages, n_types, levels.size), np.int64)
+    top_sum = np.empty((n_stages, n_stages + 1), np.int64)
+    for j in range(n_stages):
+        taken = order[: j + 1]
+        for k in range(n_types):
+            fit_count[j, k] = np.searchsorted(np.cumsum(np.sort(A[k, taken])), levels, side="right")
+        top_sum[j, : j + 2] = np.concatenate([[0], np.cumsum(np.sort(upsilon[taken])[::-1])])
+        top_sum[j, j + 2 :] = top_sum[j, j + 1]
+    return fit_count, top_sum
+
+
 @njit(cache=True)
-def _sweep(V, bits, order, box, rows, bit_offset, upsilon, values, A, point_strides, width):
+def _sweep(V, bits, order, box, rows, bit_offset, upsilon, values, A, point_strides, width, fit_count, top_sum):
     """Every stage of the DP in place on ``V`` (layout ``[c', s]``), writing the take bits."""
     n_types = A.shape[0]
     scratch = np.zeros(((width + 7) // 8) * 8, np.uint8)
@@ -163,34 +182,39 @@ def _sweep(V, bits, order, box, rows, bit_offset, upsilon, values, A, point_stri
         shift *= width
         last_lo, last_hi = A[n_types - 1, i], box[j, n_types - 1]
         per_point = (n_rows + 7) // 8
-        low = min(u, n_rows)  # rows s < Υ̂_i read row 0 of the source
-        scratch[n_rows:] = 0
         for o in range(outer - 1, -1, -1):
             rem = o
             base = 0
+            n_fit = order.size
             for k in range(n_types - 2, -1, -1):
                 span = box[j, k] - A[k, i] + 1
-                base += (rem % span + A[k, i]) * point_strides[k]
+                level = rem % span + A[k, i]
+                base += level * point_strides[k]
+                n_fit = min(n_fit, fit_count[j, k, level])
                 rem //= span
             for last in range(last_hi, last_lo - 1, -1):
+                reach = min(n_rows, top_sum[j, min(n_fit, fit_count[j, n_types - 1, last])] + 1)  # rows to update
                 d = (base + last) * width
-                dst = V[d : d + n_rows]
-                src = V[d - shift : d - shift + n_rows]
+                dst = V[d : d + reach]
+                src = V[d - shift : d - shift + reach]
                 first = src[0] + v
+                low = min(u, reach)  # rows s < Υ̂_i read row 0 of the source
                 for s in range(low):
                     old = dst[s]
                     scratch[s] = first > old
                     dst[s] = max(first, old)
                 dst_high = dst[low:]
-                src_high = src[: n_rows - low]
-                flags = scratch[low:n_rows]
-                for s in range(n_rows - low):
+                src_high = src[: reach - low]
+                flags = scratch[low:reach]
+                for s in range(reach - low):
                     candidate = src_high[s] + v
                     old = dst_high[s]
                     flags[s] = candidate > old
                     dst_high[s] = max(candidate, old)
+                n_bytes = (reach + 7) // 8
+                scratch[reach : 8 * n_bytes] = 0
                 out = bit_offset[j] + (o * (last_hi - last_lo + 1) + last - last_lo) * per_point
-                for b in range(per_point):
+                for b in range(n_bytes):  # bytes past the reach stay 0: those budgets are infeasible
                     bits[out + b] = np.uint8((packed[b] * _PACK) >> np.uint64(56))
 
 
