@@ -81,6 +81,17 @@ class ApproxConfig:
             for i, p in enumerate(prices):
                 check_number(f"prices[{i}]", p, low=0.0, low_open=True)
             object.__setattr__(self, "prices", tuple(float(p) for p in prices))
+        low, high = self.iid_mean_range
+        if self.rate_process == "iid_beta" and not 0.0 < low <= high < 1.0:
+            raise ValueError(
+                f"iid_mean_range={self.iid_mean_range!r} must lie inside (0, 1) with rate_process='iid_beta'"
+                " (a Beta distribution with mean 0 or 1 does not exist)"
+            )
+        if self.prices == "proportional" and self.rate_process != "onoff_gamma" and low <= 0.0:
+            raise ValueError(
+                f"iid_mean_range={self.iid_mean_range!r} must be positive with prices='proportional'"
+                " (a machine of mean rate 0 would cost nothing)"
+            )
         check_number("price_factor", self.price_factor, low=0.0, low_open=True)
         price_range = _check_range("price_range", self.price_range, 0.0)
         if price_range[0] <= 0:

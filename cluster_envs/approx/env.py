@@ -121,6 +121,10 @@ class _ApproxEnvCore(gym.Env):
 
     # ------------------------------------------------------------------ episode
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
+        if options:
+            raise ValueError(f"unknown reset option(s) {sorted(options)}; {self.env_name} takes none")
         super().reset(seed=seed)
         cfg = self.config
         streams = episode_streams(self.np_random, ["instance", "rates", "misc"])
@@ -240,10 +244,10 @@ class _ApproxEnvCore(gym.Env):
             raise ValueError(f"action must be numeric, got dtype {a.dtype}")
         if a.dtype.kind == "f" and (not np.isfinite(a).all() or (a != np.round(a)).any()):
             raise ValueError("action must hold finite integer values (no NaN, inf or fractions)")
-        a = a.astype(np.int64)
         high = 1 if isinstance(self.action_space, spaces.MultiBinary) else self.config.max_visible_jobs
-        if (a < 0).any() or (a > high).any():
+        if (a < 0).any() or (a > high).any():  # before the cast: a float beyond int64 would wrap around
             raise ValueError(f"action values must lie in [0, {high}], got min {a.min()} and max {a.max()}")
+        a = a.astype(np.int64)
         if self.single_job:
             return a[None, :].astype(bool)
         if self._generalized:

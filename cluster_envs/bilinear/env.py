@@ -329,9 +329,9 @@ class ClusterBilinearEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if options is not None and not isinstance(options, dict):
             raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
-        super().reset(seed=seed)
         if options:
             raise ValueError(f"unknown reset option(s) {sorted(options)}; ClusterBilinear-v0 takes none")
+        super().reset(seed=seed)
         cfg = self.config
         n_i, n_j, d, t_max = cfg.num_job_classes, cfg.num_server_classes, cfg.feature_dim, cfg.horizon
         streams = episode_streams(self.np_random, STREAMS)

@@ -70,19 +70,19 @@ def validate_common(cfg) -> None:
         check_number(name, getattr(cfg, name), low=1, integer=True)
     check_number("instance_seed", cfg.instance_seed, low=0, integer=True)
     check_number("edge_prob", cfg.edge_prob, low=0.0, high=1.0, low_open=True)
-    rho = np.atleast_1d(np.asarray(cfg.arrival_prob, dtype=float))
+    rho = np.atleast_1d(np.asarray(cfg.arrival_prob, dtype=object))
     if rho.ndim != 1 or rho.size not in (1, cfg.n_ports):
         raise ValueError(
             f"arrival_prob must be a scalar or have n_ports={cfg.n_ports} entries, got {cfg.arrival_prob!r}"
         )
-    for i, p in enumerate(rho):
-        check_number(f"arrival_prob[{i}]" if rho.size > 1 else "arrival_prob", float(p), low=0.0, high=1.0)
+    for i, p in enumerate(rho):  # check_number first: a string must not reach a float conversion
+        check_number(f"arrival_prob[{i}]" if rho.size > 1 else "arrival_prob", p, low=0.0, high=1.0)
+    check_number("req_high", cfg.req_high, low=1, integer=True)  # before the comparison, which needs numbers
     if cfg.req_high < cfg.req_low:
         raise ValueError(f"req_low={cfg.req_low} > req_high={cfg.req_high}; need 1 ≤ req_low ≤ req_high")
-    check_number("req_high", cfg.req_high, low=1, integer=True)
+    check_number("c_high", cfg.c_high, low=1, integer=True)
     if cfg.c_high < cfg.c_low:
         raise ValueError(f"c_low={cfg.c_low} > c_high={cfg.c_high}; need 1 ≤ c_low ≤ c_high")
-    check_number("c_high", cfg.c_high, low=1, integer=True)
     check_number("mu_low", cfg.mu_low, low=0.0, low_open=True)
     check_number("mu_high", cfg.mu_high, low=cfg.mu_low)
     check_number("sigma_ratio", cfg.sigma_ratio, low=0.0, low_open=True)
@@ -115,9 +115,9 @@ class GangConfig(EnvOptions, GangParams):
     def __post_init__(self) -> None:
         validate_common(self)
         check_number("tasks_low", self.tasks_low, low=1, integer=True)
+        check_number("tasks_high", self.tasks_high, low=1, integer=True)
         if self.tasks_high < self.tasks_low:
             raise ValueError(f"tasks_low={self.tasks_low} > tasks_high={self.tasks_high}")
-        check_number("tasks_high", self.tasks_high, low=1, integer=True)
         check_choice("min_tasks", self.min_tasks, MIN_TASKS)
 
     def gang_params(self) -> GangParams:

@@ -49,9 +49,12 @@ class MultiServerProblem:
 def check_action_array(action: Any, size: int, binary: bool) -> np.ndarray:
     """A well-formed action as float64[size]; ``ValueError`` naming ``action`` otherwise."""
     try:
-        arr = np.asarray(action, dtype=np.float64)
+        raw = np.asarray(action)
+        if raw.dtype.kind not in "biuf":  # complex would lose its imaginary part, strings would be parsed
+            raise TypeError(f"dtype {raw.dtype} is not real-valued")
+        arr = raw.astype(np.float64)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"action must be numeric with shape ({size},), got {action!r}") from err
+        raise ValueError(f"action must be real numbers with shape ({size},), got {action!r}") from err
     if arr.shape != (size,):
         raise ValueError(f"action must have shape ({size},), got {arr.shape}")
     problem = action_problem(arr, binary)
@@ -209,9 +212,11 @@ class ClusterMultiServerEnv(gym.Env):
     # -- gymnasium API ---------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
+        if options is not None and not isinstance(options, dict):
+            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
         if options:
-            raise ValueError(f"unknown reset option(s) {sorted(options)}; this env takes none")
+            raise ValueError(f"unknown reset option(s) {sorted(options)}; {self.env_name} takes none")
+        super().reset(seed=seed)
         streams = episode_streams(self.np_random, ["arrivals", "utility", "repair"])
         self._sim = MultiServerSimulator(self.instance, streams, self.config.horizon)
         self._last = None

@@ -21,29 +21,6 @@ from gymnasium import spaces
 from robust_common import IDS, action_modes, config_fields, presets, run_actions, sample_action, step_record
 
 REJECT, EITHER = "reject", "handled or rejected"
-# Findings in subpackages this branch does not own, reported to their owners: (id, bad-action label) -> what
-# happens. Listed ones do not fail the test; once fixed, the test fails until the entry is removed.
-_APPROX_CAST = (
-    "a float action far beyond int64 is cast to int64 before the range check: a numpy RuntimeWarning, and the"
-    " (correct) ValueError reports min/max -9223372036854775808 instead of the value given"
-)
-_COMPLEX = "complex actions are cast to float with a ComplexWarning (imaginary part dropped), not a ValueError"
-KNOWN_FINDINGS = {
-    ("ClusterApprox-v0", "huge"): _APPROX_CAST,
-    ("ClusterApproxSingleJob-v0", "huge"): _APPROX_CAST,
-    ("ClusterMultiServer-v0", "complex"): _COMPLEX,
-    ("ClusterGang-v0", "complex"): _COMPLEX,
-}
-# A string for these numeric kwargs raises an unnamed ValueError or a TypeError from a comparison.
-KNOWN_KWARG_FINDINGS = {
-    ("ClusterMultiServer-v0", "arrival_prob"),
-    ("ClusterMultiServer-v0", "req_high"),
-    ("ClusterMultiServer-v0", "c_high"),
-    ("ClusterGang-v0", "arrival_prob"),
-    ("ClusterGang-v0", "tasks_high"),
-    ("ClusterGang-v0", "req_high"),
-    ("ClusterGang-v0", "c_high"),
-}
 
 
 def _cases() -> list[tuple[str, dict]]:
@@ -181,11 +158,6 @@ def test_bad_actions_are_rejected_or_handled(env_id, kwargs):
         elif not env.observation_space.contains(obs) or type(reward) is not float or not math.isfinite(reward):
             problems.append(f"{label}: accepted with observation outside its space or reward {reward!r}")
         env = twin  # go on from a state no odd action has touched
-    known = {label for (known_id, label) in KNOWN_FINDINGS if known_id == env_id}
-    seen_known = {p.partition(":")[0] for p in problems} & known
-    problems = [p for p in problems if p.partition(":")[0] not in known]
-    if not kwargs and known - seen_known:
-        problems.append(f"KNOWN_FINDINGS {sorted(known - seen_known)} no longer occur: remove them from the table")
     assert not problems, f"{env_id} ({kwargs}):\n  " + "\n  ".join(problems)
 
 
@@ -216,17 +188,7 @@ def _kwarg_cases() -> list:
             default = f.default
             if isinstance(default, bool) or not isinstance(default, (int, float)):
                 continue  # numeric scalar kwargs only: the others have their own per-setting tests
-            cases += [
-                pytest.param(
-                    env_id,
-                    f.name,
-                    value,
-                    marks=pytest.mark.xfail(strict=True, reason="known finding, reported to the env's owner")
-                    if value == "x" and (env_id, f.name) in KNOWN_KWARG_FINDINGS
-                    else [],
-                )
-                for value in BAD_KWARG_VALUES
-            ]
+            cases += [(env_id, f.name, value) for value in BAD_KWARG_VALUES]
     return cases
 
 

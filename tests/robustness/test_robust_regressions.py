@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -23,14 +24,64 @@ def test_sla_normalize_is_scale_invariant_up_to_the_float_max():
     np.testing.assert_array_equal(env.step(np.full(3, 1e308))[0], twin.step(np.ones(3))[0])
 
 
-@pytest.mark.parametrize("env_id", ["ClusterSLA-v0", "ClusterBilinear-v0"])
-@pytest.mark.parametrize("action", [np.ones(3) + 1j, {"a": 1}, ["x", "y"]], ids=["complex", "dict", "strings"])
-def test_non_real_actions_raise_a_value_error_naming_the_action(env_id, action):
-    """Complex actions lost their imaginary part with only a warning; dicts raised TypeError (SLA)."""
+@pytest.mark.parametrize("env_id", ["ClusterSLA-v0", "ClusterBilinear-v0", "ClusterMultiServer-v0", "ClusterGang-v0"])
+@pytest.mark.parametrize("kind", ["complex", "dict", "strings"])
+def test_non_real_actions_raise_a_value_error_naming_the_action(env_id, kind):
+    """Complex actions lost their imaginary part with only a warning (SLA, Bilinear, MultiServer, Gang); dicts
+    raised TypeError (SLA)."""
     env = gym.make(env_id).unwrapped
     env.reset(seed=0)
-    with pytest.raises(ValueError, match="action"):
-        env.step(action)
+    shape = env.action_space.shape
+    action = {"complex": np.ones(shape) + 1j, "dict": {"a": 1}, "strings": np.full(shape, "x")}[kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="action"):
+            env.step(action)
+
+
+@pytest.mark.parametrize("env_id", ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"])
+def test_approx_float_action_beyond_int64_is_rejected_before_the_cast(env_id):
+    """1e308 was cast to int64 first: a RuntimeWarning and a message quoting -9223372036854775808."""
+    env = gym.make(env_id).unwrapped
+    env.reset(seed=0)
+    action = np.zeros(env.action_space.shape)
+    action.flat[0] = 1e308
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"action values must lie in .* max 1e\+308"):
+            env.step(action)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "name"),
+    [(e, n) for e in ("ClusterMultiServer-v0", "ClusterGang-v0") for n in ("arrival_prob", "req_high", "c_high")]
+    + [("ClusterGang-v0", "tasks_high")],
+)
+def test_multiserver_string_for_a_number_names_the_kwarg(env_id, name):
+    """A string reached float() (an unnamed ValueError) or a comparison with an int (TypeError)."""
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        gym.make(env_id, **{name: "2"})
+
+
+def test_multiserver_arrival_prob_entries_are_checked_one_by_one():
+    with pytest.raises(ValueError, match=r"arrival_prob\[1\] must be a finite number"):
+        gym.make("ClusterMultiServer-v0", preset="tiny", arrival_prob=[0.5, "0.5"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"rate_process": "iid_beta", "iid_mean_range": (1.0, 1.0), "prices": "uniform"}, "inside \\(0, 1\\)"),
+        ({"rate_process": "iid_beta", "iid_mean_range": (0.0, 0.5), "prices": "uniform"}, "inside \\(0, 1\\)"),
+        ({"rate_process": "iid_bernoulli", "iid_mean_range": (0.0, 0.0), "prices": "proportional"}, "positive"),
+    ],
+)
+@pytest.mark.parametrize("env_id", ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"])
+def test_approx_degenerate_mean_rates_are_rejected_at_construction(env_id, kwargs, reason):
+    """A Beta rate with mean 1 raised numpy's "b <= 0" at the first step; mean-0 machines with proportional
+    prices cost 0 and made the benchmark divide 0 by 0."""
+    with pytest.raises(ValueError, match=f"iid_mean_range=.* must .*{reason}"):
+        gym.make(env_id, **kwargs)
 
 
 def test_bilinear_capped_projection_handles_huge_entries():
