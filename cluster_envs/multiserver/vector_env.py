@@ -142,10 +142,10 @@ class ClusterMultiServerVectorEnv(VectorEnv):
 
     def step(self, actions: Any):
         n_e = self.instance.n_edges
-        try:
-            actions = np.asarray(actions, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"actions must be numeric with shape ({self.num_envs}, {n_e})") from err
+        raw = np.asarray(actions)
+        if raw.dtype.kind not in "biuf":  # as the single env: no complex parts dropped, no strings parsed
+            raise ValueError(f"actions must be real numbers with shape ({self.num_envs}, {n_e}), got dtype {raw.dtype}")
+        actions = raw.astype(np.float64)
         if actions.shape != (self.num_envs, n_e):
             raise ValueError(f"actions must have shape (num_envs, n_edges) = {(self.num_envs, n_e)}, "
                              f"got {actions.shape}")  # fmt: skip

@@ -104,6 +104,8 @@ def test_seed_list_and_bad_actions_leave_the_batch_unchanged():
     counts = native.unwrapped.step_counts
     with pytest.raises(ValueError, match="actions"):
         native.step(np.ones((B, shape[1] + 1)))
+    with pytest.raises(ValueError, match="real numbers"):
+        native.step(np.ones(shape, complex))
     bad = np.ones(shape)
     bad[1, 0] = np.nan
     with pytest.raises(ValueError, match="finite"):
