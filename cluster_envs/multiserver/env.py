@@ -112,6 +112,10 @@ class ClusterMultiServerEnv(gym.Env):
     (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1).
 
     **Privileged state**: ``instance`` (``μ, σ, ṽ, ρ``), ``oracle``.
+
+    **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` steps B copies in one compiled
+    loop on this env's kernels (:mod:`cluster_envs.multiserver.vector_env`); ``info_level="minimal"`` is the
+    fast single-env setting.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}

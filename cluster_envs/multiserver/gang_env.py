@@ -57,6 +57,9 @@ class ClusterGangEnv(ClusterMultiServerEnv):
 
     **Presets**: ``small`` (|L| = 4, |R| = 10, edge_prob 0.3, K = 3; default), ``tiny`` (2 ports, 3 servers,
     K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1).
+
+    **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (the compiled gang repair per
+    copy, :class:`~cluster_envs.multiserver.vector_env.ClusterGangVectorEnv`).
     """
 
     env_name = "ClusterGang-v0"
