@@ -89,3 +89,18 @@ def test_solve_rejects_inputs_outside_its_exactness_conditions(kwargs, match):
     args = {"values": np.array([1, 2]), "A": np.array([[1, 1], [1, 2]]), "c": np.array([2, 3]), **kwargs}
     with pytest.raises(ValueError, match=match):
         knapsack.solve(args["values"], args["A"], args["c"], budget_weights=kwargs.get("budget_weights"), s_max=3)
+
+
+def test_bench_times_an_esdp_slot_at_paper_scale_and_reports_it():
+    from baselines.bench import ESDP_DP_TARGET_S, bench_esdp_dp, targets, to_markdown
+
+    dp = bench_esdp_dp(repeats=1)
+    assert dp["s_max"] == 51 * 16  # ξ(2000) = 51 for m = 16 (spec §4.1)
+    assert dp["nominal_cells"] == 32 * (51 * 16 + 1) * 25**3
+    assert dp["seconds"] > 0 and dp["cartpole_steps"] == pytest.approx(dp["seconds"] * dp["reference_rate"])
+    result = {"machine": {"python": "", "gymnasium": "", "numpy": "", "load_average": None},
+              "settings": {"repeats": 1}, "single": [], "batched": [], "missing_vector_entry_point": [],
+              "esdp_dp": dp}  # fmt: skip
+    (row,) = result["targets"] = targets(result)
+    assert row["measured"] == dp["seconds"] and row["met"] == (dp["seconds"] <= ESDP_DP_TARGET_S)
+    assert "ESDP slot at paper scale" in to_markdown(result)
