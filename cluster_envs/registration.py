@@ -20,6 +20,8 @@ ENV_ENTRY_POINTS: dict[str, str] = {
 # Ids with a batched implementation for ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")``.
 VECTOR_ENTRY_POINTS: dict[str, str] = {
     "ClusterSLA-v0": "cluster_envs.sla.vector_env:ClusterSLAVectorEnv",
+    "ClusterApprox-v0": "cluster_envs.approx.vector_env:ClusterApproxVectorEnv",
+    "ClusterApproxSingleJob-v0": "cluster_envs.approx.vector_env:ClusterApproxSingleJobVectorEnv",
     "ClusterMultiServer-v0": "cluster_envs.multiserver.vector_env:ClusterMultiServerVectorEnv",
     "ClusterGang-v0": "cluster_envs.multiserver.vector_env:ClusterGangVectorEnv",
 }

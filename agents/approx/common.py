@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from cluster_envs.approx.dynamics import JOB_FIELDS, ApproxProblem, budget_check
+from cluster_envs.approx.kernels import occupants
 from cluster_envs.common.config import check_choice, check_number
 
 COL = {name: i for i, name in enumerate(JOB_FIELDS)}
@@ -45,7 +46,7 @@ def encode_assignment(assign: np.ndarray, problem: ApproxProblem) -> np.ndarray:
         return assign[0].astype(np.int8)
     if problem.generalized:
         return assign.astype(np.int8)
-    return (assign * np.arange(1, assign.shape[0] + 1)[:, None]).sum(axis=0).astype(np.int64)
+    return occupants(np.ascontiguousarray(assign, dtype=bool))
 
 
 def affordable(assign: np.ndarray, rows: np.ndarray, prices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

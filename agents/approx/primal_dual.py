@@ -17,12 +17,24 @@ import warnings
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from agents.approx.common import COL, affordable, check_common, default_gamma, encode_assignment, job_rows, ucb
 from agents.base import BaseAgent
 from cluster_envs.approx.dynamics import ApproxProblem, utility_derivative
 from cluster_envs.approx.projection import categorical_round, occupant_to_assignment, project_columns
 from cluster_envs.common.config import check_number
+
+
+@njit(cache=True)
+def primal_step(x, slope, theta, lam, prices, step_size):
+    """grad = f'(S/t) θ̂ − λ p per (slot, machine) and y = x + α grad (Eqs. 18/69), in numpy's operation order."""
+    grad, y = np.empty_like(x), np.empty_like(x)
+    for k in range(x.shape[0]):
+        for i in range(x.shape[1]):
+            grad[k, i] = slope[k] * theta[i] - lam[k] * prices[i]
+            y[k, i] = x[k, i] + step_size * grad[k, i]
+    return grad, y
 
 
 class PrimalDualAgent(BaseAgent):
@@ -120,8 +132,7 @@ class PrimalDualAgent(BaseAgent):
         avg = np.where(elapsed > 0, np.maximum(work / np.maximum(elapsed, 1.0), self.y_floor), self.y_floor)
         slope = utility_derivative(self.problem.utility, rows[:, COL["value"]], self.problem.beta, avg)
         theta_grad = self.theta_prev if self.grad_estimate == "lagged" else theta
-        self.grad = slope[:, None] * theta_grad[None, :] - self.lam[:, None] * self.prices[None, :]
-        y = self.x + self.step_size * self.grad
+        self.grad, y = primal_step(self.x, slope, theta_grad, self.lam, self.prices, self.step_size)
         self.x = np.zeros_like(y)  # inactive jobs hold no machines
         if active.any():
             self.x[active] = self._project(y[active], rows[active])

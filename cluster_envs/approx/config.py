@@ -15,6 +15,7 @@ JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")
 PRICE_MODES = ("proportional", "uniform")
 BUDGET_MODES = ("hard", "soft")
 REWARD_MODES = ("true", "approx", "sparse")
+INFO_LEVELS = ("minimal", "full")
 
 
 def _check_range(name: str, value: Any, low: float, high: float | None = None) -> tuple[float, float]:
@@ -64,6 +65,7 @@ class ApproxConfig:
     capacity: int | tuple[int, ...] | None = None
     demand: float = 1.0
     parallelism: int | None = None
+    info_level: str = "full"
 
     def __post_init__(self) -> None:
         check_number("n_machines", self.n_machines, low=1, integer=True)
@@ -136,6 +138,7 @@ class ApproxConfig:
         check_number("demand", self.demand, low=0.0, low_open=True)
         if self.parallelism is not None:
             check_number("parallelism", self.parallelism, low=1, integer=True)
+        check_choice("info_level", self.info_level, INFO_LEVELS)
         if self.capacity is None and (self.demand != 1.0 or self.parallelism is not None):
             raise ValueError("demand and parallelism need the Sec. V-C mode: set capacity (int or one per machine)")
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cluster_envs.approx import kernels
 from cluster_envs.approx.workloads import Jobs, RateProcess
 
 UTILITIES = ("power", "log", "linear")
@@ -113,263 +114,163 @@ class Instance:
         return self.rates.means
 
 
-def repair(
-    assign: np.ndarray,
-    slot_job: np.ndarray,
-    demand: np.ndarray,
-    parallelism: np.ndarray,
-    capacity: np.ndarray,
-) -> int:
-    """Sec. V-C repair in place (spec §3.10): capacity by dropping the highest slots, then parallelism.
-
-    Returns the number of dropped tasks.
-    """
-    jobs = slot_job >= 0
-    r = np.where(jobs, demand[np.maximum(slot_job, 0)], 0.0)
-    load = r[:, None] * assign
-    over = load.sum(axis=0) > capacity + 1e-12
-    dropped = 0
-    for i in np.flatnonzero(over):
-        for k in np.flatnonzero(assign[:, i])[::-1]:
-            if load[:, i].sum() <= capacity[i] + 1e-12:
-                break
-            assign[k, i] = False
-            load[k, i] = 0.0
-            dropped += 1
-    u = np.where(jobs, parallelism[np.maximum(slot_job, 0)], assign.shape[1])
-    for k in np.flatnonzero(assign.sum(axis=1) > u):
-        machines = np.flatnonzero(assign[k])
-        assign[k, machines[u[k] :]] = False
-        dropped += machines.size - int(u[k])
-    return dropped
-
-
 def budget_check(assign: np.ndarray, prices: np.ndarray, spent: np.ndarray, budget: np.ndarray) -> np.ndarray:
     """Alg. 1 lines 7-12 per row (A4): keep machine k iff spent + Σ_{i≤k} p_i x^i < budget."""
-    cumulative = np.cumsum(assign * prices, axis=1)
-    return assign & (spent[:, None] + cumulative < budget[:, None])
+    out = np.empty(assign.shape, dtype=bool)
+    kernels.budget_check_into(np.ascontiguousarray(assign, dtype=bool), prices, spent, budget, out)
+    return out
 
 
 class ApproxSimulator:
-    """State of one episode, stepped by proposed assignments ``assign`` (K, M) bool (row k = job slot k)."""
+    """State of one episode, stepped by proposed assignments ``assign`` (K, M) bool (row k = job slot k).
+
+    The state lives in the flat arrays of :mod:`cluster_envs.approx.kernels` (``jf``, ``ji``, ``mf``, ``mi``,
+    ``si``, ``sf``, ``c``, ``f``); the attributes below are read-only views of them.
+    """
 
     def __init__(self, problem: ApproxProblem, instance: Instance, *, budget_mode: str, opt_per_job: np.ndarray | None):
         self.problem = problem
         self.instance = instance
         self.budget_mode = budget_mode
         jobs = instance.jobs
+        if (np.diff(jobs.arrival) < 0).any():
+            raise ValueError("jobs must be sorted by arrival (the active-job list relies on it)")
         self.kind, self.beta = problem.utility, problem.beta
-        self.arrival, self.deadline = jobs.arrival, jobs.deadline
-        self.budget, self.value = jobs.budget, jobs.value
-        self.lifetime = (jobs.deadline - jobs.arrival).astype(np.float64)
-        self.prices = instance.prices
         n, m, k = jobs.count, problem.n_machines, problem.max_visible_jobs
         self.opt_per_job = opt_per_job
-        self.t = 0
-        self.spent = np.zeros(n)
-        self.work = np.zeros(n)
-        self.exhausted = np.zeros(n, dtype=bool)
-        self.surrogate = np.zeros(n)  # h_j(t) of the approx reward
-        self.slot_job = np.full(k, -1, dtype=np.int64)
-        self.is_new = np.zeros(k, dtype=bool)
-        self.waiting: list[int] = []
-        self.next_arrival = 0
-        self.departure_order = np.argsort(jobs.deadline, kind="stable")
-        self.next_departure = 0
-        self.n_obs = np.zeros(m)
-        self.sum_obs = np.zeros(m)
-        self.last_rate = np.zeros(m)
-        self.last_mask = np.zeros(m, dtype=bool)
-        self.last_assign = np.zeros((k, m), dtype=bool)
-        self.last_job = np.full(m, -1, dtype=np.int64)  # global id of the executed occupant (migrations)
-        self.utility_true = 0.0
-        self.utility_approx = 0.0
-        self.benchmark_accrued = 0.0
-        self.fit_signed = 0.0
-        self.fit_positive = 0.0
-        self.migration_sum = 0.0
-        self.total_invalid = 0
-        self.total_blocked = 0
-        self.total_repaired = 0
-        self.max_concurrency = 0
-        self.n_waited = 0
-        self.scheduled = np.zeros(n, dtype=bool)
+        self.jf = np.zeros((kernels.JF_ROWS, n))
+        self.jf[kernels.BUDGET] = jobs.budget
+        self.jf[kernels.VALUE] = jobs.value
+        self.jf[kernels.LIFETIME] = (jobs.deadline - jobs.arrival).astype(np.float64)
+        if opt_per_job is not None:
+            self.jf[kernels.OPT_RATE] = opt_per_job / self.jf[kernels.LIFETIME]
+        self.jf[kernels.DEMAND] = instance.demand
+        self.ji = np.zeros((kernels.JI_ROWS, n), dtype=np.int64)
+        self.ji[kernels.ARRIVAL] = jobs.arrival
+        self.ji[kernels.DEADLINE] = jobs.deadline
+        self.ji[kernels.PARALLELISM] = instance.parallelism
+        self.ji[kernels.DEPARTURE_ORDER] = np.argsort(jobs.deadline, kind="stable")
+        self.mf = np.zeros((kernels.MF_ROWS, m))
+        self.mf[kernels.PRICE] = instance.prices
+        self.mf[kernels.CAPACITY] = instance.capacity
+        self.mi = np.zeros((kernels.MI_ROWS, m), dtype=np.int64)
+        self.mi[kernels.LAST_JOB] = -1  # global id of the executed occupant (migrations)
+        self.si = np.zeros((kernels.SI_ROWS, k), dtype=np.int64)
+        self.si[kernels.SLOT_JOB] = -1
+        self.sf = np.zeros((kernels.SF_ROWS, k))
+        self.c = np.zeros(kernels.C_SIZE, dtype=np.int64)
+        self.f = np.zeros(kernels.F_SIZE)
+        self.p = np.zeros(kernels.P_SIZE, dtype=np.int64)
+        self.p[kernels.P_HARD] = budget_mode == "hard"
+        self.p[kernels.P_GENERALIZED] = problem.generalized
+        self.p[kernels.P_HAS_OPT] = opt_per_job is not None
+        self.p[kernels.P_HORIZON] = problem.horizon
+        self.assign = np.zeros((k, m), dtype=bool)
+        self.executed = np.zeros((k, m))
+        self.power_in = np.zeros(k + n)
+        self.power_out = np.zeros(k + n)
+        self.rows = np.zeros((k, len(problem.job_fields)))
+        self.rates_now = np.zeros(m)
         self.step_info: dict = {}
-        self._admit(0)
+        kernels.admit(0, self.ji, self.si, self.c)
 
-    @property
-    def horizon(self) -> int:
-        return self.problem.horizon
-
-    @property
-    def n_jobs(self) -> int:
-        return self.arrival.size
+    # ------------------------------------------------------------------ views of the state
+    horizon = property(lambda self: self.problem.horizon)
+    n_jobs = property(lambda self: self.ji.shape[1])
+    t = property(lambda self: int(self.c[kernels.T]))
+    arrival = property(lambda self: self.ji[kernels.ARRIVAL])
+    deadline = property(lambda self: self.ji[kernels.DEADLINE])
+    budget = property(lambda self: self.jf[kernels.BUDGET])
+    value = property(lambda self: self.jf[kernels.VALUE])
+    lifetime = property(lambda self: self.jf[kernels.LIFETIME])
+    spent = property(lambda self: self.jf[kernels.SPENT])
+    work = property(lambda self: self.jf[kernels.WORK])
+    exhausted = property(lambda self: self.ji[kernels.EXHAUSTED].astype(bool))
+    scheduled = property(lambda self: self.ji[kernels.SCHEDULED].astype(bool))
+    prices = property(lambda self: self.mf[kernels.PRICE])
+    n_obs = property(lambda self: self.mf[kernels.N_OBS])
+    sum_obs = property(lambda self: self.mf[kernels.SUM_OBS])
+    last_rate = property(lambda self: self.mf[kernels.LAST_RATE])
+    last_mask = property(lambda self: self.mi[kernels.LAST_MASK].astype(bool))
+    last_assign = property(lambda self: self.executed > 0)
+    slot_job = property(lambda self: self.si[kernels.SLOT_JOB])
+    is_new = property(lambda self: self.si[kernels.IS_NEW].astype(bool))
+    waiting = property(lambda self: self.ji[kernels.WAITING, : self.c[kernels.N_WAITING]].tolist())
+    utility_true = property(lambda self: float(self.f[kernels.UTILITY_TRUE]))
+    utility_approx = property(lambda self: float(self.f[kernels.UTILITY_APPROX]))
+    benchmark_accrued = property(lambda self: float(self.f[kernels.BENCHMARK_ACCRUED]))
+    fit_signed = property(lambda self: float(self.f[kernels.FIT_SIGNED]))
+    fit_positive = property(lambda self: float(self.f[kernels.FIT_POSITIVE]))
+    total_repaired = property(lambda self: int(self.c[kernels.TOTAL_REPAIRED]))
+    n_waited = property(lambda self: int(self.c[kernels.N_WAITED]))
 
     def visible_mask(self) -> np.ndarray:
         return self.slot_job >= 0
 
+    # ------------------------------------------------------------------ stepping
     def step(self, assign: np.ndarray) -> dict[str, float]:
-        """Play slot t = self.t + 1 with the proposed assignment; return the rewards of the three modes."""
-        t = self.t + 1
-        occupied = self.slot_job >= 0
-        n_invalid = int(assign[~occupied].sum())
-        assign = assign & occupied[:, None]
-        n_repaired = 0
-        if self.problem.generalized:
-            n_repaired = repair(
-                assign, self.slot_job, self.instance.demand, self.instance.parallelism, self.instance.capacity
-            )
-        jobs_k = np.maximum(self.slot_job, 0)
-        if self.budget_mode == "hard":
-            executed = budget_check(
-                assign,
-                self.prices,
-                np.where(occupied, self.spent[jobs_k], 0.0),
-                np.where(occupied, self.budget[jobs_k], np.inf),
-            )
-            blocked = assign & ~executed
-            newly_exhausted = blocked.any(axis=1)
+        """Play slot t = self.t + 1 with the proposed (K, M) assignment; return the rewards of the three modes."""
+        self.step_action(np.ascontiguousarray(assign, dtype=np.uint8).reshape(-1), kernels.DECODE_MATRIX)
+        self.step_info = self.slot_details()
+        f = self.f
+        rewards = f[[kernels.REWARD_TRUE, kernels.REWARD_APPROX, kernels.REWARD_SPARSE]].tolist()
+        return dict(zip(("true", "approx", "sparse"), rewards, strict=True))
+
+    def step_action(self, action: np.ndarray, mode: int) -> None:
+        """Play the next slot with a flat action read as ``mode`` (kernels.DECODE_*); rewards land in ``f``.
+
+        Raises ``ValueError`` (and changes nothing) if the action holds NaN, inf, fractions or values out of range.
+        """
+        rates = self.rates_now = self.instance.rates.rates(self.t + 1)
+        count = kernels.step_begin(action, mode, rates, self.assign, self.executed, self.jf, self.ji, self.mf,
+                                   self.mi, self.si, self.sf, self.c, self.f, self.p, self.power_in)  # fmt: skip
+        if count < 0:
+            if count == kernels.BAD_VALUE:
+                raise ValueError("action must hold finite integer values (no NaN, inf or fractions)")
+            high = self.si.shape[1] if mode == kernels.DECODE_OCCUPANT else 1
+            raise ValueError(f"action values must lie in [0, {high}], got min {action.min()} and max {action.max()}")
+        if self.kind == "power":
+            np.power(self.power_in[:count], self.beta, out=self.power_out[:count])
+        elif self.kind == "log":
+            np.log1p(self.power_in[:count], out=self.power_out[:count])
         else:
-            executed = assign
-            blocked = np.zeros_like(assign)
-            newly_exhausted = np.zeros(assign.shape[0], dtype=bool)
-        rates = self.instance.rates.rates(t)
-        slot_work = executed @ rates
-        slot_cost = executed @ self.prices
-        ran = executed.any(axis=0)
-        exhausted_before = self.exhausted.copy()
-        old_work = self.work.copy()
-        ids = self.slot_job[occupied]
-        self.work[ids] += slot_work[occupied]
-        self.spent[ids] += slot_cost[occupied]
-        self.exhausted[self.slot_job[newly_exhausted]] = True
-        self.scheduled[self.slot_job[executed.any(axis=1)]] = True
+            self.power_out[:count] = self.power_in[:count]
+        kernels.step_end(self.power_out, self.executed, self.jf, self.ji, self.mf, self.mi, self.si, self.sf, self.c,
+                         self.f, self.p)  # fmt: skip
 
-        self.n_obs += ran
-        self.sum_obs += np.where(ran, rates, 0.0)
-        self.last_rate = np.where(ran, rates, 0.0)
-        self.last_mask = ran
-        self.last_assign = executed
-
-        job_now = np.full(ran.size, -1, dtype=np.int64)
-        machine_slot, machine = np.nonzero(executed)
-        job_now[machine] = self.slot_job[machine_slot]  # base model: one occupant per machine
-        prev = self.last_job
-        prev_ok = prev >= 0
-        prev_ids = np.maximum(prev, 0)
-        still = prev_ok & (self.arrival[prev_ids] < t) & (t <= self.deadline[prev_ids]) & ~exhausted_before[prev_ids]
-        migrations = float((still & (job_now != prev)).sum()) / ran.size
-        if t >= 2:
-            self.migration_sum += migrations
-        self.last_job = job_now
-
-        changed = np.flatnonzero(self.work != old_work)
-        true_reward = float(
-            (
-                utility(self.kind, self.value[changed], self.beta, self.work[changed])
-                - utility(self.kind, self.value[changed], self.beta, old_work[changed])
-            ).sum()
-        )
-        self.utility_true += true_reward
-        active = np.flatnonzero((self.arrival < t) & (t <= self.deadline))
-        new_surrogate = perspective(
-            self.kind, self.value[active], self.beta, self.work[active], t - self.arrival[active]
-        )
-        approx_reward = float((new_surrogate - self.surrogate[active]).sum())
-        self.surrogate[active] = new_surrogate
-        self.utility_approx += approx_reward
-        if self.opt_per_job is not None:
-            self.benchmark_accrued += float((self.opt_per_job[active] / self.lifetime[active]).sum())
-
-        departures = self._depart(t)
-        sparse_reward = float(utility(self.kind, self.value[departures], self.beta, self.work[departures]).sum())
-        exhausted_slots = newly_exhausted.copy()
-        for k in np.flatnonzero(occupied):
-            if self.deadline[self.slot_job[k]] <= t or self.exhausted[self.slot_job[k]]:
-                self.slot_job[k] = -1
-        self.is_new[:] = False
-        arrivals = self._admit(t)
-        self.t = t
-        self.total_invalid += n_invalid
-        self.total_blocked += int(blocked.sum())
-        self.total_repaired += n_repaired
-        self.step_info = {
-            "slot_work": slot_work,
-            "slot_cost": slot_cost,
+    def slot_details(self) -> dict:
+        """Per-slot detail of the last step (the env's full ``info``)."""
+        c = self.c
+        executed = self.executed > 0
+        ran = self.mi[kernels.LAST_MASK].astype(bool)
+        return {
+            "slot_work": self.sf[kernels.SLOT_WORK].copy(),
+            "slot_cost": self.sf[kernels.SLOT_COST].copy(),
             "executed": executed,
-            "rates": rates,
+            "rates": self.rates_now,
             "ran": ran,
-            "n_invalid": n_invalid,
-            "n_budget_blocked": int(blocked.sum()),
-            "n_repaired": n_repaired,
-            "exhausted_slots": exhausted_slots,
-            "migrations": migrations,
-            "arrivals": arrivals,
-            "departures": [int(j) for j in departures],
+            "n_invalid": int(c[kernels.N_INVALID]),
+            "n_budget_blocked": int(c[kernels.N_BLOCKED]),
+            "n_repaired": int(c[kernels.N_REPAIRED]),
+            "exhausted_slots": self.si[kernels.EXHAUSTED_NOW].astype(bool),
+            "migrations": float(self.f[kernels.MIGRATIONS]),
+            "arrivals": list(range(c[kernels.ARRIVALS_FROM], c[kernels.NEXT_ARRIVAL])),
+            "departures": self.ji[
+                kernels.DEPARTURE_ORDER, c[kernels.DEPARTURES_FROM] : c[kernels.NEXT_DEPARTURE]
+            ].tolist(),
         }
-        return {"true": true_reward, "approx": approx_reward, "sparse": sparse_reward}
-
-    def _depart(self, t: int) -> np.ndarray:
-        start = self.next_departure
-        order = self.departure_order
-        while self.next_departure < order.size and self.deadline[order[self.next_departure]] <= t:
-            self.next_departure += 1
-        leaving = order[start : self.next_departure]
-        overrun = self.spent[leaving] - self.budget[leaving]
-        self.fit_signed += float(overrun.sum())
-        self.fit_positive += float(np.maximum(overrun, 0.0).sum())
-        return leaving
-
-    def _admit(self, t: int) -> list[int]:
-        """Jobs with a_j = t join the FIFO queue; queued jobs take the lowest free slots (spec §3.3)."""
-        arrivals = []
-        while self.next_arrival < self.n_jobs and self.arrival[self.next_arrival] <= t:
-            arrivals.append(self.next_arrival)
-            self.next_arrival += 1
-        self.waiting.extend(arrivals)
-        self.waiting = [j for j in self.waiting if self.deadline[j] > t]
-        free = np.flatnonzero(self.slot_job < 0)
-        placed = min(free.size, len(self.waiting))
-        if len(self.waiting) > placed:
-            self.n_waited += len(self.waiting) - placed
-        for k, j in zip(free[:placed], self.waiting[:placed], strict=True):
-            self.slot_job[k] = j
-            self.is_new[k] = True
-        self.waiting = self.waiting[placed:]
-        self.max_concurrency = max(self.max_concurrency, int((self.slot_job >= 0).sum()) + len(self.waiting))
-        return arrivals
 
     def job_rows(self) -> np.ndarray:
         """The observation's ``jobs`` matrix (K, F): one row per visible job slot, zeros for an empty slot."""
-        k = self.slot_job.size
-        rows = np.zeros((k, len(self.problem.job_fields)))
-        occupied = self.slot_job >= 0
-        j = self.slot_job[occupied]
-        t = self.t
-        rows[occupied] = np.column_stack(
-            [
-                np.ones(j.size),
-                self.is_new[occupied],
-                self.value[j],
-                np.full(j.size, self.beta),
-                self.budget[j],
-                self.spent[j],
-                self.budget[j] - self.spent[j],
-                self.budget[j] / self.lifetime[j],
-                t - self.arrival[j],
-                self.deadline[j] - t,
-                self.work[j],
-                self.lifetime[j],
-            ]
-            + ([self.instance.demand[j], self.instance.parallelism[j]] if self.problem.generalized else [])
-        )
-        return rows
+        kernels.write_job_rows(self.rows, self.beta, self.problem.generalized, self.jf, self.ji, self.si, self.c[0])
+        return self.rows
 
     def summary(self) -> dict[str, float]:
         """Episode metrics (spec §5.3) over every job of the instance."""
         f = utility(self.kind, self.value, self.beta, self.work)
         ratio = np.where(f > 0, self.spent / np.where(f > 0, f, 1.0), np.inf)
         consumed = self.spent / self.budget
+        c = self.c
         out = {
             "utility": float(f.sum()),
             "utility_approx": self.utility_approx,
@@ -377,18 +278,18 @@ class ApproxSimulator:
             "total_cost": float(self.spent.sum()),
             "fit": self.fit_signed,
             "fit_positive": self.fit_positive,
-            "mean_migrations": self.migration_sum / max(self.t - 1, 1),
+            "mean_migrations": float(self.f[kernels.MIGRATION_SUM]) / max(self.t - 1, 1),
             "n_jobs": float(self.n_jobs),
             "n_exhausted": float(self.exhausted.sum()),
             "n_never_scheduled": float((~self.scheduled).sum()),
             "mean_consumed_budget": float(consumed.mean()),
             "frac_consumed_below_0.9": float((consumed < 0.9).mean()),
             "frac_cost_utility_below_50": float((ratio < 50).mean()),
-            "n_invalid": float(self.total_invalid),
-            "n_budget_blocked": float(self.total_blocked),
-            "n_repaired": float(self.total_repaired),
-            "max_concurrency": float(self.max_concurrency),
-            "n_waited_slots": float(self.n_waited),
+            "n_invalid": float(c[kernels.TOTAL_INVALID]),
+            "n_budget_blocked": float(c[kernels.TOTAL_BLOCKED]),
+            "n_repaired": float(c[kernels.TOTAL_REPAIRED]),
+            "max_concurrency": float(c[kernels.MAX_CONCURRENCY]),
+            "n_waited_slots": float(c[kernels.N_WAITED]),
         }
         if self.opt_per_job is not None:
             out["benchmark_total"] = float(self.opt_per_job.sum())

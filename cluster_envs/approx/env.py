@@ -12,7 +12,23 @@ from gymnasium import spaces
 from cluster_envs.approx.benchmark import opt_per_job
 from cluster_envs.approx.config import MULTI_PRESETS, SINGLE_PRESETS, ApproxConfig
 from cluster_envs.approx.dynamics import ApproxProblem, ApproxSimulator, Instance
-from cluster_envs.approx.projection import occupant_to_assignment
+from cluster_envs.approx.kernels import (
+    BENCHMARK_ACCRUED,
+    DECODE_MATRIX,
+    DECODE_OCCUPANT,
+    DECODE_SINGLE,
+    LAST_MASK,
+    LAST_RATE,
+    N_OBS,
+    PRICE,
+    REWARD_APPROX,
+    REWARD_SPARSE,
+    REWARD_TRUE,
+    SUM_OBS,
+    UTILITY_APPROX,
+    UTILITY_TRUE,
+    occupants,
+)
 from cluster_envs.approx.workloads import (
     common_deadline_jobs,
     listed_jobs,
@@ -77,6 +93,13 @@ class _ApproxEnvCore(gym.Env):
                 obs["last_occupant"] = spaces.MultiDiscrete(np.full(m, k + 1))
                 self.action_space = spaces.MultiDiscrete(np.full(m, k + 1))
         self.observation_space = spaces.Dict(obs)
+        self._action_shape = self.action_space.shape
+        self._decode_mode = DECODE_MATRIX if self._generalized else DECODE_OCCUPANT
+        if self.single_job:
+            self._decode_mode = DECODE_SINGLE
+        self._reward_entry = {"true": REWARD_TRUE, "approx": REWARD_APPROX, "sparse": REWARD_SPARSE}[config.reward_mode]
+        self._minimal_info = config.info_level == "minimal"
+        self._horizon = config.horizon
         self._sim: ApproxSimulator | None = None
         self.problem: ApproxProblem | None = None
         self.misc_rng: np.random.Generator | None = None
@@ -220,39 +243,41 @@ class _ApproxEnvCore(gym.Env):
 
     def step(self, action: Any):
         sim = self._simulator
-        if sim.t >= sim.horizon:
+        t = int(sim.c[0])
+        if t >= self._horizon:
             raise RuntimeError(f"{self.env_name}: the episode ended at t = {sim.t}; call reset()")
-        assign = self._decode(action)
-        rewards = sim.step(assign)
-        reward = rewards[self.config.reward_mode]
-        terminated = sim.t == sim.horizon
-        info = self._info()
+        sim.step_action(self._flat_action(action), self._decode_mode)
+        reward = float(sim.f[self._reward_entry])
+        terminated = t + 1 == self._horizon
+        if self._minimal_info:
+            values = sim.f.tolist()
+            info = {"t": sim.t, "utility_true": values[UTILITY_TRUE], "utility_approx": values[UTILITY_APPROX]}
+            if sim.opt_per_job is not None:
+                info["regret"] = values[BENCHMARK_ACCRUED] - values[UTILITY_APPROX]
+        else:
+            sim.step_info = sim.slot_details()
+            info = self._info()
         if terminated:
             info["episode_summary"] = sim.summary()
-        return self._observation(), float(reward), terminated, False, info
+        return self._observation(), reward, terminated, False, info
 
-    def _decode(self, action: Any) -> np.ndarray:
-        """Turn a well-formed action into the (K, M) proposal; malformed input raises ValueError."""
-        try:
-            a = np.asarray(action)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"action could not be read as an array: {err}") from None
-        shape = self.action_space.shape
-        if a.shape != shape:
-            raise ValueError(f"action must have shape {shape}, got {a.shape}")
-        if a.dtype.kind not in "biuf":
-            raise ValueError(f"action must be numeric, got dtype {a.dtype}")
-        if a.dtype.kind == "f" and (not np.isfinite(a).all() or (a != np.round(a)).any()):
-            raise ValueError("action must hold finite integer values (no NaN, inf or fractions)")
-        high = 1 if isinstance(self.action_space, spaces.MultiBinary) else self.config.max_visible_jobs
-        if (a < 0).any() or (a > high).any():  # before the cast: a float beyond int64 would wrap around
-            raise ValueError(f"action values must lie in [0, {high}], got min {a.min()} and max {a.max()}")
-        a = a.astype(np.int64)
-        if self.single_job:
-            return a[None, :].astype(bool)
-        if self._generalized:
-            return a.astype(bool)
-        return occupant_to_assignment(a, self.config.max_visible_jobs)
+    def _flat_action(self, action: Any) -> np.ndarray:
+        """A well-formed action as a flat array for the kernel (which rejects NaN, fractions, out-of-range)."""
+        if type(action) is not np.ndarray:
+            try:
+                action = np.asarray(action)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"action could not be read as an array: {err}") from None
+        if action.shape != self._action_shape:
+            raise ValueError(f"action must have shape {self._action_shape}, got {action.shape}")
+        kind = action.dtype.kind
+        if kind not in "biuf":
+            raise ValueError(f"action must be numeric, got dtype {action.dtype}")
+        if kind == "b":
+            action = action.view(np.uint8)
+        elif kind == "f" and action.dtype.itemsize not in (4, 8):  # float16 / long double: not numba types
+            action = action.astype(np.float64)
+        return action.reshape(-1)
 
     def _info(self) -> dict[str, Any]:
         sim = self._simulator
@@ -261,7 +286,7 @@ class _ApproxEnvCore(gym.Env):
         if self.single_job or self._generalized:
             executed_out = executed.astype(np.int8) if self._generalized else executed[0].astype(np.int8)
         else:
-            executed_out = (executed * np.arange(1, executed.shape[0] + 1)[:, None]).sum(axis=0)
+            executed_out = occupants(executed)
         info: dict[str, Any] = {
             "t": sim.t,
             "work": s["slot_work"].copy(),
@@ -290,25 +315,25 @@ class _ApproxEnvCore(gym.Env):
 
     def _observation(self) -> dict[str, np.ndarray]:
         sim = self._simulator
-        horizon = sim.horizon
-        obs = {
-            "time": np.array([sim.t / horizon, (horizon - sim.t) / horizon]),
-            "price": sim.prices.copy(),
-            "n_obs": sim.n_obs.copy(),
-            "sum_obs": sim.sum_obs.copy(),
-            "last_rate": sim.last_rate.copy(),
-            "last_mask": sim.last_mask.astype(np.int8),
-        }
+        t, horizon = sim.c[0], self._horizon
+        mf, mi = sim.mf, sim.mi
         rows = sim.job_rows()
+        obs = {
+            "time": np.array([t / horizon, (horizon - t) / horizon]),
+            "price": mf[PRICE].copy(),
+            "n_obs": mf[N_OBS].copy(),
+            "sum_obs": mf[SUM_OBS].copy(),
+            "last_rate": mf[LAST_RATE].copy(),
+            "last_mask": mi[LAST_MASK].astype(np.int8),
+        }
         if self.single_job:
-            obs["job"] = rows[0]
+            obs["job"] = rows[0].copy()
         else:
-            obs["jobs"] = rows
+            obs["jobs"] = rows.copy()
             if self._generalized:
-                obs["last_assignment"] = sim.last_assign.astype(np.int8)
+                obs["last_assignment"] = sim.executed.astype(np.int8)
             else:
-                occupant = (sim.last_assign * np.arange(1, rows.shape[0] + 1)[:, None]).sum(axis=0)
-                obs["last_occupant"] = occupant.astype(np.int64)
+                obs["last_occupant"] = occupants(sim.executed)
         return obs
 
     def render(self) -> str | None:
@@ -372,7 +397,11 @@ class ClusterApproxEnv(_ApproxEnvCore):
     ``compute_benchmark=True``: ``benchmark_total`` and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the
     end; ``benchmark_kind`` ``"eq6"``/``"p1"``/``"thm3"``); ``oracle`` only with ``expose_oracle=True``.
     At the end, ``episode_summary``: utility, utility_approx, regret, benchmark_total, fit, fit_positive,
-    mean_migrations, budget and cost-to-utility shares, counters.
+    mean_migrations, budget and cost-to-utility shares, counters. ``info_level="minimal"`` keeps only ``t,
+    utility_true, utility_approx`` (and ``regret``) per step, plus ``episode_summary``; the trajectory is the same.
+
+    **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (``vector_env.py``) steps B
+    copies through the same compiled slot transition (``kernels.py``); not for the Sec. V-C mode.
 
     **Presets**: ``default`` (M = 20, T = 2000, K = 8, on/off machines, synthetic Google-like jobs at offered
     load 2, β = 0.5), ``medium`` / ``medium_light`` (M = 100, T = 3600, K = 64, load 3), ``paper`` /

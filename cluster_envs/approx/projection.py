@@ -1,8 +1,52 @@
-"""Projection P4 and the unbiased roundings of Eqs. 21 and 72 (spec §4.0 P, S), vectorized over machines."""
+"""Projection P4 and the unbiased roundings of Eqs. 21 and 72 (spec §4.0 P, S), compiled per machine column.
+
+The kernels reproduce the vectorized numpy formulation bit for bit (sequential column sums, the sort-based
+threshold, ``a if a >= b else b`` as ``np.maximum``), so agents built on them keep their decisions.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _positive(a):
+    return a if a >= 0.0 else 0.0  # np.maximum(a, 0.0), sign of zero included
+
+
+@njit(cache=True)
+def _clip(y, z, over) -> None:
+    """z = max(y, 0); over[i] = Σ_k z[k, i] > 1, summed row by row as numpy's ``sum(axis=0)``."""
+    n_rows, m = y.shape
+    total = np.zeros(m)
+    for k in range(n_rows):
+        for i in range(m):
+            z[k, i] = _positive(y[k, i])
+            total[i] = z[k, i] if k == 0 else total[i] + z[k, i]
+    for i in range(m):
+        over[i] = total[i] > 1.0
+
+
+@njit(cache=True)
+def _simplex(u, cols, columns, z) -> None:
+    """z[:, columns] = max(cols − η, 0) with the sort-based threshold η of each column of ``u``, the columns
+    of ``cols`` sorted in descending order (row by row, so that the (K, n) arrays are read in memory order)."""
+    n_rows, n = u.shape
+    running, eta = np.zeros(n), np.zeros(n)
+    k_star = np.full(n, n_rows)
+    cumulative = np.empty((n_rows, n))
+    for k in range(n_rows):
+        for j in range(n):
+            running[j] = u[k, j] if k == 0 else running[j] + u[k, j]
+            cumulative[k, j] = running[j] - 1.0
+            if u[k, j] - cumulative[k, j] / (k + 1) > 0:  # the last index where the support condition holds
+                k_star[j] = k + 1
+    for j in range(n):
+        eta[j] = cumulative[k_star[j] - 1, j] / k_star[j]
+    for k in range(n_rows):
+        for j in range(n):
+            z[k, columns[j]] = _positive(cols[k, j] - eta[j])
 
 
 def project_columns(y: np.ndarray) -> np.ndarray:
@@ -11,28 +55,35 @@ def project_columns(y: np.ndarray) -> np.ndarray:
     If the positive part sums to ≤ 1 it is the answer; otherwise the projection onto the simplex
     z = max(y − η, 0) with the sort-based threshold η. Rows holding -inf stay 0 (inactive jobs).
     """
-    y = np.asarray(y, dtype=np.float64)
-    z = np.maximum(y, 0.0)
-    over = z.sum(axis=0) > 1.0
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    z = np.empty_like(y)
+    over = np.empty(y.shape[1], dtype=bool)
+    _clip(y, z, over)
     if not over.any():
         return z
-    cols = np.where(np.isfinite(y[:, over]), y[:, over], -1e300)
-    u = -np.sort(-cols, axis=0)
-    cumulative = np.cumsum(u, axis=0) - 1.0
-    k = np.arange(1, u.shape[0] + 1)[:, None]
-    support = (u - cumulative / k) > 0
-    k_star = u.shape[0] - np.argmax(support[::-1], axis=0)  # last index where the condition holds
-    eta = cumulative[k_star - 1, np.arange(u.shape[1])] / k_star
-    z[:, over] = np.maximum(cols - eta, 0.0)
+    cols = y[:, over]
+    cols = np.where(np.isfinite(cols), cols, -1e300)
+    _simplex(-np.sort(-cols, axis=0), cols, np.flatnonzero(over), z)  # numpy's sort is the fast part
     return z
+
+
+@njit(cache=True)
+def _occupants(x, u, out) -> None:
+    n_rows, m = x.shape
+    for i in range(m):
+        below = 0
+        cumulative = 0.0
+        for k in range(n_rows):
+            cumulative = x[k, i] if k == 0 else cumulative + x[k, i]
+            below += cumulative <= u[i]
+        out[i] = 0 if below + 1 > n_rows else below + 1
 
 
 def categorical_round(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One occupant per machine: slot k+1 with probability x[k, i], else idle (0), so E[x̃] = x (Eq. 72)."""
-    cumulative = np.cumsum(x, axis=0)
     u = rng.random(x.shape[1])
-    occupant = (cumulative <= u[None, :]).sum(axis=0) + 1
-    occupant[occupant > x.shape[0]] = 0
+    occupant = np.empty(x.shape[1], dtype=np.int64)
+    _occupants(np.ascontiguousarray(x, dtype=np.float64), u, occupant)
     return occupant
 
 

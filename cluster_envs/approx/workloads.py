@@ -10,6 +10,7 @@ the single job of Sec. IV, or an explicit list.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -221,27 +222,37 @@ def read_job_trace(path: str, horizon: int) -> tuple[np.ndarray, np.ndarray]:
     Jobs arriving at or after the horizon are dropped; d_j is clipped to the horizon and raised to a_j + 1.
     """
     try:
-        data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", dtype=np.float64, skiprows=_header_rows(path))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": the shape check says so
+            data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", dtype=np.float64, skiprows=_header_rows(path))
     except (OSError, ValueError) as err:
         raise ValueError(f"trace_path={path!r} is not a readable CSV of job_id,a,d ({err})") from None
     if data.shape[1] != 3 or data.shape[0] == 0:
         raise ValueError(f"trace_path={path!r} must hold rows job_id,a,d; got shape {data.shape}")
     arrival, deadline = data[:, 1], data[:, 2]
-    if not np.isfinite(data).all() or (arrival < 0).any() or (deadline < arrival).any():
+    if not np.isfinite(data).all():
+        raise ValueError(f"trace_path={path!r} has NaN or infinite entries")
+    if (arrival < 0).any() or (deadline < arrival).any():
         raise ValueError(f"trace_path={path!r}: every job needs 0 <= a <= d (a deadline precedes an arrival)")
     keep = arrival < horizon
     if not keep.any():
         raise ValueError(f"trace_path={path!r}: no job arrives before the horizon {horizon}")
     a = arrival[keep].astype(np.int64)
-    d = np.maximum(np.minimum(deadline[keep].astype(np.int64), horizon), a + 1)
+    d = np.maximum(np.minimum(deadline[keep], horizon).astype(np.int64), a + 1)  # clip first: d may exceed int64
     order = np.argsort(a, kind="stable")
     return a[order], d[order]
 
 
 def _header_rows(path: str) -> int:
+    """1 if the first line is a header (a field that is no number, like ``job_id``), else 0: a data row such as
+    ``1,0,1e3`` or ``1,0,nan`` is data (its letters once made it a skipped header)."""
     with open(path) as handle:
-        first = handle.readline()
-    return int(any(c.isalpha() for c in first))
+        first = handle.readline().partition("#")[0]
+    try:
+        [float(field) for field in first.split(",")]
+    except ValueError:
+        return 1
+    return 0
 
 
 def trace_jobs(

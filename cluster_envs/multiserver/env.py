@@ -52,7 +52,7 @@ def check_action_array(action: Any, size: int, binary: bool) -> np.ndarray:
         raw = np.asarray(action)
         if raw.dtype.kind not in "biuf":  # complex would lose its imaginary part, strings would be parsed
             raise TypeError(f"dtype {raw.dtype} is not real-valued")
-        arr = raw.astype(np.float64)
+        arr = raw.astype(np.float64, copy=False)
     except (TypeError, ValueError) as err:
         raise ValueError(f"action must be real numbers with shape ({size},), got {action!r}") from err
     if arr.shape != (size,):
@@ -85,14 +85,15 @@ class ClusterMultiServerEnv(gym.Env):
     about to be decided; ``time`` = (t−1)/T; the feedback of the previous slot, ``last_action``
     MultiBinary(|E|) (the executed, repaired action) and ``last_utility`` (``Z̃_e`` on used edges, 0
     elsewhere; Box(0, 1), unbounded with ``normalization="none"``), both zero after reset.
-    ``obs_static=True`` adds ``static`` Box(0, 1, (K+1, |E|)): rows ``A_k/c_k`` and ``C/max C``.
+    ``obs_static=True`` adds ``static`` Box(0, h, (K+1, |E|)): rows ``A_k/c_k`` and ``C/max C``; h = 1
+    unless ``allow_unusable_channels`` kept an edge whose request exceeds ``c`` (h = max A_k/c_k).
 
     **Action.** ``action_mode="binary"``: MultiBinary(|E|), the paper's ``x``. ``"scores"``:
     Box(0, 1, (|E|,)), requesting ``{e : score_e > 0.5}`` in descending-score priority.
     ``invalid_action="repair"`` (default) drops edges of idle ports, then first-fits the rest in priority
     order (ascending index, or a random permutation with ``binary_repair_order="random"``); ``"raise"``
-    raises ``ValueError`` naming the violated constraint. Wrong shape, NaN or non-binary values raise
-    ``ValueError``; the env is then unchanged.
+    raises ``ValueError`` naming the violated constraint. Wrong shape, NaN, complex, string or non-binary values
+    raise ``ValueError``; the env is then unchanged.
     ``action_masks()`` gives the MaskablePPO mask (2 per edge: value 0 always allowed, value 1 only for
     edges of arrived ports whose request fits ``c``); it cannot express the joint capacity, so repair applies.
 
@@ -204,7 +205,8 @@ class ClusterMultiServerEnv(gym.Env):
             "last_utility": spaces.Box(lo, hi, shape=(inst.n_edges,), dtype=np.float32),
         }
         if getattr(cfg, "obs_static", False):
-            parts["static"] = spaces.Box(0.0, 1.0, shape=(inst.n_device_types + 1, inst.n_edges), dtype=np.float32)
+            high = max(1.0, float((inst.A / inst.c[:, None]).max()))  # > 1 only for an unusable channel
+            parts["static"] = spaces.Box(0.0, high, shape=(inst.n_device_types + 1, inst.n_edges), dtype=np.float32)
         return spaces.Dict(parts)
 
     @property

@@ -332,3 +332,30 @@ def test_extreme_configurations_keep_observations_in_space(env_id, kwargs):
         if terminated:
             assert all(np.isfinite(v) for v in info["episode_summary"].values())
             obs, _ = env.reset()
+
+
+# ---------------------------------------------------------------- info_level
+@pytest.mark.parametrize(("env_id", "kwargs"), [(MULTI, {"horizon": 120}), (SINGLE, {"horizon": 120})])
+def test_minimal_info_keeps_the_trajectory_and_the_scalar_totals(env_id, kwargs):
+    full, minimal = gym.make(env_id, **kwargs), gym.make(env_id, info_level="minimal", **kwargs)
+    obs_f, _ = full.reset(seed=7)
+    obs_m, _ = minimal.reset(seed=7)
+    full.action_space.seed(7)
+    while True:
+        action = full.action_space.sample()
+        obs_f, reward_f, term_f, _, info_f = full.step(action)
+        obs_m, reward_m, term_m, _, info_m = minimal.step(action)
+        for key in obs_f:
+            np.testing.assert_array_equal(obs_m[key], obs_f[key])
+        assert (reward_m, term_m) == (reward_f, term_f)
+        expected = {"t", "utility_true", "utility_approx"} | ({"regret"} if "regret" in info_f else set())
+        assert set(info_m) - {"episode_summary"} == expected
+        assert all(info_m[key] == info_f[key] for key in expected)
+        if term_f:
+            assert info_m["episode_summary"] == info_f["episode_summary"]
+            break
+
+
+def test_info_level_is_validated():
+    with pytest.raises(ValueError, match="info_level"):
+        gym.make(MULTI, info_level="none")

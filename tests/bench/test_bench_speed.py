@@ -18,8 +18,6 @@ from cluster_envs import env_ids
 # strict: the test fails once the id is fast enough, so that the entry is removed and the floor then holds.
 BELOW_HALF_TARGET = {
     "ClusterBilinear-v0": "≈0.05x CartPole-v1 at its default preset; target 0.3x (issue 7, speed-up pending)",
-    "ClusterApprox-v0": "≈0.05x CartPole-v1 at its default preset; target 0.3x (issue 7, speed-up pending)",
-    "ClusterApproxSingleJob-v0": "≈0.06x CartPole-v1 at its default preset; target 0.3x (issue 7, speed-up pending)",
 }
 
 

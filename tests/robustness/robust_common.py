@@ -27,9 +27,14 @@ def presets(env_id: str) -> list[str]:
 
 
 def action_modes(env_id: str) -> list[str]:
-    """The ``ACTION_MODES`` listed next to the env class ([] if the env has a single action form)."""
+    """The ``ACTION_MODES`` listed next to the env class or its config class ([] for a single action form)."""
     module_name = gym.spec(env_id).entry_point.partition(":")[0]
-    return list(getattr(importlib.import_module(module_name), "ACTION_MODES", ()))
+    config_module = type(gym.make(env_id).unwrapped.config).__module__
+    for name in (module_name, config_module):
+        modes = getattr(importlib.import_module(name), "ACTION_MODES", None)
+        if modes is not None:
+            return list(modes)
+    return []
 
 
 def config_fields(env: gym.Env) -> list[dataclasses.Field]:

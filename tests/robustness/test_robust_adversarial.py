@@ -21,6 +21,8 @@ from gymnasium import spaces
 from robust_common import IDS, action_modes, config_fields, presets, run_actions, sample_action, step_record
 
 REJECT, EITHER = "reject", "handled or rejected"
+# Action forms chosen by a kwarg other than preset / action_mode.
+EXTRA_CASES = {"ClusterApprox-v0": [{"capacity": 2, "parallelism": 4}]}  # Sec. V-C: MultiBinary((K, M))
 
 
 def _cases() -> list[tuple[str, dict]]:
@@ -37,6 +39,7 @@ def _cases() -> list[tuple[str, dict]]:
                 cases.append((env_id, {"preset": preset}))
         default_mode = getattr(gym.make(env_id).unwrapped.config, "action_mode", None)
         cases += [(env_id, {"action_mode": m}) for m in action_modes(env_id) if m != default_mode]
+        cases += [(env_id, kwargs) for kwargs in EXTRA_CASES.get(env_id, [])]
     return cases
 
 

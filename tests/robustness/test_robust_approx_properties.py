@@ -18,70 +18,13 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from robust_common import sample_action
+from robust_instances import approx_multi, approx_single
 
-from cluster_envs.approx.dynamics import UTILITIES, perspective, utility
-from cluster_envs.approx.workloads import RATE_PROCESSES
+from cluster_envs.approx.dynamics import perspective, utility
 
 TOL = 1e-9
 # Columns of the observation's job rows (ClusterApprox-v0 docstring).
 PRESENT, VALUE, BUDGET, SPENT, ELAPSED, WORK, LIFETIME, DEMAND, PARALLELISM = 0, 2, 4, 5, 8, 10, 11, 12, 13
-sizes = st.one_of(st.integers(1, 3), st.integers(4, 200))  # the smallest legal sizes are drawn often
-
-
-@st.composite
-def common_kwargs(draw, horizon_max: int = 30) -> dict:
-    process, prices = draw(st.sampled_from(RATE_PROCESSES)), draw(st.sampled_from(["proportional", "uniform"]))
-    # Mean rates: 0 and 1 where legal (not for a Beta, not 0 when prices are proportional to the means).
-    low = draw(st.floats(1e-6 if process == "iid_beta" or prices == "proportional" else 0.0, 1.0))
-    high = draw(st.floats(low, 1.0 - 1e-6 if process == "iid_beta" else 1.0))
-    return {
-        "n_machines": draw(sizes),
-        "horizon": draw(st.one_of(st.just(1), st.integers(2, horizon_max))),
-        "rate_process": process,
-        "iid_mean_range": (min(low, high), high),
-        "speed_heterogeneity": draw(st.sampled_from([0.0, 0.5, 0.99])),
-        "prices": prices,
-        "utility": draw(st.sampled_from(UTILITIES)),
-        "beta": draw(st.sampled_from([1e-3, 0.5, 1.0])),
-        "budget_mode": draw(st.sampled_from(["hard", "soft"])),
-        "reward_mode": draw(st.sampled_from(["true", "approx", "sparse"])),
-    }
-
-
-@st.composite
-def multi_kwargs(draw) -> dict:
-    kw = draw(common_kwargs())
-    m, horizon = kw["n_machines"], kw["horizon"]
-    kw["max_visible_jobs"] = draw(st.one_of(st.integers(1, 3), st.integers(4, 64)))
-    source = draw(st.sampled_from(["synthetic", "common", "list"]))
-    kw["job_source"] = source
-    if source == "synthetic":  # load 1e-9 is the "zero load" end: a single job
-        kw["load"] = draw(st.sampled_from([1e-9, 0.5, 3.0]))
-        kw["lifetime_median"] = draw(st.sampled_from([1.0, 5.0, 100.0]))
-        kw["q_range"] = (0.01, draw(st.sampled_from([2.0, 100.0])))
-    elif source == "common":
-        kw["n_jobs"] = draw(st.integers(1, 5))
-        kw["b_range"] = (1e-6, draw(st.sampled_from([1e-6, 0.5, 1e3])))
-    else:
-        jobs = []
-        for _ in range(draw(st.integers(1, 6))):
-            a = draw(st.integers(0, horizon - 1))
-            d = draw(st.integers(a + 1, horizon))
-            jobs.append((a, d, draw(st.sampled_from([1e-9, 0.3, 1e12])), draw(st.sampled_from([1e-6, 1.0, 1e6]))))
-        kw["jobs"] = tuple(jobs)
-    kw["compute_benchmark"] = source != "synthetic" and m <= 20  # SLSQP: small instances only
-    if draw(st.booleans()):  # the Sec. V-C mode: MultiBinary((K, M)) actions, repaired within C_i and u_j
-        kw["capacity"] = draw(st.integers(1, 3))
-        kw["demand"] = draw(st.sampled_from([0.5, 1.0, 2.0, 3.0]))
-        kw["parallelism"] = draw(st.integers(1, m))
-    return kw
-
-
-@st.composite
-def single_kwargs(draw) -> dict:
-    kw = draw(common_kwargs())
-    kw["budget_fraction"] = draw(st.sampled_from([1e-9, 0.05, 0.5, 5.0]))
-    return kw
 
 
 def _assignment(env, action: np.ndarray) -> np.ndarray:
@@ -218,13 +161,13 @@ def _run(env_id: str, kwargs: dict, seed: int) -> None:
     _check_summary(env, rc, info)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(kwargs=multi_kwargs(), seed=st.integers(0, 2**31 - 1))
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(kwargs=approx_multi(), seed=st.integers(0, 2**31 - 1))
 def test_cluster_approx_invariants_on_every_step(kwargs, seed):
     _run("ClusterApprox-v0", kwargs, seed)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kwargs=single_kwargs(), seed=st.integers(0, 2**31 - 1))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kwargs=approx_single(), seed=st.integers(0, 2**31 - 1))
 def test_cluster_approx_single_job_invariants_on_every_step(kwargs, seed):
     _run("ClusterApproxSingleJob-v0", kwargs, seed)

@@ -109,3 +109,16 @@ def test_bilinear_huge_allocation_fractions_are_projected_without_overflow():
     assert env.observation_space.contains(obs) and np.isfinite(reward)
     caps = np.asarray(env.config.servers_per_class, dtype=float)
     assert (info["y"].sum(axis=0) <= caps + 1e-9).all()
+
+
+def test_multiserver_static_observation_of_an_unusable_channel_is_inside_its_space():
+    """With allow_unusable_channels, a request above c made the ``static`` row A_k/c_k exceed its Box(0, 1)."""
+    env = gym.make(
+        "ClusterMultiServer-v0", preset="tiny", obs_static=True, allow_unusable_channels=True, capacity=(1,)
+    ).unwrapped
+    env.reset(seed=0)
+    too_big = env.instance.A[0] > 1
+    assert too_big.any(), "the tiny preset has an edge requesting 2 units (the case under test)"
+    obs, *_ = env.step(np.zeros(env.action_space.shape, dtype=np.int8))
+    assert env.observation_space.contains(obs)
+    np.testing.assert_allclose(obs["static"][0], env.instance.A[0] / 1.0)

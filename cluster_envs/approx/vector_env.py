@@ -1,0 +1,242 @@
+"""``ClusterApprox-v0`` / ``ClusterApproxSingleJob-v0`` batched: B copies stepped by compiled loops over the batch
+(``gym.make_vec(..., vectorization_mode="vector_entry_point")``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from cluster_envs.approx import kernels
+from cluster_envs.approx.dynamics import ApproxSimulator
+from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv
+from cluster_envs.approx.workloads import CHUNK
+from cluster_envs.common.config import check_number
+
+# Simulator arrays whose last axis is the job axis (padded to a common width in the batch) and the fixed-size ones.
+JOB_ARRAYS = {"jf": (kernels.JF_ROWS, np.float64), "ji": (kernels.JI_ROWS, np.int64)}
+FIXED_ARRAYS = ("mf", "mi", "si", "sf", "c", "f", "assign", "executed", "rows")
+
+
+class ClusterApproxVectorEnv(VectorEnv):
+    """``num_envs`` copies of ``ClusterApprox-v0`` with the same keyword arguments, stepped together.
+
+    Each copy is reset by its own single env (copy i of ``reset(seed=s)`` is seeded s + i, as in
+    ``SyncVectorEnv``); its simulator's arrays then become slices of batch arrays (job arrays padded to the
+    widest instance), which :func:`~cluster_envs.approx.kernels.batch_begin` and
+    :func:`~cluster_envs.approx.kernels.batch_end` step with the single env's kernels, so there is one
+    implementation of the dynamics. Autoreset is Gymnasium's ``NEXT_STEP``: the step after a copy's
+    termination resets it (its action is ignored, its reward 0). Not supported: the Sec. V-C mode
+    (``capacity``). ``info`` holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks and,
+    for copies that end, ``episode_summary``.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    env_class: type[ClusterApproxEnv] | type[ClusterApproxSingleJobEnv] = ClusterApproxEnv
+
+    def __init__(self, num_envs: int, preset: str = "default", render_mode: str | None = None, **overrides: Any):
+        check_number("num_envs", num_envs, low=1, integer=True)
+        if render_mode is not None:
+            raise ValueError(f"render_mode must be None for the batched {self.env_class.env_name}, got {render_mode!r}")
+        self.envs = [self.env_class(preset, **overrides) for _ in range(num_envs)]
+        first = self.envs[0]
+        cfg = self.config = first.config
+        if cfg.capacity is not None:
+            raise ValueError("capacity (the Sec. V-C mode) is not supported by the batched env; use capacity=None")
+        self.num_envs = num_envs
+        self.render_mode = None
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._action_shape = (num_envs, *first.action_space.shape)
+        self._mode, self._reward_entry = first._decode_mode, first._reward_entry
+        m, k, b = cfg.n_machines, cfg.max_visible_jobs, num_envs
+        self._batch: dict[str, np.ndarray] = {
+            "mf": np.zeros((b, kernels.MF_ROWS, m)),
+            "mi": np.zeros((b, kernels.MI_ROWS, m), dtype=np.int64),
+            "si": np.zeros((b, kernels.SI_ROWS, k), dtype=np.int64),
+            "sf": np.zeros((b, kernels.SF_ROWS, k)),
+            "c": np.zeros((b, kernels.C_SIZE), dtype=np.int64),
+            "f": np.zeros((b, kernels.F_SIZE)),
+            "assign": np.zeros((b, k, m), dtype=bool),
+            "executed": np.zeros((b, k, m)),
+            "rows": np.zeros((b, k, len(first._job_bounds()))),
+        }
+        self._width = 0  # padded job-axis width
+        self._n_jobs = np.zeros(b, dtype=np.int64)
+        self._rates = np.zeros((b, CHUNK, m))
+        self._chunk_start = np.zeros(b, dtype=np.int64)
+        self._chunk_end = np.zeros(b, dtype=np.int64)
+        self._occupant = np.zeros((b, m), dtype=np.int64)
+        self._offsets = np.zeros(b + 1, dtype=np.int64)
+        self._needs_reset = np.ones(b, dtype=bool)
+        self._p = np.zeros(kernels.P_SIZE, dtype=np.int64)
+
+    # ------------------------------------------------------------------ copies and their arrays
+    @property
+    def simulators(self) -> list[ApproxSimulator]:
+        """Privileged: each copy's simulator (its arrays are views into the batch)."""
+        return [env._simulator for env in self.envs]
+
+    def _widen(self, width: int) -> None:
+        """Pad the job axis to ``width`` and re-point every live simulator at the new arrays."""
+        old = self._width
+        for name, (n_rows, dtype) in JOB_ARRAYS.items():
+            grown = np.zeros((self.num_envs, n_rows, width), dtype=dtype)
+            if old:
+                grown[..., :old] = self._batch[name]
+            self._batch[name] = grown
+        self._power_in = np.zeros(self.num_envs * (self.config.max_visible_jobs + width))
+        self._power_out = np.zeros_like(self._power_in)
+        self._width = width
+        for b, env in enumerate(self.envs):
+            if env._sim is not None:
+                self._attach(b, env._sim)
+
+    def _attach(self, b: int, sim: ApproxSimulator, values: dict[str, np.ndarray] | None = None) -> None:
+        """Point copy b's simulator at its slices of the batch (first filled with ``values`` if given)."""
+        n = sim.n_jobs
+        for name in (*JOB_ARRAYS, *FIXED_ARRAYS):
+            view = self._batch[name][b, :, :n] if name in JOB_ARRAYS else self._batch[name][b]
+            if values is not None:
+                view[...] = values[name]
+            setattr(sim, name, view)  # the simulator now reads and writes its slice of the batch
+
+    def _reset_copy(self, b: int, seed: int | None) -> None:
+        env = self.envs[b]
+        env.reset(seed=seed)
+        sim = env._simulator
+        fresh = {name: getattr(sim, name) for name in (*JOB_ARRAYS, *FIXED_ARRAYS)}
+        if sim.n_jobs > self._width:
+            self._widen(max(sim.n_jobs, 2 * self._width))
+        self._batch["jf"][b] = 0.0
+        self._batch["ji"][b] = 0
+        self._attach(b, sim, fresh)
+        self._n_jobs[b] = sim.n_jobs
+        self._p[:] = sim.p
+        self._chunk_start[b] = self._chunk_end[b] = 0
+        self._occupant[b] = 0
+        sim.job_rows()  # into the batch's rows
+        self._needs_reset[b] = False
+
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
+        if options:
+            raise ValueError(f"unknown reset option(s) {sorted(options)}; the batched env takes none")
+        if seed is None or isinstance(seed, (int, np.integer)):
+            seeds = [None if seed is None else int(seed) + b for b in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed has {len(seeds)} entries but num_envs={self.num_envs}")
+        for b, s in enumerate(seeds):
+            self._reset_copy(b, s)
+        return self._observations(), {}
+
+    # ------------------------------------------------------------------ stepping
+    def _actions(self, actions: Any) -> np.ndarray:
+        try:
+            actions = np.asarray(actions)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"actions could not be read as an array: {err}") from None
+        if actions.shape != self._action_shape:
+            raise ValueError(f"actions must have shape {self._action_shape}, got {actions.shape}")
+        kind = actions.dtype.kind
+        if kind not in "biuf":
+            raise ValueError(f"actions must be numeric, got dtype {actions.dtype}")
+        if kind == "b":
+            return actions.view(np.uint8).reshape(self.num_envs, -1)
+        if kind == "f" and actions.dtype.itemsize not in (4, 8):
+            actions = actions.astype(np.float64)
+        return np.ascontiguousarray(actions).reshape(self.num_envs, -1)
+
+    def _refill_rates(self, stepping: np.ndarray) -> None:
+        """Copy b's rate chunk holding slot t_b + 1 into the batch (drawn by its own rate process, in order)."""
+        upcoming = self._batch["c"][:, kernels.T] + 1
+        for b in np.flatnonzero(stepping & (upcoming >= self._chunk_end)):
+            process = self.envs[b]._simulator.instance.rates
+            process.rates(int(upcoming[b]))
+            size = len(process.chunk)
+            self._rates[b, :size] = process.chunk
+            self._chunk_start[b], self._chunk_end[b] = process.chunk_start, process.chunk_start + size
+
+    def step(self, actions: Any):
+        actions = self._actions(actions)
+        resetting = self._needs_reset.copy()
+        stepping = ~resetting
+        bad, code = kernels.batch_validate(actions, self._mode, self.config.max_visible_jobs, stepping)
+        if bad >= 0:
+            if code == kernels.BAD_VALUE:
+                raise ValueError(f"actions[{bad}] must hold finite integer values (no NaN, inf or fractions)")
+            high = self.config.max_visible_jobs if self._mode == kernels.DECODE_OCCUPANT else 1
+            raise ValueError(f"actions[{bad}] values must lie in [0, {high}], got {actions[bad].tolist()}")
+        for b in np.flatnonzero(resetting):
+            self._reset_copy(b, None)
+        self._refill_rates(stepping)
+        a = self._batch
+        count = kernels.batch_begin(actions, self._mode, self._rates, self._chunk_start, stepping, a["assign"],
+                                    a["executed"], a["jf"], a["ji"], self._n_jobs, a["mf"], a["mi"], a["si"], a["sf"],
+                                    a["c"], a["f"], self._p, self._power_in, self._offsets)  # fmt: skip
+        values, out = self._power_in[:count], self._power_out[:count]
+        if self.config.utility == "power":
+            np.power(values, self.config.beta, out=out)
+        elif self.config.utility == "log":
+            np.log1p(values, out=out)
+        else:
+            out[:] = values
+        kernels.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], self._n_jobs,
+                          a["mf"], a["mi"], a["si"], a["sf"], a["c"], a["f"], self._p, float(self.config.beta),
+                          a["rows"], self._occupant)  # fmt: skip
+        rewards = np.where(stepping, a["f"][:, self._reward_entry], 0.0)
+        terminated = stepping & (a["c"][:, kernels.T] == self.config.horizon)
+        infos = self._infos(stepping, terminated)
+        self._needs_reset = terminated
+        return self._observations(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
+
+    # ------------------------------------------------------------------ outputs
+    def _observations(self) -> dict[str, np.ndarray]:
+        a = self._batch
+        t, horizon = a["c"][:, kernels.T], self.config.horizon
+        obs = {
+            "time": np.stack([t / horizon, (horizon - t) / horizon], axis=1),
+            "price": a["mf"][:, kernels.PRICE].copy(),
+            "n_obs": a["mf"][:, kernels.N_OBS].copy(),
+            "sum_obs": a["mf"][:, kernels.SUM_OBS].copy(),
+            "last_rate": a["mf"][:, kernels.LAST_RATE].copy(),
+            "last_mask": a["mi"][:, kernels.LAST_MASK].astype(np.int8),
+        }
+        if self.env_class.single_job:
+            obs["job"] = a["rows"][:, 0].copy()
+        else:
+            obs["jobs"] = a["rows"].copy()
+            obs["last_occupant"] = self._occupant.copy()
+        return obs
+
+    def _infos(self, stepping: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
+        f = self._batch["f"]
+        infos: dict[str, Any] = {
+            "t": self._batch["c"][:, kernels.T].copy(),
+            "utility_true": f[:, kernels.UTILITY_TRUE].copy(),
+            "utility_approx": f[:, kernels.UTILITY_APPROX].copy(),
+        }
+        if self._p[kernels.P_HAS_OPT]:
+            infos["regret"] = f[:, kernels.BENCHMARK_ACCRUED] - f[:, kernels.UTILITY_APPROX]
+        for key in list(infos):
+            infos[f"_{key}"] = stepping
+        if ended.any():
+            summaries: dict[str, np.ndarray] = {}
+            for b in np.flatnonzero(ended):
+                for key, value in self.envs[b]._simulator.summary().items():
+                    summaries.setdefault(key, np.zeros(self.num_envs))[b] = value
+            for key in list(summaries):
+                summaries[f"_{key}"] = ended.copy()
+            infos["episode_summary"], infos["_episode_summary"] = summaries, ended.copy()
+        return infos
+
+
+class ClusterApproxSingleJobVectorEnv(ClusterApproxVectorEnv):
+    """``num_envs`` copies of ``ClusterApproxSingleJob-v0``, stepped together (see :class:`ClusterApproxVectorEnv`)."""
+
+    env_class = ClusterApproxSingleJobEnv

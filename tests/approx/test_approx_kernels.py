@@ -1,0 +1,65 @@
+"""The compiled projection, rounding and slot transition equal the vectorized numpy formulation bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cluster_envs.approx.kernels import pairwise_sum
+from cluster_envs.approx.projection import categorical_round, project_columns
+
+
+def _numpy_projection(y):
+    """The vectorized formulation the kernel replaced (reference)."""
+    z = np.maximum(y, 0.0)
+    over = z.sum(axis=0) > 1.0
+    if not over.any():
+        return z
+    cols = np.where(np.isfinite(y[:, over]), y[:, over], -1e300)
+    u = -np.sort(-cols, axis=0)
+    cumulative = np.cumsum(u, axis=0) - 1.0
+    k = np.arange(1, u.shape[0] + 1)[:, None]
+    support = (u - cumulative / k) > 0
+    k_star = u.shape[0] - np.argmax(support[::-1], axis=0)
+    eta = cumulative[k_star - 1, np.arange(u.shape[1])] / k_star
+    z[:, over] = np.maximum(cols - eta, 0.0)
+    return z
+
+
+def _numpy_round(x, rng):
+    cumulative = np.cumsum(x, axis=0)
+    u = rng.random(x.shape[1])
+    occupant = (cumulative <= u[None, :]).sum(axis=0) + 1
+    occupant[occupant > x.shape[0]] = 0
+    return occupant
+
+
+@pytest.mark.parametrize("shape", [(1, 7), (3, 20), (9, 50), (64, 100), (256, 300)])
+def test_projection_and_rounding_equal_the_numpy_formulation_bit_for_bit(shape):
+    rng = np.random.default_rng(shape[0])
+    for trial in range(30):
+        scale = 10.0 ** rng.uniform(-2, 1)
+        y = rng.normal(-0.2, 1.0, size=shape) * scale
+        if trial % 3 == 0:
+            y[rng.random(shape) < 0.5] = 0.0  # ties and exact zeros
+        if trial % 5 == 0:
+            y[0] = -np.inf  # an inactive row
+        if trial % 7 == 0:
+            y[:, 0] = 1.0 / shape[0] + np.array([0.0, 1e-17] * shape[0])[: shape[0]]  # barely over: no margin
+        z = project_columns(y)
+        np.testing.assert_array_equal(z, _numpy_projection(y))
+        assert np.array_equal(np.signbit(z), np.signbit(_numpy_projection(y)))
+        x = project_columns(np.abs(y) * 0.3)
+        np.testing.assert_array_equal(
+            categorical_round(x, np.random.default_rng(trial)), _numpy_round(x, np.random.default_rng(trial))
+        )
+
+
+def test_pairwise_sum_is_numpys_sum():
+    rng = np.random.default_rng(0)
+    for n in [*range(0, 140), 1000, 4099, 100_003]:
+        a = rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)
+        assert pairwise_sum(a, 0, n) == a.sum()
+        if n > 10:
+            assert pairwise_sum(a, 3, n - 5) == a[3 : n - 2].sum()
+    assert str(pairwise_sum(np.array([-0.0]), 0, 1)) == str(np.array([-0.0]).sum())
