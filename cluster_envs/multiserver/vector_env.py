@@ -33,8 +33,9 @@ class ClusterMultiServerVectorEnv(VectorEnv):
     upcoming draws, and :func:`~cluster_envs.multiserver.batch.step_batch` runs the single env's compiled
     repair and utility kernels for every copy, so there is one implementation of the dynamics. Autoreset is
     Gymnasium's ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its
-    reward 0). ``info`` holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks and, for
-    copies that end, ``episode_summary``. Not supported (use ``SyncVectorEnv``): ``obs_static=True``,
+    reward 0). ``info`` holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks, the single
+    env's reset info (``t`` = 1, ``arrivals``) for copies just reset and, for copies that end,
+    ``episode_summary``. Not supported (use ``SyncVectorEnv``): ``obs_static=True``,
     ``binary_repair_order="random"``, more than 20 ports with ``compute_regret``.
     """
 
