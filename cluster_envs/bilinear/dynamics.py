@@ -1,4 +1,4 @@
-"""The bilinear parallel-server queueing model of Kim & Vojnović (paper 004) as plain numpy.
+"""The bilinear parallel-server queueing model of Kim & Vojnović (paper 004), without gymnasium.
 
 I job classes, J server classes with n_j servers each. At most one job arrives per slot. Every
 slot the scheduler gives an expected allocation y (I × J, column sums ≤ n_j); each server of class j
@@ -7,7 +7,8 @@ then independently selects a waiting class-i job with probability y_ij/(n_j Q_i)
 completes the job with probability μ_i (geometric service). Under ``service_model="paper"`` several
 servers may select one job and each selection is paid and may complete it (eq. 22); under
 ``"exclusive"`` the servers are processed in a random order and a server whose job is already taken
-idles (a collision). The env (env.py) and the fast runners step :class:`BilinearSimulator`.
+idles (a collision). The env (env.py) and the batched env (vector_env.py) step the compiled slot of
+kernel.py, the single env through :class:`BilinearSimulator`.
 
 Common random numbers: every slot draws a fixed number of uniforms and normals per server from its
 own streams (``assign``, ``service``, ``noise``), so two policies facing one seed see the same
@@ -21,12 +22,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cluster_envs.bilinear import kernel
 from cluster_envs.bilinear.instance import pair_features
+from cluster_envs.bilinear.rng import pcg_state
 
 SERVICE_MODELS = ("paper", "exclusive")
 ACTION_MODES = ("allocation", "simplex_logits", "server_choice", "job_allocation")
 OBSERVATION_MODES = ("queues", "queues_stats", "full")
-NOISE_CLIP = 10.0  # reward noise is truncated at ±10σ (probability 1.5e-23) so observations have finite bounds
+INITIAL_JOB_SLOTS = 64  # waiting-job capacity at reset; doubled whenever an arrival would not fit
+NO_ACTION = np.zeros(0)  # the kernel's action argument where the allocation is given as y
 ASSIGNMENT_DTYPE = np.dtype(
     [
         ("job_id", np.int64),
@@ -55,9 +59,16 @@ class BilinearProblem:
     observation_mode: str
     max_jobs: int
     pair_features: np.ndarray = field(init=False, repr=False)
+    part_slices: tuple[tuple[str, slice, tuple[int, ...]], ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pair_features", pair_features(self.job_features, self.server_features))
+        slices, start = [], 0
+        for name, shape in self.observation_parts().items():  # agents split every observation: compute once
+            size = int(np.prod(shape))
+            slices.append((name, slice(start, start + size), shape))
+            start += size
+        object.__setattr__(self, "part_slices", tuple(slices))
 
     @property
     def n_job_classes(self) -> int:
@@ -102,43 +113,24 @@ class BilinearProblem:
     def split(self, observation: np.ndarray) -> dict[str, np.ndarray]:
         """The named parts of a flat observation as float64 arrays of their shapes."""
         obs = np.asarray(observation, dtype=np.float64)
-        out, start = {}, 0
-        for name, shape in self.observation_parts().items():
-            size = int(np.prod(shape))
-            out[name] = obs[start : start + size].reshape(shape)
-            start += size
-        return out
+        return {name: obs[part].reshape(shape) for name, part, shape in self.part_slices}
 
 
 def simplex_cap(x: np.ndarray, radius: float) -> np.ndarray:
-    """Euclidean projection of finite x ≥ 0 onto {x ≥ 0, Σx ≤ radius} (Duchi et al. 2008 when the cap binds).
-
-    Computed on x / max(x) (the projection commutes with scaling) and around the mean of the kept entries, so
-    entries up to the float maximum neither overflow nor cancel to an empty support.
-    """
-    with np.errstate(over="ignore"):  # a sum beyond the float max is inf, which is over any cap
-        if x.sum() <= radius + 1e-9:
-            return x
-    if radius <= 0:
-        return np.zeros_like(x)
-    scale = x.max()
-    z, r = x / scale, radius / scale
-    s = np.sort(z)[::-1]
-    ks = np.arange(1, x.size + 1)
-    means = np.cumsum(s) / ks
-    keep = ks[(s - means) + r / ks > 0]
-    k = keep[-1] if keep.size else 1  # k = 1 always qualifies in exact arithmetic
-    return scale * np.maximum((z - means[k - 1]) + r / k, 0.0)
+    """Euclidean projection of finite x ≥ 0 onto {x ≥ 0, Σx ≤ radius} (:func:`~.kernel.simplex_cap_into`)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    kernel.simplex_cap_into(x, float(radius), out, np.empty(2 * x.size))
+    return out
 
 
 def project_allocation(y: np.ndarray, active: np.ndarray, caps: np.ndarray) -> np.ndarray:
     """Column-capped projection (spec §3.3): rows of empty queues to 0, each column onto Σ_i y_ij ≤ n_j."""
-    x = np.where(active[:, None], np.maximum(y, 0.0), 0.0)
-    with np.errstate(over="ignore"):  # as in simplex_cap: an overflowing column sum is over its cap
-        over = np.flatnonzero(x.sum(axis=0) > caps + 1e-9)
-    for j in over:
-        x[:, j] = simplex_cap(x[:, j], caps[j])
-    return x
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    out = np.empty(y.shape)
+    kernel.project_into(y.reshape(-1), np.asarray(active, dtype=np.int64), np.asarray(caps, dtype=np.float64), out,
+                        np.empty(4 * len(y)))  # fmt: skip
+    return out
 
 
 def logits_to_allocation(logits: np.ndarray, active: np.ndarray, caps: np.ndarray, scale: float = 1.0) -> np.ndarray:
@@ -173,7 +165,13 @@ class SlotResult:
 
 
 class BilinearSimulator:
-    """The queueing system of one episode: the job list, the pre-drawn arrivals and the per-slot draws."""
+    """The queueing system of one episode, stepped by the compiled :func:`~cluster_envs.bilinear.kernel.slot`.
+
+    Holds the waiting jobs, the pre-drawn arrivals, the streams' PCG64 states and the last slot's results in
+    the flat arrays :mod:`cluster_envs.bilinear.kernel` describes (the batched env makes them views into its
+    batch arrays). ``costs``, ``kappa``, ``gamma_env``, ``reward_mode`` and ``max_jobs`` (-1: no per-job
+    view) only shape the per-slot statistics and the reward in ``stats``.
+    """
 
     def __init__(
         self,
@@ -185,161 +183,184 @@ class BilinearSimulator:
         arrivals: np.ndarray,
         streams: dict[str, np.random.Generator],
         schedule: np.ndarray | None = None,
+        *,
+        costs: np.ndarray | None = None,
+        kappa: float = 0.0,
+        gamma_env: float = 0.0,
+        reward_mode: str = "noisy",
+        max_jobs: int = -1,
     ):
         self.r, self.mu, self.noise_std, self.service_model = r, mu, noise_std, service_model
         self.n_job, self.n_server_class = r.shape
         self.caps = np.asarray(caps, dtype=np.int64)
+        self.caps_nominal = self.caps.astype(np.float64)
         self.server_class = np.repeat(np.arange(self.n_server_class), self.caps)
         self.server_index = np.concatenate([np.arange(c) for c in self.caps])
-        self.arrivals = arrivals  # class of the arrival at the start of slot t+1 (index t), -1 for none
-        self.streams = streams
-        self.schedule = schedule
-        self.t = 0
-        self.next_id = 0
-        self.job_class = np.zeros(0, dtype=np.int64)
-        self.job_id = np.zeros(0, dtype=np.int64)
-        self.job_counts = np.zeros((0, self.n_server_class))
-        self.job_reward_sums = np.zeros((0, self.n_server_class))
-        self._arrive(arrivals[0])
+        self.arrivals = np.asarray(arrivals, dtype=np.int64)  # class arriving at the start of slot t (-1: none)
+        self.streams = streams  # "choice" is drawn here (server_choice); the others by the kernel from ``rng``
+        self.schedule = np.asarray(self.caps[None, :] if schedule is None else schedule, dtype=np.int64)
+        self.costs = np.zeros(self.n_job) if costs is None else np.asarray(costs, dtype=np.float64)
+        self.exclusive = service_model == "exclusive"
+        self.kappa, self.gamma_env, self.max_jobs = float(kappa), float(gamma_env), int(max_jobs)
+        self.reward_mode = kernel.REWARD_MODES.index(reward_mode)
+        n, n_i, n_j = self.n_servers, self.n_job, self.n_server_class
+        self.rng = np.stack([pcg_state(streams[name]) for name in ("assign", "service", "noise")])
+        self.counters = np.zeros(kernel.COUNTERS, dtype=np.int64)
+        self.draws = np.zeros((kernel.DRAW_ROWS, n))
+        self.servers = np.zeros((kernel.SERVER_ROWS, n), dtype=np.int64)
+        self.slot_stats = np.zeros((kernel.SLOT_ROWS, n_i, n_j))
+        self.classes = np.zeros((kernel.CLASS_ROWS, n_i), dtype=np.int64)
+        self.stats = np.zeros(kernel.STATS)
+        self.obs = np.zeros(n_i * (1 + 2 * n_j), dtype=np.float32)
+        self.work = np.zeros(n_j + 4 * n_i + n_i * n_j)  # the kernel's float scratch
+        self.resize_jobs(min(len(self.arrivals), INITIAL_JOB_SLOTS))
+        self.set_jobs(self.arrivals[:1][self.arrivals[:1] >= 0])  # Q(1) = A(1)
+        kernel.write_observation(self.jobs, self.counters, self.slot_stats, self.obs)
+
+    def resize_jobs(self, slots: int) -> None:
+        """Reallocate the job arrays for ``slots`` waiting jobs (at least the current count), keeping them."""
+        old = getattr(self, "jobs", None)
+        jobs = np.zeros((2, slots), dtype=np.int64)
+        job_stats = np.zeros((2, slots, self.n_server_class))
+        if old is not None:
+            count = self.counters[kernel.N_JOBS]
+            jobs[:, :count], job_stats[:, :count] = self.jobs[:, :count], self.job_stats[:, :count]
+        self.jobs, self.job_stats = jobs, job_stats
+        self.scratch = np.zeros((2, slots + self.n_job), dtype=np.int64)
+
+    def reserve(self) -> None:
+        """Make room for one more waiting job (the arrival of the next slot)."""
+        if self.counters[kernel.N_JOBS] >= self.jobs.shape[1]:
+            self.resize_jobs(2 * self.jobs.shape[1])
+
+    def set_jobs(self, classes: np.ndarray) -> None:
+        """Replace the waiting jobs by fresh ones of the given classes (ids 0, 1, ...; for tests and reset)."""
+        classes = np.asarray(classes, dtype=np.int64)
+        if classes.size > self.jobs.shape[1]:
+            self.resize_jobs(classes.size)
+        self.jobs[0, : classes.size], self.jobs[1, : classes.size] = classes, np.arange(classes.size)
+        self.job_stats[:, : classes.size] = 0.0
+        self.counters[kernel.N_JOBS] = self.counters[kernel.NEXT_ID] = classes.size
+
+    @property
+    def t(self) -> int:
+        return int(self.counters[kernel.T])
 
     @property
     def n_servers(self) -> int:
         return int(self.caps.sum())
 
+    @property
+    def job_class(self) -> np.ndarray:
+        return self.jobs[0, : self.counters[kernel.N_JOBS]]
+
+    @property
+    def job_id(self) -> np.ndarray:
+        return self.jobs[1, : self.counters[kernel.N_JOBS]]
+
+    @property
+    def job_counts(self) -> np.ndarray:
+        return self.job_stats[0, : self.counters[kernel.N_JOBS]]
+
+    @property
+    def job_reward_sums(self) -> np.ndarray:
+        return self.job_stats[1, : self.counters[kernel.N_JOBS]]
+
     def caps_now(self) -> np.ndarray:
         """n_j(t) of the slot about to run (``server_schedule`` or the fixed counts)."""
-        return self.caps if self.schedule is None else self.schedule[min(self.t, len(self.schedule) - 1)]
+        return self.schedule[min(self.t, len(self.schedule) - 1)]
 
     def queue(self) -> np.ndarray:
         return np.bincount(self.job_class, minlength=self.n_job)
 
-    def _arrive(self, cls: int) -> np.ndarray:
-        a = np.zeros(self.n_job, dtype=np.int64)
-        if cls >= 0:
-            a[cls] = 1
-            self.job_class = np.append(self.job_class, cls)
-            self.job_id = np.append(self.job_id, self.next_id)
-            self.job_counts = np.vstack([self.job_counts, np.zeros(self.n_server_class)])
-            self.job_reward_sums = np.vstack([self.job_reward_sums, np.zeros(self.n_server_class)])
-            self.next_id += 1
-        return a
+    def _run(self, kind: int, action: np.ndarray, r_star: float) -> bool:
+        while True:
+            status = kernel.slot_single(kind, action, self.r, self.mu, self.costs, self.arrivals, self.exclusive,
+                                        self.noise_std, self.caps_nominal, self.schedule, self.server_class,
+                                        self.server_index, self.rng, self.jobs, self.job_stats, self.counters,
+                                        self.draws, self.servers, self.slot_stats, self.classes, self.stats,
+                                        self.scratch, self.work, r_star, self.kappa, self.gamma_env, self.reward_mode,
+                                        self.max_jobs, self.obs)  # fmt: skip
+            if status != kernel.FULL:
+                return status == kernel.DONE
+            self.reserve()
 
-    def _draws(self) -> dict[str, np.ndarray]:
-        n, assign = self.n_servers, self.streams["assign"]
-        return {
-            "select": assign.random(n),
-            "pick": assign.random(n),
-            "order": assign.permutation(n),
-            "service": self.streams["service"].random(n),
-            "noise": self.noise_std * np.clip(self.streams["noise"].standard_normal(n), -NOISE_CLIP, NOISE_CLIP),
-        }
+    def step_fractions(self, fractions: np.ndarray, r_star: float = 0.0) -> bool:
+        """Run one slot with allocation fractions a_ij = y_ij/n_j (flat, row-major), projected onto the feasible
+        set (spec §3.3). Returns False, changing nothing, if a fraction is not finite."""
+        return self._run(kernel.ALLOCATION, fractions, r_star)
 
-    def _available(self) -> np.ndarray:
-        return self.server_index < self.caps_now()[self.server_class]
-
-    def step_classes(self, y: np.ndarray) -> SlotResult:
+    def step_classes(self, y: np.ndarray, r_star: float = 0.0) -> SlotResult:
         """Run one slot with a feasible class-level expected allocation y (I, J)."""
-        draws, q = self._draws(), self.queue()
-        caps = np.maximum(self.caps_now(), 1).astype(np.float64)
-        cum = np.cumsum(y.T, axis=1) / caps[:, None]  # (J, I)
-        cls = (cum[self.server_class] <= draws["select"][:, None]).sum(axis=1)
-        chosen = (cls < self.n_job) & self._available()  # empty classes have y = 0, so are never chosen
-        job = np.full(self.n_servers, -1)
-        if chosen.any():
-            cls = cls[chosen]
-            by_class = np.argsort(self.job_class, kind="stable")
-            starts = np.concatenate([[0], np.cumsum(q)[:-1]])
-            job[chosen] = by_class[starts[cls] + np.floor(draws["pick"][chosen] * q[cls]).astype(np.int64)]
-        return self._finish(job, y, draws, 0)
+        self.slot_stats[kernel.Y] = y
+        self._run(kernel.CLASSES, NO_ACTION, r_star)
+        return self.result()
 
-    def step_jobs(self, x: np.ndarray) -> SlotResult:
+    def step_jobs(self, x: np.ndarray, r_star: float = 0.0) -> SlotResult:
         """Run one slot with a feasible per-job allocation x (K, J) over the waiting jobs in FIFO order."""
-        draws = self._draws()
-        caps = np.maximum(self.caps_now(), 1).astype(np.float64)
-        cum = np.cumsum(x.T, axis=1) / caps[:, None]  # (J, K)
-        k = (cum[self.server_class] <= draws["select"][:, None]).sum(axis=1)
-        job = np.where((k < len(self.job_class)) & self._available(), k, -1)
-        y = np.zeros((self.n_job, self.n_server_class))
-        np.add.at(y, self.job_class, x)
-        return self._finish(job, y, draws, 0)
+        self._run(kernel.JOBS, np.ascontiguousarray(x, dtype=np.float64).ravel(), r_star)
+        return self.result()
 
-    def step_servers(self, choices: np.ndarray) -> SlotResult:
+    def step_servers(self, choices: np.ndarray, r_star: float = 0.0) -> SlotResult:
         """Run one slot where server s (class-major order) picks class ``choices[s]`` (I = idle).
 
         Servers choosing one class get distinct jobs, drawn uniformly without replacement; once the
         class runs out, extra servers duplicate a uniform job ("paper") or idle as collisions ("exclusive").
         """
-        draws, q = self._draws(), self.queue()
-        choices = np.where(self._available() & (choices < self.n_job), choices, self.n_job)
+        self.reserve()
+        kernel.begin_slot(self.rng, self.noise_std, self.jobs, self.counters, self.draws, self.servers, self.classes)
+        q, order, pick = self.classes[kernel.QUEUE], self.servers[kernel.ORDER], self.draws[kernel.PICK]
+        available = self.server_index < self.caps_now()[self.server_class]
+        choices = np.where(available & (choices < self.n_job), choices, self.n_job)
         choices = np.where(np.append(q, 0)[choices] > 0, choices, self.n_job)  # an empty class means idle
-        y = np.zeros((self.n_job, self.n_server_class))
+        y = self.slot_stats[kernel.Y]
+        y[:] = 0.0
         busy = choices < self.n_job
         np.add.at(y, (choices[busy], self.server_class[busy]), 1.0)
-        job = np.full(self.n_servers, -1)
+        job = self.servers[kernel.JOB]
+        job[:] = -1
         collisions = 0
         for i in np.unique(choices[busy]):
-            servers = draws["order"][choices[draws["order"]] == i]
+            servers = order[choices[order] == i]
             members = np.flatnonzero(self.job_class == i)
             take = min(len(servers), len(members))
             job[servers[:take]] = self.streams["choice"].permutation(members)[:take]
             extra = servers[take:]
             if self.service_model == "paper":
-                job[extra] = members[
-                    np.minimum((draws["pick"][extra] * len(members)).astype(np.int64), len(members) - 1)
-                ]
+                job[extra] = members[np.minimum((pick[extra] * len(members)).astype(np.int64), len(members) - 1)]
             else:
                 collisions += len(extra)
-        return self._finish(job, y, draws, collisions)
+        self.counters[kernel.COLLISIONS] = collisions
+        kernel.finish(
+            self.r, self.mu, self.costs, self.arrivals, self.exclusive, self.server_class, self.caps_now(), self.jobs,
+            self.job_stats, self.counters, self.draws, self.servers, self.slot_stats, self.classes, self.stats,
+            self.scratch, self.work, r_star, self.kappa, self.gamma_env, self.reward_mode, self.max_jobs,
+        )  # fmt: skip
+        kernel.write_observation(self.jobs, self.counters, self.slot_stats, self.obs)
+        return self.result()
 
-    def _finish(self, job: np.ndarray, y: np.ndarray, draws: dict[str, np.ndarray], collisions: int) -> SlotResult:
-        queue = self.queue()
-        duplicates = 0
-        if self.service_model == "exclusive":
-            seq = job[draws["order"]]
-            servers = draws["order"][seq >= 0]
-            _, first = np.unique(job[servers], return_index=True)
-            keep = np.zeros(self.n_servers, dtype=bool)
-            keep[servers[first]] = True
-            collisions += int(len(servers) - len(first))
-            job = np.where(keep, job, -1)
-        else:
-            selected = job[job >= 0]
-            duplicates = int(selected.size - np.unique(selected).size)
-        servers = np.flatnonzero(job >= 0)
-        k = job[servers]
-        cls, sc = self.job_class[k], self.server_class[servers]
-        xi = self.r[cls, sc] + draws["noise"][servers]
-        pair = cls * self.n_server_class + sc
-        size = self.n_job * self.n_server_class
-        counts = np.bincount(pair, minlength=size).reshape(self.n_job, self.n_server_class)
-        sums = np.bincount(pair, weights=xi, minlength=size).reshape(self.n_job, self.n_server_class)
-        assignments = np.zeros(servers.size, dtype=ASSIGNMENT_DTYPE)
-        assignments["job_id"], assignments["job_class"], assignments["server_class"] = self.job_id[k], cls, sc
-        assignments["server_index"], assignments["reward"] = self.server_index[servers], xi
-        np.add.at(self.job_counts, (k, sc), 1.0)
-        np.add.at(self.job_reward_sums, (k, sc), xi)
-        done = np.zeros(len(self.job_class), dtype=bool)
-        done[k[draws["service"][servers] < self.mu[cls]]] = True
-        departures = np.bincount(self.job_class[done], minlength=self.n_job)
-        self.job_class, self.job_id = self.job_class[~done], self.job_id[~done]
-        self.job_counts, self.job_reward_sums = self.job_counts[~done], self.job_reward_sums[~done]
-        self.t += 1
-        arrivals = (
-            self._arrive(int(self.arrivals[self.t])) if self.t < len(self.arrivals) else np.zeros(self.n_job, int)
-        )
+    def result(self) -> SlotResult:
+        """The last slot's results as arrays (copies)."""
+        paid = self.servers[kernel.PAID_ID] >= 0
+        assignments = np.zeros(int(paid.sum()), dtype=ASSIGNMENT_DTYPE)
+        assignments["job_id"] = self.servers[kernel.PAID_ID, paid]
+        assignments["job_class"] = self.servers[kernel.PAID_CLASS, paid]
+        assignments["server_class"], assignments["server_index"] = self.server_class[paid], self.server_index[paid]
+        assignments["reward"] = self.draws[kernel.XI, : len(assignments)]
+        stats, slot = self.stats, self.slot_stats
         return SlotResult(
-            queue=queue,
-            y=y,
-            counts=counts,
-            reward_sums=sums,
-            departures=departures,
-            arrivals=arrivals,
+            queue=self.classes[kernel.QUEUE].copy(),
+            y=slot[kernel.Y].copy(),
+            counts=slot[kernel.COUNTS].astype(np.int64),
+            reward_sums=slot[kernel.SUMS].copy(),
+            departures=self.classes[kernel.DEPARTURES].copy(),
+            arrivals=self.classes[kernel.ARRIVALS].copy(),
             assignments=assignments,
-            n_duplicates=duplicates,
-            n_collisions=collisions,
-            reward_noisy=float(xi.sum()),
-            reward_mean=float((self.r * counts).sum()),
-            reward_expected=float((self.r * y).sum()),
+            n_duplicates=int(stats[kernel.N_DUPLICATES]),
+            n_collisions=int(stats[kernel.N_COLLISIONS]),
+            reward_noisy=float(stats[kernel.REWARD_NOISY]),
+            reward_mean=float(stats[kernel.REWARD_MEAN]),
+            reward_expected=float(stats[kernel.REWARD_EXPECTED]),
         )
 
 

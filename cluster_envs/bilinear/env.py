@@ -10,23 +10,24 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from cluster_envs.bilinear import kernel
 from cluster_envs.bilinear.dynamics import (
     ACTION_MODES,
-    NOISE_CLIP,
     OBSERVATION_MODES,
     SERVICE_MODELS,
     BilinearProblem,
     BilinearSimulator,
-    SlotResult,
     logits_to_allocation,
     project_allocation,
     sample_arrivals,
 )
 from cluster_envs.bilinear.instance import mean_rewards, oracle_lp, sample_instance
+from cluster_envs.bilinear.kernel import NOISE_CLIP, REWARD_MODES
 from cluster_envs.common.config import build_config, check_choice, check_number
 from cluster_envs.common.seeding import episode_streams
 
-REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
+INFO_LEVELS = ("minimal", "full")
+MINIMAL_INFO_KEYS = ("reward_noisy", "reward_mean", "reward_expected", "queue_total", "n_duplicates", "n_collisions")
 LOGIT_SCALE = 10.0  # simplex_logits actions in [-1, 1] are logits in [-10, 10]
 STREAMS = ("instance", "arrivals", "assign", "service", "noise", "choice")
 
@@ -82,6 +83,7 @@ class BilinearConfig:
     server_schedule: Callable[[int], Any] | Any = None
     max_jobs: int = 32
     allow_unstable: bool = False
+    info_level: str = "full"
 
     def __post_init__(self) -> None:
         check_number("num_job_classes", self.num_job_classes, low=1, integer=True)
@@ -115,6 +117,7 @@ class BilinearConfig:
                 f"traffic_intensity × service_rate gives λ = {lam:.4g} > 1: at most one job arrives per slot"
             )
         check_choice("allow_unstable", self.allow_unstable, (False, True))
+        check_choice("info_level", self.info_level, INFO_LEVELS)
         n, load = sum(servers), sum(rho)
         stat = load if len(set(mu)) == 1 else 2 * lam / min(mu) - load  # Assumption II.1 / App. D [L272]
         if stat >= n - 1e-9 and not self.allow_unstable:
@@ -209,8 +212,10 @@ class ClusterBilinearEnv(gym.Env):
     (r* − Σ r_ij y_ij, eq. 1), ``regret_inc_realized`` (r* − Σ r_ij N_ij), ``cum_regret`` (= ``regret``),
     ``cum_regret_realized, holding_cost`` (Σ c_i Q_i(t)), ``queue_total, utilization`` (Σy/n),
     ``n_duplicates, n_collisions, action_projection_dist, overflow, hidden_jobs`` (waiting jobs beyond
-    ``max_jobs`` under ``job_allocation``); at the end ``episode_summary``.
-    r* is the fluid LP oracle (HiGHS), solved once per instance (per distinct n(t) under a schedule).
+    ``max_jobs`` under ``job_allocation``); at the end ``episode_summary``. ``info_level="minimal"`` keeps
+    only ``reward_noisy, reward_mean, reward_expected, queue_total, n_duplicates, n_collisions, regret`` (floats)
+    and ``episode_summary`` (the fast setting for training and benchmarks).
+    r* is the fluid LP oracle (HiGHS), once per instance (per distinct n(t) under a schedule).
 
     **Presets**: ``paper`` (Sec. V: I = 10, J = 2, n_j = 2, d = 2, ρ = 1, μ = 1, σ = 0.1, T = 500, c = 1),
     ``paper_holding`` (Fig. 4: c = 7/4 for classes 1–5, 1/4 for 6–10), ``rl`` (exclusive service,
@@ -242,6 +247,11 @@ class ClusterBilinearEnv(gym.Env):
         }[config.action_mode]()
         self._lp_cache: dict[bytes, tuple[float, np.ndarray]] = {}
         self._problem: BilinearProblem | None = None
+        self._r_star = 0.0
+        self._minimal_info = config.info_level == "minimal"
+        self._minimal_rows = [kernel.STAT_NAMES.index(key) for key in MINIMAL_INFO_KEYS]
+        # the kernel writes the whole observation itself in the default observation and action modes
+        self._queues_only = config.observation_mode == "queues" and config.action_mode != "job_allocation"
         self._sim: BilinearSimulator | None = None
         self.observation_space = self._build_observation_space()
 
@@ -361,27 +371,13 @@ class ClusterBilinearEnv(gym.Env):
             sample_arrivals(streams["arrivals"], self._rho * self._mu, t_max + 1),
             streams,
             self._schedule(),
+            costs=self._costs,
+            kappa=cfg.holding_cost_weight,
+            gamma_env=cfg.gamma_env,
+            reward_mode=cfg.reward_mode,
+            max_jobs=cfg.max_jobs if cfg.action_mode == "job_allocation" else -1,
         )
-        self._last_counts = np.zeros((n_i, n_j))
-        self._last_sums = np.zeros((n_i, n_j))
-        self._total_counts = np.zeros((n_i, n_j))
-        self._total_sums = np.zeros((n_i, n_j))
-        self._totals = dict.fromkeys(
-            (
-                "regret",
-                "regret_realized",
-                "reward_noisy",
-                "reward_mean",
-                "reward_expected",
-                "holding_cost",
-                "queue_total",
-                "utilization",
-                "duplicates",
-                "collisions",
-                "hidden_jobs",
-            ),
-            0.0,
-        )
+        self._r_star = self.r_star
         q = self._sim.queue()
         info = {
             "t": 0,
@@ -406,58 +402,67 @@ class ClusterBilinearEnv(gym.Env):
         return arr.astype(np.int64)
 
     def step(self, action: Any):
-        sim = self.simulator
-        if sim.t >= self.config.horizon:
+        sim, cfg = self.simulator, self.config
+        t = sim.t
+        if t >= cfg.horizon:
             raise RuntimeError("ClusterBilinear-v0: the episode ended; call reset()")
-        caps = sim.caps_now().astype(np.float64)
-        r_star, oracle_alloc = self._oracle(caps)
-        dist = 0.0
-        mode = self.config.action_mode
-        a = self._checked_action(action)
+        caps = sim.caps_now()
+        r_star = self._r_star if cfg.server_schedule is None else self._oracle(caps)[0]
+        mode = cfg.action_mode
+        projected = None  # the projected allocation, when the action is one (for action_projection_dist)
         if mode == "allocation":
-            frac = a.reshape(sim.n_job, -1)
-            y = project_allocation(frac, sim.queue() > 0, caps / self._caps) * self._caps
-            dist = self._projection_distance(y, frac)
-            result = sim.step_classes(y)
-        elif mode == "simplex_logits":
-            logits = a.reshape(len(caps), -1)
-            result = sim.step_classes(logits_to_allocation(logits, sim.queue() > 0, caps, LOGIT_SCALE))
-        elif mode == "server_choice":
-            result = sim.step_servers(a.astype(np.int64))
+            a = self._as_real_array(action)
+            if not sim.step_fractions(a, r_star):
+                raise ValueError("action must be finite (no NaN or inf)")
+            projected = sim.slot_stats[kernel.Y]
         else:
-            k = self.config.max_jobs
-            visible = np.arange(k) < len(sim.job_class)
-            frac = a.reshape(k, -1)
-            x = project_allocation(frac, visible, caps / self._caps) * self._caps
-            dist = self._projection_distance(x, frac)
-            full = np.zeros((len(sim.job_class), len(caps)))
-            full[: min(k, len(full))] = x[: len(full)]
-            result = sim.step_jobs(full)
-        info = self._record(result, r_star, oracle_alloc, dist)
-        reward = self._reward(result)
-        terminated = self.config.queue_cap is not None and info["queue_total_next"] > self.config.queue_cap
-        info["overflow"] = bool(terminated)
-        truncated = sim.t >= self.config.horizon and not terminated
+            a = self._checked_action(action)
+            if mode == "simplex_logits":
+                logits = a.reshape(len(caps), -1)
+                sim.step_classes(logits_to_allocation(logits, sim.queue() > 0, caps.astype(np.float64), LOGIT_SCALE),
+                                 r_star)  # fmt: skip
+            elif mode == "server_choice":
+                sim.step_servers(a.astype(np.int64), r_star)
+            else:
+                k = cfg.max_jobs
+                visible = np.arange(k) < len(sim.job_class)
+                x = project_allocation(a.reshape(k, -1), visible, caps / self._caps) * self._caps
+                full = np.zeros((len(sim.job_class), len(caps)))
+                full[: min(k, len(full))] = x[: len(full)]
+                sim.step_jobs(full, r_star)
+                projected = x
+        stats = sim.stats
+        terminated = cfg.queue_cap is not None and stats[kernel.QUEUE_TOTAL_NEXT] > cfg.queue_cap
+        truncated = t + 1 >= cfg.horizon and not terminated
+        if self._minimal_info:
+            info = dict(zip(MINIMAL_INFO_KEYS, stats[self._minimal_rows].tolist(), strict=True))
+            info["regret"] = float(stats[kernel.TOTALS])
+        else:
+            info = self._record(a, r_star, caps, projected)
+            info["overflow"] = bool(terminated)
         if terminated or truncated:
             info["episode_summary"] = self._summary()
-        return self._observation(), reward, bool(terminated), bool(truncated), info
+        obs = sim.obs.copy() if self._queues_only else self._observation()
+        return obs, float(stats[kernel.REWARD]), bool(terminated), bool(truncated), info
 
-    def _projection_distance(self, y: np.ndarray, frac: np.ndarray) -> float:
-        """‖y − a·n‖ for fractions a (projected in fraction units, so a huge finite action cannot overflow y)."""
-        with np.errstate(over="ignore"):  # inf only when the distance itself exceeds the float max
-            return float(np.linalg.norm(y - frac * self._caps))
+    def _as_real_array(self, action: Any) -> np.ndarray:
+        """The action as a contiguous float64 array of the action space's shape (finiteness is the caller's)."""
+        if not (isinstance(action, np.ndarray) and action.dtype.kind == "f"):  # the fast path skips these checks
+            if np.iscomplexobj(action):
+                raise ValueError("action must be real, got complex values (the imaginary part would be dropped)")
+            try:
+                action = np.asarray(action, dtype=np.float64)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"action must be numeric, got {type(action).__name__}") from err
+        if action.shape != self.action_space.shape:
+            raise ValueError(
+                f"action must have shape {self.action_space.shape} (action_mode={self.config.action_mode!r}), "
+                f"got {action.shape}"
+            )
+        return np.ascontiguousarray(action, dtype=np.float64)
 
     def _checked_action(self, action: Any) -> np.ndarray:
-        try:
-            complex_values = np.iscomplexobj(action)
-            a = None if complex_values else np.asarray(action, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"action must be numeric, got {type(action).__name__}") from err
-        if complex_values:
-            raise ValueError("action must be real, got complex values (the imaginary part would be dropped)")
-        shape = self.action_space.shape
-        if a.shape != shape:
-            raise ValueError(f"action must have shape {shape} (action_mode={self.config.action_mode!r}), got {a.shape}")
+        a = self._as_real_array(action)
         if not np.isfinite(a).all():
             raise ValueError("action must be finite (no NaN or inf)")
         if self.config.action_mode == "server_choice":
@@ -466,32 +471,19 @@ class ClusterBilinearEnv(gym.Env):
                 raise ValueError(f"action (server_choice) must hold integers in [0, {top}] (I = idle)")
         return a
 
-    def _record(self, res: SlotResult, r_star: float, oracle_alloc: np.ndarray, dist: float) -> dict[str, Any]:
-        sim, tot = self.simulator, self._totals
-        self._last_counts, self._last_sums = res.counts.astype(np.float64), res.reward_sums
-        self._total_counts += res.counts
-        self._total_sums += res.reward_sums
-        holding = float(self._costs @ res.queue)
-        regret_inc = r_star - res.reward_expected
-        regret_inc_realized = r_star - res.reward_mean
-        util = float(res.y.sum() / max(sim.caps_now().sum(), 1))
-        updates = {
-            "regret": regret_inc, "regret_realized": regret_inc_realized, "reward_noisy": res.reward_noisy,
-            "reward_mean": res.reward_mean, "reward_expected": res.reward_expected, "holding_cost": holding,
-            "queue_total": float(res.queue.sum()), "utilization": util, "duplicates": res.n_duplicates,
-            "collisions": res.n_collisions,
-        }  # fmt: skip
-        for key, value in updates.items():
-            tot[key] += value
-        q_next = sim.queue()
-        # waiting jobs a per-job agent could not see or serve this slot (beyond max_jobs)
-        per_job = self.config.action_mode == "job_allocation"
-        hidden = max(0, int(res.queue.sum()) - self.config.max_jobs) if per_job else 0
-        tot["hidden_jobs"] = max(tot["hidden_jobs"], hidden)
+    def _record(self, action: np.ndarray, r_star: float, caps: np.ndarray, projected: np.ndarray | None):
+        """The full info of the slot just run; ``projected``: the projected allocation of an allocation action."""
+        sim, stats = self.simulator, self.simulator.stats
+        res = sim.result()
+        dist = 0.0
+        if projected is not None:  # ‖y − a·n‖ (a huge finite action cannot overflow: y is projected in fractions)
+            with np.errstate(over="ignore"):  # inf only when the distance itself exceeds the float max
+                dist = float(np.linalg.norm(projected - action.reshape(projected.shape) * self._caps))
+        totals = dict(zip(kernel.STAT_NAMES[kernel.TOTALS :], stats[kernel.TOTALS :].tolist(), strict=True))
         return {
             "t": sim.t,
             "Q": res.queue,
-            "Q_next": q_next,
+            "Q_next": sim.queue(),
             "A": res.arrivals,
             "D": res.departures,
             "y": res.y,
@@ -502,57 +494,49 @@ class ClusterBilinearEnv(gym.Env):
             "reward_mean": res.reward_mean,
             "reward_expected": res.reward_expected,
             "r_star": r_star,
-            "oracle_allocation": oracle_alloc.copy(),
-            "regret_inc": regret_inc,
-            "regret_inc_realized": regret_inc_realized,
-            "cum_regret": tot["regret"],
-            "regret": tot["regret"],
-            "cum_regret_realized": tot["regret_realized"],
-            "holding_cost": holding,
-            "queue_total": float(res.queue.sum()),
-            "queue_total_next": float(q_next.sum()),
-            "utilization": util,
+            "oracle_allocation": self._oracle(caps.astype(np.float64))[1].copy(),
+            "regret_inc": float(stats[kernel.REGRET_INC]),
+            "regret_inc_realized": float(stats[kernel.REGRET_INC_REALIZED]),
+            "cum_regret": totals["total_regret"],
+            "regret": totals["total_regret"],
+            "cum_regret_realized": totals["total_regret_realized"],
+            "holding_cost": float(stats[kernel.HOLDING]),
+            "queue_total": float(stats[kernel.QUEUE_TOTAL]),
+            "queue_total_next": float(stats[kernel.QUEUE_TOTAL_NEXT]),
+            "utilization": float(stats[kernel.UTILIZATION]),
             "n_duplicates": res.n_duplicates,
             "n_collisions": res.n_collisions,
             "action_projection_dist": dist,
-            "hidden_jobs": hidden,
+            "hidden_jobs": int(stats[kernel.HIDDEN]),
         }
 
-    def _reward(self, res: SlotResult) -> float:
-        cfg = self.config
-        base = {
-            "noisy": res.reward_noisy,
-            "mean": res.reward_mean,
-            "expected": res.reward_expected,
-            "cost_adjusted": res.reward_noisy - cfg.gamma_env * len(res.assignments),
-        }[cfg.reward_mode]
-        return float(base - cfg.holding_cost_weight * (self._costs @ res.queue))
-
     def _summary(self) -> dict[str, float]:
-        tot, steps = self._totals, max(self.simulator.t, 1)
+        sim = self.simulator
+        tot = dict(zip(kernel.STAT_NAMES[kernel.TOTALS :], sim.stats[kernel.TOTALS :].tolist(), strict=True))
+        steps = max(sim.t, 1)
         return {
-            "regret": tot["regret"],
-            "regret_realized": tot["regret_realized"],
-            "reward_noisy": tot["reward_noisy"],
-            "reward_mean": tot["reward_mean"],
-            "reward_expected": tot["reward_expected"],
+            "regret": tot["total_regret"],
+            "regret_realized": tot["total_regret_realized"],
+            "reward_noisy": tot["total_reward_noisy"],
+            "reward_mean": tot["total_reward_mean"],
+            "reward_expected": tot["total_reward_expected"],
             "r_star": self.r_star,
-            "mean_holding_cost": tot["holding_cost"] / steps,
-            "mean_queue_total": tot["queue_total"] / steps,
-            "final_queue_total": float(self.simulator.queue().sum()),
-            "utilization": tot["utilization"] / steps,
-            "duplicates": tot["duplicates"],
-            "collisions": tot["collisions"],
-            "max_hidden_jobs": tot["hidden_jobs"],
+            "mean_holding_cost": tot["total_holding_cost"] / steps,
+            "mean_queue_total": tot["total_queue_total"] / steps,
+            "final_queue_total": float(sim.counters[kernel.N_JOBS]),
+            "utilization": tot["total_utilization"] / steps,
+            "duplicates": tot["total_duplicates"],
+            "collisions": tot["total_collisions"],
+            "max_hidden_jobs": tot["total_hidden_jobs"],
         }
 
     def _observation(self) -> np.ndarray:
         sim, prob = self.simulator, self.problem
-        parts = [sim.queue(), self._last_counts.ravel(), self._last_sums.ravel()]
+        parts = [sim.obs]  # Q(t), the last slot's N and Σξ, written by the kernel
         if prob.observation_mode in ("queues_stats", "full"):
-            means = np.divide(self._total_sums, self._total_counts, out=np.zeros_like(self._total_sums),
-                              where=self._total_counts > 0)  # fmt: skip
-            parts += [[sim.t / prob.horizon], np.log1p(self._total_counts).ravel(), means.ravel()]
+            total_counts, total_sums = sim.slot_stats[kernel.TOTAL_COUNTS], sim.slot_stats[kernel.TOTAL_SUMS]
+            means = np.divide(total_sums, total_counts, out=np.zeros_like(total_sums), where=total_counts > 0)
+            parts += [[sim.t / prob.horizon], np.log1p(total_counts).ravel(), means.ravel()]
         if prob.observation_mode == "full":
             parts += [prob.job_features.ravel(), prob.server_features.ravel()]
         if prob.action_mode == "job_allocation":
@@ -568,4 +552,4 @@ class ClusterBilinearEnv(gym.Env):
         if self.render_mode != "ansi":
             return None
         sim = self.simulator
-        return f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={self._totals['regret']:.2f}\n"
+        return f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={sim.stats[kernel.TOTALS]:.2f}\n"

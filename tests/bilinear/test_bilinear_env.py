@@ -155,8 +155,7 @@ def _fixed_queue_sim(queue: np.ndarray, mu: np.ndarray, caps: np.ndarray, seed: 
 
 
 def _reload(sim: BilinearSimulator, cls: np.ndarray) -> None:
-    sim.job_class, sim.job_id = cls.copy(), np.arange(len(cls))
-    sim.job_counts = sim.job_reward_sums = np.zeros((len(cls), len(sim.caps)))
+    sim.set_jobs(cls)
 
 
 def test_departure_law_and_selection_means():

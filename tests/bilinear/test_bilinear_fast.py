@@ -1,0 +1,154 @@
+"""The compiled ClusterBilinear-v0: NumPy's draws and sums bit for bit, the minimal info and the
+batched env, which equals B single envs (SyncVectorEnv, copy i seeded s + i) step for step."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from numba import njit
+
+from cluster_envs.bilinear.kernel import pairwise_sum
+from cluster_envs.bilinear.rng import next_double, pcg_state, permute, standard_normal
+
+ENV_ID = "ClusterBilinear-v0"
+
+
+@njit
+def _draw_sequence(state, n, slots, uniforms, normals, orders):
+    for t in range(slots):
+        for k in range(n):
+            uniforms[t, k] = next_double(state)
+        permute(state, orders[t])
+        for k in range(n):
+            normals[t, k] = standard_normal(state)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_draws_continue_numpys_pcg64_stream_exactly(seed):
+    """Interleaved random / permutation (buffered 32-bit halves) / ziggurat normals, and the final state."""
+    gen = np.random.default_rng(seed)
+    gen.random(seed)  # start mid-stream, possibly with a buffered half
+    gen.permutation(seed + 2)
+    state = pcg_state(gen)
+    n, slots = 1 + 2 * seed, 300
+    uniforms, normals, orders = np.zeros((slots, n)), np.zeros((slots, n)), np.zeros((slots, n), dtype=np.int64)
+    _draw_sequence(state, n, slots, uniforms, normals, orders)
+    for t in range(slots):
+        np.testing.assert_array_equal(uniforms[t], gen.random(n))
+        np.testing.assert_array_equal(orders[t], gen.permutation(n))
+        np.testing.assert_array_equal(normals[t], gen.standard_normal(n))
+    np.testing.assert_array_equal(state, pcg_state(gen))
+
+
+def test_pairwise_sum_is_numpys_sum():
+    rng = np.random.default_rng(1)
+    for n in [*range(0, 300), 1000, 1031, 4099]:
+        x = rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)
+        assert pairwise_sum(x, 0, n) == x.sum(), n
+
+
+def test_minimal_info_has_the_full_values_and_the_same_trajectory():
+    full, minimal = gym.make(ENV_ID, horizon=60), gym.make(ENV_ID, horizon=60, info_level="minimal")
+    rng = np.random.default_rng(0)
+    for env in (full, minimal):
+        env.reset(seed=3)
+    for _ in range(60):
+        action = rng.uniform(0, 1, 20).astype(np.float32)
+        a, b = full.step(action), minimal.step(action)
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1:4] == b[1:4]
+        assert set(b[4]) - {"episode_summary"} == {"reward_noisy", "reward_mean", "reward_expected", "queue_total",
+                                                   "n_duplicates", "n_collisions", "regret"}  # fmt: skip
+        for key, value in b[4].items():
+            assert value == a[4][key], key
+    assert b[2] or b[3]
+
+
+B = 4
+HORIZON = 40
+
+
+def _actions(rng, steps):
+    """Random fractions; copy 0 idles for the first 70 steps, so its queue outgrows the initial job arrays."""
+    out = rng.uniform(0, 1, (steps, B, 20))
+    out[:70, 0] = 0.0
+    out[rng.random((steps, B)) < 0.1] = 0.0
+    return out.astype(np.float32)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"service_model": "exclusive", "reward_mode": "cost_adjusted", "holding_cost_weight": 0.05},
+    {"reward_mode": "expected", "queue_cap": 6, "noise_std": 1.0},
+    {"preset": "paper_holding", "reward_mode": "mean", "horizon": 90},
+])  # fmt: skip
+def test_batched_env_equals_single_envs_step_for_step(kwargs):
+    kwargs = {"horizon": HORIZON, **kwargs}
+    native = gym.make_vec(ENV_ID, num_envs=B, vectorization_mode="vector_entry_point", **kwargs)
+    sync = gym.make_vec(ENV_ID, num_envs=B, vectorization_mode="sync", **kwargs)
+    assert native.metadata["autoreset_mode"] == sync.metadata["autoreset_mode"]
+    obs, info = native.reset(seed=11)
+    obs_sync, info_sync = sync.reset(seed=11)
+    np.testing.assert_array_equal(obs, obs_sync)
+    np.testing.assert_array_equal(info["queue_total"], info_sync["queue_total"])
+    ended = 0
+    for actions in _actions(np.random.default_rng(0), 2 * kwargs["horizon"] + 15):
+        step, expected = native.step(actions), sync.step(actions)
+        for a, b in zip(step[:4], expected[:4], strict=True):
+            np.testing.assert_array_equal(a, b)
+        info, info_sync = step[4], expected[4]
+        for key in ("reward_noisy", "reward_mean", "reward_expected", "queue_total", "n_duplicates", "n_collisions",
+                    "regret"):  # fmt: skip
+            mask = info_sync.get(f"_{key}", np.zeros(B, dtype=bool))
+            np.testing.assert_array_equal(info[f"_{key}"], mask)
+            if mask.any():  # Sync has no key on a step where every copy resets
+                np.testing.assert_array_equal(info[key][mask], info_sync[key][mask])
+        assert ("episode_summary" in info) == ("episode_summary" in info_sync)
+        if "episode_summary" in info_sync:
+            ended += int(info_sync["_episode_summary"].sum())
+            for key, value in info_sync["episode_summary"].items():
+                np.testing.assert_array_equal(info["episode_summary"][key], value, err_msg=key)
+    assert ended >= 2 * B
+    if kwargs["horizon"] > 70:  # copy 0 idled long enough for its queue to outgrow the initial job arrays
+        assert native.unwrapped.simulators[0].jobs.shape[1] > 64
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    ({"action_mode": "simplex_logits"}, "action_mode"), ({"observation_mode": "full"}, "observation_mode"),
+    ({"server_schedule": np.full((500, 2), 2)}, "server_schedule"), ({"num_envs": 0}, "num_envs"),
+    ({"render_mode": "ansi"}, "render_mode"),
+])  # fmt: skip
+def test_unsupported_settings_name_the_argument(kwargs, name):
+    from cluster_envs.bilinear.vector_env import ClusterBilinearVectorEnv
+
+    with pytest.raises(ValueError, match=name):
+        ClusterBilinearVectorEnv(**{"num_envs": 2, **kwargs})
+
+
+def test_bad_actions_are_rejected_and_leave_the_batch_unchanged():
+    native = gym.make_vec(ENV_ID, num_envs=B, vectorization_mode="vector_entry_point")
+    native.reset(seed=0)
+    native.step(np.full((B, 20), 0.1))
+    before = {name: array.copy() for name, array in native.unwrapped._batch.items()}
+    with pytest.raises(ValueError, match="actions"):
+        native.step(np.ones((B, 21)))
+    bad = np.ones((B, 20))
+    bad[2, 5] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        native.step(bad)
+    for name, array in native.unwrapped._batch.items():
+        np.testing.assert_array_equal(array, before[name], err_msg=name)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"preset": "rl"}, {"action_mode": "job_allocation", "max_jobs": 3},
+                                    {"observation_mode": "queues_stats", "num_server_classes": 3}])  # fmt: skip
+def test_split_names_every_part_of_the_observation_in_order(kwargs):
+    env = gym.make(ENV_ID, **kwargs).unwrapped
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(env.action_space.sample())
+    problem = env.problem
+    parts = problem.split(obs)
+    assert {name: part.shape for name, part in parts.items()} == problem.observation_parts()
+    np.testing.assert_array_equal(np.concatenate([part.ravel() for part in parts.values()]), obs)
+    np.testing.assert_array_equal(parts["queues"], env.simulator.queue())
