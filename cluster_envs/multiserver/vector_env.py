@@ -7,10 +7,8 @@ import copy
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
 
-from cluster_envs.common.config import check_number
+from cluster_envs.common.vector import BatchedCopies
 from cluster_envs.multiserver import batch
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import gang_workspace
@@ -25,7 +23,7 @@ REGRET_KEYS = {"expected_utility": batch.EXPECTED, "oracle_utility": batch.ORACL
 OBS_KEYS = ("arrivals", "edge_mask", "time", "last_action", "last_utility")
 
 
-class ClusterMultiServerVectorEnv(VectorEnv):
+class ClusterMultiServerVectorEnv(BatchedCopies):
     """``num_envs`` copies of ``ClusterMultiServer-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own env (copy i of ``reset(seed=s)`` is seeded s + i, as in ``SyncVectorEnv``;
@@ -39,29 +37,25 @@ class ClusterMultiServerVectorEnv(VectorEnv):
     ``binary_repair_order="random"``, more than 20 ports with ``compute_regret``.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
     env_class = ClusterMultiServerEnv
 
     def __init__(self, num_envs: int, preset: str | None = None, render_mode: str | None = None, **overrides: Any):
-        check_number("num_envs", num_envs, low=1, integer=True)
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None for the batched {self.env_class.env_name}, got {render_mode!r}")
-        first = self.env_class(**({} if preset is None else {"preset": preset}), **overrides)
-        cfg = self.config = first.config
-        if getattr(cfg, "obs_static", False):
-            raise ValueError("obs_static=True is not supported by the batched env; use SyncVectorEnv")
-        if cfg.action_mode == "binary" and cfg.invalid_action == "repair" and cfg.binary_repair_order == "random":
-            raise ValueError("binary_repair_order='random' is not supported by the batched env; use SyncVectorEnv")
-        inst = self.instance = first.instance
+        kwargs = {**({} if preset is None else {"preset": preset}), **overrides}
+        made: list = []
+
+        def make_copy():  # the first copy draws the instance; the others share it (and its oracle's cache)
+            made.append(copy.copy(made[0]) if made else self.env_class(**kwargs))
+            return made[-1]
+
+        super().__init__(num_envs, make_copy, render_mode, self.env_class.env_name)
+        cfg = self.config
+        self.require([("obs_static", getattr(cfg, "obs_static", False), False)])
+        if cfg.action_mode == "binary" and cfg.invalid_action == "repair":
+            self.require([("binary_repair_order", cfg.binary_repair_order, "index")])
+        inst = self.instance = self.envs[0].instance
         if cfg.compute_regret and inst.n_ports > MAX_PORTS:
             raise ValueError(f"n_ports={inst.n_ports} > {MAX_PORTS} with compute_regret=True is not supported by "
                              "the batched env; use SyncVectorEnv")  # fmt: skip
-        self.envs = [first] + [copy.copy(first) for _ in range(num_envs - 1)]  # share the instance and oracle
-        self.num_envs, self.render_mode = num_envs, None
-        self.single_observation_space = first.observation_space
-        self.single_action_space = first.action_space
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
         n_e, n_l = inst.n_edges, inst.n_ports
         self._obs = {
             "arrivals": np.zeros((num_envs, n_l), np.int8),
@@ -76,7 +70,6 @@ class ClusterMultiServerVectorEnv(VectorEnv):
         self._t = np.ones(num_envs, np.int64)
         self._scalars = np.zeros((num_envs, batch.SCALARS))
         self._sums = np.zeros((num_envs, batch.SUMS))
-        self._needs_reset = np.ones(num_envs, dtype=bool)
         self._missing = np.zeros(num_envs, dtype=bool)
         self._oracle_values = np.full(2**n_l if cfg.compute_regret else 1, np.nan)
         self._static = self._static_arrays()
@@ -126,13 +119,7 @@ class ClusterMultiServerVectorEnv(VectorEnv):
     # -- gymnasium API ------------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
-        if seed is None or isinstance(seed, int | np.integer):
-            seeds = [None if seed is None else int(seed) + b for b in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed has {len(seeds)} entries but num_envs={self.num_envs}")
-        for b, s in enumerate(seeds):
+        for b, s in enumerate(self.copy_seeds(seed)):
             self._reset_copy(b, s, options)
         return self._observation(), self._reset_infos(np.ones(self.num_envs, dtype=bool))
 
@@ -206,22 +193,16 @@ class ClusterMultiServerVectorEnv(VectorEnv):
         if self.config.compute_regret:
             infos["regret"], infos["_regret"] = self._sums[:, batch.REGRET].copy(), stepping
         if truncated.any():
-            infos["episode_summary"] = self._summaries(truncated)
+            infos["episode_summary"] = self.batched_summaries(truncated, self._summary)
             infos["_episode_summary"] = truncated
         return infos
 
-    def _summaries(self, ended: np.ndarray) -> dict[str, np.ndarray]:
-        """Each ended copy's summary, by its own env from the batch's running sums."""
-        out: dict[str, np.ndarray] = {}
-        for b in np.flatnonzero(ended):
-            env, run = self.envs[b], self._sums[b]
-            env._cum = {"aou": run[batch.AOU], "expected": run[batch.EXPECTED_AOU], "oracle": run[batch.ORACLE_AOU],
-                        "regret": run[batch.REGRET], "dropped": run[batch.DROPPED]}  # fmt: skip
-            for key, value in env._summary().items():
-                out.setdefault(key, np.zeros(self.num_envs))[b] = value
-        for key in list(out):
-            out[f"_{key}"] = ended.copy()
-        return out
+    def _summary(self, b: int) -> dict[str, float]:
+        """Copy b's episode summary, by its own env from the batch's running sums."""
+        env, run = self.envs[b], self._sums[b]
+        env._cum = {"aou": run[batch.AOU], "expected": run[batch.EXPECTED_AOU], "oracle": run[batch.ORACLE_AOU],
+                    "regret": run[batch.REGRET], "dropped": run[batch.DROPPED]}  # fmt: skip
+        return env._summary()
 
     @property
     def step_counts(self) -> np.ndarray:
