@@ -23,6 +23,8 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
     "ClusterApprox-v0": "cluster_envs.approx.vector_env:ClusterApproxVectorEnv",
     "ClusterApproxSingleJob-v0": "cluster_envs.approx.vector_env:ClusterApproxSingleJobVectorEnv",
     "ClusterBilinear-v0": "cluster_envs.bilinear.vector_env:ClusterBilinearVectorEnv",
+    "ClusterMultiServer-v0": "cluster_envs.multiserver.vector_env:ClusterMultiServerVectorEnv",
+    "ClusterGang-v0": "cluster_envs.multiserver.vector_env:ClusterGangVectorEnv",
 }
 
 

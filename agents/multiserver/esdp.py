@@ -49,7 +49,8 @@ class ESDP(SemiBanditAgent):
     (``"exact"``). ``delta``: ``default`` (δ_0), ``A``, ``B``, ``C`` (Fig. 7) or ``aescb``. ``g``: ``g1``
     (default), ``g2``, ``g3`` (Fig. 8). ``selection``: ``budget`` (literal (21)) or ``exact_index``
     (the best undiscretised index among the P4 solutions). ``arrival_aware``: solve over ``Ω(t)``.
-    After each ``act``, ``last_cells`` is the number of DP cells updated and ``last_s_max`` is ``ξm``.
+    After each ``act``, ``last_cells`` is the DP's nominal size of spec §4.3 (processed edges × (ξm + 1) ×
+    Π(c_k + 1); the compiled DP updates only the reachable part of it) and ``last_s_max`` is ``ξm``.
     """
 
     name = "esdp"

@@ -6,21 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
 
 from cluster_envs.approx import kernels
 from cluster_envs.approx.dynamics import ApproxSimulator
 from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv
 from cluster_envs.approx.workloads import CHUNK
-from cluster_envs.common.config import check_number
+from cluster_envs.common.vector import BatchedCopies
 
 # Simulator arrays whose last axis is the job axis (padded to a common width in the batch) and the fixed-size ones.
 JOB_ARRAYS = {"jf": (kernels.JF_ROWS, np.float64), "ji": (kernels.JI_ROWS, np.int64)}
 FIXED_ARRAYS = ("mf", "mi", "si", "sf", "c", "f", "assign", "executed", "rows")
 
 
-class ClusterApproxVectorEnv(VectorEnv):
+class ClusterApproxVectorEnv(BatchedCopies):
     """``num_envs`` copies of ``ClusterApprox-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own single env (copy i of ``reset(seed=s)`` is seeded s + i, as in
@@ -33,24 +31,12 @@ class ClusterApproxVectorEnv(VectorEnv):
     for copies that end, ``episode_summary``.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
     env_class: type[ClusterApproxEnv] | type[ClusterApproxSingleJobEnv] = ClusterApproxEnv
 
     def __init__(self, num_envs: int, preset: str = "default", render_mode: str | None = None, **overrides: Any):
-        check_number("num_envs", num_envs, low=1, integer=True)
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None for the batched {self.env_class.env_name}, got {render_mode!r}")
-        self.envs = [self.env_class(preset, **overrides) for _ in range(num_envs)]
-        first = self.envs[0]
-        cfg = self.config = first.config
-        if cfg.capacity is not None:
-            raise ValueError("capacity (the Sec. V-C mode) is not supported by the batched env; use capacity=None")
-        self.num_envs = num_envs
-        self.render_mode = None
-        self.single_observation_space = first.observation_space
-        self.single_action_space = first.action_space
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
+        super().__init__(num_envs, lambda: self.env_class(preset, **overrides), render_mode, self.env_class.env_name)
+        first, cfg = self.envs[0], self.config
+        self.require((("capacity", cfg.capacity, None),))  # the Sec. V-C mode
         self._action_shape = (num_envs, *first.action_space.shape)
         self._mode, self._reward_entry = first._decode_mode, first._reward_entry
         m, k, b = cfg.n_machines, cfg.max_visible_jobs, num_envs
@@ -72,7 +58,6 @@ class ClusterApproxVectorEnv(VectorEnv):
         self._chunk_end = np.zeros(b, dtype=np.int64)
         self._occupant = np.zeros((b, m), dtype=np.int64)
         self._offsets = np.zeros(b + 1, dtype=np.int64)
-        self._needs_reset = np.ones(b, dtype=bool)
         self._p = np.zeros(kernels.P_SIZE, dtype=np.int64)
 
     # ------------------------------------------------------------------ copies and their arrays
@@ -125,13 +110,7 @@ class ClusterApproxVectorEnv(VectorEnv):
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         if options:
             raise ValueError(f"unknown reset option(s) {sorted(options)}; the batched env takes none")
-        if seed is None or isinstance(seed, (int, np.integer)):
-            seeds = [None if seed is None else int(seed) + b for b in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed has {len(seeds)} entries but num_envs={self.num_envs}")
-        for b, s in enumerate(seeds):
+        for b, s in enumerate(self.copy_seeds(seed)):
             self._reset_copy(b, s)
         return self._observations(), {}
 
@@ -226,12 +205,7 @@ class ClusterApproxVectorEnv(VectorEnv):
         for key in list(infos):
             infos[f"_{key}"] = stepping
         if ended.any():
-            summaries: dict[str, np.ndarray] = {}
-            for b in np.flatnonzero(ended):
-                for key, value in self.envs[b]._simulator.summary().items():
-                    summaries.setdefault(key, np.zeros(self.num_envs))[b] = value
-            for key in list(summaries):
-                summaries[f"_{key}"] = ended.copy()
+            summaries = self.batched_summaries(ended, lambda b: self.envs[b]._simulator.summary())
             infos["episode_summary"], infos["_episode_summary"] = summaries, ended.copy()
         return infos
 

@@ -275,12 +275,12 @@ class BilinearSimulator:
 
     def _run(self, kind: int, action: np.ndarray, r_star: float) -> bool:
         while True:
-            status = kernel.slot_single(kind, action, self.r, self.mu, self.costs, self.arrivals, self.exclusive,
-                                        self.noise_std, self.caps_nominal, self.schedule, self.server_class,
-                                        self.server_index, self.rng, self.jobs, self.job_stats, self.counters,
-                                        self.draws, self.servers, self.slot_stats, self.classes, self.stats,
-                                        self.scratch, self.work, r_star, self.kappa, self.gamma_env, self.reward_mode,
-                                        self.max_jobs, self.obs)  # fmt: skip
+            status = kernel.slot(kind, action, self.r, self.mu, self.costs, self.arrivals, self.exclusive,
+                                 self.noise_std, self.caps_nominal, self.schedule, self.server_class,
+                                 self.server_index, self.rng, self.jobs, self.job_stats, self.counters,
+                                 self.draws, self.servers, self.slot_stats, self.classes, self.stats,
+                                 self.scratch, self.work, r_star, self.kappa, self.gamma_env, self.reward_mode,
+                                 self.max_jobs, self.obs)  # fmt: skip
             if status != kernel.FULL:
                 return status == kernel.DONE
             self.reserve()

@@ -508,6 +508,7 @@ def slot(
     gamma_env,
     reward_mode,
     max_jobs,
+    obs,
 ):
     """One slot with the server counts ``schedule[min(t, len - 1)]``. ``kind`` ``ALLOCATION``: ``action`` holds
     fractions y_ij/n_j (I·J, row-major), projected; ``CLASSES``: y (I, J) is in ``slot_stats[Y]``; ``JOBS``:
@@ -515,7 +516,8 @@ def slot(
     and :func:`finish` around their NumPy selection instead.
 
     Returns ``DONE``, or changes nothing and returns ``NOT_FINITE`` (an allocation fraction is NaN or inf) or
-    ``FULL`` (the job arrays have no room for an arrival: grow them and call again).
+    ``FULL`` (the job arrays have no room for an arrival: grow them and call again). On ``DONE`` the next
+    observation is in ``obs`` (:func:`write_observation`).
     """
     n_cls, n_cols = r.shape
     if counters[N_JOBS] >= jobs.shape[1]:
@@ -563,75 +565,8 @@ def slot(
         reward_mode,
         max_jobs,
     )
+    write_observation(jobs, counters, slot_stats, obs)
     return DONE
-
-
-@njit(cache=True)
-def slot_single(
-    kind,
-    action,
-    r,
-    mu,
-    costs,
-    arrivals,
-    exclusive,
-    noise_std,
-    caps_nominal,
-    schedule,
-    server_class,
-    server_index,
-    rng,
-    jobs,
-    job_stats,
-    counters,
-    draws,
-    servers,
-    slot_stats,
-    classes,
-    stats,
-    scratch,
-    work,
-    r_star,
-    kappa,
-    gamma_env,
-    reward_mode,
-    max_jobs,
-    obs,
-):
-    """:func:`slot` for one env, then the first observation parts (Q, N, Σξ) into ``obs`` (float32)."""
-    status = slot(
-        kind,
-        action,
-        r,
-        mu,
-        costs,
-        arrivals,
-        exclusive,
-        noise_std,
-        caps_nominal,
-        schedule,
-        server_class,
-        server_index,
-        rng,
-        jobs,
-        job_stats,
-        counters,
-        draws,
-        servers,
-        slot_stats,
-        classes,
-        stats,
-        scratch,
-        work,
-        r_star,
-        kappa,
-        gamma_env,
-        reward_mode,
-        max_jobs,
-    )
-    if status == DONE:
-        write_observation(jobs, counters, slot_stats, obs)
-    return status
 
 
 @njit(cache=True, inline="always")
@@ -683,8 +618,8 @@ def slot_batch(
     rewards,
     status,
 ):
-    """:func:`slot` (allocation fractions) for every copy b with ``stepping[b]``:
-    its status into ``status[b]``, then its observation and reward."""
+    """:func:`slot` (allocation fractions) for every copy b with ``stepping[b]``: its status into ``status[b]``,
+    its observation into ``obs[b]`` and its reward into ``rewards[b]``."""
     for b in range(actions.shape[0]):
         if stepping[b]:
             status[b] = slot(
@@ -716,7 +651,7 @@ def slot_batch(
                 gamma_env,
                 reward_mode,
                 max_jobs,
+                obs[b],
             )
             if status[b] == DONE:
-                write_observation(jobs[b], counters[b], slot_stats[b], obs[b])
                 rewards[b] = stats[b, REWARD]

@@ -5,19 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
 
 from cluster_envs.bilinear import kernel
 from cluster_envs.bilinear.env import MINIMAL_INFO_KEYS, ClusterBilinearEnv
-from cluster_envs.common.config import check_number
+from cluster_envs.common.vector import BatchedCopies
 
 # per-copy simulator arrays that become rows of batch arrays (the job arrays separately: they grow)
 COPY_ARRAYS = ("r", "arrivals", "rng", "counters", "draws", "servers", "slot_stats", "classes", "stats", "obs", "work")
 JOB_ARRAYS = ("jobs", "job_stats", "scratch")
 
 
-class ClusterBilinearVectorEnv(VectorEnv):
+class ClusterBilinearVectorEnv(BatchedCopies):
     """``num_envs`` copies of ``ClusterBilinear-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own :class:`ClusterBilinearEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as in
@@ -30,31 +28,18 @@ class ClusterBilinearVectorEnv(VectorEnv):
     as (B,) arrays with ``_key`` masks and, for copies whose episode ends, ``episode_summary``.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
-
     def __init__(self, num_envs: int, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
-        check_number("num_envs", num_envs, low=1, integer=True)
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None for the batched ClusterBilinear-v0, got {render_mode!r}")
-        self.envs = [ClusterBilinearEnv(preset, **overrides) for _ in range(num_envs)]
-        cfg = self.config = self.envs[0].config
-        for name, value, allowed in (
-            ("action_mode", cfg.action_mode, "allocation"),
-            ("observation_mode", cfg.observation_mode, "queues"),
-        ):
-            if value != allowed:
-                raise ValueError(f"{name}={value!r} is not supported by the batched env; use {allowed!r}")
-        if cfg.server_schedule is not None:  # r*(t) would differ per copy and slot
-            raise ValueError("server_schedule is not supported by the batched env; use None")
-        self.num_envs = num_envs
-        self.render_mode = None
-        self.single_observation_space = self.envs[0].observation_space
-        self.single_action_space = self.envs[0].action_space
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
+        super().__init__(num_envs, lambda: ClusterBilinearEnv(preset, **overrides), render_mode, "ClusterBilinear-v0")
+        cfg = self.config
+        self.require(
+            (
+                ("action_mode", cfg.action_mode, "allocation"),
+                ("observation_mode", cfg.observation_mode, "queues"),
+                ("server_schedule", cfg.server_schedule, None),  # under a schedule r*(t) differs per copy and slot
+            )
+        )
         self._batch: dict[str, np.ndarray] = {}
         self._r_star = np.zeros(num_envs)
-        self._needs_reset = np.ones(num_envs, dtype=bool)
 
     def _allocate(self, sim) -> None:
         """Batch arrays shaped like ``sim``'s, one row per copy."""
@@ -92,14 +77,8 @@ class ClusterBilinearVectorEnv(VectorEnv):
         return info
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
-        if seed is None or isinstance(seed, (int, np.integer)):
-            seeds = [None if seed is None else int(seed) + b for b in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed has {len(seeds)} entries but num_envs={self.num_envs}")
         infos: dict[str, Any] = {}
-        for b, s in enumerate(seeds):
+        for b, s in enumerate(self.copy_seeds(seed)):
             infos = self._add_info(infos, self._reset_copy(b, s, options), b)
         return self._batch["obs"].copy(), infos
 
@@ -135,7 +114,7 @@ class ClusterBilinearVectorEnv(VectorEnv):
             infos = self._add_info(infos, info, b)
         ended = terminated | truncated
         if ended.any():
-            infos["episode_summary"] = self._summaries(ended)
+            infos["episode_summary"] = self.batched_summaries(ended, lambda b: self.envs[b]._summary())
             infos["_episode_summary"] = ended
         self._needs_reset = ended
         return self._batch["obs"].copy(), rewards, terminated, truncated, infos
@@ -175,15 +154,6 @@ class ClusterBilinearVectorEnv(VectorEnv):
             rewards,
             status,
         )
-
-    def _summaries(self, ended: np.ndarray) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for b in np.flatnonzero(ended):
-            for key, value in self.envs[b]._summary().items():
-                out.setdefault(key, np.zeros(self.num_envs))[b] = value
-        for key in list(out):
-            out[f"_{key}"] = ended.copy()
-        return out
 
     @property
     def simulators(self) -> list:

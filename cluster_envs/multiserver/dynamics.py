@@ -7,14 +7,17 @@ device type, (2)) and no edge of an idle port (4); each used edge pays the norma
 and only those are observed (semi-bandit feedback). The oracle knows the means ``ṽ`` and solves the
 per-slot knapsack exactly (spec §2.7).
 
-No gymnasium here: the env (env.py), the gang env and the fast reproduction runner step this code.
+No gymnasium here: the env (env.py), the gang env and the batched env (vector_env.py) step this code; the
+per-slot work (action check, repair, utilities, feedback) is compiled, so that one slot costs a few calls.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 from scipy.special import ndtr
 
 from cluster_envs.multiserver import knapsack
@@ -77,6 +80,10 @@ class UtilityModel:
         if self.normalization == "none":
             return y
         return np.clip((y - self.lo) / self.width, 0.0, 1.0)
+
+    @property
+    def clips(self) -> bool:
+        return self.normalization != "none"
 
     def _exact_means(self) -> np.ndarray:
         """``ṽ = E[Z̃]``; for the clipped forms the clipped-normal mean of spec §3.3."""
@@ -166,38 +173,111 @@ def capacity_vector(params: GeneratorParams, A: np.ndarray, rng: np.random.Gener
     return np.maximum(A.max(axis=1), np.floor(params.capacity_beta * A.sum(axis=1))).astype(np.int64)
 
 
-class KnapsackOracle:
-    """``x*(t) = argmax_{x ∈ Ω(t)} ṽᵀx`` by the exact DP, cached per arrival pattern (spec §4.6)."""
+class PatternCache:
+    """An oracle solved once per arrival pattern; ``lookup`` returns the cached ``(x, value)`` (do not
+    modify ``x``), calling the oracle returns a copy of ``x``."""
 
-    def __init__(self, values: np.ndarray, A: np.ndarray, c: np.ndarray, port_of_edge: np.ndarray):
-        self.values, self.A, self.c, self.port_of_edge = values, A, c, port_of_edge
+    def __init__(self):
         self._cache: dict[bytes, tuple[np.ndarray, float]] = {}
 
-    def __call__(self, arrivals: np.ndarray) -> tuple[np.ndarray, float]:
+    def _solve(self, arrivals: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def lookup(self, arrivals: np.ndarray) -> tuple[np.ndarray, float]:
         arrivals = np.asarray(arrivals, dtype=bool)
-        key = np.packbits(arrivals).tobytes()
-        if key not in self._cache:
-            table = knapsack.solve(self.values, self.A, self.c, usable=arrivals[self.port_of_edge])
-            x = table.backtrack(0)
-            self._cache[key] = (x, float(self.values @ x))
-        x, value = self._cache[key]
+        key = arrivals.tobytes()
+        hit = self._cache.get(key)
+        if hit is None:
+            x = self._solve(arrivals)
+            hit = self._cache[key] = (x, float(self.values @ x))
+        return hit
+
+    def __call__(self, arrivals: np.ndarray) -> tuple[np.ndarray, float]:
+        x, value = self.lookup(arrivals)
         return x.copy(), value
 
 
-def first_fit(requested: np.ndarray, order: np.ndarray, A: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int]:
-    """Keep the requested edges along ``order`` while ``Ax ≤ c`` holds; return (x, number dropped)."""
-    x = np.zeros(A.shape[1], dtype=np.int8)
-    used = np.zeros_like(c)
-    dropped = 0
+class KnapsackOracle(PatternCache):
+    """``x*(t) = argmax_{x ∈ Ω(t)} ṽᵀx`` by the exact DP, cached per arrival pattern (spec §4.6)."""
+
+    def __init__(self, values: np.ndarray, A: np.ndarray, c: np.ndarray, port_of_edge: np.ndarray):
+        super().__init__()
+        self.values, self.A, self.c, self.port_of_edge = values, A, c, port_of_edge
+
+    def _solve(self, arrivals: np.ndarray) -> np.ndarray:
+        return knapsack.solve(self.values, self.A, self.c, usable=arrivals[self.port_of_edge]).backtrack(0)
+
+
+@njit(cache=True)
+def action_problem(action: np.ndarray, binary: bool) -> int:
+    """0 if the float64 action is well-formed, 1 if it has NaN or inf, 2 if ``binary`` and not all 0/1."""
+    for a in action:
+        if not math.isfinite(a):
+            return 1
+        if binary and a != 0.0 and a != 1.0:
+            return 2
+    return 0
+
+
+@njit(cache=True)
+def first_fit_into(requested, usable, order, A, c, x, used) -> tuple[int, int]:
+    """Spec §3.6 into ``x`` (``used``: int64[K] scratch): drop requested bits outside ``usable`` (idle ports),
+    then keep the rest along ``order`` while ``Ax ≤ c`` holds. Returns (dropped for arrivals, for capacity)."""
+    n_types = A.shape[0]
+    used[:] = 0
+    x[:] = 0
+    n_arrival = n_capacity = 0
     for e in order:
         if not requested[e]:
             continue
-        if (used + A[:, e] <= c).all():
+        if not usable[e]:
+            n_arrival += 1
+            continue
+        fits = True
+        for k in range(n_types):
+            if used[k] + A[k, e] > c[k]:
+                fits = False
+        if fits:
             x[e] = 1
-            used += A[:, e]
+            for k in range(n_types):
+                used[k] += A[k, e]
         else:
-            dropped += 1
-    return x, dropped
+            n_capacity += 1
+    return n_arrival, n_capacity
+
+
+@njit(cache=True)
+def is_feasible(x, usable, A, c) -> bool:
+    """``x ∈ Ω(t)``: no edge of an idle port and ``Ax ≤ c``."""
+    for k in range(A.shape[0]):
+        total = 0
+        for e in range(x.size):
+            if x[e]:
+                if not usable[e]:
+                    return False
+                total += A[k, e]
+        if total > c[k]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde, z_tilde, raw, feedback):
+    """One slot's utilities from standard normals: ``Z = μ + σ·N``, ``Z − C`` into ``raw``, ``Z̃`` into
+    ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``."""
+    utility = raw_utility = expected = 0.0
+    for e in range(x.size):
+        y = (mu[e] + sigma[e] * normals[e]) - cost[e]
+        raw[e] = y
+        if clips:
+            y = min(max((y - lo) / width, 0.0), 1.0)
+        z_tilde[e] = y
+        feedback[e] = np.float32(x[e] * y)
+        if x[e]:
+            utility += y
+            raw_utility += raw[e]
+            expected += v_tilde[e]
+    return utility, raw_utility, expected
 
 
 def violations(x: np.ndarray, instance: MultiServerInstance, arrivals: np.ndarray) -> str | None:
@@ -222,7 +302,10 @@ class SlotResult:
     arrivals: np.ndarray
     z_tilde: np.ndarray  # Z̃(t) of every edge (only used ones are observable)
     raw: np.ndarray  # Z(t) − C
+    feedback: np.ndarray  # float32 x·Z̃: the observed utilities
     utility: float
+    raw_utility: float
+    expected: float  # ṽᵀx
     n_dropped_arrival: int
     n_dropped_capacity: int
 
@@ -232,47 +315,45 @@ class MultiServerSimulator:
 
     Every slot draws all ``|L|`` arrival uniforms and all ``|E|`` normals whatever the action, so two
     policies run with the same seed see the same arrivals and the same ``Z(t)`` (common random numbers).
+    ``edge_mask`` is ``𝟙_{l(e)}(t)`` of the current slot (int8).
     """
 
-    def __init__(self, instance: MultiServerInstance, streams: dict[str, np.random.Generator], horizon: int):
+    def __init__(self, instance, streams: dict[str, np.random.Generator], horizon: int):
         self.instance = instance
         self.horizon = horizon
         self.rng_arrivals = streams["arrivals"]
         self.rng_utility = streams["utility"]
         self.rng_repair = streams["repair"]
+        self.port_of_edge = np.ascontiguousarray(instance.port_of_edge)
         self.t = 1
-        self.arrivals = self._draw_arrivals()
+        self._draw_arrivals()
 
-    def _draw_arrivals(self) -> np.ndarray:
-        return (self.rng_arrivals.random(self.instance.n_ports) < self.instance.rho).astype(np.int8)
+    def _draw_arrivals(self) -> None:
+        self.arrivals = (self.rng_arrivals.random(self.instance.n_ports) < self.instance.rho).astype(np.int8)
+        self.edge_mask = self.arrivals[self.port_of_edge]
 
-    def repair(self, requested: np.ndarray, priority: np.ndarray | None) -> tuple[np.ndarray, int, int]:
-        """Spec §3.6: gate by arrivals, then first-fit along ``priority`` (ascending edge index if None)."""
+    def repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:
+        """Spec §3.6: gate by arrivals, then first-fit along ``priority`` (a permutation of the edges)."""
         inst = self.instance
-        gated = requested.astype(bool) & inst.edge_mask(self.arrivals)
-        n_arrival = int(requested.astype(bool).sum() - gated.sum())
-        order = np.arange(inst.n_edges) if priority is None else priority
-        x, n_capacity = first_fit(gated, order, inst.A, inst.c)
+        x = np.empty(priority.size, dtype=np.int8)
+        used = np.empty(inst.A.shape[0], dtype=np.int64)
+        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, priority, inst.A, inst.c, x, used)
         return x, n_arrival, n_capacity
+
+    def is_feasible(self, x: np.ndarray) -> bool:
+        return is_feasible(x, self.edge_mask, self.instance.A, self.instance.c)
 
     def random_priority(self) -> np.ndarray:
         return self.rng_repair.permutation(self.instance.n_edges)
 
     def execute(self, x: np.ndarray, n_dropped_arrival: int = 0, n_dropped_capacity: int = 0) -> SlotResult:
         """Play a feasible ``x`` in the current slot, then advance the clock and draw the next arrivals."""
-        inst = self.instance
-        u = inst.utility
-        z = u.mu + u.sigma * self.rng_utility.standard_normal(u.mu.size)
-        z_tilde = u.normalize(z)
-        result = SlotResult(
-            x=x,
-            arrivals=self.arrivals,
-            z_tilde=z_tilde,
-            raw=z - u.cost,
-            utility=float(x @ z_tilde),
-            n_dropped_arrival=n_dropped_arrival,
-            n_dropped_capacity=n_dropped_capacity,
-        )
+        u = self.instance.utility
+        n_e = x.size
+        z_tilde, raw, feedback = np.empty(n_e), np.empty(n_e), np.empty(n_e, np.float32)
+        sums = realize_into(x, self.rng_utility.standard_normal(n_e), u.mu, u.sigma, u.cost, u.clips, u.lo, u.width,
+                            u.v_tilde, z_tilde, raw, feedback)  # fmt: skip
+        result = SlotResult(x, self.arrivals, z_tilde, raw, feedback, *sums, n_dropped_arrival, n_dropped_capacity)
         self.t += 1
-        self.arrivals = self._draw_arrivals()
+        self._draw_arrivals()
         return result

@@ -17,6 +17,7 @@ from cluster_envs.multiserver.dynamics import (
     MultiServerInstance,
     MultiServerSimulator,
     SlotResult,
+    action_problem,
     generate_instance,
     violations,
 )
@@ -56,9 +57,10 @@ def check_action_array(action: Any, size: int, binary: bool) -> np.ndarray:
         raise ValueError(f"action must be real numbers with shape ({size},), got {action!r}") from err
     if arr.shape != (size,):
         raise ValueError(f"action must have shape ({size},), got {arr.shape}")
-    if not np.isfinite(arr).all():
+    problem = action_problem(arr, binary)
+    if problem == 1:
         raise ValueError("action must be finite (no NaN or inf)")
-    if binary and not np.isin(arr, (0.0, 1.0)).all():
+    if problem == 2:
         raise ValueError("action must be binary (0/1 per edge) in action_mode='binary'")
     return arr
 
@@ -112,6 +114,10 @@ class ClusterMultiServerEnv(gym.Env):
     (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1).
 
     **Privileged state**: ``instance`` (``μ, σ, ṽ, ρ``), ``oracle``.
+
+    **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` steps B copies in one compiled
+    loop on this env's kernels (:mod:`cluster_envs.multiserver.vector_env`); ``info_level="minimal"`` is the
+    fast single-env setting.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -125,7 +131,8 @@ class ClusterMultiServerEnv(gym.Env):
         self.instance = self._make_instance()
         self.problem = self._make_problem()
         self.oracle = self._make_oracle()
-        n_e = self.instance.n_edges
+        n_e = self._n_edges = self.instance.n_edges
+        self._index_order = np.arange(n_e)  # the default repair priority
         self.action_space = (
             spaces.MultiBinary(n_e)
             if config.action_mode == "binary"
@@ -177,7 +184,10 @@ class ClusterMultiServerEnv(gym.Env):
     def _violation(self, x: np.ndarray) -> str | None:
         return violations(x, self.instance, self.simulator.arrivals)
 
-    def _repair(self, requested: np.ndarray, priority: np.ndarray | None) -> tuple[np.ndarray, int, int]:
+    def _is_feasible(self, x: np.ndarray) -> bool:
+        return self.simulator.is_feasible(x)
+
+    def _repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:
         return self.simulator.repair(requested, priority)
 
     def _capacity_used(self, x: np.ndarray) -> np.ndarray:
@@ -235,36 +245,35 @@ class ClusterMultiServerEnv(gym.Env):
         return self._observation(), float(reward), False, truncated, info
 
     def _feasible_action(self, action: Any) -> tuple[np.ndarray, int, int]:
-        cfg, sim, inst = self.config, self.simulator, self.instance
+        cfg, sim = self.config, self.simulator
         binary = cfg.action_mode == "binary"
-        arr = check_action_array(action, inst.n_edges, binary)
+        arr = check_action_array(action, self._n_edges, binary)
         requested = arr > 0.5
         if cfg.invalid_action == "raise":
             x = requested.astype(np.int8)
-            problem = self._violation(x)
-            if problem is not None:
-                raise ValueError(f"infeasible action (invalid_action='raise') violates {problem}")
+            if not self._is_feasible(x):
+                raise ValueError(f"infeasible action (invalid_action='raise') violates {self._violation(x)}")
             return x, 0, 0
         if binary:
-            priority = sim.random_priority() if cfg.binary_repair_order == "random" else None
+            priority = sim.random_priority() if cfg.binary_repair_order == "random" else self._index_order
         else:
             priority = np.argsort(-arr, kind="stable")
         return self._repair(requested, priority)
 
     def _info(self, r: SlotResult) -> dict[str, Any]:
-        inst, cum = self.instance, self._cum
+        cum = self._cum
         cum["aou"] += r.utility
         cum["dropped"] += r.n_dropped_arrival + r.n_dropped_capacity
         info: dict[str, Any] = {
             "t": self.simulator.t - 1,
             "utility": r.utility,
-            "raw_utility": float(r.x @ r.raw),
+            "raw_utility": r.raw_utility,
             "n_dropped_arrival": r.n_dropped_arrival,
             "n_dropped_capacity": r.n_dropped_capacity,
         }
         if self.config.compute_regret:
-            oracle_x, oracle_value = self.oracle(r.arrivals)
-            expected = float(inst.v_tilde @ r.x)
+            oracle_x, oracle_value = self.oracle.lookup(r.arrivals)
+            expected = r.expected
             cum["expected"] += expected
             cum["oracle"] += oracle_value
             cum["regret"] += oracle_value - expected
@@ -276,7 +285,7 @@ class ClusterMultiServerEnv(gym.Env):
                 realized_regret=oracle_value - r.utility,
             )
             if self.config.info_level == "full":
-                info["oracle_x"] = oracle_x
+                info["oracle_x"] = oracle_x.copy()
         if self.config.info_level == "full":
             info.update(x=r.x.copy(), arrivals=r.arrivals.copy(), capacity_used=self._capacity_used(r.x))
         return info
@@ -296,13 +305,13 @@ class ClusterMultiServerEnv(gym.Env):
     def _observation(self) -> dict[str, np.ndarray]:
         sim, inst = self.simulator, self.instance
         last = self._last
-        n_e = inst.n_edges
+        n_e = self._n_edges
         obs = {
             "arrivals": sim.arrivals.copy(),
-            "edge_mask": inst.edge_mask(sim.arrivals).astype(np.int8),
+            "edge_mask": sim.edge_mask.copy(),
             "time": np.array([min(1.0, (sim.t - 1) / sim.horizon)], dtype=np.float32),
             "last_action": np.zeros(n_e, np.int8) if last is None else last.x.copy(),
-            "last_utility": np.zeros(n_e, np.float32) if last is None else (last.x * last.z_tilde).astype(np.float32),
+            "last_utility": np.zeros(n_e, np.float32) if last is None else last.feedback.copy(),
         }
         if getattr(self.config, "obs_static", False):
             cost = inst.utility.cost
@@ -313,7 +322,7 @@ class ClusterMultiServerEnv(gym.Env):
     def action_masks(self) -> np.ndarray:
         """MaskablePPO mask: bool[2·|E|], pairs (value 0 allowed, value 1 allowed) per edge."""
         inst = self.instance
-        return self.action_mask_from(inst, {"edge_mask": inst.edge_mask(self.simulator.arrivals)})
+        return self.action_mask_from(inst, {"edge_mask": self.simulator.edge_mask})
 
     @classmethod
     def action_mask_from(cls, problem: Any, observation: dict[str, np.ndarray]) -> np.ndarray:

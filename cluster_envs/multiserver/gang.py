@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array, hstack
 
-from cluster_envs.multiserver.dynamics import UtilityModel
+from cluster_envs.multiserver.dynamics import PatternCache, UtilityModel
 
 MIN_TASKS = ("all", "half")
 
@@ -176,21 +177,15 @@ def _hstack(left, right):
     return hstack([left, right], format="csr")
 
 
-class GangOracle:
+class GangOracle(PatternCache):
     """``argmax ṽᵀx`` over the feasible placements of the arrived ports, cached per arrival pattern."""
 
     def __init__(self, inst: GangInstance):
-        self.inst = inst
-        self._cache: dict[bytes, tuple[np.ndarray, float]] = {}
+        super().__init__()
+        self.inst, self.values = inst, inst.v_tilde
 
-    def __call__(self, arrivals: np.ndarray) -> tuple[np.ndarray, float]:
-        arrivals = np.asarray(arrivals, dtype=bool)
-        key = np.packbits(arrivals).tobytes()
-        if key not in self._cache:
-            x = gang_milp(self.inst.v_tilde, self.inst, arrivals)
-            self._cache[key] = (x, float(self.inst.v_tilde @ x))
-        x, value = self._cache[key]
-        return x.copy(), value
+    def _solve(self, arrivals: np.ndarray) -> np.ndarray:
+        return gang_milp(self.values, self.inst, arrivals)
 
 
 def gang_violation(x: np.ndarray, inst: GangStructure, arrivals: np.ndarray) -> str | None:
@@ -219,36 +214,99 @@ def gang_violation(x: np.ndarray, inst: GangStructure, arrivals: np.ndarray) -> 
 
 
 def gang_repair(
-    requested: np.ndarray, inst: GangStructure, usable: np.ndarray, priority: np.ndarray
+    requested: np.ndarray, inst: GangStructure, usable: np.ndarray, priority: np.ndarray, workspace: tuple = ()
 ) -> tuple[np.ndarray, int, int]:
     """Spec §3.12: drop the bits outside ``usable`` (idle ports); visit ports by their best requested arm in
     ``priority``; place each requested task on its highest-priority requested server with room; roll back
-    a port that placed fewer than ``m_l`` tasks."""
-    gated = requested.astype(bool) & usable
-    n_arrival = int(requested.astype(bool).sum() - gated.sum())
-    rank = np.empty(inst.n_edges, dtype=np.int64)
-    rank[priority] = np.arange(inst.n_edges)
-    x = np.zeros(inst.n_edges, dtype=np.int8)
-    free = inst.server_cap.copy()
-    arms = np.flatnonzero(gated)
-    ports = np.unique(inst.port_of_edge[arms])
-    port_rank = np.array([rank[arms[inst.port_of_edge[arms] == l]].min() for l in ports], dtype=np.int64)
-    n_capacity = 0
-    for l in ports[np.argsort(port_rank, kind="stable")]:
-        mine = arms[inst.port_of_edge[arms] == l]
-        mine = mine[np.argsort(rank[mine], kind="stable")]
-        trial, placed_tasks = free.copy(), set()
-        chosen = []
-        for arm in mine:
-            task, server = int(inst.arms[arm, 1]), int(inst.arms[arm, 2])
-            need = inst.task_req[:, task]
-            if task in placed_tasks or (trial[:, server] < need).any():
-                continue
-            trial[:, server] -= need
-            placed_tasks.add(task)
-            chosen.append(arm)
-        if len(placed_tasks) >= inst.min_tasks[l]:
-            x[chosen] = 1
-            free = trial
-        n_capacity += mine.size - (len(chosen) if len(placed_tasks) >= inst.min_tasks[l] else 0)
+    a port that placed fewer than ``m_l`` tasks. Returns (x, dropped for arrivals, dropped for capacity).
+    ``workspace``: :func:`gang_workspace` arrays to reuse (made here if empty)."""
+    priority = np.asarray(priority, np.int64)
+    x = np.empty(priority.size, dtype=np.int8)
+    n_arrival, n_capacity = gang_repair_into(
+        np.asarray(requested, bool), np.asarray(usable, bool), priority, inst.arms,
+        inst.task_req, inst.server_cap, inst.min_tasks, x, *(workspace or gang_workspace(inst)),
+    )  # fmt: skip
     return x, n_arrival, n_capacity
+
+
+def gang_workspace(inst: GangStructure) -> tuple[np.ndarray, ...]:
+    """Scratch arrays of :func:`gang_repair_into` (free capacity, placed tasks, seen ports, port order, chosen)."""
+    return (np.empty_like(inst.server_cap), np.empty(inst.task_port.size, np.bool_), np.empty(inst.n_ports, np.bool_),
+            np.empty(inst.n_ports, np.int64), np.empty(inst.n_edges, np.int64))  # fmt: skip
+
+
+@njit(cache=True)
+def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, min_tasks, x, free, placed, seen,
+                     port_order, chosen) -> tuple[int, int]:  # fmt: skip
+    """:func:`gang_repair` into ``x``, with the scratch arrays of :func:`gang_workspace`."""
+    n_types = task_req.shape[0]
+    x[:] = 0
+    n_arrival = 0
+    for e in range(x.size):
+        if requested[e] and not usable[e]:
+            n_arrival += 1
+    # Ports in the order of their best gated arm: the order of first appearance along the priority.
+    seen[:] = False
+    n_seen = 0
+    for e in priority:
+        if requested[e] and usable[e] and not seen[arms[e, 0]]:
+            seen[arms[e, 0]] = True
+            port_order[n_seen] = arms[e, 0]
+            n_seen += 1
+    free[:] = server_cap
+    placed[:] = False
+    n_capacity = 0
+    for j in range(n_seen):
+        port = port_order[j]
+        n_mine = n_chosen = 0
+        for e in priority:
+            if not (requested[e] and usable[e] and arms[e, 0] == port):
+                continue
+            n_mine += 1
+            task, server = arms[e, 1], arms[e, 2]
+            if placed[task]:
+                continue
+            fits = True
+            for k in range(n_types):
+                if free[k, server] < task_req[k, task]:
+                    fits = False
+            if not fits:
+                continue
+            for k in range(n_types):
+                free[k, server] -= task_req[k, task]
+            placed[task] = True
+            chosen[n_chosen] = e
+            n_chosen += 1
+        if n_chosen >= min_tasks[port]:  # each chosen arm placed a distinct task
+            for i in range(n_chosen):
+                x[chosen[i]] = 1
+            n_capacity += n_mine - n_chosen
+        else:  # roll the port back
+            for i in range(n_chosen):
+                for k in range(n_types):
+                    free[k, arms[chosen[i], 2]] += task_req[k, arms[chosen[i], 1]]
+            n_capacity += n_mine
+    return n_arrival, n_capacity
+
+
+@njit(cache=True)
+def gang_is_feasible(x, usable, arms, task_req, server_cap, min_tasks) -> bool:
+    """(G1)–(G4) hold for ``x`` with the ports outside ``usable`` idle (what :func:`gang_violation` checks)."""
+    n_types = task_req.shape[0]
+    placed = np.zeros(task_req.shape[1], np.int64)
+    per_port = np.zeros(min_tasks.size, np.int64)
+    load = np.zeros(server_cap.shape, np.int64)
+    for e in range(arms.shape[0]):
+        if x[e]:
+            if not usable[e]:
+                return False
+            placed[arms[e, 1]] += 1
+            per_port[arms[e, 0]] += 1
+            for k in range(n_types):
+                load[k, arms[e, 2]] += task_req[k, arms[e, 1]]
+    if (placed > 1).any() or (load > server_cap).any():
+        return False
+    for port in range(min_tasks.size):
+        if 0 < per_port[port] < min_tasks[port]:
+            return False
+    return True

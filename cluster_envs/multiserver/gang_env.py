@@ -14,8 +14,10 @@ from cluster_envs.multiserver.gang import (
     GangInstance,
     GangOracle,
     GangStructure,
+    gang_is_feasible,
     gang_repair,
     gang_violation,
+    gang_workspace,
     generate_gang_instance,
 )
 
@@ -55,12 +57,16 @@ class ClusterGangEnv(ClusterMultiServerEnv):
 
     **Presets**: ``small`` (|L| = 4, |R| = 10, edge_prob 0.3, K = 3; default), ``tiny`` (2 ports, 3 servers,
     K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1).
+
+    **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (the compiled gang repair per
+    copy, :class:`~cluster_envs.multiserver.vector_env.ClusterGangVectorEnv`).
     """
 
     env_name = "ClusterGang-v0"
 
     def __init__(self, preset: str = "small", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, **overrides)
+        self._workspace: tuple[np.ndarray, ...] | None = None  # the repair's scratch arrays, made on first use
 
     @staticmethod
     def _build_config(preset: str, overrides: dict[str, Any]) -> GangConfig:
@@ -88,10 +94,15 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     def _violation(self, x: np.ndarray) -> str | None:
         return gang_violation(x, self.instance, self.simulator.arrivals)
 
-    def _repair(self, requested: np.ndarray, priority: np.ndarray | None) -> tuple[np.ndarray, int, int]:
-        order = np.arange(self.instance.n_edges) if priority is None else priority
+    def _is_feasible(self, x: np.ndarray) -> bool:
         inst = self.instance
-        return gang_repair(requested, inst, inst.edge_mask(self.simulator.arrivals), order)
+        return gang_is_feasible(x, self.simulator.edge_mask, inst.arms, inst.task_req, inst.server_cap,
+                                inst.min_tasks)  # fmt: skip
+
+    def _repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:
+        if self._workspace is None:
+            self._workspace = gang_workspace(self.instance)
+        return gang_repair(requested, self.instance, self.simulator.edge_mask, priority, self._workspace)
 
     def _capacity_used(self, x: np.ndarray) -> np.ndarray:
         return self.instance.server_load(x)

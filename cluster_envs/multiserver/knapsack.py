@@ -9,10 +9,27 @@ One implementation serves two callers:
 
 State ``(s, c')`` with ``s ∈ {0..s_max}`` and ``c' ∈ Π_k {0..c_k}``; the value layer ``V_i[s, c']`` is the
 best value over edges ``i..|E|-1`` (0-based), ``−∞`` when infeasible. Edges are processed from the last
-to the first, the whole ``(s, c')`` table at once: taking edge ``i`` maps ``s`` to ``max(s − Υ̂_i, 0)`` (a
-row shift, all rows below ``Υ̂_i`` reading row 0) and ``c'`` to ``c' − A[:, i]`` (a slice offset), and is
-allowed only where ``A[:, i] ≤ c'``, which is the printed algorithm's clip-and-revert in one guard. Ties
-keep the edge out (Alg. 2 line 10). The per-edge take tables are bit-packed for the backtrack.
+to the first; taking edge ``i`` maps ``s`` to ``max(s − Υ̂_i, 0)`` and ``c'`` to ``c' − A[:, i]`` and is
+allowed only where ``A[:, i] ≤ c'`` (the printed algorithm's clip-and-revert in one guard). Ties keep the
+edge out (Alg. 2 line 10).
+
+The compiled kernel computes exactly these values and take decisions, with less work (spec §4.3 counts
+``|E|·(S_max+1)·Π(c_k+1)`` cells; at paper scale this kernel updates about half of them):
+
+* Layout ``V[c', s]``, ``s`` innermost, updated in place. ``A`` has a positive entry in every column, so
+  ``c' − A[:, i]`` is a different capacity point that comes earlier in the flat order; sweeping the points
+  in descending order reads every source before it is overwritten, and each point's ``s``-run is one
+  contiguous, vectorisable max.
+* Capacity beyond what the edges processed so far can use changes nothing: ``V_i[s, c'] =
+  V_i[s, min(c', S_i)]`` with ``S_i = Σ_{j ≥ i} A[:, j]``. Stage ``i`` works on the box ``min(c, S_i)`` only,
+  first filling the box's new shell with the clamped values; the backtrack clamps the same way.
+* Budgets above ``R_i = Σ_{j ≥ i} Υ̂_j`` are infeasible at stage ``i``, and so are, at a point ``c'``, budgets
+  above the sum of the ``n(c')`` largest ``Υ̂_j`` (``j ≥ i``), where ``n(c') = min_k`` (how many of the smallest
+  requests ``A[k, j]`` fit in ``c'_k``) bounds how many edges fit: those rows keep the sentinel.
+* Points with ``c' < A[:, i]`` in some component never take the edge, so they are not touched.
+
+Infeasible cells hold the sentinel plus whatever values were added on top of it; the sentinel is chosen so
+that such a sum stays below every feasible value (hence ``feasible`` is a threshold test).
 """
 
 from __future__ import annotations
@@ -20,40 +37,59 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
-_INT_SENTINEL = {np.dtype(np.int32): -(2**31 - 1), np.dtype(np.int64): -(2**62)}
+# Integer sentinels: with Σ|values| below the bound, sentinel ± Σ|values| neither overflows nor reaches the
+# feasible range [−Σ|values|, Σ|values|].
+_INT_TYPES = ((np.dtype(np.int32), -(2**30), 2**29), (np.dtype(np.int64), -(2**62), 2**61))
+_PACK = np.uint64(0x0102040810204080)  # (8 bytes of 0/1) · _PACK >> 56 = the 8 bits, first byte lowest
 
 
 @dataclass
 class KnapsackTable:
     """The result of :func:`solve`: the optimal value of every budget and what backtracking needs."""
 
-    values: np.ndarray  # V_0[s, c] for s = 0..s_max (−inf / sentinel where infeasible)
+    values: np.ndarray  # V_0[s, c] for s = 0..s_max (the sentinel where infeasible)
     feasible: np.ndarray  # bool per s
-    take: list[np.ndarray | None]  # packed take bits per edge (None: edge never takeable)
-    shape: tuple[int, ...]  # (s_max + 1, c_1 + 1, ..., c_K + 1)
+    cells: int  # the nominal DP size of spec §4.3: Σ over processed edges of (s_max + 1)·Π(c_k + 1)
     budget_weights: np.ndarray  # Υ̂ (int64, zeros for the oracle)
     A: np.ndarray
     c: np.ndarray
-    cells: int  # DP cells updated: Σ over processed edges of (s_max + 1)·Π(c_k + 1)
+    order: np.ndarray  # processed edges, in processing order (last edge first)
+    box: np.ndarray  # (stages, K): the capacity box of each stage
+    rows: np.ndarray  # (stages,): budgets 0..rows−1 computed at each stage
+    bit_offset: np.ndarray  # (stages,): where each stage's take bits start in ``bits``
+    bits: np.ndarray  # take bits: per stage, per guarded point, ⌈rows/8⌉ bytes, bit s%8 of byte s//8
 
     def backtrack(self, s: int | np.ndarray) -> np.ndarray:
         """x*_P4(s) for one budget (int8[|E|]) or for an array of budgets (int8[len(s), |E|])."""
         scalar = np.ndim(s) == 0
         s_cur = np.atleast_1d(np.asarray(s, dtype=np.int64)).copy()
         cap = np.broadcast_to(self.c, (s_cur.size, self.c.size)).astype(np.int64)
-        strides = np.cumprod((self.shape[1:] + (1,))[::-1])[::-1]  # element strides of (s, c_1..c_K)
-        x = np.zeros((s_cur.size, len(self.take)), dtype=np.int8)
-        for i, packed in enumerate(self.take):
-            if packed is None:
-                continue
-            flat = s_cur * strides[0] + cap @ strides[1:]
-            bit = (packed[flat >> 3] >> (7 - (flat & 7))) & 1
-            hit = bit.astype(bool)
+        x = np.zeros((s_cur.size, self.A.shape[1]), dtype=np.int8)
+        for j in range(self.order.size - 1, -1, -1):  # edges in index order
+            i = self.order[j]
+            a = self.A[:, i]
+            extent = self.box[j] - a + 1  # the guarded box c' ≥ a
+            strides = np.append(np.cumprod(extent[:0:-1])[::-1], 1)
+            ok = (cap >= a).all(axis=1) & (s_cur < self.rows[j])
+            point = (np.minimum(cap, self.box[j]) - a) @ strides
+            at = np.where(ok, self.bit_offset[j] + point * ((self.rows[j] + 7) // 8) + s_cur // 8, 0)
+            hit = ok & ((self.bits[at] >> (s_cur % 8)) & 1).astype(bool)
             x[hit, i] = 1
             s_cur[hit] = np.maximum(s_cur[hit] - self.budget_weights[i], 0)
-            cap[hit] -= self.A[:, i]
+            cap[hit] -= a
         return x[0] if scalar else x
+
+
+def _value_type(values: np.ndarray) -> tuple[np.dtype, float | int]:
+    if values.dtype.kind == "f":
+        return np.dtype(np.float64), -np.inf
+    total = int(np.abs(values.astype(object)).sum())  # exact, whatever the magnitudes
+    for dtype, sentinel, bound in _INT_TYPES:
+        if total < bound:
+            return dtype, sentinel
+    raise ValueError(f"values: the sum of |values| must be below 2**61 for exact integer arithmetic, got {total}")
 
 
 def solve(
@@ -68,44 +104,146 @@ def solve(
     """Run the DP. ``values`` float (oracle) or integer (ESDP, exact arithmetic); ``usable`` masks edges."""
     A = np.asarray(A, dtype=np.int64)
     c = np.asarray(c, dtype=np.int64)
-    n_edges = A.shape[1]
+    n_types, n_edges = A.shape
     upsilon = np.zeros(n_edges, np.int64) if budget_weights is None else np.asarray(budget_weights, np.int64)
     usable = np.ones(n_edges, bool) if usable is None else np.asarray(usable, bool)
+    if (A < 0).any() or not (A > 0).any(axis=0).all():
+        raise ValueError("A: entries must be non-negative with a positive entry in every column")
+    if (upsilon < 0).any():
+        raise ValueError("budget_weights: entries must be non-negative")
     values = np.asarray(values)
-    if values.dtype.kind == "f":
-        dtype, neg = np.dtype(np.float64), -np.inf
-    else:  # integers: int32 when no sum of values can reach the sentinel's half, else int64
-        dtype = np.dtype(np.int32) if int(np.abs(values).sum()) < 2**29 else np.dtype(np.int64)
-        neg = _INT_SENTINEL[dtype]
+    dtype, neg = _value_type(values)
     values = values.astype(dtype)
-    shape = (s_max + 1, *(int(ck) + 1 for ck in c))
-    V = np.full(shape, neg, dtype=dtype)
-    V[0] = 0  # V_{|E|}[s, c'] = 0 iff s = 0
-    take: list[np.ndarray | None] = [None] * n_edges
-    cells = 0
-    for i in range(n_edges - 1, -1, -1):
-        a = A[:, i]
-        if not usable[i] or (a > c).any():
+
+    order = np.flatnonzero(usable & (A <= c[:, None]).all(axis=0))[::-1].copy()
+    box = np.minimum(np.cumsum(A[:, order], axis=1).T, c).reshape(order.size, n_types)
+    rows = np.minimum(np.cumsum(upsilon[order]), s_max) + 1
+    final_box = box[-1] if order.size else np.zeros(n_types, np.int64)
+    width = int(rows[-1]) if order.size else 1  # the s-stride of the layout
+    extent = final_box + 1
+    point_strides = np.append(np.cumprod(extent[:0:-1])[::-1], 1).astype(np.int64)
+    bytes_per_point = (rows + 7) // 8
+    sizes = np.prod(box - A[:, order].T + 1, axis=1) * bytes_per_point
+    bit_offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    bits = np.zeros(int(sizes.sum()), np.uint8)
+    V = np.full(int(np.prod(extent)) * width, neg, dtype=dtype)
+    V[::width] = 0  # V_{|E|}[s, c'] = 0 iff s = 0
+    if order.size:
+        fit_count, top_sum = _reach_bounds(order, A, c, upsilon)
+        _sweep(V, bits, order, box, rows, bit_offset, upsilon, values, A, point_strides, width, fit_count, top_sum)
+
+    top = np.full(s_max + 1, neg, dtype=dtype)
+    base = int(final_box @ point_strides) * width
+    top[:width] = V[base : base + width]
+    feasible = top > (neg // 2 if dtype.kind == "i" else -np.inf)
+    top[~feasible] = neg
+    cells = order.size * (s_max + 1) * int(np.prod(c + 1))
+    return KnapsackTable(top, feasible, cells, upsilon, A, c, order, box, rows, bit_offset, bits)
+
+
+def _reach_bounds(order: np.ndarray, A: np.ndarray, c: np.ndarray, upsilon: np.ndarray):
+    """Per stage j (edges ``order[:j+1]``): ``fit_count[j, k, v]``, how many of the smallest requests
+    ``A[k, ·]`` fit in ``v``, and ``top_sum[j, n]``, the sum of the ``n`` largest ``Υ̂``."""
+    n_stages, n_types = order.size, A.shape[0]
+    levels = np.arange(int(c.max()) + 1)
+    fit_count = np.empty((n_stages, n_types, levels.size), np.int64)
+    top_sum = np.empty((n_stages, n_stages + 1), np.int64)
+    for j in range(n_stages):
+        taken = order[: j + 1]
+        for k in range(n_types):
+            fit_count[j, k] = np.searchsorted(np.cumsum(np.sort(A[k, taken])), levels, side="right")
+        top_sum[j, : j + 2] = np.concatenate([[0], np.cumsum(np.sort(upsilon[taken])[::-1])])
+        top_sum[j, j + 2 :] = top_sum[j, j + 1]
+    return fit_count, top_sum
+
+
+@njit(cache=True)
+def _sweep(V, bits, order, box, rows, bit_offset, upsilon, values, A, point_strides, width, fit_count, top_sum):
+    """Every stage of the DP in place on ``V`` (layout ``[c', s]``), writing the take bits."""
+    n_types = A.shape[0]
+    scratch = np.zeros(((width + 7) // 8) * 8, np.uint8)
+    packed = scratch.view(np.uint64)
+    previous_box = np.zeros(n_types, np.int64)
+    previous_rows = 1
+    for j in range(order.size):
+        i = order[j]
+        n_rows = rows[j]
+        _extend_box(V, previous_box, box[j], point_strides, width, previous_rows)
+        previous_box[:] = box[j]
+        previous_rows = n_rows
+        u = upsilon[i]
+        v = values[i]
+        shift = 0
+        outer = 1  # guarded points, all dimensions but the last
+        for k in range(n_types):
+            shift += A[k, i] * point_strides[k]
+            if k < n_types - 1:
+                outer *= box[j, k] - A[k, i] + 1
+        shift *= width
+        last_lo, last_hi = A[n_types - 1, i], box[j, n_types - 1]
+        per_point = (n_rows + 7) // 8
+        for o in range(outer - 1, -1, -1):
+            rem = o
+            base = 0
+            n_fit = order.size
+            for k in range(n_types - 2, -1, -1):
+                span = box[j, k] - A[k, i] + 1
+                level = rem % span + A[k, i]
+                base += level * point_strides[k]
+                n_fit = min(n_fit, fit_count[j, k, level])
+                rem //= span
+            for last in range(last_hi, last_lo - 1, -1):
+                reach = min(n_rows, top_sum[j, min(n_fit, fit_count[j, n_types - 1, last])] + 1)  # rows to update
+                d = (base + last) * width
+                dst = V[d : d + reach]
+                src = V[d - shift : d - shift + reach]
+                first = src[0] + v
+                low = min(u, reach)  # rows s < Υ̂_i read row 0 of the source
+                for s in range(low):
+                    old = dst[s]
+                    scratch[s] = first > old
+                    dst[s] = max(first, old)
+                dst_high = dst[low:]
+                src_high = src[: reach - low]
+                flags = scratch[low:reach]
+                for s in range(reach - low):
+                    candidate = src_high[s] + v
+                    old = dst_high[s]
+                    flags[s] = candidate > old
+                    dst_high[s] = max(candidate, old)
+                n_bytes = (reach + 7) // 8
+                scratch[reach : 8 * n_bytes] = 0
+                out = bit_offset[j] + (o * (last_hi - last_lo + 1) + last - last_lo) * per_point
+                for b in range(n_bytes):  # bytes past the reach stay 0: those budgets are infeasible
+                    bits[out + b] = np.uint8((packed[b] * _PACK) >> np.uint64(56))
+
+
+@njit(cache=True)
+def _extend_box(V, old_box, new_box, point_strides, width, n_rows):
+    """Fill the points of ``new_box`` outside ``old_box`` with their clamped values (rows < ``n_rows``).
+
+    One dimension at a time, so that corners copy from already filled points."""
+    n_types = old_box.size
+    for k in range(n_types):
+        lo, hi = old_box[k], new_box[k]
+        if hi == lo:
             continue
-        cells += V.size
-        src = tuple(slice(0, int(ck) + 1 - int(ak)) for ck, ak in zip(c, a, strict=True))
-        dst = tuple(slice(int(ak), int(ck) + 1) for ck, ak in zip(c, a, strict=True))
-        u = int(min(upsilon[i], s_max + 1))
-        # Candidates are computed from V_{i+1} before V is overwritten in place.
-        high = V[(slice(0, s_max + 1 - u), *src)] + values[i]  # rows s ≥ u read s − u
-        low = V[(0, *src)] + values[i]  # rows s < u read row 0
-        bits = np.zeros(shape, dtype=bool)
-        for rows, cand in ((slice(u, s_max + 1), high), (slice(0, u), low)):
-            view = V[(rows, *dst)]
-            if view.size == 0:
-                continue
-            better = cand > view
-            bits[(rows, *dst)] = better
-            np.copyto(view, cand, where=better)
-        take[i] = np.packbits(bits.ravel())
-    top = V[(slice(None), *(int(ck) for ck in c))].copy()
-    feasible = top > (neg / 2 if dtype.kind == "i" else -np.inf)
-    return KnapsackTable(top, feasible, take, shape, upsilon, A, c, cells)
+        count = 1  # points of the face c'_k = lo: dimensions < k already extended, > k not yet
+        for m in range(n_types):
+            if m != k:
+                count *= (new_box[m] if m < k else old_box[m]) + 1
+        for p in range(count):
+            rem = p
+            base = 0
+            for m in range(n_types - 1, -1, -1):
+                if m != k:
+                    span = (new_box[m] if m < k else old_box[m]) + 1
+                    base += (rem % span) * point_strides[m]
+                    rem //= span
+            src = (base + lo * point_strides[k]) * width
+            for ck in range(lo + 1, hi + 1):
+                dst = (base + ck * point_strides[k]) * width
+                V[dst : dst + n_rows] = V[src : src + n_rows]
 
 
 def max_cardinality(A: np.ndarray, c: np.ndarray) -> int:

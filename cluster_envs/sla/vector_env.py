@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
 
-from cluster_envs.common.config import check_number
+from cluster_envs.common.vector import BatchedCopies
 from cluster_envs.sla.dynamics import (
     DEFICIT,
     QUEUE,
@@ -21,7 +19,7 @@ from cluster_envs.sla.env import ClusterSLAEnv
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
-class ClusterSLAVectorEnv(VectorEnv):
+class ClusterSLAVectorEnv(BatchedCopies):
     """``num_envs`` copies of ``ClusterSLA-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own :class:`ClusterSLAEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as
@@ -34,27 +32,14 @@ class ClusterSLAVectorEnv(VectorEnv):
     ``_key`` masks and, for copies that end, ``episode_summary``.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
-
     def __init__(self, num_envs: int, preset: str = "paper_synthetic_small", render_mode: str | None = None,
                  **overrides: Any):  # fmt: skip
-        check_number("num_envs", num_envs, low=1, integer=True)
-        if render_mode is not None:
-            raise ValueError(f"render_mode must be None for the batched ClusterSLA-v0, got {render_mode!r}")
-        self.envs = [ClusterSLAEnv(preset, **overrides) for _ in range(num_envs)]
-        cfg = self.config = self.envs[0].config
-        for name, value, allowed in (("obs_mode", cfg.obs_mode, "binary"), ("obs_format", cfg.obs_format, "box"),
-                                     ("include_time", cfg.include_time, False)):  # fmt: skip
-            if value != allowed:
-                raise ValueError(f"{name}={value!r} is not supported by the batched env; use {allowed!r}")
+        super().__init__(num_envs, lambda: ClusterSLAEnv(preset, **overrides), render_mode, "ClusterSLA-v0")
+        cfg = self.config
+        self.require((("obs_mode", cfg.obs_mode, "binary"), ("obs_format", cfg.obs_format, "box"),
+                      ("include_time", cfg.include_time, False)))  # fmt: skip
         if callable(cfg.reward_mode):
             raise ValueError("reward_mode must be a built-in mode for the batched env, not a callable")
-        self.num_envs = num_envs
-        self.render_mode = None
-        self.single_observation_space = self.envs[0].observation_space
-        self.single_action_space = self.envs[0].action_space
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
         n, horizon = cfg.n_users, cfg.horizon
         self._states = np.zeros((num_envs, STATE_ROWS, n))
         self._stats = np.zeros((num_envs, 4))
@@ -65,7 +50,6 @@ class ClusterSLAVectorEnv(VectorEnv):
         self._opt_cum = np.zeros((horizon, num_envs))
         self._sla_bar = np.zeros((num_envs, n))
         self._ts = np.zeros(num_envs, dtype=np.int64)
-        self._needs_reset = np.ones(num_envs, dtype=bool)
         self._obs = np.zeros((num_envs, 3 * n), dtype=np.float32)
         self._kernel = batch_step_kernel(self.envs[0]._action_mode, self.envs[0]._reward_mode)
 
@@ -87,13 +71,7 @@ class ClusterSLAVectorEnv(VectorEnv):
         self._needs_reset[b] = False
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
-        if seed is None or isinstance(seed, (int, np.integer)):
-            seeds = [None if seed is None else int(seed) + b for b in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed has {len(seeds)} entries but num_envs={self.num_envs}")
-        for b, s in enumerate(seeds):
+        for b, s in enumerate(self.copy_seeds(seed)):
             self._reset_copy(b, s, options)
         return self._obs.copy(), {}
 
@@ -120,21 +98,15 @@ class ClusterSLAVectorEnv(VectorEnv):
             infos[key] = value
             infos[f"_{key}"] = stepping
         if truncated.any():
-            infos["episode_summary"] = self._summaries(truncated)
+            infos["episode_summary"] = self.batched_summaries(truncated, self._summary)
             infos["_episode_summary"] = truncated
         self._needs_reset = truncated
         return self._obs.copy(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
 
-    def _summaries(self, ended: np.ndarray) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        for b in np.flatnonzero(ended):
-            sim = self.envs[b].simulator
-            sim.t = int(self._ts[b])
-            for key, value in sim.summary().items():
-                out.setdefault(key, np.zeros(self.num_envs))[b] = value
-        for key in list(out):
-            out[f"_{key}"] = ended.copy()
-        return out
+    def _summary(self, b: int) -> dict[str, float]:
+        sim = self.envs[b].simulator
+        sim.t = int(self._ts[b])
+        return sim.summary()
 
     @property
     def simulators(self) -> list:

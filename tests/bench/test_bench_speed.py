@@ -16,10 +16,7 @@ from cluster_envs import env_ids
 
 # Ids whose single-env rate is known to be below half its target today (measured in docs/performance.md).
 # strict: the test fails once the id is fast enough, so that the entry is removed and the floor then holds.
-BELOW_HALF_TARGET = {
-    "ClusterMultiServer-v0": "≈0.08x CartPole-v1 at its default preset; target 0.3x (issue 7, speed-up pending)",
-    "ClusterGang-v0": "≈0.06x CartPole-v1 at its default preset; target 0.3x (issue 7, speed-up pending)",
-}
+BELOW_HALF_TARGET = {}
 
 
 def _params():

@@ -1,0 +1,66 @@
+"""What every native batched env shares: B single envs as the copies, their seeds, and batched summaries.
+
+Each setting's ``vector_env.py`` subclasses :class:`BatchedCopies`: the copies are reset by their own single env
+(so resets, seeding and validation are the single env's), their simulators' arrays then become rows of batch
+arrays, and the setting's compiled kernel steps every row with the single env's step code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from cluster_envs.common.config import check_number
+
+
+class BatchedCopies(VectorEnv):
+    """``num_envs`` copies of one single env with the same keyword arguments; NEXT_STEP autoreset."""
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int, make_copy: Callable[[], gym.Env], render_mode: str | None, env_id: str):
+        check_number("num_envs", num_envs, low=1, integer=True)
+        if render_mode is not None:
+            raise ValueError(f"render_mode must be None for the batched {env_id}, got {render_mode!r}")
+        self.envs = [make_copy() for _ in range(num_envs)]
+        self.config = self.envs[0].config
+        self.num_envs = num_envs
+        self.render_mode = None
+        self.single_observation_space = self.envs[0].observation_space
+        self.single_action_space = self.envs[0].action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._needs_reset = np.ones(num_envs, dtype=bool)
+
+    @staticmethod
+    def require(settings: Iterable[tuple[str, Any, Any]]) -> None:
+        """``ValueError`` for the first (name, value, supported value) whose value the batched env cannot run."""
+        for name, value, supported in settings:
+            if supported is None and value is not None:  # e.g. an array: say what is set, not its contents
+                raise ValueError(f"{name} is not supported by the batched env; use {name}=None")
+            if supported is not None and value != supported:
+                raise ValueError(f"{name}={value!r} is not supported by the batched env; use {supported!r}")
+
+    def copy_seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
+        """Copy i of ``reset(seed=s)`` is seeded s + i, as in ``SyncVectorEnv``; a list gives one seed per copy."""
+        if seed is None or isinstance(seed, (int, np.integer)):
+            return [None if seed is None else int(seed) + b for b in range(self.num_envs)]
+        seeds = list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"seed has {len(seeds)} entries but num_envs={self.num_envs}")
+        return seeds
+
+    def batched_summaries(self, ended: np.ndarray, summary_of: Callable[[int], dict[str, float]]) -> dict[str, Any]:
+        """The ``episode_summary`` of the copies that ``ended``, as (B,) arrays with ``_key`` masks."""
+        out: dict[str, Any] = {}
+        for b in np.flatnonzero(ended):
+            for key, value in summary_of(int(b)).items():
+                out.setdefault(key, np.zeros(self.num_envs))[b] = value
+        for key in list(out):
+            out[f"_{key}"] = ended.copy()
+        return out
