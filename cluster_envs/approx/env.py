@@ -43,6 +43,25 @@ from cluster_envs.common.config import build_config, check_choice
 from cluster_envs.common.seeding import episode_streams
 
 
+def kernel_array(action: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """``action`` as a numeric array of ``shape`` in a dtype the kernels take; ``ValueError`` naming ``name``."""
+    if type(action) is not np.ndarray:
+        try:
+            action = np.asarray(action)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} could not be read as an array: {err}") from None
+    if action.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {action.shape}")
+    kind = action.dtype.kind
+    if kind not in "biuf":
+        raise ValueError(f"{name} must be numeric, got dtype {action.dtype}")
+    if kind == "b":
+        return action.view(np.uint8)
+    if kind == "f" and action.dtype.itemsize not in (4, 8):  # float16 / long double: not numba types
+        return action.astype(np.float64)
+    return action
+
+
 class _ApproxEnvCore(gym.Env):
     """The shared core; the two registered classes below differ only in presets and space encodings."""
 
@@ -263,21 +282,7 @@ class _ApproxEnvCore(gym.Env):
 
     def _flat_action(self, action: Any) -> np.ndarray:
         """A well-formed action as a flat array for the kernel (which rejects NaN, fractions, out-of-range)."""
-        if type(action) is not np.ndarray:
-            try:
-                action = np.asarray(action)
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"action could not be read as an array: {err}") from None
-        if action.shape != self._action_shape:
-            raise ValueError(f"action must have shape {self._action_shape}, got {action.shape}")
-        kind = action.dtype.kind
-        if kind not in "biuf":
-            raise ValueError(f"action must be numeric, got dtype {action.dtype}")
-        if kind == "b":
-            action = action.view(np.uint8)
-        elif kind == "f" and action.dtype.itemsize not in (4, 8):  # float16 / long double: not numba types
-            action = action.astype(np.float64)
-        return action.reshape(-1)
+        return kernel_array(action, self._action_shape, "action").reshape(-1)
 
     def _info(self) -> dict[str, Any]:
         sim = self._simulator

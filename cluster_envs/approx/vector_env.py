@@ -9,7 +9,7 @@ import numpy as np
 
 from cluster_envs.approx import kernels
 from cluster_envs.approx.dynamics import ApproxSimulator
-from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv
+from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv, kernel_array
 from cluster_envs.approx.workloads import CHUNK
 from cluster_envs.common.vector import BatchedCopies
 
@@ -116,20 +116,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
 
     # ------------------------------------------------------------------ stepping
     def _actions(self, actions: Any) -> np.ndarray:
-        try:
-            actions = np.asarray(actions)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"actions could not be read as an array: {err}") from None
-        if actions.shape != self._action_shape:
-            raise ValueError(f"actions must have shape {self._action_shape}, got {actions.shape}")
-        kind = actions.dtype.kind
-        if kind not in "biuf":
-            raise ValueError(f"actions must be numeric, got dtype {actions.dtype}")
-        if kind == "b":
-            return actions.view(np.uint8).reshape(self.num_envs, -1)
-        if kind == "f" and actions.dtype.itemsize not in (4, 8):
-            actions = actions.astype(np.float64)
-        return np.ascontiguousarray(actions).reshape(self.num_envs, -1)
+        return np.ascontiguousarray(kernel_array(actions, self._action_shape, "actions")).reshape(self.num_envs, -1)
 
     def _refill_rates(self, stepping: np.ndarray) -> None:
         """Copy b's rate chunk holding slot t_b + 1 into the batch (drawn by its own rate process, in order)."""
