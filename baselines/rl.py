@@ -237,6 +237,7 @@ def train(
     """Train ``algo`` on ``env_id`` and save the run in ``out_dir`` (resume the run found there with ``load``)."""
     cls = algo_class(algo)  # a clear error without the 'rl' extra
     import torch
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
     torch.set_num_threads(1)  # the envs are cheap; one thread is faster on small machines and leaves cores free
@@ -265,6 +266,8 @@ def train(
             model = cls(env=vec_env, seed=seed, device="cpu", verbose=0, **config.model_kwargs)
         except TypeError as err:  # a misspelt hyperparameter
             raise ValueError(f"hyperparameters of {algo} for {env_id}: {err}") from None
+    # The curve callback records training; SB3's default logger would leave an empty SB3-<date> folder in /tmp per run.
+    model.set_logger(Logger(folder=None, output_formats=[]))
     curve = _training_curve(require_setting(env_id).headline, steps, progress)
     start, cpu_start = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=steps, callback=curve, reset_num_timesteps=not load)
