@@ -38,13 +38,14 @@ def sla_instances(draw, large: bool = True) -> tuple[dict, np.ndarray]:
 def approx_common(draw, large: bool = True) -> dict:
     process, prices = draw(st.sampled_from(RATE_PROCESSES)), draw(st.sampled_from(["proportional", "uniform"]))
     # Mean rates 0 and 1 where legal (not for a Beta, not 0 when prices are proportional to the means).
-    low = draw(st.floats(1e-6 if process == "iid_beta" or prices == "proportional" else 0.0, 1.0))
-    high = draw(st.floats(low, 1.0 - 1e-6 if process == "iid_beta" else 1.0))
+    top = 1.0 - 1e-6 if process == "iid_beta" else 1.0
+    low = draw(st.floats(1e-6 if process == "iid_beta" or prices == "proportional" else 0.0, top))
+    high = draw(st.floats(low, top))
     return {
         "n_machines": _size(draw, large, 200),
         "horizon": draw(st.one_of(st.just(1), st.integers(2, 30))),
         "rate_process": process,
-        "iid_mean_range": (min(low, high), high),
+        "iid_mean_range": (low, high),
         "speed_heterogeneity": draw(st.sampled_from([0.0, 0.5, 0.99])),
         "prices": prices,
         "utility": draw(st.sampled_from(UTILITIES)),
