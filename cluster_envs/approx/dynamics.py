@@ -268,7 +268,8 @@ class ApproxSimulator:
     def summary(self) -> dict[str, float]:
         """Episode metrics (spec §5.3) over every job of the instance."""
         f = utility(self.kind, self.value, self.beta, self.work)
-        ratio = np.where(f > 0, self.spent / np.where(f > 0, f, 1.0), np.inf)
+        with np.errstate(over="ignore"):  # a utility near 0 (e.g. 1e-310) gives an infinite cost/utility: not < 50
+            ratio = np.where(f > 0, self.spent / np.where(f > 0, f, 1.0), np.inf)
         consumed = self.spent / self.budget
         c = self.c
         out = {
