@@ -181,8 +181,8 @@ class ClusterMultiServerEnv(gym.Env):
         """Per edge: whether it fits the capacity on its own (the mask cannot say more)."""
         return (inst.A <= inst.c[:, None]).all(axis=0)
 
-    def _violation(self, x: np.ndarray) -> str | None:
-        return violations(x, self.instance, self.simulator.arrivals)
+    def _violation(self, x: np.ndarray, arrivals: np.ndarray) -> str | None:
+        return violations(x, self.instance, arrivals)
 
     def _is_feasible(self, x: np.ndarray) -> bool:
         return self.simulator.is_feasible(x)
@@ -252,7 +252,8 @@ class ClusterMultiServerEnv(gym.Env):
         if cfg.invalid_action == "raise":
             x = requested.astype(np.int8)
             if not self._is_feasible(x):
-                raise ValueError(f"infeasible action (invalid_action='raise') violates {self._violation(x)}")
+                problem = self._violation(x, self.simulator.arrivals)
+                raise ValueError(f"infeasible action (invalid_action='raise') violates {problem}")
             return x, 0, 0
         if binary:
             priority = sim.random_priority() if cfg.binary_repair_order == "random" else self._index_order

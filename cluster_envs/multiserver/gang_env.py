@@ -91,8 +91,8 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     def _fits_alone(inst: GangInstance) -> np.ndarray:
         return (inst.task_req[:, inst.arms[:, 1]] <= inst.server_cap[:, inst.arms[:, 2]]).all(axis=0)
 
-    def _violation(self, x: np.ndarray) -> str | None:
-        return gang_violation(x, self.instance, self.simulator.arrivals)
+    def _violation(self, x: np.ndarray, arrivals: np.ndarray) -> str | None:
+        return gang_violation(x, self.instance, arrivals)
 
     def _is_feasible(self, x: np.ndarray) -> bool:
         inst = self.instance

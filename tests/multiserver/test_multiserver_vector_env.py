@@ -3,6 +3,8 @@ step for step, through autoresets and across the blocks of pre-drawn exogenous v
 
 from __future__ import annotations
 
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -89,8 +91,12 @@ def test_raise_mode_matches_and_rejects_like_the_single_env():
         _assert_same_step(step, expected, ["t", *INFO_KEYS])
         obs = expected[0]
     counts = native.unwrapped.step_counts
-    with pytest.raises(ValueError, match=r"actions\[\d\]: infeasible action"):
-        native.step(np.ones(native.action_space.shape, np.int8))
+    ones = np.ones(native.action_space.shape, np.int8)
+    with pytest.raises(ValueError, match="violates") as single:  # copy 0 alone names the violated constraint
+        sync.envs[0].step(ones[0])
+    reason = str(single.value).split("violates ", 1)[1]
+    with pytest.raises(ValueError, match=r"actions\[0\]: infeasible action .* violates " + re.escape(reason)):
+        native.step(ones)
     np.testing.assert_array_equal(native.unwrapped.step_counts, counts)
 
 
