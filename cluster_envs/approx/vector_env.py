@@ -27,8 +27,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
     :func:`~cluster_envs.approx.kernels.batch_end` step with the single env's kernels, so there is one
     implementation of the dynamics. Autoreset is Gymnasium's ``NEXT_STEP``: the step after a copy's
     termination resets it (its action is ignored, its reward 0). Not supported: the Sec. V-C mode
-    (``capacity``). ``info`` holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks and,
-    for copies that end, ``episode_summary``.
+    (``capacity``). ``info`` holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks,
+    for copies that end ``episode_summary``, and for copies that reset their reset info (as ``SyncVectorEnv``).
     """
 
     env_class: type[ClusterApproxEnv] | type[ClusterApproxSingleJobEnv] = ClusterApproxEnv
@@ -90,9 +90,10 @@ class ClusterApproxVectorEnv(BatchedCopies):
                 view[...] = values[name]
             setattr(sim, name, view)  # the simulator now reads and writes its slice of the batch
 
-    def _reset_copy(self, b: int, seed: int | None) -> None:
+    def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Reset copy b through its own env (which checks ``options``), move its arrays into the batch; its info."""
         env = self.envs[b]
-        env.reset(seed=seed)
+        _, info = env.reset(seed=seed, options=options)
         sim = env._simulator
         fresh = {name: getattr(sim, name) for name in (*JOB_ARRAYS, *FIXED_ARRAYS)}
         if sim.n_jobs > self._width:
@@ -106,13 +107,13 @@ class ClusterApproxVectorEnv(BatchedCopies):
         self._occupant[b] = 0
         sim.job_rows()  # into the batch's rows
         self._needs_reset[b] = False
+        return info
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
-        if options:
-            raise ValueError(f"unknown reset option(s) {sorted(options)}; the batched env takes none")
+        infos: dict[str, Any] = {}
         for b, s in enumerate(self.copy_seeds(seed)):
-            self._reset_copy(b, s)
-        return self._observations(), {}
+            infos = self._add_info(infos, self._reset_copy(b, s, options), b)
+        return self._observations(), infos
 
     # ------------------------------------------------------------------ stepping
     def _actions(self, actions: Any) -> np.ndarray:
@@ -138,8 +139,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
                 raise ValueError(f"actions[{bad}] must hold finite integer values (no NaN, inf or fractions)")
             high = self.config.max_visible_jobs if self._mode == kernels.DECODE_OCCUPANT else 1
             raise ValueError(f"actions[{bad}] values must lie in [0, {high}], got {actions[bad].tolist()}")
-        for b in np.flatnonzero(resetting):
-            self._reset_copy(b, None)
+        reset_infos = {b: self._reset_copy(b, None) for b in np.flatnonzero(resetting)}
         self._refill_rates(stepping)
         a = self._batch
         count = kernels.batch_begin(actions, self._mode, self._rates, self._chunk_start, stepping, a["assign"],
@@ -158,7 +158,9 @@ class ClusterApproxVectorEnv(BatchedCopies):
         rewards = np.where(stepping, a["f"][:, self._reward_entry], 0.0)
         terminated = stepping & (a["c"][:, kernels.T] == self.config.horizon)
         infos = self._infos(stepping, terminated)
-        self._needs_reset = terminated
+        for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info
+            infos = self._add_info(infos, info, b)
+        self._needs_reset = terminated.copy()  # the caller may write into the returned array
         return self._observations(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
 
     # ------------------------------------------------------------------ outputs

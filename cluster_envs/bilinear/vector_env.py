@@ -83,10 +83,7 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         return self._batch["obs"].copy(), infos
 
     def step(self, actions: Any):
-        actions = np.ascontiguousarray(actions, dtype=np.float64)
-        expected = (self.num_envs, *self.single_action_space.shape)
-        if actions.shape != expected:
-            raise ValueError(f"actions must have shape (num_envs, I·J) = {expected}, got {actions.shape}")
+        actions = self.real_actions(actions)
         resetting = self._needs_reset.copy()
         stepping = ~resetting
         if not np.isfinite(actions[stepping] if resetting.any() else actions).all():
@@ -115,8 +112,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         ended = terminated | truncated
         if ended.any():
             infos["episode_summary"] = self.batched_summaries(ended, lambda b: self.envs[b]._summary())
-            infos["_episode_summary"] = ended
-        self._needs_reset = ended
+            infos["_episode_summary"] = ended.copy()
+        self._needs_reset = ended.copy()  # the caller may write into the returned array
         return self._batch["obs"].copy(), rewards, terminated, truncated, infos
 
     def _run(self, actions: np.ndarray, stepping: np.ndarray, rewards: np.ndarray, status: np.ndarray) -> None:

@@ -46,6 +46,20 @@ class BatchedCopies(VectorEnv):
             if supported is not None and value != supported:
                 raise ValueError(f"{name}={value!r} is not supported by the batched env; use {supported!r}")
 
+    def real_actions(self, actions: Any) -> np.ndarray:
+        """``actions`` as a C-contiguous float64 array of shape (num_envs, *single action shape); a ``ValueError``
+        naming ``actions`` for anything else (complex values would lose their imaginary part, strings be parsed)."""
+        try:
+            raw = np.asarray(actions)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"actions could not be read as an array: {err}") from None
+        if raw.dtype.kind not in "biuf":
+            raise ValueError(f"actions must be real numbers, got dtype {raw.dtype}")
+        expected = (self.num_envs, *self.single_action_space.shape)
+        if raw.shape != expected:
+            raise ValueError(f"actions must have shape (num_envs, *action shape) = {expected}, got {raw.shape}")
+        return np.ascontiguousarray(raw, dtype=np.float64)
+
     def copy_seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
         """Copy i of ``reset(seed=s)`` is seeded s + i, as in ``SyncVectorEnv``; a list gives one seed per copy."""
         if seed is None or isinstance(seed, (int, np.integer)):

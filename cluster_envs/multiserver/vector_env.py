@@ -169,7 +169,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         if resetting.any():
             reset_infos = self._reset_infos(resetting)
             infos.update(reset_infos, t=np.where(resetting, 1, infos["t"]), _t=stepping | resetting)
-        self._needs_reset = truncated
+        self._needs_reset = truncated.copy()  # the caller may write into the returned array
         return self._observation(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
 
     def _raise(self, code: int, b: int, action: np.ndarray) -> None:
@@ -177,7 +177,8 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
             raise ValueError(f"actions[{b}] must be finite (no NaN or inf)")
         if code == 2:
             raise ValueError(f"actions[{b}] must be binary (0/1 per edge) in action_mode='binary'")
-        problem = self.envs[b]._violation((action > 0.5).astype(np.int8))
+        # the batch holds this slot's arrivals (the copies' simulators draw theirs in blocks, ahead of it)
+        problem = self.envs[b]._violation((action > 0.5).astype(np.int8), self._obs["arrivals"][b])
         raise ValueError(f"actions[{b}]: infeasible action (invalid_action='raise') violates {problem}")
 
     def _observation(self) -> dict[str, np.ndarray]:
@@ -194,7 +195,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
             infos["regret"], infos["_regret"] = self._sums[:, batch.REGRET].copy(), stepping
         if truncated.any():
             infos["episode_summary"] = self.batched_summaries(truncated, self._summary)
-            infos["_episode_summary"] = truncated
+            infos["_episode_summary"] = truncated.copy()
         return infos
 
     def _summary(self, b: int) -> dict[str, float]:

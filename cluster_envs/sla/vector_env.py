@@ -76,10 +76,7 @@ class ClusterSLAVectorEnv(BatchedCopies):
         return self._obs.copy(), {}
 
     def step(self, actions: Any):
-        actions = np.asarray(actions, dtype=np.float64)
-        expected = (self.num_envs, self.config.n_users)
-        if actions.shape != expected:
-            raise ValueError(f"actions must have shape (num_envs, n_users) = {expected}, got {actions.shape}")
+        actions = self.real_actions(actions)
         resetting = self._needs_reset.copy()
         stepping = ~resetting
         if not np.isfinite(actions[stepping] if resetting.any() else actions).all():
@@ -99,8 +96,8 @@ class ClusterSLAVectorEnv(BatchedCopies):
             infos[f"_{key}"] = stepping
         if truncated.any():
             infos["episode_summary"] = self.batched_summaries(truncated, self._summary)
-            infos["_episode_summary"] = truncated
-        self._needs_reset = truncated
+            infos["_episode_summary"] = truncated.copy()
+        self._needs_reset = truncated.copy()  # the caller may write into the returned array
         return self._obs.copy(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
 
     def _summary(self, b: int) -> dict[str, float]:

@@ -1,0 +1,52 @@
+"""Every native batched env (``VECTOR_ENTRY_POINTS``) under a careless caller: the done flags it returns are the
+caller's (writing into them changes nothing inside), and malformed actions or reset options get a ``ValueError``
+naming them."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from cluster_envs.registration import VECTOR_ENTRY_POINTS
+
+HORIZON = 6  # ClusterSLA's synthetic scenario needs whole periods (six)
+
+
+def _short_batch(env_id: str) -> gym.vector.VectorEnv:
+    return gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", horizon=HORIZON)
+
+
+def _actions(env: gym.vector.VectorEnv) -> np.ndarray:
+    return np.zeros(env.action_space.shape, dtype=env.action_space.dtype)
+
+
+@pytest.mark.parametrize("env_id", sorted(VECTOR_ENTRY_POINTS))
+def test_writing_into_returned_arrays_does_not_change_the_batch(env_id):
+    touched, untouched = _short_batch(env_id), _short_batch(env_id)
+    touched.reset(seed=0), untouched.reset(seed=0)
+    for _ in range(2 * HORIZON + 2):  # across an episode end and the autoreset after it
+        a, b = touched.step(_actions(touched)), untouched.step(_actions(untouched))
+        for flags in a[2:4]:
+            flags[:] = ~flags  # a caller that clears (or sets) its done flags in place
+        np.testing.assert_array_equal(a[1], b[1])
+        np.testing.assert_array_equal(~a[2], b[2])
+        np.testing.assert_array_equal(~a[3], b[3])
+
+
+@pytest.mark.parametrize("env_id", sorted(VECTOR_ENTRY_POINTS))
+@pytest.mark.parametrize("bad", [1j, "1"], ids=["complex", "string"])
+def test_non_real_actions_raise_a_value_error_naming_them(env_id, bad):
+    env = _short_batch(env_id)
+    env.reset(seed=0)
+    actions = _actions(env).astype(type(bad) if isinstance(bad, str) else complex)
+    actions[...] = bad
+    with pytest.raises(ValueError, match="action"):
+        env.step(actions)
+
+
+@pytest.mark.parametrize("env_id", sorted(VECTOR_ENTRY_POINTS))
+@pytest.mark.parametrize("options", [5, "ab", ["loads"]], ids=["int", "str", "list"])
+def test_non_dict_reset_options_raise_a_value_error_naming_them(env_id, options):
+    with pytest.raises(ValueError, match="option"):
+        _short_batch(env_id).reset(seed=0, options=options)
