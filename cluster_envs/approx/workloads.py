@@ -232,6 +232,8 @@ def read_job_trace(path: str, horizon: int) -> tuple[np.ndarray, np.ndarray]:
     arrival, deadline = data[:, 1], data[:, 2]
     if not np.isfinite(data).all():
         raise ValueError(f"trace_path={path!r} has NaN or infinite entries")
+    if (data[:, 1:] != np.floor(data[:, 1:])).any():  # as for `jobs=` lists: truncating would move the job
+        raise ValueError(f"trace_path={path!r}: arrivals and deadlines must be whole slots (a fractional a or d)")
     if (arrival < 0).any() or (deadline < arrival).any():
         raise ValueError(f"trace_path={path!r}: every job needs 0 <= a <= d (a deadline precedes an arrival)")
     keep = arrival < horizon

@@ -210,9 +210,18 @@ def test_the_action_mask_is_public_data(env_id):
     obs, _ = env.reset(seed=2)
     rng = np.random.default_rng(0)
     seen = set()
+    inst = env.unwrapped.instance
+    if env_id == "ClusterMultiServer-v0":  # an edge fits alone: A_e ≤ c
+        fits_alone = (inst.A <= inst.c[:, None]).all(axis=0)
+    else:  # an arm (port, task, server) fits alone: the task's requirement ≤ the server's capacity
+        fits_alone = (inst.task_req[:, inst.arms[:, 1]] <= inst.server_cap[:, inst.arms[:, 2]]).all(axis=0)
     for _ in range(40):
         mask = env.unwrapped.action_masks()
         np.testing.assert_array_equal(mask_from(env.unwrapped.problem, obs), mask)
+        # independently: "0" is always allowed; "1" iff the port has a job this slot (hidden state) and it fits alone
+        pairs = mask.reshape(-1, 2)
+        assert pairs[:, 0].all()
+        np.testing.assert_array_equal(pairs[:, 1], env.unwrapped.simulator.edge_mask & fits_alone)
         seen.add(tuple(mask))
         obs, *_ = env.step(rng.integers(0, 2, env.action_space.shape))
     assert len(seen) > 1  # the arrivals change the mask

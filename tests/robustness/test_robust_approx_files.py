@@ -23,6 +23,7 @@ BROKEN_TRACES = {
     "negative arrival": (b"1,-3,10\n", "0 <= a <= d"),
     "deadline before arrival": (b"1,8,4\n", "deadline precedes"),
     "one column": (b"1\n2\n", "job_id,a,d"),
+    "fractional slot": (b"1,0,10\n2,2.5,10.7\n", "whole slots"),  # was truncated to 2, 10 silently
     "every job after the horizon": (b"1,50,60\n2,1e300,1e301\n", "no job arrives before the horizon"),
 }
 
