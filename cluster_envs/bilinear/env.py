@@ -448,12 +448,13 @@ class ClusterBilinearEnv(gym.Env):
     def _as_real_array(self, action: Any) -> np.ndarray:
         """The action as a contiguous float64 array of the action space's shape (finiteness is the caller's)."""
         if not (isinstance(action, np.ndarray) and action.dtype.kind == "f"):  # the fast path skips these checks
-            if np.iscomplexobj(action):
-                raise ValueError("action must be real, got complex values (the imaginary part would be dropped)")
             try:
-                action = np.asarray(action, dtype=np.float64)
+                raw = np.asarray(action)
+                if raw.dtype.kind in "cUS":  # complex would lose its imaginary part, strings would be parsed
+                    raise TypeError(f"dtype {raw.dtype} is not real-valued")
+                action = raw.astype(np.float64, copy=False)
             except (TypeError, ValueError) as err:
-                raise ValueError(f"action must be numeric, got {type(action).__name__}") from err
+                raise ValueError(f"action must be real numbers, got {type(action).__name__}: {err}") from err
         if action.shape != self.action_space.shape:
             raise ValueError(
                 f"action must have shape {self.action_space.shape} (action_mode={self.config.action_mode!r}), "

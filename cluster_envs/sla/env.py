@@ -100,15 +100,15 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def _as_real_array(action: Any) -> np.ndarray:
-    """``action`` as float64, or a ``ValueError`` naming it (complex values are not silently truncated)."""
+    """``action`` as float64, or a ``ValueError`` naming it (complex values would lose their imaginary part,
+    strings would be parsed as numbers)."""
     try:
-        complex_values = np.iscomplexobj(action)
-        array = None if complex_values else np.asarray(action, dtype=np.float64)
+        raw = np.asarray(action)
+        if raw.dtype.kind in "cUS":
+            raise TypeError(f"dtype {raw.dtype} is not real-valued")
+        return raw.astype(np.float64, copy=False)
     except (TypeError, ValueError) as err:
         raise ValueError(f"action must be a real numeric array, got {type(action).__name__}: {err}") from err
-    if complex_values:
-        raise ValueError(f"action must be real, got complex values {action!r}")
-    return array
 
 
 class ClusterSLAEnv(gym.Env):

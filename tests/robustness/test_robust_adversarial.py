@@ -80,6 +80,7 @@ def _box_bad(space: spaces.Box, valid: np.ndarray) -> list[tuple[str, Any, str]]
         ("list of None", [None] * size, REJECT),
         ("string", "0.5", REJECT),
         ("string array", np.array(["a"] * size), REJECT),
+        ("numeric string array", np.full(space.shape, "1"), REJECT),
         ("dict", {"action": valid}, REJECT),
     ]
 
