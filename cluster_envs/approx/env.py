@@ -43,6 +43,26 @@ from cluster_envs.common.config import build_config, check_choice
 from cluster_envs.common.seeding import episode_streams
 
 
+def observation_from(t: Any, horizon: int, mf: np.ndarray, mi: np.ndarray, rows: np.ndarray, single_job: bool,
+                     last: tuple[str, np.ndarray]) -> dict[str, np.ndarray]:  # fmt: skip
+    """The observation dict from the state arrays of one env (``mf`` (rows, M), ``t`` a number) or of a batch
+    (``mf`` (B, rows, M), ``t`` (B,)); ``last`` is the multi-job envs' (key, last assignment or occupants)."""
+    obs = {
+        "time": np.array([t / horizon, (horizon - t) / horizon]).T.copy(),
+        "price": mf[..., PRICE, :].copy(),
+        "n_obs": mf[..., N_OBS, :].copy(),
+        "sum_obs": mf[..., SUM_OBS, :].copy(),
+        "last_rate": mf[..., LAST_RATE, :].copy(),
+        "last_mask": mi[..., LAST_MASK, :].astype(np.int8),
+    }
+    if single_job:
+        obs["job"] = rows[..., 0, :].copy()
+    else:
+        obs["jobs"] = rows.copy()
+        obs[last[0]] = last[1]
+    return obs
+
+
 def kernel_array(action: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
     """``action`` as a numeric array of ``shape`` in a dtype the kernels take; ``ValueError`` naming ``name``."""
     if type(action) is not np.ndarray:
@@ -320,26 +340,12 @@ class _ApproxEnvCore(gym.Env):
 
     def _observation(self) -> dict[str, np.ndarray]:
         sim = self._simulator
-        t, horizon = sim.c[0], self._horizon
-        mf, mi = sim.mf, sim.mi
         rows = sim.job_rows()
-        obs = {
-            "time": np.array([t / horizon, (horizon - t) / horizon]),
-            "price": mf[PRICE].copy(),
-            "n_obs": mf[N_OBS].copy(),
-            "sum_obs": mf[SUM_OBS].copy(),
-            "last_rate": mf[LAST_RATE].copy(),
-            "last_mask": mi[LAST_MASK].astype(np.int8),
-        }
-        if self.single_job:
-            obs["job"] = rows[0].copy()
+        if self._generalized:
+            last = ("last_assignment", sim.executed.astype(np.int8))
         else:
-            obs["jobs"] = rows.copy()
-            if self._generalized:
-                obs["last_assignment"] = sim.executed.astype(np.int8)
-            else:
-                obs["last_occupant"] = occupants(sim.executed)
-        return obs
+            last = ("last_occupant", occupants(sim.executed))
+        return observation_from(sim.c[0], self._horizon, sim.mf, sim.mi, rows, self.single_job, last)
 
     def render(self) -> str | None:
         if self.render_mode != "ansi":

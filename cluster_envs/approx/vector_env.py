@@ -9,7 +9,7 @@ import numpy as np
 
 from cluster_envs.approx import kernels
 from cluster_envs.approx.dynamics import ApproxSimulator
-from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv, kernel_array
+from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv, kernel_array, observation_from
 from cluster_envs.approx.workloads import CHUNK
 from cluster_envs.common.vector import BatchedCopies
 
@@ -166,21 +166,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
     # ------------------------------------------------------------------ outputs
     def _observations(self) -> dict[str, np.ndarray]:
         a = self._batch
-        t, horizon = a["c"][:, kernels.T], self.config.horizon
-        obs = {
-            "time": np.stack([t / horizon, (horizon - t) / horizon], axis=1),
-            "price": a["mf"][:, kernels.PRICE].copy(),
-            "n_obs": a["mf"][:, kernels.N_OBS].copy(),
-            "sum_obs": a["mf"][:, kernels.SUM_OBS].copy(),
-            "last_rate": a["mf"][:, kernels.LAST_RATE].copy(),
-            "last_mask": a["mi"][:, kernels.LAST_MASK].astype(np.int8),
-        }
-        if self.env_class.single_job:
-            obs["job"] = a["rows"][:, 0].copy()
-        else:
-            obs["jobs"] = a["rows"].copy()
-            obs["last_occupant"] = self._occupant.copy()
-        return obs
+        return observation_from(a["c"][:, kernels.T], self.config.horizon, a["mf"], a["mi"], a["rows"],
+                                self.env_class.single_job, ("last_occupant", self._occupant.copy()))  # fmt: skip
 
     def _infos(self, stepping: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
         f = self._batch["f"]
