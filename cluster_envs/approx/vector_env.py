@@ -91,7 +91,6 @@ class ClusterApproxVectorEnv(BatchedCopies):
             setattr(sim, name, view)  # the simulator now reads and writes its slice of the batch
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Reset copy b through its own env (which checks ``options``), move its arrays into the batch; its info."""
         env = self.envs[b]
         _, info = env.reset(seed=seed, options=options)
         sim = env._simulator
@@ -108,12 +107,6 @@ class ClusterApproxVectorEnv(BatchedCopies):
         sim.job_rows()  # into the batch's rows
         self._needs_reset[b] = False
         return info
-
-    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
-        infos: dict[str, Any] = {}
-        for b, s in enumerate(self.copy_seeds(seed)):
-            infos = self._add_info(infos, self._reset_copy(b, s, options), b)
-        return self._observations(), infos
 
     # ------------------------------------------------------------------ stepping
     def _actions(self, actions: Any) -> np.ndarray:
@@ -161,10 +154,10 @@ class ClusterApproxVectorEnv(BatchedCopies):
         for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info
             infos = self._add_info(infos, info, b)
         self._needs_reset = terminated.copy()  # the caller may write into the returned array
-        return self._observations(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
+        return self._batch_observation(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
 
     # ------------------------------------------------------------------ outputs
-    def _observations(self) -> dict[str, np.ndarray]:
+    def _batch_observation(self) -> dict[str, np.ndarray]:
         a = self._batch
         return observation_from(a["c"][:, kernels.T], self.config.horizon, a["mf"], a["mi"], a["rows"],
                                 self.env_class.single_job, ("last_occupant", self._occupant.copy()))  # fmt: skip

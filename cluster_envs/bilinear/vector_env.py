@@ -76,11 +76,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         self._needs_reset[copy] = False
         return info
 
-    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
-        infos: dict[str, Any] = {}
-        for b, s in enumerate(self.copy_seeds(seed)):
-            infos = self._add_info(infos, self._reset_copy(b, s, options), b)
-        return self._batch["obs"].copy(), infos
+    def _batch_observation(self) -> np.ndarray:
+        return self._batch["obs"].copy()
 
     def step(self, actions: Any):
         actions = self.real_actions(actions)
@@ -114,7 +111,7 @@ class ClusterBilinearVectorEnv(BatchedCopies):
             infos["episode_summary"] = self.batched_summaries(ended, lambda b: self.envs[b]._summary())
             infos["_episode_summary"] = ended.copy()
         self._needs_reset = ended.copy()  # the caller may write into the returned array
-        return self._batch["obs"].copy(), rewards, terminated, truncated, infos
+        return self._batch_observation(), rewards, terminated, truncated, infos
 
     def _run(self, actions: np.ndarray, stepping: np.ndarray, rewards: np.ndarray, status: np.ndarray) -> None:
         sim, batch = self.envs[0].simulator, self._batch

@@ -37,6 +37,22 @@ class BatchedCopies(VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._needs_reset = np.ones(num_envs, dtype=bool)
 
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
+        """Reset every copy through its own env (which checks ``options``); the batch's observation and the copies'
+        reset infos, as ``SyncVectorEnv`` returns them."""
+        infos: dict[str, Any] = {}
+        for b, s in enumerate(self.copy_seeds(seed)):
+            infos = self._add_info(infos, self._reset_copy(b, s, options), b)
+        return self._batch_observation(), infos
+
+    def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
+        """Reset copy b through its own env and move its state into row b of the batch; its reset info."""
+        raise NotImplementedError
+
+    def _batch_observation(self) -> Any:
+        """The batch's observation (a fresh array or dict of arrays: the caller may keep it)."""
+        raise NotImplementedError
+
     @staticmethod
     def require(settings: Iterable[tuple[str, Any, Any]]) -> None:
         """``ValueError`` for the first (name, value, supported value) whose value the batched env cannot run."""

@@ -53,10 +53,9 @@ class ClusterSLAVectorEnv(BatchedCopies):
         self._obs = np.zeros((num_envs, 3 * n), dtype=np.float32)
         self._kernel = batch_step_kernel(self.envs[0]._action_mode, self.envs[0]._reward_mode)
 
-    def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> None:
-        """Reset copy b through its own env, then move its simulator's arrays into row b of the batch."""
+    def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         env = self.envs[b]
-        env.reset(seed=seed, options=options)
+        _, info = env.reset(seed=seed, options=options)
         sim = env.simulator
         views = {"state": self._states[b], "stats": self._stats[b], "loads": self._loads[:, b, :].T,
                  "static_cum_work": self._static_cum[:, b, :].T,
@@ -69,11 +68,10 @@ class ClusterSLAVectorEnv(BatchedCopies):
         self._obs[b] = env._observation()
         self._ts[b] = 0
         self._needs_reset[b] = False
+        return info
 
-    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
-        for b, s in enumerate(self.copy_seeds(seed)):
-            self._reset_copy(b, s, options)
-        return self._obs.copy(), {}
+    def _batch_observation(self) -> np.ndarray:
+        return self._obs.copy()
 
     def step(self, actions: Any):
         actions = self.real_actions(actions)
@@ -81,8 +79,7 @@ class ClusterSLAVectorEnv(BatchedCopies):
         stepping = ~resetting
         if not np.isfinite(actions[stepping] if resetting.any() else actions).all():
             raise ValueError("actions must be finite")
-        for b in np.flatnonzero(resetting):
-            self._reset_copy(b, None, None)
+        reset_infos = {b: self._reset_copy(b, None, None) for b in np.flatnonzero(resetting)}
         cfg = self.config
         rewards = np.zeros(self.num_envs)
         self._kernel(self._states, self._stats, self._loads, self._static_cum, self._static_relaxed_cum,
@@ -97,8 +94,10 @@ class ClusterSLAVectorEnv(BatchedCopies):
         if truncated.any():
             infos["episode_summary"] = self.batched_summaries(truncated, self._summary)
             infos["_episode_summary"] = truncated.copy()
+        for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info
+            infos = self._add_info(infos, info, b)
         self._needs_reset = truncated.copy()  # the caller may write into the returned array
-        return self._obs.copy(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
+        return self._batch_observation(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
 
     def _summary(self, b: int) -> dict[str, float]:
         sim = self.envs[b].simulator

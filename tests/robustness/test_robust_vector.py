@@ -50,3 +50,13 @@ def test_non_real_actions_raise_a_value_error_naming_them(env_id, bad):
 def test_non_dict_reset_options_raise_a_value_error_naming_them(env_id, options):
     with pytest.raises(ValueError, match="option"):
         _short_batch(env_id).reset(seed=0, options=options)
+
+
+@pytest.mark.parametrize("env_id", sorted(VECTOR_ENTRY_POINTS))
+def test_reset_info_is_sync_vector_envs(env_id):
+    """The copies' reset infos, batched as SyncVectorEnv batches them (same keys, same values)."""
+    native, sync = _short_batch(env_id), gym.make_vec(env_id, num_envs=2, vectorization_mode="sync", horizon=HORIZON)
+    info, expected = native.reset(seed=3)[1], sync.reset(seed=3)[1]
+    assert info.keys() == expected.keys()
+    for key, value in expected.items():
+        np.testing.assert_array_equal(info[key], value, err_msg=key)
