@@ -39,7 +39,7 @@ from cluster_envs.approx.workloads import (
     synthetic_jobs,
     trace_jobs,
 )
-from cluster_envs.common.config import build_config, check_choice
+from cluster_envs.common.config import build_config, check_choice, check_reset_options
 from cluster_envs.common.seeding import episode_streams
 
 
@@ -183,10 +183,7 @@ class _ApproxEnvCore(gym.Env):
 
     # ------------------------------------------------------------------ episode
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        if options is not None and not isinstance(options, dict):
-            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
-        if options:
-            raise ValueError(f"unknown reset option(s) {sorted(options)}; {self.env_name} takes none")
+        check_reset_options(options)
         super().reset(seed=seed)
         cfg = self.config
         streams = episode_streams(self.np_random, ["instance", "rates", "misc"])

@@ -23,7 +23,7 @@ from cluster_envs.bilinear.dynamics import (
 )
 from cluster_envs.bilinear.instance import mean_rewards, oracle_lp, sample_instance
 from cluster_envs.bilinear.kernel import NOISE_CLIP, REWARD_MODES
-from cluster_envs.common.config import build_config, check_choice, check_number
+from cluster_envs.common.config import build_config, check_choice, check_number, check_reset_options
 from cluster_envs.common.seeding import episode_streams
 
 INFO_LEVELS = ("minimal", "full")
@@ -337,10 +337,7 @@ class ClusterBilinearEnv(gym.Env):
     # -- gymnasium API ---------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        if options is not None and not isinstance(options, dict):
-            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
-        if options:
-            raise ValueError(f"unknown reset option(s) {sorted(options)}; ClusterBilinear-v0 takes none")
+        check_reset_options(options)
         super().reset(seed=seed)
         cfg = self.config
         n_i, n_j, d, t_max = cfg.num_job_classes, cfg.num_server_classes, cfg.feature_dim, cfg.horizon

@@ -56,3 +56,16 @@ def check_number(
             f"{'inf' if high is None else high}{')' if high_open else ']'}"
         )
         raise ValueError(f"{name}={value!r} is out of range; allowed: {interval}")
+
+
+def check_reset_options(options: Any, allowed: Iterable[str] = ()) -> dict[str, Any]:
+    """``reset``'s ``options`` as a dict (``None`` gives ``{}``), or a ``ValueError`` naming them. Call it before
+    ``super().reset(seed=...)``, so that a rejected reset leaves the episode and the seed stream alone."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {unknown}; allowed: {sorted(allowed)}")
+    return options

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.common.config import build_config, check_choice
+from cluster_envs.common.config import build_config, check_choice, check_reset_options
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
 from cluster_envs.multiserver.dynamics import (
@@ -219,10 +219,7 @@ class ClusterMultiServerEnv(gym.Env):
     # -- gymnasium API ---------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        if options is not None and not isinstance(options, dict):
-            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
-        if options:
-            raise ValueError(f"unknown reset option(s) {sorted(options)}; {self.env_name} takes none")
+        check_reset_options(options)
         super().reset(seed=seed)
         streams = episode_streams(self.np_random, ["arrivals", "utility", "repair"])
         self._sim = MultiServerSimulator(self.instance, streams, self.config.horizon)

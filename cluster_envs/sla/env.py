@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.common.config import build_config, check_choice, check_number
+from cluster_envs.common.config import build_config, check_choice, check_number, check_reset_options
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.sla.dynamics import (
     ACTION_MODES,
@@ -237,13 +237,8 @@ class ClusterSLAEnv(gym.Env):
     # -- gymnasium API ---------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        if options is not None and not isinstance(options, dict):
-            raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
+        options = check_reset_options(options, allowed=("loads",))
         super().reset(seed=seed)
-        options = dict(options or {})
-        unknown = sorted(set(options) - {"loads"})
-        if unknown:
-            raise ValueError(f"unknown reset option(s) {unknown}; allowed: ['loads']")
         cfg = self.config
         if "loads" in options:
             loads = self._checked_loads(options["loads"])
