@@ -184,12 +184,9 @@ def synthetic_jobs(
     arrival = np.sort(rng.integers(0, horizon, size=n_jobs))
     life = np.maximum(1, np.round(rng.lognormal(np.log(lifetime_median), lifetime_sigma, size=n_jobs)))
     deadline = np.minimum(arrival + life.astype(np.int64), horizon)
-    q = rng.uniform(*q_range, size=n_jobs)
-    value = rng.uniform(*v_range, size=n_jobs)
-    keep = rng.random(n_jobs) < keep_fraction
-    if not keep.any():
-        keep[0] = True
-    return Jobs(arrival[keep], deadline[keep], (q * (deadline - arrival))[keep], value[keep])
+    # then q_j, v_j and the light-load coin flips, drawn as for a trace's windows
+    return trace_jobs(rng, arrival=arrival, deadline=deadline, q_range=q_range, v_range=v_range,
+                      keep_fraction=keep_fraction)  # fmt: skip
 
 
 def common_deadline_jobs(
