@@ -172,7 +172,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
         if self._p[kernels.P_HAS_OPT]:
             infos["regret"] = f[:, kernels.BENCHMARK_ACCRUED] - f[:, kernels.UTILITY_APPROX]
         for key in list(infos):
-            infos[f"_{key}"] = stepping
+            infos[f"_{key}"] = stepping.copy()  # own masks: _add_info writes into them
         if ended.any():
             summaries = self.batched_summaries(ended, lambda b: self.envs[b]._simulator.summary())
             infos["episode_summary"], infos["_episode_summary"] = summaries, ended.copy()

@@ -93,9 +93,9 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
 
     # -- copies -------------------------------------------------------------------------------------------
 
-    def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> None:
+    def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         env = self.envs[b]
-        obs, _ = env.reset(seed=seed, options=options)
+        obs, info = env.reset(seed=seed, options=options)
         for key in OBS_KEYS:
             self._obs[key][b] = obs[key]
         self._t[b] = 1
@@ -103,6 +103,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         self._needs_reset[b] = False
         self._draw(b)
         self._fill_oracle(b)
+        return info
 
     def _draw(self, b: int) -> None:
         sim = self.envs[b].simulator
@@ -118,25 +119,8 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
 
     # -- gymnasium API ------------------------------------------------------------------------------------
 
-    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
-        for b, s in enumerate(self.copy_seeds(seed)):
-            self._reset_copy(b, s, options)
-        return self._observation(), self._reset_infos(np.ones(self.num_envs, dtype=bool))
-
-    def _reset_infos(self, reset: np.ndarray) -> dict[str, Any]:
-        """The single env's reset info (``t`` = 1 and the arrivals) of the copies just reset."""
-        arrivals = np.where(reset[:, None], self._obs["arrivals"], 0).astype(np.int8)
-        return {"t": np.where(reset, 1, 0), "_t": reset.copy(), "arrivals": arrivals, "_arrivals": reset.copy()}
-
     def step(self, actions: Any):
-        n_e = self.instance.n_edges
-        raw = np.asarray(actions)
-        if raw.dtype.kind not in "biuf":  # as the single env: no complex parts dropped, no strings parsed
-            raise ValueError(f"actions must be real numbers with shape ({self.num_envs}, {n_e}), got dtype {raw.dtype}")
-        actions = raw.astype(np.float64)
-        if actions.shape != (self.num_envs, n_e):
-            raise ValueError(f"actions must have shape (num_envs, n_edges) = {(self.num_envs, n_e)}, "
-                             f"got {actions.shape}")  # fmt: skip
+        actions = self.real_actions(actions)
         cfg, static = self.config, self._static
         resetting = self._needs_reset.copy()
         stepping = ~resetting
@@ -147,8 +131,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         )  # fmt: skip
         if code:
             self._raise(code, copy_index, actions[copy_index])
-        for b in np.flatnonzero(resetting):
-            self._reset_copy(int(b), None, None)
+        reset_infos = {int(b): self._reset_copy(int(b), None, None) for b in np.flatnonzero(resetting)}
         for b in np.flatnonzero(stepping & (self._position == BLOCK)):
             self._draw(int(b))
         rewards = np.zeros(self.num_envs)
@@ -166,11 +149,10 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
                 self._fill_oracle(int(b))
         truncated = stepping & (self._t > cfg.horizon)
         infos = self._infos(stepping, truncated)
-        if resetting.any():
-            reset_infos = self._reset_infos(resetting)
-            infos.update(reset_infos, t=np.where(resetting, 1, infos["t"]), _t=stepping | resetting)
+        for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info
+            infos = self._add_info(infos, info, b)
         self._needs_reset = truncated.copy()  # the caller may write into the returned array
-        return self._observation(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
+        return self._batch_observation(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
 
     def _raise(self, code: int, b: int, action: np.ndarray) -> None:
         if code == 1:
@@ -181,18 +163,18 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         problem = self.envs[b]._violation((action > 0.5).astype(np.int8), self._obs["arrivals"][b])
         raise ValueError(f"actions[{b}]: infeasible action (invalid_action='raise') violates {problem}")
 
-    def _observation(self) -> dict[str, np.ndarray]:
+    def _batch_observation(self) -> dict[str, np.ndarray]:
         return {key: value.copy() for key, value in self._obs.items()}
 
     def _infos(self, stepping: np.ndarray, truncated: np.ndarray) -> dict[str, Any]:
-        infos: dict[str, Any] = {"t": self._t - 1, "_t": stepping}
+        infos: dict[str, Any] = {"t": self._t - 1, "_t": stepping.copy()}
         keys = {**INFO_KEYS, **(REGRET_KEYS if self.config.compute_regret else {})}
         for key, column in keys.items():
             value = self._scalars[:, column]
             infos[key] = value.astype(np.int64) if key.startswith("n_dropped") else value.copy()
-            infos[f"_{key}"] = stepping
+            infos[f"_{key}"] = stepping.copy()  # own masks: _add_info writes into them
         if self.config.compute_regret:
-            infos["regret"], infos["_regret"] = self._sums[:, batch.REGRET].copy(), stepping
+            infos["regret"], infos["_regret"] = self._sums[:, batch.REGRET].copy(), stepping.copy()
         if truncated.any():
             infos["episode_summary"] = self.batched_summaries(truncated, self._summary)
             infos["_episode_summary"] = truncated.copy()

@@ -90,7 +90,7 @@ class ClusterSLAVectorEnv(BatchedCopies):
         work, queue, deficit = self._states.take(MINIMAL_INFO_ROWS, axis=1).transpose(1, 0, 2)  # one copy
         for key, value in (("work", work), ("active", queue > 0.0), ("queue", queue), ("sla_deficit", deficit)):
             infos[key] = value
-            infos[f"_{key}"] = stepping
+            infos[f"_{key}"] = stepping.copy()  # own masks: _add_info writes into them
         if truncated.any():
             infos["episode_summary"] = self.batched_summaries(truncated, self._summary)
             infos["_episode_summary"] = truncated.copy()

@@ -60,3 +60,16 @@ def test_reset_info_is_sync_vector_envs(env_id):
     assert info.keys() == expected.keys()
     for key, value in expected.items():
         np.testing.assert_array_equal(info[key], value, err_msg=key)
+
+
+@pytest.mark.parametrize("env_id", sorted(VECTOR_ENTRY_POINTS))
+def test_info_masks_are_separate_arrays(env_id):
+    """``_key`` masks share no memory: one mask written (by ``_add_info`` on an autoreset step, or by the caller)
+    must not flip the others (a shared mask once marked every batched MultiServer key valid on reset steps)."""
+    env = _short_batch(env_id)
+    env.reset(seed=0)
+    for _ in range(HORIZON + 2):
+        info = env.step(_actions(env))[4]
+        masks = [value for key, value in info.items() if key.startswith("_") and isinstance(value, np.ndarray)]
+        for i, first in enumerate(masks):
+            assert not any(np.shares_memory(first, other) for other in masks[i + 1 :])
