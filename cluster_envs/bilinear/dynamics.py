@@ -30,7 +30,15 @@ SERVICE_MODELS = ("paper", "exclusive")
 ACTION_MODES = ("allocation", "simplex_logits", "server_choice", "job_allocation")
 OBSERVATION_MODES = ("queues", "queues_stats", "full")
 INITIAL_JOB_SLOTS = 64  # waiting-job capacity at reset; doubled whenever an arrival would not fit
-NO_ACTION = np.zeros(0)  # the kernel's action argument where the allocation is given as y
+ONE = np.ones(1, dtype=bool)  # the stepping mask of a simulator's one copy
+NO_ACTION = np.zeros((1, 0))  # the kernel's action argument where the allocation is given as y
+# the simulator's arrays (first axis: the copy): per copy, and the job arrays (their second axis grows)
+JOB_ARRAYS = ("jobs", "job_stats", "scratch")
+ARRAYS = ("r", "arrivals", "rng", "counters", "draws", "servers", "slot_stats", "classes", "stats", "work", "obs",
+          *JOB_ARRAYS)  # fmt: skip
+# the arrays kernel.slot_batch takes after the model's constants, in its order
+STATE_ARRAYS = ("rng", "jobs", "job_stats", "counters", "draws", "servers", "slot_stats", "classes", "stats",
+                "scratch", "work", "obs")  # fmt: skip
 ASSIGNMENT_DTYPE = np.dtype(
     [
         ("job_id", np.int64),
@@ -117,20 +125,21 @@ class BilinearProblem:
 
 
 def simplex_cap(x: np.ndarray, radius: float) -> np.ndarray:
-    """Euclidean projection of finite x ≥ 0 onto {x ≥ 0, Σx ≤ radius} (:func:`~.kernel.simplex_cap_into`)."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    out = np.empty_like(x)
-    kernel.simplex_cap_into(x, float(radius), out, np.empty(2 * x.size))
-    return out
+    """Euclidean projection of finite x ≥ 0 onto {x ≥ 0, Σx ≤ radius} (one column of :func:`project_allocation`)."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    return project_allocation(x[:, None], np.ones(x.size), np.array([float(radius)]))[:, 0]
 
 
 def project_allocation(y: np.ndarray, active: np.ndarray, caps: np.ndarray) -> np.ndarray:
-    """Column-capped projection (spec §3.3): rows of empty queues to 0, each column onto Σ_i y_ij ≤ n_j."""
+    """Column-capped projection (spec §3.3): rows of empty queues to 0, each column onto Σ_i y_ij ≤ n_j
+    (:func:`~.kernel.project`)."""
     y = np.ascontiguousarray(y, dtype=np.float64)
-    out = np.empty(y.shape)
-    kernel.project_into(y.reshape(-1), np.asarray(active, dtype=np.int64), np.asarray(caps, dtype=np.float64), out,
-                        np.empty(4 * len(y)))  # fmt: skip
-    return out
+    n_rows, n_cols = y.shape
+    work = np.zeros((1, kernel.work_size(n_rows, n_cols, 0)))
+    work[0, :n_cols], work[0, n_cols : n_cols + n_rows] = caps, np.asarray(active, dtype=np.float64)
+    kernel.project(y.reshape(1, -1), work, 0, n_rows, n_cols)
+    out = n_cols + n_rows
+    return work[0, out : out + n_rows * n_cols].reshape(n_rows, n_cols).copy()
 
 
 def logits_to_allocation(logits: np.ndarray, active: np.ndarray, caps: np.ndarray, scale: float = 1.0) -> np.ndarray:
@@ -165,12 +174,14 @@ class SlotResult:
 
 
 class BilinearSimulator:
-    """The queueing system of one episode, stepped by the compiled :func:`~cluster_envs.bilinear.kernel.slot`.
+    """The queueing system of one episode, stepped by the compiled :func:`~cluster_envs.bilinear.kernel.slot_batch`.
 
     Holds the waiting jobs, the pre-drawn arrivals, the streams' PCG64 states and the last slot's results in
-    the flat arrays :mod:`cluster_envs.bilinear.kernel` describes (the batched env makes them views into its
-    batch arrays). ``costs``, ``kappa``, ``gamma_env``, ``reward_mode`` and ``max_jobs`` (-1: no per-job
-    view) only shape the per-slot statistics and the reward in ``stats``.
+    the arrays :mod:`cluster_envs.bilinear.kernel` describes: ``arrays`` maps each name in ``ARRAYS`` to an
+    array whose first axis is the copy, and this simulator is copy ``row`` (its own arrays hold one copy; the
+    batched env :meth:`bind` s every copy's simulator to the rows of its batch arrays). The attributes of the same
+    names are the copy's rows. ``costs``, ``kappa``, ``gamma_env``, ``reward_mode`` and ``max_jobs`` (-1: no
+    per-job view) only shape the per-slot statistics and the reward in ``stats``.
     """
 
     def __init__(
@@ -190,43 +201,84 @@ class BilinearSimulator:
         reward_mode: str = "noisy",
         max_jobs: int = -1,
     ):
-        self.r, self.mu, self.noise_std, self.service_model = r, mu, noise_std, service_model
+        self.mu, self.noise_std, self.service_model = mu, noise_std, service_model
         self.n_job, self.n_server_class = r.shape
         self.caps = np.asarray(caps, dtype=np.int64)
         self.caps_nominal = self.caps.astype(np.float64)
-        self.server_class = np.repeat(np.arange(self.n_server_class), self.caps)
-        self.server_index = np.concatenate([np.arange(c) for c in self.caps])
-        self.arrivals = np.asarray(arrivals, dtype=np.int64)  # class arriving at the start of slot t (-1: none)
+        # per server (class-major): its class and its index within the class
+        self.server_ids = np.stack([np.repeat(np.arange(self.n_server_class), self.caps),
+                                    np.concatenate([np.arange(c) for c in self.caps])])  # fmt: skip
+        self.server_class, self.server_index = self.server_ids
         self.streams = streams  # "choice" is drawn here (server_choice); the others by the kernel from ``rng``
         self.schedule = np.asarray(self.caps[None, :] if schedule is None else schedule, dtype=np.int64)
         self.costs = np.zeros(self.n_job) if costs is None else np.asarray(costs, dtype=np.float64)
         self.exclusive = service_model == "exclusive"
         self.kappa, self.gamma_env, self.max_jobs = float(kappa), float(gamma_env), int(max_jobs)
         self.reward_mode = kernel.REWARD_MODES.index(reward_mode)
+        self._r_star, self._reward, self._status = np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.int64)
         n, n_i, n_j = self.n_servers, self.n_job, self.n_server_class
-        self.rng = np.stack([pcg_state(streams[name]) for name in ("assign", "service", "noise")])
-        self.counters = np.zeros(kernel.COUNTERS, dtype=np.int64)
-        self.draws = np.zeros((kernel.DRAW_ROWS, n))
-        self.servers = np.zeros((kernel.SERVER_ROWS, n), dtype=np.int64)
-        self.slot_stats = np.zeros((kernel.SLOT_ROWS, n_i, n_j))
-        self.classes = np.zeros((kernel.CLASS_ROWS, n_i), dtype=np.int64)
-        self.stats = np.zeros(kernel.STATS)
-        self.obs = np.zeros(n_i * (1 + 2 * n_j), dtype=np.float32)
-        self.work = np.zeros(n_j + 4 * n_i + n_i * n_j)  # the kernel's float scratch
-        self.resize_jobs(min(len(self.arrivals), INITIAL_JOB_SLOTS))
+        arrivals = np.asarray(arrivals, dtype=np.int64)  # class arriving at the start of slot t (-1: none)
+        slots = min(len(arrivals), INITIAL_JOB_SLOTS)
+        arrays = {
+            "r": np.asarray(r, dtype=np.float64)[None],
+            "arrivals": arrivals[None],
+            "rng": np.stack([pcg_state(streams[name]) for name in ("assign", "service", "noise")])[None],
+            "counters": np.zeros((1, kernel.COUNTERS), dtype=np.int64),
+            "draws": np.zeros((1, kernel.DRAW_ROWS, n)),
+            "servers": np.zeros((1, kernel.SERVER_ROWS, n), dtype=np.int64),
+            "slot_stats": np.zeros((1, kernel.SLOT_ROWS, n_i, n_j)),
+            "classes": np.zeros((1, kernel.CLASS_ROWS, n_i), dtype=np.int64),
+            "stats": np.zeros((1, kernel.STATS)),
+            "work": np.zeros((1, kernel.work_size(n_i, n_j, n))),
+            "obs": np.zeros((1, n_i * (1 + 2 * n_j)), dtype=np.float32),
+            **self.job_arrays(1, slots),
+        }
+        self.bind(arrays, 0)
         self.set_jobs(self.arrivals[:1][self.arrivals[:1] >= 0])  # Q(1) = A(1)
-        kernel.write_observation(self.jobs, self.counters, self.slot_stats, self.obs)
+        kernel.write_observation(arrays["jobs"], arrays["counters"], arrays["slot_stats"], arrays["obs"], 0)
+
+    def job_arrays(self, copies: int, slots: int) -> dict[str, np.ndarray]:
+        """Empty job arrays (``JOB_ARRAYS``) of ``copies`` copies with room for ``slots`` waiting jobs."""
+        return {
+            "jobs": np.zeros((copies, 2, slots), dtype=np.int64),
+            "job_stats": np.zeros((copies, 2, slots, self.n_server_class)),
+            "scratch": np.zeros((copies, 2, slots + self.n_job), dtype=np.int64),
+        }
+
+    def bind(self, arrays: dict[str, np.ndarray], row: int) -> None:
+        """Make this simulator copy ``row`` of ``arrays`` (name -> array whose first axis is the copy)."""
+        self.arrays, self.row = arrays, row
+        for name in ARRAYS:
+            setattr(self, name, arrays[name][row])
+        constants = (arrays["r"], self.mu, self.costs, arrays["arrivals"], self.exclusive, self.noise_std,
+                     self.caps_nominal, self.schedule, self.server_ids, self.kappa,
+                     self.gamma_env, self.reward_mode, self.max_jobs)  # fmt: skip
+        self._args = constants + tuple(arrays[name] for name in STATE_ARRAYS)
+
+    def __getstate__(self) -> dict:
+        """Without the rows (views, which pickle and deepcopy would turn into copies): :meth:`__setstate__` binds
+        them again."""
+        state = self.__dict__.copy()
+        for name in (*ARRAYS, "_args"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.bind(self.arrays, self.row)
+
+    @property
+    def kernel_args(self) -> tuple:
+        """The arguments of :func:`~.kernel.slot_batch` after ``status``: the constants and the copies' arrays."""
+        return self._args
 
     def resize_jobs(self, slots: int) -> None:
-        """Reallocate the job arrays for ``slots`` waiting jobs (at least the current count), keeping them."""
-        old = getattr(self, "jobs", None)
-        jobs = np.zeros((2, slots), dtype=np.int64)
-        job_stats = np.zeros((2, slots, self.n_server_class))
-        if old is not None:
-            count = self.counters[kernel.N_JOBS]
-            jobs[:, :count], job_stats[:, :count] = self.jobs[:, :count], self.job_stats[:, :count]
-        self.jobs, self.job_stats = jobs, job_stats
-        self.scratch = np.zeros((2, slots + self.n_job), dtype=np.int64)
+        """Reallocate this copy's job arrays for ``slots`` waiting jobs (at least the current count), keeping them
+        (a simulator of its own arrays; the batched env grows its batch arrays itself)."""
+        count = self.counters[kernel.N_JOBS]
+        grown = self.job_arrays(1, slots)
+        grown["jobs"][0, :, :count], grown["job_stats"][0, :, :count] = self.jobs[:, :count], self.job_stats[:, :count]
+        self.bind({**self.arrays, **grown}, 0)
 
     def reserve(self) -> None:
         """Make room for one more waiting job (the arrival of the next slot)."""
@@ -274,21 +326,19 @@ class BilinearSimulator:
         return np.bincount(self.job_class, minlength=self.n_job)
 
     def _run(self, kind: int, action: np.ndarray, r_star: float) -> bool:
+        """One slot; ``action``: the kernel's action, one row (a simulator of its own arrays: a batch steps the
+        simulators bound to it)."""
+        self._r_star[0] = r_star
         while True:
-            status = kernel.slot(kind, action, self.r, self.mu, self.costs, self.arrivals, self.exclusive,
-                                 self.noise_std, self.caps_nominal, self.schedule, self.server_class,
-                                 self.server_index, self.rng, self.jobs, self.job_stats, self.counters,
-                                 self.draws, self.servers, self.slot_stats, self.classes, self.stats,
-                                 self.scratch, self.work, r_star, self.kappa, self.gamma_env, self.reward_mode,
-                                 self.max_jobs, self.obs)  # fmt: skip
-            if status != kernel.FULL:
-                return status == kernel.DONE
+            kernel.slot_batch(kind, action, ONE, self._r_star, self._reward, self._status, *self._args)
+            if self._status[0] != kernel.FULL:
+                return self._status[0] == kernel.DONE
             self.reserve()
 
     def step_fractions(self, fractions: np.ndarray, r_star: float = 0.0) -> bool:
         """Run one slot with allocation fractions a_ij = y_ij/n_j (flat, row-major), projected onto the feasible
         set (spec §3.3). Returns False, changing nothing, if a fraction is not finite."""
-        return self._run(kernel.ALLOCATION, fractions, r_star)
+        return self._run(kernel.ALLOCATION, fractions.reshape(1, -1), r_star)
 
     def step_classes(self, y: np.ndarray, r_star: float = 0.0) -> SlotResult:
         """Run one slot with a feasible class-level expected allocation y (I, J)."""
@@ -298,7 +348,7 @@ class BilinearSimulator:
 
     def step_jobs(self, x: np.ndarray, r_star: float = 0.0) -> SlotResult:
         """Run one slot with a feasible per-job allocation x (K, J) over the waiting jobs in FIFO order."""
-        self._run(kernel.JOBS, np.ascontiguousarray(x, dtype=np.float64).ravel(), r_star)
+        self._run(kernel.JOBS, np.ascontiguousarray(x, dtype=np.float64).reshape(1, -1), r_star)
         return self.result()
 
     def step_servers(self, choices: np.ndarray, r_star: float = 0.0) -> SlotResult:
@@ -308,7 +358,9 @@ class BilinearSimulator:
         class runs out, extra servers duplicate a uniform job ("paper") or idle as collisions ("exclusive").
         """
         self.reserve()
-        kernel.begin_slot(self.rng, self.noise_std, self.jobs, self.counters, self.draws, self.servers, self.classes)
+        arrays = self.arrays
+        kernel.begin_slot(arrays["rng"], self.noise_std, arrays["jobs"], arrays["counters"], arrays["draws"],
+                          arrays["servers"], arrays["classes"], self.row)  # fmt: skip
         q, order, pick = self.classes[kernel.QUEUE], self.servers[kernel.ORDER], self.draws[kernel.PICK]
         available = self.server_index < self.caps_now()[self.server_class]
         choices = np.where(available & (choices < self.n_job), choices, self.n_job)
@@ -331,12 +383,12 @@ class BilinearSimulator:
             else:
                 collisions += len(extra)
         self.counters[kernel.COLLISIONS] = collisions
-        kernel.finish(
-            self.r, self.mu, self.costs, self.arrivals, self.exclusive, self.server_class, self.caps_now(), self.jobs,
-            self.job_stats, self.counters, self.draws, self.servers, self.slot_stats, self.classes, self.stats,
-            self.scratch, self.work, r_star, self.kappa, self.gamma_env, self.reward_mode, self.max_jobs,
+        kernel.end_slot(
+            arrays["r"], self.mu, self.costs, arrays["arrivals"], self.exclusive, self.server_ids, self.schedule,
+            arrays["jobs"], arrays["job_stats"], arrays["counters"], arrays["draws"], arrays["servers"],
+            arrays["slot_stats"], arrays["classes"], arrays["stats"], arrays["scratch"], arrays["work"], r_star,
+            self.kappa, self.gamma_env, self.reward_mode, self.max_jobs, arrays["obs"], self.row,
         )  # fmt: skip
-        kernel.write_observation(self.jobs, self.counters, self.slot_stats, self.obs)
         return self.result()
 
     def result(self) -> SlotResult:

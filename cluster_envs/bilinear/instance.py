@@ -36,11 +36,45 @@ def mean_rewards(u: np.ndarray, v: np.ndarray, theta: np.ndarray) -> np.ndarray:
     return u @ theta.reshape(d, d) @ v.T
 
 
+ASSIGNMENT_MARGIN = 1e-6  # the closed form only this far from a tie or a binding capacity (HiGHS's tolerances: 1e-7)
+
+
 def oracle_lp(r: np.ndarray, rho: np.ndarray, caps: np.ndarray) -> tuple[float, np.ndarray]:
     """The fluid oracle of eq. (1): max Σ r_ij ρ_i p_ij s.t. Σ_i ρ_i p_ij ≤ n_j, Σ_j p_ij = 1, p ≥ 0.
 
-    Returns (r*, ρ_i p*_ij). Solved with HiGHS; infeasible only when ρ > Σ n_j.
+    Returns (r*, ρ_i p*_ij), exactly as ``scipy.optimize.linprog(method="highs")`` returns them (the former
+    implementation; tests compare them bit for bit). When every class has a clear best server class and the
+    classes fit their best server classes, the optimum is that assignment and :func:`_assignment_optimum` computes
+    it as HiGHS does; otherwise HiGHS solves the LP. Infeasible only when ρ > Σ n_j.
     """
+    fast = _assignment_optimum(r, rho, caps)
+    return fast if fast is not None else _highs_optimum(r, rho, caps)
+
+
+def _assignment_optimum(r: np.ndarray, rho: np.ndarray, caps: np.ndarray) -> tuple[float, np.ndarray] | None:
+    """The LP optimum when p_ij = 1 for j = argmax_j r_ij is feasible with slack and optimal by a margin; else
+    None. HiGHS returns that vertex with x ∈ {0, 1} and its objective Σ_k c_k x_k summed in column order, and
+    so does this (r* = -Σ c_k x_k with c = -(r ρ) as the LP's costs, row-major)."""
+    n_job, n_server = r.shape
+    if n_server != 2:  # with more server classes HiGHS's vertex is not always exactly 0/1 (tested)
+        return None
+    cost = -(r * rho[:, None])
+    best = np.argmax(r, axis=1)
+    top = r[np.arange(n_job), best]
+    second = np.partition(r, n_server - 2, axis=1)[:, n_server - 2]
+    if ((top - second) * rho < ASSIGNMENT_MARGIN).any() or (rho <= 0).any():
+        return None
+    if (np.bincount(best, weights=rho, minlength=n_server) > caps - ASSIGNMENT_MARGIN).any():
+        return None
+    x = np.zeros((n_job, n_server))
+    x[np.arange(n_job), best] = 1.0
+    objective = 0.0
+    for term in (cost * x).ravel().tolist():
+        objective += term
+    return float(-objective), rho[:, None] * x
+
+
+def _highs_optimum(r: np.ndarray, rho: np.ndarray, caps: np.ndarray) -> tuple[float, np.ndarray]:
     n_job, n_server = r.shape
     cost = -(r * rho[:, None]).ravel()
     a_ub = np.zeros((n_server, n_job * n_server))

@@ -1,18 +1,21 @@
 """The compiled slot of the bilinear queueing model: draws, server selection, payments, departures, arrival.
 
-One implementation, stepped by :class:`~cluster_envs.bilinear.dynamics.BilinearSimulator` (the single env) and
-by the batched env, which loops :func:`slot` over its copies. The state of a copy is a handful of flat arrays
-(layout below); per-slot results are written into preallocated buffers, so a step allocates nothing. Sums are
-taken in NumPy's order (:func:`pairwise_sum`), so results equal the former NumPy implementation bit for bit.
+One implementation, stepped by :class:`~cluster_envs.bilinear.dynamics.BilinearSimulator` (the single env, one
+copy) and by the batched env, both through :func:`slot_batch`, which steps every copy. The state of the copies
+is a handful of arrays whose first axis is the copy (layout below); every function takes the copy ``b`` and
+indexes the arrays in place, so a step allocates nothing and creates no array views (in a compiled loop over
+thousands of copies, a view's reference counting costs more than the model). Sums are taken in NumPy's order
+(:func:`pairwise_sum`), so results equal the former NumPy implementation bit for bit.
 
-Layout of a copy's arrays (I job classes, J server classes, n servers, K job slots):
-``jobs`` (2, K) int64: class, id of the waiting jobs in FIFO order; ``job_stats`` (2, K, J): each job's
-selection counts and summed rewards per server class; ``counters`` (``COUNTERS``,) int64; ``rng`` (3, 6) uint64:
-the PCG64 states of the ``assign``, ``service`` and ``noise`` streams; ``draws`` (``DRAW_ROWS``, n) float64 and
-``servers`` (``SERVER_ROWS``, n) int64: the slot's per-server draws and outcomes; ``slot_stats`` (``SLOT_ROWS``,
-I, J): y, N, Σξ and their episode totals; ``classes`` (``CLASS_ROWS``, I) int64: Q(t), D(t), A(t+1);
-``stats`` (``STATS``,) float64: the slot's scalars and the episode totals; ``scratch`` (2, K + I) int64 and
-``work`` (J + 4I + I·J,) float64: scratch space.
+Layout of copy b's rows (I job classes, J server classes, n servers, K job slots):
+``jobs[b]`` (2, K) int64: class, id of the waiting jobs in FIFO order; ``job_stats[b]`` (2, K, J): each job's
+selection counts and summed rewards per server class; ``counters[b]`` (``COUNTERS``,) int64; ``rng[b]`` (3, 6)
+uint64: the PCG64 states of the ``assign``, ``service`` and ``noise`` streams; ``draws[b]`` (``DRAW_ROWS``, n)
+float64 and ``servers[b]`` (``SERVER_ROWS``, n) int64: the slot's per-server draws and outcomes;
+``slot_stats[b]`` (``SLOT_ROWS``, I, J): y, N, Σξ and their episode totals; ``classes[b]`` (``CLASS_ROWS``, I)
+int64: Q(t), D(t), A(t+1); ``stats[b]`` (``STATS``,) float64: the slot's scalars and the episode totals;
+``scratch[b]`` (2, K + I) int64 and ``work[b]`` (:func:`work_size`,) float64: scratch space; ``obs[b]``: the
+observation (float32); ``r[b]`` (I, J) and ``arrivals[b]`` (T + 1,): the copy's instance and arrivals.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from cluster_envs.bilinear.rng import next_double, permute, standard_normal
 NOISE_CLIP = 10.0  # reward noise is truncated at ±10σ (probability 1.5e-23) so observations have finite bounds
 TIE_EPS = 1e-9  # a column sum within this of its cap counts as feasible (spec §3.3)
 
-# kinds of action a slot takes (see slot()), and what slot() returns
+# kinds of action a slot takes, and the status of a copy after slot_batch (see there)
 ALLOCATION, CLASSES, JOBS = range(3)
 DONE, NOT_FINITE, FULL = range(3)
 N_JOBS, T, NEXT_ID, N_PAID, COLLISIONS = range(5)
@@ -38,6 +41,9 @@ Y, COUNTS, SUMS, TOTAL_COUNTS, TOTAL_SUMS = range(5)
 SLOT_ROWS = 5
 QUEUE, DEPARTURES, ARRIVALS = range(3)
 CLASS_ROWS = 3
+ASSIGN, SERVICE_STREAM, NOISE_STREAM = range(3)  # the streams of ``rng``
+SUM_DEPTH = 64  # entries of each of the four parts of pairwise_sum's stack (a split halves the range)
+SUM_STACK = 4 * SUM_DEPTH
 # stats: the slot's scalars, then the episode totals (the env's info and episode summary)
 STAT_NAMES = (
     "reward_noisy",
@@ -85,59 +91,75 @@ STATS = len(STAT_NAMES)
 REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
 
 
-@njit(cache=True)
-def _block_sum(a, lo, n):
-    """Σ a[lo : lo + n] for n ≤ 128 as NumPy adds it: sequentially below 8, else 8 interleaved accumulators."""
+def work_size(n_rows: int, n_cols: int, n_servers: int) -> int:
+    """Length of a copy's float scratch: the projection's (:func:`project`) or the slot statistics' (the products
+    r·N, r·y and y, then the paid rewards), whichever is longer, and the stack of :func:`pairwise_sum` for sums of
+    over 128 terms."""
+    size = max(n_cols + 5 * n_rows + n_rows * n_cols, n_rows * n_cols + n_servers)
+    return size + (SUM_STACK if max(n_rows * n_cols, n_servers) > 128 else 0)
+
+
+@njit(cache=True, inline="always")
+def _block_sum(a, b, lo, n):
+    """Σ a[b, lo : lo + n] for n ≤ 128 as NumPy adds it: sequentially below 8, else 8 interleaved accumulators."""
     if n < 8:
         res = 0.0
         for i in range(lo, lo + n):
-            res += a[i]
+            res += a[b, i]
         return res
-    r0, r1, r2, r3, r4, r5, r6, r7 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3], a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    r0, r1, r2, r3 = a[b, lo], a[b, lo + 1], a[b, lo + 2], a[b, lo + 3]
+    r4, r5, r6, r7 = a[b, lo + 4], a[b, lo + 5], a[b, lo + 6], a[b, lo + 7]
     i = 8
     while i < n - n % 8:
         k = lo + i
-        r0, r1, r2, r3 = r0 + a[k], r1 + a[k + 1], r2 + a[k + 2], r3 + a[k + 3]
-        r4, r5, r6, r7 = r4 + a[k + 4], r5 + a[k + 5], r6 + a[k + 6], r7 + a[k + 7]
+        r0, r1, r2, r3 = r0 + a[b, k], r1 + a[b, k + 1], r2 + a[b, k + 2], r3 + a[b, k + 3]
+        r4, r5, r6, r7 = r4 + a[b, k + 4], r5 + a[b, k + 5], r6 + a[b, k + 6], r7 + a[b, k + 7]
         i += 8
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     while i < n:
-        res += a[lo + i]
+        res += a[b, lo + i]
         i += 1
     return res
 
 
-@njit(cache=True)
-def pairwise_sum(a, lo, n):
-    """Σ a[lo : lo + n] in NumPy's summation order (``pairwise_sum_DOUBLE``): blocks of at most 128 summed by
-    :func:`_block_sum`, longer ranges split in two halves (a multiple of 8 first) and the halves' sums added.
-
-    The split tree is walked with an explicit stack: numba cannot cache recursive functions.
-    """
-    if n <= 128:
-        return _block_sum(a, lo, n)
-    los, sizes, phase = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
-    values = np.empty(64)
+@njit(cache=True, inline="always")
+def _split_sum(a, b, lo, n):
+    """:func:`pairwise_sum` beyond 128 terms: halves (a multiple of 8 first) summed and added, the split tree
+    walked with an explicit stack in the last ``SUM_STACK`` entries of row b (numba cannot cache recursive
+    functions, and an allocation or a call here would keep the reference counts of every caller's arrays)."""
+    at = a.shape[1] - SUM_STACK
+    los, sizes, phase, values = at, at + SUM_DEPTH, at + 2 * SUM_DEPTH, at + 3 * SUM_DEPTH
     top, count = 0, 0
-    los[0], sizes[0], phase[0] = lo, n, 0
+    a[b, los], a[b, sizes], a[b, phase] = lo, n, 0
     while top >= 0:
-        size = sizes[top]
+        size = int(a[b, sizes + top])
         if size <= 128:
-            values[count] = _block_sum(a, los[top], size)
+            a[b, values + count] = _block_sum(a, b, int(a[b, los + top]), size)
             count += 1
             top -= 1
             continue
         half = size // 2 - (size // 2) % 8
-        if phase[top] < 2:  # visit the left, then the right half
-            start, length = (los[top], half) if phase[top] == 0 else (los[top] + half, size - half)
-            phase[top] += 1
+        if a[b, phase + top] < 2:  # visit the left, then the right half
+            start = int(a[b, los + top])
+            start, length = (start, half) if a[b, phase + top] == 0 else (start + half, size - half)
+            a[b, phase + top] += 1
             top += 1
-            los[top], sizes[top], phase[top] = start, length, 0
+            a[b, los + top], a[b, sizes + top], a[b, phase + top] = start, length, 0
         else:
             count -= 1
-            values[count - 1] += values[count]
+            a[b, values + count - 1] += a[b, values + count]
             top -= 1
-    return values[0]
+    return a[b, values]
+
+
+@njit(cache=True, inline="always")
+def pairwise_sum(a, b, lo, n):
+    """Σ a[b, lo : lo + n] in NumPy's summation order (``pairwise_sum_DOUBLE``): blocks of at most 128 summed by
+    :func:`_block_sum`, longer ranges split in two halves (:func:`_split_sum`, which needs the last
+    ``SUM_STACK`` entries of row b as its stack when n > 128)."""
+    if n <= 128:
+        return _block_sum(a, b, lo, n)
+    return _split_sum(a, b, lo, n)
 
 
 @njit(cache=True, inline="always")
@@ -146,281 +168,275 @@ def _maximum(a, b):
 
 
 @njit(cache=True)
-def simplex_cap_into(x, radius, out, work):
-    """``out`` = the Euclidean projection of finite x ≥ 0 onto {x ≥ 0, Σx ≤ radius} (Duchi et al. 2008).
+def project_column(frac, work, b, n_rows, n_cols, j):
+    """Column j of the column-capped projection (spec §3.3) of ``frac[b]`` (rows × columns, flat row-major): rows
+    i with ``work[b, n_cols + i]`` ≤ 0 (inactive) zeroed, the column onto {Σ_i ≤ ``work[b, j]``} (Euclidean
+    projection, Duchi et al. 2008). The result, flat row-major, at ``work[b, n_cols + n_rows :]``
+    (:func:`work_size` with these rows and columns; four columns' worth of scratch follow it).
 
-    Computed on x / max(x) (the projection commutes with scaling) and around the mean of the kept entries, so
-    entries up to the float maximum neither overflow nor cancel to an empty support. ``work``: scratch of
-    twice x's size.
+    The projection is computed on x / max(x) (it commutes with scaling) and around the mean of the kept
+    entries, so entries up to the float maximum neither overflow nor cancel to an empty support.
     """
-    n = x.size
-    fits = pairwise_sum(x, 0, n) <= radius + TIE_EPS  # a sum beyond the float max is inf, over any cap
-    if fits or radius <= 0:
-        for i in range(n):
-            out[i] = x[i] if fits else 0.0
-        return
-    scale = x.max()
-    r = radius / scale
-    s = work[n : 2 * n]  # z = x / scale sorted in decreasing order (insertion sort: n is the number of classes)
-    for i in range(n):
-        work[i] = x[i] / scale
-        k = i
-        while k > 0 and s[k - 1] < work[i]:
-            s[k] = s[k - 1]
-            k -= 1
-        s[k] = work[i]
-    keep, acc, mean_k = 1, 0.0, s[0]
-    for i in range(n):
-        acc += s[i]
-        mean = acc / (i + 1)
-        if (s[i] - mean) + r / (i + 1) > 0:
-            keep, mean_k = i + 1, mean
-    for i in range(n):
-        out[i] = scale * _maximum((work[i] - mean_k) + r / keep, 0.0)
-
-
-@njit(cache=True)
-def project_into(frac, active, cap_frac, out, work):
-    """Column-capped projection (spec §3.3) of ``frac`` (rows × columns, flat row-major) into ``out`` (2-D):
-    rows i with ``active[i]`` = 0 zeroed, each column onto Σ_i ≤ ``cap_frac``. ``work``: four times the rows."""
-    n_rows, n_cols = out.shape
-    column, projected = work[:n_rows], work[n_rows : 2 * n_rows]
-    for j in range(n_cols):
-        total = 0.0
+    out = n_cols + n_rows
+    col = out + n_rows * n_cols  # x, then its projection, x / max(x), and that sorted in decreasing order
+    proj, z, s = col + n_rows, col + 2 * n_rows, col + 3 * n_rows
+    radius, total = work[b, j], 0.0
+    for i in range(n_rows):
+        x, value = frac[b, i * n_cols + j], 0.0
+        if work[b, n_cols + i] > 0:
+            value = _maximum(x, 0.0)
+        work[b, col + i] = work[b, proj + i] = value
+        total += value
+    # a sum beyond the float max is inf, over any cap
+    if total > radius + TIE_EPS and pairwise_sum(work, b, col, n_rows) > radius + TIE_EPS:
+        scale = work[b, col]
+        for i in range(1, n_rows):
+            scale = max(scale, work[b, col + i])
+        r = radius / scale
+        for i in range(n_rows):  # insertion sort: n_rows is the number of classes
+            v = work[b, col + i] / scale
+            work[b, z + i] = v
+            k = i
+            while k > 0 and work[b, s + k - 1] < v:
+                work[b, s + k] = work[b, s + k - 1]
+                k -= 1
+            work[b, s + k] = v
+        keep, acc, mean_k = 1, 0.0, work[b, s]
         for i in range(n_rows):
-            value = _maximum(frac[i * n_cols + j], 0.0) if active[i] > 0 else 0.0
-            out[i, j] = column[i] = value
-            total += value
-        if total > cap_frac[j] + TIE_EPS:
-            simplex_cap_into(column, cap_frac[j], projected, work[2 * n_rows :])
-            for i in range(n_rows):
-                out[i, j] = projected[i]
+            acc += work[b, s + i]
+            mean = acc / (i + 1)
+            if (work[b, s + i] - mean) + r / (i + 1) > 0:
+                keep, mean_k = i + 1, mean
+        for i in range(n_rows):
+            work[b, proj + i] = 0.0 if radius <= 0 else scale * _maximum((work[b, z + i] - mean_k) + r / keep, 0.0)
+    for i in range(n_rows):
+        work[b, out + i * n_cols + j] = work[b, proj + i]
 
 
-@njit(cache=True, inline="always")
-def draw_slot(rng, noise_std, draws, order):
+@njit(cache=True)
+def project(frac, work, b, n_rows, n_cols):
+    """Every column of the projection (:func:`project_column`)."""
+    for j in range(n_cols):
+        project_column(frac, work, b, n_rows, n_cols, j)
+
+
+@njit(cache=True)
+def allocation_input(actions, b, trow, schedule, caps_nominal, classes, work):
+    """Set up :func:`project` of copy b's allocation fractions ``actions[b]`` (I·J, row-major): n_j(t)/n_j and
+    Q_i into ``work[b]``. False, changing nothing, if a fraction is NaN or inf."""
+    n_cls, n_cols = classes.shape[2], caps_nominal.size
+    for k in range(n_cls * n_cols):
+        if not np.isfinite(actions[b, k]):
+            return False
+    for j in range(n_cols):
+        work[b, j] = schedule[trow, j] / caps_nominal[j]
+    for i in range(n_cls):
+        work[b, n_cols + i] = classes[b, QUEUE, i]
+    return True
+
+
+@njit(cache=True)
+def take_allocation(caps_nominal, slot_stats, work, b):
+    """y = the projected fractions (:func:`project`) times n_j into ``slot_stats[b, Y]``."""
+    n_cls, n_cols = slot_stats.shape[2], slot_stats.shape[3]
+    out = n_cols + n_cls
+    for i in range(n_cls):
+        for j in range(n_cols):
+            slot_stats[b, Y, i, j] = work[b, out + i * n_cols + j] * caps_nominal[j]
+
+
+@njit(cache=True)
+def draw_slot(rng, noise_std, draws, servers, b):
     """The slot's fixed draws: per server U(select), U(pick), a random order, U(service) and the noise."""
-    n = order.size
+    n = draws.shape[2]
     for k in range(n):
-        draws[SELECT, k] = next_double(rng[0])
+        draws[b, SELECT, k] = next_double(rng, b, ASSIGN)
     for k in range(n):
-        draws[PICK, k] = next_double(rng[0])
-    permute(rng[0], order)
+        draws[b, PICK, k] = next_double(rng, b, ASSIGN)
+    permute(rng, b, ASSIGN, servers, ORDER)
     for k in range(n):
-        draws[SERVICE, k] = next_double(rng[1])
+        draws[b, SERVICE, k] = next_double(rng, b, SERVICE_STREAM)
     for k in range(n):
-        draws[NOISE, k] = noise_std * min(max(standard_normal(rng[2]), -NOISE_CLIP), NOISE_CLIP)
-
-
-@njit(cache=True, inline="always")
-def _selected(values, rows, n_cols, j, select, capf):
-    """How many prefix sums of column j of ``values`` (flat, row-major), divided by n_j, are ≤ the uniform."""
-    count, acc = 0, 0.0
-    for i in range(rows):
-        acc += values[i * n_cols + j]
-        if acc / capf <= select:
-            count += 1
-    return count
+        draws[b, NOISE, k] = noise_std * min(max(standard_normal(rng, b, NOISE_STREAM), -NOISE_CLIP), NOISE_CLIP)
 
 
 @njit(cache=True)
-def select_classes(y, caps_now, server_class, server_index, jobs, counters, draws, servers, classes, scratch):
+def select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats, classes,
+                   scratch, b):  # fmt: skip
     """Each available server picks class i w.p. y_ij/n_j, then a uniform waiting job of that class (Alg. 1)."""
-    n_jobs = counters[N_JOBS]
-    queue, by_class, starts = classes[QUEUE], scratch[0], scratch[1]
+    n_jobs, n_cls = counters[b, N_JOBS], slot_stats.shape[2]
     acc = 0
-    for i in range(queue.size):
-        starts[i] = acc
-        acc += queue[i]
+    for i in range(n_cls):  # scratch[b, 1]: where each class starts in scratch[b, 0], the jobs ordered by class
+        scratch[b, 1, i] = acc
+        acc += classes[b, QUEUE, i]
     for k in range(n_jobs):  # stable order of the waiting jobs by class
-        c = jobs[0, k]
-        by_class[starts[c]] = k
-        starts[c] += 1
-    for i in range(queue.size):
-        starts[i] -= queue[i]
-    for s in range(server_class.size):
-        j = server_class[s]
-        cls = _selected(y.reshape(-1), y.shape[0], y.shape[1], j, draws[SELECT, s], float(max(caps_now[j], 1)))
-        servers[JOB, s] = -1
-        if cls < queue.size and server_index[s] < caps_now[j]:
-            servers[JOB, s] = by_class[starts[cls] + int(np.floor(draws[PICK, s] * queue[cls]))]
+        c = jobs[b, 0, k]
+        scratch[b, 0, scratch[b, 1, c]] = k
+        scratch[b, 1, c] += 1
+    for i in range(n_cls):
+        scratch[b, 1, i] -= classes[b, QUEUE, i]
+    for s in range(server_ids.shape[1]):
+        j, select = server_ids[0, s], draws[b, SELECT, s]
+        cap = schedule[trow, j]
+        capf = float(max(cap, 1))
+        cls, total = 0, 0.0  # how many prefix sums of column j of y, divided by n_j, are ≤ the uniform
+        for i in range(n_cls):
+            total += slot_stats[b, Y, i, j]
+            if total / capf <= select:
+                cls += 1
+        servers[b, JOB, s] = -1
+        if cls < n_cls and server_ids[1, s] < cap:
+            pick = int(np.floor(draws[b, PICK, s] * classes[b, QUEUE, cls]))
+            servers[b, JOB, s] = scratch[b, 0, scratch[b, 1, cls] + pick]
 
 
 @njit(cache=True)
-def select_jobs(x, caps_now, server_class, server_index, jobs, counters, draws, servers, y):
-    """Each available server picks waiting job k (FIFO order) w.p. x_kj/n_j (x flat, waiting jobs × J); y is x
-    summed per class."""
-    n_jobs, n_cols = counters[N_JOBS], y.shape[1]
-    for s in range(server_class.size):
-        j = server_class[s]
-        k = _selected(x, n_jobs, n_cols, j, draws[SELECT, s], float(max(caps_now[j], 1)))
-        servers[JOB, s] = k if k < n_jobs and server_index[s] < caps_now[j] else -1
-    y[:] = 0.0
+def select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats):
+    """Each available server picks waiting job k (FIFO order) w.p. x_kj/n_j (x flat, waiting jobs × J, in
+    ``actions[b]``); y is x summed per class."""
+    n_jobs, n_cls, n_cols = counters[b, N_JOBS], slot_stats.shape[2], slot_stats.shape[3]
+    for s in range(server_ids.shape[1]):
+        j, select = server_ids[0, s], draws[b, SELECT, s]
+        cap = schedule[trow, j]
+        capf = float(max(cap, 1))
+        k, total = 0, 0.0
+        for i in range(n_jobs):
+            total += actions[b, i * n_cols + j]
+            if total / capf <= select:
+                k += 1
+        servers[b, JOB, s] = k if k < n_jobs and server_ids[1, s] < cap else -1
+    for i in range(n_cls):
+        for j in range(n_cols):
+            slot_stats[b, Y, i, j] = 0.0
     for k in range(n_jobs):
         for j in range(n_cols):
-            y[jobs[0, k], j] += x[k * n_cols + j]
+            slot_stats[b, Y, jobs[b, 0, k], j] += actions[b, k * n_cols + j]
 
 
 @njit(cache=True)
-def finish(
-    r,
-    mu,
-    costs,
-    arrivals,
-    exclusive,
-    server_class,
-    caps_now,
-    jobs,
-    job_stats,
-    counters,
-    draws,
-    servers,
-    slot_stats,
-    classes,
-    stats,
-    scratch,
-    work,
-    r_star,
-    kappa,
-    gamma_env,
-    reward_mode,
-    max_jobs,
-):
-    """Pay and serve the selections in ``servers[JOB]``, remove departed jobs, admit the arrival, update stats.
+def pay(r, mu, exclusive, server_ids, jobs, job_stats, counters, draws, servers, slot_stats, stats, scratch, work, b):
+    """Pay and serve copy b's selections in ``servers[b, JOB]``: N, Σξ, each job's statistics, the paid rewards
+    (also into ``work[b]`` after the I·J products of :func:`slot_stats`, for their sum), the jobs that complete
+    (``scratch[b, 1]``), and the duplicates and collisions.
 
     ``"paper"`` service pays every selection (duplicates counted); ``"exclusive"`` keeps, per job, the first
-    server in the slot's random order (the others collide). ``counters[COLLISIONS]`` carries collisions the
+    server in the slot's random order (the others collide). ``counters[b, COLLISIONS]`` carries collisions the
     selection already had (``server_choice``).
     """
-    n, n_jobs = server_class.size, counters[N_JOBS]
-    n_cls, n_cols = r.shape
-    job, marker = servers[JOB], scratch[0]
-    marker[:n_jobs] = 0
+    n, n_jobs = server_ids.shape[1], counters[b, N_JOBS]
+    n_cls, n_cols = r.shape[1], r.shape[2]
+    for k in range(n_jobs):  # scratch[b, 0]: whether a job was selected
+        scratch[b, 0, k] = 0
     selected, distinct = 0, 0
     for idx in range(n):  # in the random order: the first server on a job keeps it under "exclusive"
-        s = servers[ORDER, idx]
-        if job[s] >= 0:
+        s = servers[b, ORDER, idx]
+        k = servers[b, JOB, s]
+        if k >= 0:
             selected += 1
-            if marker[job[s]] == 0:
-                marker[job[s]] = 1
+            if scratch[b, 0, k] == 0:
+                scratch[b, 0, k] = 1
                 distinct += 1
             elif exclusive:
-                job[s] = -1
-    collisions = counters[COLLISIONS] + (selected - distinct if exclusive else 0)
-    duplicates = 0 if exclusive else selected - distinct
-    y, counts, sums = slot_stats[Y], slot_stats[COUNTS], slot_stats[SUMS]
-    counts[:] = 0.0
-    sums[:] = 0.0
-    done = scratch[1]
-    done[:n_jobs] = 0
-    paid = 0
+                servers[b, JOB, s] = -1
+    stats[b, N_COLLISIONS] = counters[b, COLLISIONS] + (selected - distinct if exclusive else 0)
+    stats[b, N_DUPLICATES] = 0 if exclusive else selected - distinct
+    for i in range(n_cls):
+        for j in range(n_cols):
+            slot_stats[b, COUNTS, i, j] = slot_stats[b, SUMS, i, j] = 0.0
+    for k in range(n_jobs):  # scratch[b, 1]: whether a job completed
+        scratch[b, 1, k] = 0
+    paid, xi_at = 0, n_cls * n_cols
     for s in range(n):
-        k = job[s]
-        servers[PAID_ID, s] = -1
+        k = servers[b, JOB, s]
+        servers[b, PAID_ID, s] = -1
         if k < 0:
             continue
-        c, j = jobs[0, k], server_class[s]
-        xi = r[c, j] + draws[NOISE, s]
-        draws[XI, paid] = xi
+        c, j = jobs[b, 0, k], server_ids[0, s]
+        xi = r[b, c, j] + draws[b, NOISE, s]
+        draws[b, XI, paid] = work[b, xi_at + paid] = xi
         paid += 1
-        counts[c, j] += 1.0
-        sums[c, j] += xi
-        job_stats[0, k, j] += 1.0
-        job_stats[1, k, j] += xi
-        servers[PAID_ID, s], servers[PAID_CLASS, s] = jobs[1, k], c
-        if draws[SERVICE, s] < mu[c]:
-            done[k] = 1
-    queue, departures = classes[QUEUE], classes[DEPARTURES]
-    departures[:] = 0
+        slot_stats[b, COUNTS, c, j] += 1.0
+        slot_stats[b, SUMS, c, j] += xi
+        job_stats[b, 0, k, j] += 1.0
+        job_stats[b, 1, k, j] += xi
+        servers[b, PAID_ID, s], servers[b, PAID_CLASS, s] = jobs[b, 1, k], c
+        if draws[b, SERVICE, s] < mu[c]:
+            scratch[b, 1, k] = 1
+    counters[b, N_PAID], counters[b, COLLISIONS] = paid, 0
+
+
+@njit(cache=True)
+def depart(jobs, job_stats, counters, classes, scratch, b):
+    """Remove copy b's completed jobs (``scratch[b, 1]``, from :func:`pay`), keeping FIFO order; D(t)."""
+    n_jobs, n_cols = counters[b, N_JOBS], job_stats.shape[3]
+    for i in range(classes.shape[2]):
+        classes[b, DEPARTURES, i] = 0
     kept = 0
-    for k in range(n_jobs):  # remove the departed jobs, keeping FIFO order
-        if done[k]:
-            departures[jobs[0, k]] += 1
+    for k in range(n_jobs):
+        if scratch[b, 1, k]:
+            classes[b, DEPARTURES, jobs[b, 0, k]] += 1
         else:
             if kept < k:
-                jobs[0, kept], jobs[1, kept] = jobs[0, k], jobs[1, k]
+                jobs[b, 0, kept], jobs[b, 1, kept] = jobs[b, 0, k], jobs[b, 1, k]
                 for j in range(n_cols):
-                    job_stats[0, kept, j], job_stats[1, kept, j] = job_stats[0, k, j], job_stats[1, k, j]
+                    job_stats[b, 0, kept, j], job_stats[b, 1, kept, j] = job_stats[b, 0, k, j], job_stats[b, 1, k, j]
             kept += 1
-    t = counters[T] + 1
-    classes[ARRIVALS] = 0
-    if t < arrivals.size and arrivals[t] >= 0:
-        jobs[0, kept], jobs[1, kept] = arrivals[t], counters[NEXT_ID]
-        for j in range(n_cols):
-            job_stats[0, kept, j] = job_stats[1, kept, j] = 0.0
-        classes[ARRIVALS, arrivals[t]] = 1
-        counters[NEXT_ID] += 1
-        kept += 1
-    counters[N_JOBS], counters[T], counters[N_PAID], counters[COLLISIONS] = kept, t, paid, 0
-    for i in range(n_cls):
-        for j in range(n_cols):
-            slot_stats[TOTAL_COUNTS, i, j] += counts[i, j]
-            slot_stats[TOTAL_SUMS, i, j] += sums[i, j]
-    _slot_stats(
-        r,
-        costs,
-        caps_now,
-        y,
-        counts,
-        queue,
-        draws[XI],
-        paid,
-        duplicates,
-        collisions,
-        kept,
-        stats,
-        r_star,
-        kappa,
-        gamma_env,
-        reward_mode,
-        max_jobs,
-        work,
-    )
+    counters[b, N_JOBS] = kept
 
 
-@njit(cache=True, inline="always")
-def _slot_stats(
-    r,
-    costs,
-    caps_now,
-    y,
-    counts,
-    queue,
-    xi,
-    paid,
-    duplicates,
-    collisions,
-    queue_next,
-    stats,
-    r_star,
-    kappa,
-    gamma_env,
-    reward_mode,
-    max_jobs,
-    work,
-):
-    n_cls, n_cols = r.shape
-    size = r.size
-    prod = work[:size]  # row-major, as NumPy sums a C-contiguous (I, J) array
+@njit(cache=True)
+def admit(arrivals, jobs, job_stats, counters, slot_stats, classes, b):
+    """Copy b's arrival A(t+1) joins the queue, t advances, and the slot's N and Σξ join the episode's.
+
+    Without an arrival the job slot after the queue is written all the same (nothing reads it): arrays used
+    outside branches let numba drop their reference counts (see :func:`slot_batch`).
+    """
+    n_cls, n_cols = slot_stats.shape[2], slot_stats.shape[3]
+    t, kept = counters[b, T] + 1, counters[b, N_JOBS]
+    c = arrivals[b, min(t, arrivals.shape[1] - 1)]
+    if t >= arrivals.shape[1]:
+        c = -1
+    arrived = 1 if c >= 0 else 0
+    for i in range(n_cls):
+        classes[b, ARRIVALS, i] = 0
+    classes[b, ARRIVALS, max(c, 0)] = arrived
+    jobs[b, 0, kept], jobs[b, 1, kept] = c, counters[b, NEXT_ID]
+    for j in range(n_cols):
+        job_stats[b, 0, kept, j] = job_stats[b, 1, kept, j] = 0.0
+    counters[b, NEXT_ID] += arrived
+    counters[b, N_JOBS], counters[b, T] = kept + arrived, t
     for i in range(n_cls):
         for j in range(n_cols):
-            prod[i * n_cols + j] = r[i, j] * counts[i, j]
-    reward_mean = pairwise_sum(prod, 0, size)
-    for i in range(n_cls):
-        for j in range(n_cols):
-            prod[i * n_cols + j] = r[i, j] * y[i, j]
-    reward_expected = pairwise_sum(prod, 0, size)
-    for i in range(n_cls):
-        for j in range(n_cols):
-            prod[i * n_cols + j] = y[i, j]
-    total_y = pairwise_sum(prod, 0, size)
-    reward_noisy = pairwise_sum(xi, 0, paid)
+            slot_stats[b, TOTAL_COUNTS, i, j] += slot_stats[b, COUNTS, i, j]
+            slot_stats[b, TOTAL_SUMS, i, j] += slot_stats[b, SUMS, i, j]
+
+
+@njit(cache=True)
+def slot_stats_of(r, costs, trow, schedule, counters, slot_stats, classes, stats, work, r_star, kappa, gamma_env,
+                  reward_mode, max_jobs, b):  # fmt: skip
+    """Copy b's slot statistics, reward and episode totals into ``stats[b]`` (after :func:`pay`,
+    :func:`depart` and :func:`admit`; n_j(t) = ``schedule[trow]``). The three sums over (i, j) are of products
+    written row-major into ``work[b]``, as NumPy sums a C-contiguous (I, J) array; the paid rewards follow them."""
+    n_cls, n_cols = r.shape[1], r.shape[2]
+    size, paid = n_cls * n_cols, counters[b, N_PAID]
+    sums = (0.0, 0.0, 0.0, 0.0)  # Σ r·N, Σ r·y, Σ y, Σ ξ
+    for q in range(4):  # one inlined sum in a loop keeps this function small enough to drop reference counts
+        if q < 3:
+            for i in range(n_cls):
+                for j in range(n_cols):
+                    x = slot_stats[b, COUNTS if q == 0 else Y, i, j]
+                    work[b, i * n_cols + j] = x if q == 2 else r[b, i, j] * x
+        total = pairwise_sum(work, b, 0 if q < 3 else size, size if q < 3 else paid)
+        sums = (total, sums[0], sums[1], sums[2])
+    reward_noisy, total_y, reward_expected, reward_mean = sums
     holding, queue_total = 0.0, 0
-    for i in range(queue.size):
-        holding += costs[i] * queue[i]
-        queue_total += queue[i]
+    for i in range(n_cls):
+        holding += costs[i] * classes[b, QUEUE, i]
+        queue_total += classes[b, QUEUE, i]
     hidden = max(0, queue_total - max_jobs) if max_jobs >= 0 else 0
-    utilization = total_y / max(caps_now.sum(), 1)
+    servers_now = 0
+    for j in range(n_cols):
+        servers_now += schedule[trow, j]
     base = reward_noisy
     if reward_mode == 1:
         base = reward_mean
@@ -428,23 +444,12 @@ def _slot_stats(
         base = reward_expected
     elif reward_mode == 3:
         base = reward_noisy - gamma_env * paid
-    values = (
-        reward_noisy,
-        reward_mean,
-        reward_expected,
-        float(duplicates),
-        float(collisions),
-        holding,
-        utilization,
-        float(queue_total),
-        float(queue_next),
-        r_star - reward_expected,
-        r_star - reward_mean,
-        float(hidden),
-        base - kappa * holding,
-    )
-    for k in range(TOTALS):
-        stats[k] = values[k]
+    stats[b, REWARD_NOISY], stats[b, REWARD_MEAN] = reward_noisy, reward_mean
+    stats[b, REWARD_EXPECTED] = reward_expected
+    stats[b, HOLDING], stats[b, UTILIZATION] = holding, total_y / max(servers_now, 1)
+    stats[b, QUEUE_TOTAL], stats[b, QUEUE_TOTAL_NEXT] = float(queue_total), float(counters[b, N_JOBS])
+    stats[b, REGRET_INC], stats[b, REGRET_INC_REALIZED] = r_star - reward_expected, r_star - reward_mean
+    stats[b, HIDDEN], stats[b, REWARD] = float(hidden), base - kappa * holding
     for k, src in enumerate(
         (
             REGRET_INC,
@@ -459,199 +464,100 @@ def _slot_stats(
             N_COLLISIONS,
         )
     ):
-        stats[TOTALS + k] += stats[src]
-    stats[STATS - 1] = max(stats[STATS - 1], float(hidden))
-
-
-@njit(cache=True, inline="always")
-def count_queue(jobs, counters, queue):
-    """Q_i: the waiting jobs per class."""
-    queue[:] = 0
-    for k in range(counters[N_JOBS]):
-        queue[jobs[0, k]] += 1
+        stats[b, TOTALS + k] += stats[b, src]
+    stats[b, STATS - 1] = max(stats[b, STATS - 1], float(hidden))
 
 
 @njit(cache=True)
-def begin_slot(rng, noise_std, jobs, counters, draws, servers, classes):
-    """Q(t) and the slot's draws, for a selection made outside (``server_choice``) before :func:`finish`."""
-    count_queue(jobs, counters, classes[QUEUE])
-    draw_slot(rng, noise_std, draws, servers[ORDER])
+def count_queue(jobs, counters, classes, b):
+    """Q_i: the waiting jobs per class."""
+    for i in range(classes.shape[2]):
+        classes[b, QUEUE, i] = 0
+    for k in range(counters[b, N_JOBS]):
+        classes[b, QUEUE, jobs[b, 0, k]] += 1
 
 
-@njit(cache=True, inline="always")
-def slot(
-    kind,
-    action,
-    r,
-    mu,
-    costs,
-    arrivals,
-    exclusive,
-    noise_std,
-    caps_nominal,
-    schedule,
-    server_class,
-    server_index,
-    rng,
-    jobs,
-    job_stats,
-    counters,
-    draws,
-    servers,
-    slot_stats,
-    classes,
-    stats,
-    scratch,
-    work,
-    r_star,
-    kappa,
-    gamma_env,
-    reward_mode,
-    max_jobs,
-    obs,
-):
-    """One slot with the server counts ``schedule[min(t, len - 1)]``. ``kind`` ``ALLOCATION``: ``action`` holds
-    fractions y_ij/n_j (I·J, row-major), projected; ``CLASSES``: y (I, J) is in ``slot_stats[Y]``; ``JOBS``:
-    ``action`` is x (waiting jobs × J, flat). Selections by servers (``server_choice``) call :func:`begin_slot`
-    and :func:`finish` around their NumPy selection instead.
-
-    Returns ``DONE``, or changes nothing and returns ``NOT_FINITE`` (an allocation fraction is NaN or inf) or
-    ``FULL`` (the job arrays have no room for an arrival: grow them and call again). On ``DONE`` the next
-    observation is in ``obs`` (:func:`write_observation`).
-    """
-    n_cls, n_cols = r.shape
-    if counters[N_JOBS] >= jobs.shape[1]:
-        return FULL
-    caps_now = schedule[min(counters[T], schedule.shape[0] - 1)]
-    y = slot_stats[Y]
-    count_queue(jobs, counters, classes[QUEUE])
-    if kind == ALLOCATION:
-        for v in action:
-            if not np.isfinite(v):
-                return NOT_FINITE
-        cap_frac = work[:n_cols]
-        for j in range(n_cols):
-            cap_frac[j] = caps_now[j] / caps_nominal[j]
-        project_into(action, classes[QUEUE], cap_frac, y, work[n_cols:])
-        for i in range(n_cls):
-            for j in range(n_cols):
-                y[i, j] *= caps_nominal[j]
-    draw_slot(rng, noise_std, draws, servers[ORDER])
-    if kind == JOBS:
-        select_jobs(action, caps_now, server_class, server_index, jobs, counters, draws, servers, y)
-    else:
-        select_classes(y, caps_now, server_class, server_index, jobs, counters, draws, servers, classes, scratch)
-    finish(
-        r,
-        mu,
-        costs,
-        arrivals,
-        exclusive,
-        server_class,
-        caps_now,
-        jobs,
-        job_stats,
-        counters,
-        draws,
-        servers,
-        slot_stats,
-        classes,
-        stats,
-        scratch,
-        work,
-        r_star,
-        kappa,
-        gamma_env,
-        reward_mode,
-        max_jobs,
-    )
-    write_observation(jobs, counters, slot_stats, obs)
-    return DONE
+@njit(cache=True)
+def begin_slot(rng, noise_std, jobs, counters, draws, servers, classes, b):
+    """Q(t) and the slot's draws, for a selection made outside (``server_choice``) before :func:`end_slot`."""
+    count_queue(jobs, counters, classes, b)
+    draw_slot(rng, noise_std, draws, servers, b)
 
 
-@njit(cache=True, inline="always")
-def write_observation(jobs, counters, slot_stats, obs):
-    """Q(t+1), then the slot's N_ij and Σξ_ij (row-major), as float32."""
-    n_cls, n_cols = slot_stats.shape[1], slot_stats.shape[2]
-    obs[:n_cls] = 0.0
-    for k in range(counters[N_JOBS]):
-        obs[jobs[0, k]] += 1.0
+@njit(cache=True)
+def end_slot(r, mu, costs, arrivals, exclusive, server_ids, schedule, jobs, job_stats, counters, draws, servers,
+             slot_stats, classes, stats, scratch, work, r_star, kappa, gamma_env, reward_mode, max_jobs, obs,
+             b):  # fmt: skip
+    """The rest of :func:`slot_batch` after :func:`begin_slot` and a selection made outside."""
+    trow = min(counters[b, T], schedule.shape[0] - 1)
+    pay(r, mu, exclusive, server_ids, jobs, job_stats, counters, draws, servers, slot_stats, stats, scratch, work, b)
+    depart(jobs, job_stats, counters, classes, scratch, b)
+    admit(arrivals, jobs, job_stats, counters, slot_stats, classes, b)
+    slot_stats_of(r, costs, trow, schedule, counters, slot_stats, classes, stats, work, r_star, kappa, gamma_env,
+                  reward_mode, max_jobs, b)  # fmt: skip
+    write_observation(jobs, counters, slot_stats, obs, b)
+
+
+@njit(cache=True)
+def write_observation(jobs, counters, slot_stats, obs, b):
+    """Q(t+1), then the slot's N_ij and Σξ_ij (row-major), as float32, into ``obs[b]``."""
+    n_cls, n_cols = slot_stats.shape[2], slot_stats.shape[3]
+    for i in range(n_cls):
+        obs[b, i] = 0.0
+    for k in range(counters[b, N_JOBS]):
+        obs[b, jobs[b, 0, k]] += 1.0
     base = n_cls
     for row in (COUNTS, SUMS):
         for i in range(n_cls):
             for j in range(n_cols):
-                obs[base] = slot_stats[row, i, j]
+                obs[b, base] = slot_stats[b, row, i, j]
                 base += 1
 
 
 @njit(cache=True)
-def slot_batch(
-    actions,
-    stepping,
-    r,
-    mu,
-    costs,
-    arrivals,
-    exclusive,
-    noise_std,
-    caps_nominal,
-    schedule,
-    server_class,
-    server_index,
-    rng,
-    jobs,
-    job_stats,
-    counters,
-    draws,
-    servers,
-    slot_stats,
-    classes,
-    stats,
-    scratch,
-    work,
-    r_star,
-    kappa,
-    gamma_env,
-    reward_mode,
-    max_jobs,
-    obs,
-    rewards,
-    status,
-):
-    """:func:`slot` (allocation fractions) for every copy b with ``stepping[b]``: its status into ``status[b]``,
-    its observation into ``obs[b]`` and its reward into ``rewards[b]``."""
-    for b in range(actions.shape[0]):
-        if stepping[b]:
-            status[b] = slot(
-                ALLOCATION,
-                actions[b],
-                r[b],
-                mu,
-                costs,
-                arrivals[b],
-                exclusive,
-                noise_std,
-                caps_nominal,
-                schedule,
-                server_class,
-                server_index,
-                rng[b],
-                jobs[b],
-                job_stats[b],
-                counters[b],
-                draws[b],
-                servers[b],
-                slot_stats[b],
-                classes[b],
-                stats[b],
-                scratch[b],
-                work[b],
-                r_star[b],
-                kappa,
-                gamma_env,
-                reward_mode,
-                max_jobs,
-                obs[b],
-            )
-            if status[b] == DONE:
-                rewards[b] = stats[b, REWARD]
+def slot_batch(kind, actions, stepping, r_star, rewards, status, r, mu, costs, arrivals, exclusive, noise_std,
+               caps_nominal, schedule, server_ids, kappa, gamma_env, reward_mode, max_jobs, rng, jobs, job_stats,
+               counters, draws, servers, slot_stats, classes, stats, scratch, work, obs):  # fmt: skip
+    """One slot of every copy b with ``stepping[b]`` (server counts ``schedule[min(t, len - 1)]``): its status
+    into ``status[b]`` and, when done, its reward into ``rewards[b]`` and its next observation into ``obs[b]``
+    (:func:`write_observation`). The single env steps its one copy with it.
+
+    ``kind`` ``ALLOCATION``: ``actions[b]`` holds fractions y_ij/n_j (I·J, row-major), projected; ``CLASSES``:
+    y (I, J) is in ``slot_stats[b, Y]``; ``JOBS``: ``actions[b]`` is x (waiting jobs × J, flat). Selections by
+    servers (``server_choice``) call :func:`begin_slot` and :func:`end_slot` around their NumPy selection instead.
+    The status is ``DONE``, or the copy is unchanged and it is ``NOT_FINITE`` (an allocation fraction is NaN or
+    inf) or ``FULL`` (the job arrays have no room for an arrival: grow them and step it again).
+
+    Each step is a function of its own that numba compiles without reference counting: it calls nothing that is
+    not inlined and uses each array last outside any branch. A function that calls others keeps its arrays'
+    reference counts (atomic operations, which cost more than the model), so this loop calls the steps directly.
+    """
+    for b in range(stepping.size):
+        if not stepping[b]:
+            continue
+        if counters[b, N_JOBS] >= jobs.shape[2]:
+            status[b] = FULL
+            continue
+        trow = min(counters[b, T], schedule.shape[0] - 1)
+        count_queue(jobs, counters, classes, b)
+        if kind == ALLOCATION:
+            if not allocation_input(actions, b, trow, schedule, caps_nominal, classes, work):
+                status[b] = NOT_FINITE
+                continue
+            for j in range(caps_nominal.size):
+                project_column(actions, work, b, classes.shape[2], caps_nominal.size, j)
+            take_allocation(caps_nominal, slot_stats, work, b)
+        draw_slot(rng, noise_std, draws, servers, b)
+        if kind == JOBS:
+            select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats)
+        else:
+            select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats, classes, scratch,
+                           b)  # fmt: skip
+        pay(r, mu, exclusive, server_ids, jobs, job_stats, counters, draws, servers, slot_stats, stats, scratch, work,
+            b)  # fmt: skip
+        depart(jobs, job_stats, counters, classes, scratch, b)
+        admit(arrivals, jobs, job_stats, counters, slot_stats, classes, b)
+        slot_stats_of(r, costs, trow, schedule, counters, slot_stats, classes, stats, work, r_star[b], kappa,
+                      gamma_env, reward_mode, max_jobs, b)  # fmt: skip
+        write_observation(jobs, counters, slot_stats, obs, b)
+        status[b], rewards[b] = DONE, stats[b, REWARD]

@@ -5,6 +5,9 @@ The env's streams are ``np.random.Generator(PCG64)`` objects; a compiled step ca
 reset and the compiled code continues the exact same sequence: ``next_double`` is ``Generator.random``,
 ``standard_normal`` its ziggurat ``standard_normal``, ``permute`` its ``permutation`` (Fisher–Yates with
 masked rejection on buffered 32-bit halves). Tests check every draw against NumPy.
+
+The states live in one (copies, streams, 6) array and every function takes the copy ``b`` and the stream ``k``:
+indexing the words in place creates no array views, which cost more than the draws in a compiled batch loop.
 """
 
 from __future__ import annotations
@@ -46,58 +49,59 @@ def _mul_64x64(a, b):
 
 
 @njit(cache=True, inline="always")
-def next_uint64(s):
-    """Advance the 128-bit LCG and return its XSL-RR output (``pcg64_next64``)."""
-    hi, lo = _mul_64x64(s[STATE_LO], _MULT_LO)
-    hi += s[STATE_HI] * _MULT_LO + s[STATE_LO] * _MULT_HI
-    new_lo = lo + s[INC_LO]
-    hi += s[INC_HI] + (uint64(1) if new_lo < lo else uint64(0))
-    s[STATE_HI], s[STATE_LO] = hi, new_lo
+def next_uint64(s, b, k):
+    """Advance stream k of copy b (128-bit LCG) and return its XSL-RR output (``pcg64_next64``)."""
+    state_lo = s[b, k, STATE_LO]
+    hi, lo = _mul_64x64(state_lo, _MULT_LO)
+    hi += s[b, k, STATE_HI] * _MULT_LO + state_lo * _MULT_HI
+    new_lo = lo + s[b, k, INC_LO]
+    hi += s[b, k, INC_HI] + (uint64(1) if new_lo < lo else uint64(0))
+    s[b, k, STATE_HI], s[b, k, STATE_LO] = hi, new_lo
     x = hi ^ new_lo
     rot = hi >> uint64(58)
     return (x >> rot) | (x << ((uint64(64) - rot) & uint64(63)))
 
 
 @njit(cache=True, inline="always")
-def next_double(s):
+def next_double(s, b, k):
     """``Generator.random()``: 53 random bits scaled to [0, 1)."""
-    return float(next_uint64(s) >> uint64(11)) * (1.0 / 9007199254740992.0)
+    return float(next_uint64(s, b, k) >> uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True, inline="always")
-def next_uint32(s):
+def next_uint32(s, b, k):
     """The low half of a 64-bit draw, the high half kept for the next call (``pcg64_next32``)."""
-    if s[HAS_UINT32] != 0:
-        s[HAS_UINT32] = 0
-        return s[UINTEGER]
-    x = next_uint64(s)
-    s[HAS_UINT32] = 1
-    s[UINTEGER] = x >> uint64(32)
+    if s[b, k, HAS_UINT32] != 0:
+        s[b, k, HAS_UINT32] = 0
+        return s[b, k, UINTEGER]
+    x = next_uint64(s, b, k)
+    s[b, k, HAS_UINT32] = 1
+    s[b, k, UINTEGER] = x >> uint64(32)
     return x & _MASK32
 
 
-@njit(cache=True)
-def permute(s, out):
-    """``out[:] = Generator.permutation(out.size)``: Fisher–Yates with ``random_interval`` (n < 2³²)."""
-    n = out.size
+@njit(cache=True, inline="always")
+def permute(s, b, k, out, row):
+    """``out[b, row, :] = Generator.permutation(n)``: Fisher–Yates with ``random_interval`` (n < 2³²)."""
+    n = out.shape[2]
     for i in range(n):
-        out[i] = i
+        out[b, row, i] = i
     for i in range(n - 1, 0, -1):
         mask = uint64(i)
         for shift in (1, 2, 4, 8, 16):
             mask |= mask >> uint64(shift)
-        j = next_uint32(s) & mask
+        j = next_uint32(s, b, k) & mask
         while j > uint64(i):
-            j = next_uint32(s) & mask
-        k = int(j)
-        out[i], out[k] = out[k], out[i]
+            j = next_uint32(s, b, k) & mask
+        m = int(j)
+        out[b, row, i], out[b, row, m] = out[b, row, m], out[b, row, i]
 
 
-@njit(cache=True)
-def standard_normal(s):
+@njit(cache=True, inline="always")
+def standard_normal(s, b, k):
     """``Generator.standard_normal()``: NumPy's ziggurat (``random_standard_normal``)."""
     while True:
-        r = next_uint64(s)
+        r = next_uint64(s, b, k)
         idx = int(r & uint64(0xFF))
         r >>= uint64(8)
         rabs = (r >> uint64(1)) & uint64(0x000FFFFFFFFFFFFF)
@@ -108,9 +112,9 @@ def standard_normal(s):
             return x
         if idx == 0:
             while True:
-                xx = -ziggurat_nor_inv_r * np.log1p(-next_double(s))
-                yy = -np.log1p(-next_double(s))
+                xx = -ziggurat_nor_inv_r * np.log1p(-next_double(s, b, k))
+                yy = -np.log1p(-next_double(s, b, k))
                 if yy + yy > xx * xx:
                     return -(ziggurat_nor_r + xx) if (rabs >> uint64(8)) & uint64(1) else ziggurat_nor_r + xx
-        elif (fi_double[idx - 1] - fi_double[idx]) * next_double(s) + fi_double[idx] < np.exp(-0.5 * x * x):
+        elif (fi_double[idx - 1] - fi_double[idx]) * next_double(s, b, k) + fi_double[idx] < np.exp(-0.5 * x * x):
             return x

@@ -7,12 +7,9 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.bilinear import kernel
+from cluster_envs.bilinear.dynamics import ARRAYS
 from cluster_envs.bilinear.env import MINIMAL_INFO_KEYS, ClusterBilinearEnv
 from cluster_envs.common.vector import BatchedCopies
-
-# per-copy simulator arrays that become rows of batch arrays (the job arrays separately: they grow)
-COPY_ARRAYS = ("r", "arrivals", "rng", "counters", "draws", "servers", "slot_stats", "classes", "stats", "obs", "work")
-JOB_ARRAYS = ("jobs", "job_stats", "scratch")
 
 
 class ClusterBilinearVectorEnv(BatchedCopies):
@@ -20,8 +17,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
 
     Each copy is reset by its own :class:`ClusterBilinearEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as in
     ``SyncVectorEnv``), whose simulator arrays then become rows of batch arrays that
-    :func:`~cluster_envs.bilinear.kernel.slot_batch` steps with the single env's compiled slot
-    (:func:`~cluster_envs.bilinear.kernel.slot`), so there is one implementation of the model. Autoreset is
+    :func:`~cluster_envs.bilinear.kernel.slot_batch`, the single env's compiled slot, steps in one call, so there
+    is one implementation of the model. Autoreset is
     Gymnasium's ``NEXT_STEP``: the step after a copy's episode ends resets it (its action is ignored, its reward
     0, its info that of ``reset``). Supported: ``action_mode="allocation"``,
     ``observation_mode="queues"`` and no ``server_schedule``. ``info`` holds the ``info_level="minimal"`` keys
@@ -43,24 +40,18 @@ class ClusterBilinearVectorEnv(BatchedCopies):
 
     def _allocate(self, sim) -> None:
         """Batch arrays shaped like ``sim``'s, one row per copy."""
-        for name in COPY_ARRAYS + JOB_ARRAYS:
-            value = getattr(sim, name)
-            self._batch[name] = np.zeros((self.num_envs, *value.shape), dtype=value.dtype)
+        for name in ARRAYS:
+            value = sim.arrays[name]
+            self._batch[name] = np.zeros((self.num_envs, *value.shape[1:]), dtype=value.dtype)
 
     def _grow_jobs(self) -> None:
         """Double every copy's job slots (a copy had no room for an arrival), keeping the waiting jobs."""
-        for env in self.envs:
-            env.simulator.resize_jobs(2 * self._batch["jobs"].shape[2])
-        for name in JOB_ARRAYS:
-            self._batch[name] = np.stack([getattr(env.simulator, name) for env in self.envs])
-        for copy in range(self.num_envs):
-            self._bind(copy)
-
-    def _bind(self, copy: int) -> None:
-        """Make copy's simulator read and write its rows of the batch arrays."""
-        sim = self.envs[copy].simulator
-        for name in COPY_ARRAYS + JOB_ARRAYS:
-            setattr(sim, name, self._batch[name][copy])
+        slots = self._batch["jobs"].shape[2]
+        grown = self.envs[0].simulator.job_arrays(self.num_envs, 2 * slots)
+        grown["jobs"][:, :, :slots], grown["job_stats"][:, :, :slots] = self._batch["jobs"], self._batch["job_stats"]
+        self._batch.update(grown)
+        for copy, env in enumerate(self.envs):
+            env.simulator.bind(self._batch, copy)
 
     def _reset_copy(self, copy: int, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         env = self.envs[copy]
@@ -69,9 +60,9 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         if not self._batch:
             self._allocate(sim)
         sim.resize_jobs(self._batch["jobs"].shape[2])
-        for name in COPY_ARRAYS + JOB_ARRAYS:
-            self._batch[name][copy] = getattr(sim, name)
-        self._bind(copy)
+        for name in ARRAYS:
+            self._batch[name][copy] = sim.arrays[name][0]
+        sim.bind(self._batch, copy)
         self._r_star[copy] = env.r_star
         self._needs_reset[copy] = False
         return info
@@ -87,7 +78,7 @@ class ClusterBilinearVectorEnv(BatchedCopies):
             raise ValueError("actions must be finite (no NaN or inf)")
         reset_infos = {b: self._reset_copy(b, None, None) for b in np.flatnonzero(resetting)}
         rewards = np.zeros(self.num_envs)
-        status = np.full(self.num_envs, kernel.DONE)
+        status = np.full(self.num_envs, kernel.DONE, dtype=np.int64)
         pending = stepping
         while pending.any():
             self._run(actions, pending, rewards, status)
@@ -114,40 +105,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         return self._batch_observation(), rewards, terminated, truncated, infos
 
     def _run(self, actions: np.ndarray, stepping: np.ndarray, rewards: np.ndarray, status: np.ndarray) -> None:
-        sim, batch = self.envs[0].simulator, self._batch
-        kernel.slot_batch(
-            actions,
-            stepping,
-            batch["r"],
-            sim.mu,
-            sim.costs,
-            batch["arrivals"],
-            sim.exclusive,
-            sim.noise_std,
-            sim.caps_nominal,
-            sim.schedule,
-            sim.server_class,
-            sim.server_index,
-            batch["rng"],
-            batch["jobs"],
-            batch["job_stats"],
-            batch["counters"],
-            batch["draws"],
-            batch["servers"],
-            batch["slot_stats"],
-            batch["classes"],
-            batch["stats"],
-            batch["scratch"],
-            batch["work"],
-            self._r_star,
-            sim.kappa,
-            sim.gamma_env,
-            sim.reward_mode,
-            sim.max_jobs,
-            batch["obs"],
-            rewards,
-            status,
-        )
+        args = self.envs[0].simulator.kernel_args  # every copy's simulator is bound to the batch arrays
+        kernel.slot_batch(kernel.ALLOCATION, actions, stepping, self._r_star, rewards, status, *args)
 
     @property
     def simulators(self) -> list:

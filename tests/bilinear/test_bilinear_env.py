@@ -213,6 +213,27 @@ def test_oracle_lp_closed_form_when_slack_and_binding_case():
     assert np.isclose(alloc[:, 0].sum(), 1.0)
 
 
+@pytest.mark.parametrize(("n_job", "dim"), [(10, 2), (3, 2), (30, 4)])
+def test_oracle_closed_form_is_highs_bit_for_bit(n_job, dim):
+    """Where the assignment to each class's best server class is the optimum, oracle_lp skips HiGHS: it must give
+    HiGHS's r* and allocation exactly (the former implementation; regret sums them every slot)."""
+    from cluster_envs.bilinear.instance import _assignment_optimum, _highs_optimum
+
+    rng = np.random.default_rng(n_job)
+    used = 0
+    for trial in range(150):
+        rho = np.full(n_job, 1.0 / n_job) if trial % 2 else rng.uniform(0.2, 1.5, n_job) * rng.uniform(0.1, 1.2) / n_job
+        caps = np.array([2.0, 2.0]) if trial % 2 else rng.integers(1, 4, 2).astype(float)
+        r = mean_rewards(*sample_instance(rng, n_job, 2, dim))
+        fast = _assignment_optimum(r, rho, caps)
+        if fast is not None:
+            used += 1
+            r_star, alloc = _highs_optimum(r, rho, caps)
+            assert fast[0] == r_star
+            np.testing.assert_array_equal(fast[1], alloc)
+    assert used > 100
+
+
 def test_info_keys_and_episode_summary_add_up():
     env = gym.make(ENV_ID, horizon=50, holding_costs=tuple(np.linspace(0.5, 2, 10)))
     env.reset(seed=2)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from cluster_envs.bilinear.kernel import pairwise_sum
+from cluster_envs.bilinear.kernel import SUM_STACK, pairwise_sum
 from cluster_envs.bilinear.rng import next_double, pcg_state, permute, standard_normal
 
 ENV_ID = "ClusterBilinear-v0"
@@ -16,12 +16,13 @@ ENV_ID = "ClusterBilinear-v0"
 
 @njit
 def _draw_sequence(state, n, slots, uniforms, normals, orders):
+    """Draws from stream 1 of copy 1 of ``state`` (copies, streams, 6): the functions index the words in place."""
     for t in range(slots):
         for k in range(n):
-            uniforms[t, k] = next_double(state)
-        permute(state, orders[t])
+            uniforms[t, k] = next_double(state, 1, 1)
+        permute(state, 1, 1, orders, t)
         for k in range(n):
-            normals[t, k] = standard_normal(state)
+            normals[t, k] = standard_normal(state, 1, 1)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -30,22 +31,26 @@ def test_compiled_draws_continue_numpys_pcg64_stream_exactly(seed):
     gen = np.random.default_rng(seed)
     gen.random(seed)  # start mid-stream, possibly with a buffered half
     gen.permutation(seed + 2)
-    state = pcg_state(gen)
+    state = np.zeros((2, 2, 6), dtype=np.uint64)
+    state[1, 1] = pcg_state(gen)
     n, slots = 1 + 2 * seed, 300
-    uniforms, normals, orders = np.zeros((slots, n)), np.zeros((slots, n)), np.zeros((slots, n), dtype=np.int64)
+    uniforms, normals, orders = np.zeros((slots, n)), np.zeros((slots, n)), np.zeros((2, slots, n), dtype=np.int64)
     _draw_sequence(state, n, slots, uniforms, normals, orders)
     for t in range(slots):
         np.testing.assert_array_equal(uniforms[t], gen.random(n))
-        np.testing.assert_array_equal(orders[t], gen.permutation(n))
+        np.testing.assert_array_equal(orders[1, t], gen.permutation(n))
         np.testing.assert_array_equal(normals[t], gen.standard_normal(n))
-    np.testing.assert_array_equal(state, pcg_state(gen))
+    np.testing.assert_array_equal(state[1, 1], pcg_state(gen))
+    assert not state[0].any() and not state[1, 0].any()
 
 
 def test_pairwise_sum_is_numpys_sum():
     rng = np.random.default_rng(1)
     for n in [*range(0, 300), 1000, 1031, 4099]:
         x = rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)
-        assert pairwise_sum(x, 0, n) == x.sum(), n
+        rows = np.zeros((2, n + 3 + SUM_STACK))  # row 1 from 1; the stack at the end of the row
+        rows[1, : n + 3] = [1e9, *x, 1e9, 1e9]
+        assert pairwise_sum(rows, 1, 1, n) == x.sum(), n
 
 
 def test_minimal_info_has_the_full_values_and_the_same_trajectory():
