@@ -8,13 +8,18 @@ v_j).ravel()`` and r_ij = z_ijᵀθ = u_iᵀΘv_j (spec §2.1).
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from scipy.optimize import linprog
 
 
 def unit_rows(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
     """``rows`` vectors of U[0, 1] entries, each normalised to unit L2 norm."""
-    x = rng.uniform(0.0, 1.0, size=(rows, cols))
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
+    return normalised(rng.uniform(0.0, 1.0, size=(rows, cols)))
+
+
+def normalised(x: np.ndarray) -> np.ndarray:
+    """x with each vector along the last axis divided by its L2 norm (a stack of instances at once)."""
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
 def sample_instance(rng: np.random.Generator, n_job: int, n_server: int, dim: int) -> tuple[np.ndarray, ...]:
@@ -52,26 +57,42 @@ def oracle_lp(r: np.ndarray, rho: np.ndarray, caps: np.ndarray) -> tuple[float, 
 
 
 def _assignment_optimum(r: np.ndarray, rho: np.ndarray, caps: np.ndarray) -> tuple[float, np.ndarray] | None:
-    """The LP optimum when p_ij = 1 for j = argmax_j r_ij is feasible with slack and optimal by a margin; else
-    None. HiGHS returns that vertex with x ∈ {0, 1} and its objective Σ_k c_k x_k summed in column order, and
-    so does this (r* = -Σ c_k x_k with c = -(r ρ) as the LP's costs, row-major)."""
-    n_job, n_server = r.shape
-    if n_server != 2:  # with more server classes HiGHS's vertex is not always exactly 0/1 (tested)
-        return None
-    cost = -(r * rho[:, None])
-    best = np.argmax(r, axis=1)
-    top = r[np.arange(n_job), best]
-    second = np.partition(r, n_server - 2, axis=1)[:, n_server - 2]
-    if ((top - second) * rho < ASSIGNMENT_MARGIN).any() or (rho <= 0).any():
-        return None
-    if (np.bincount(best, weights=rho, minlength=n_server) > caps - ASSIGNMENT_MARGIN).any():
-        return None
-    x = np.zeros((n_job, n_server))
-    x[np.arange(n_job), best] = 1.0
-    objective = 0.0
-    for term in (cost * x).ravel().tolist():
-        objective += term
-    return float(-objective), rho[:, None] * x
+    """:func:`assignment_optima` of one instance: (r*, ρ_i p*_ij), or None where HiGHS must solve it."""
+    r_star, alloc, found = np.zeros(1), np.zeros((1, *r.shape)), np.zeros(1, dtype=np.bool_)
+    assignment_optima(np.ascontiguousarray(r, dtype=np.float64)[None], rho, caps, r_star, alloc, found)
+    return (float(r_star[0]), alloc[0]) if found[0] else None
+
+
+@njit(cache=True)
+def assignment_optima(r, rho, caps, r_star, alloc, found):
+    """The LP optimum of each instance k (``r[k]``: I × J) where p_ij = 1 for j = argmax_j r_ij is feasible with
+    slack and optimal by a margin: r* into ``r_star[k]``, ρ_i p*_ij into ``alloc[k]``, and ``found[k]``; elsewhere
+    ``found[k]`` is False. HiGHS returns that vertex with x ∈ {0, 1} and its objective Σ_k c_k x_k summed in
+    column order (c = -(r ρ), row-major), and so does this. Only for J = 2: with more server classes HiGHS's
+    vertex is not always exactly 0/1 (tested)."""
+    n_job, n_server = r.shape[1], r.shape[2]
+    for k in range(r.shape[0]):
+        found[k] = False
+        if n_server != 2:
+            continue
+        ok, load_0, load_1 = True, 0.0, 0.0
+        for i in range(n_job):
+            best = 0 if r[k, i, 0] >= r[k, i, 1] else 1  # np.argmax: the first maximum
+            gap = r[k, i, best] - r[k, i, 1 - best]
+            ok = ok and rho[i] > 0 and not gap * rho[i] < ASSIGNMENT_MARGIN
+            if best == 0:  # the load of each server class, summed in class order (np.bincount)
+                load_0 += rho[i]
+            else:
+                load_1 += rho[i]
+            for j in range(n_server):
+                alloc[k, i, j] = rho[i] * (1.0 if j == best else 0.0)
+        if not ok or load_0 > caps[0] - ASSIGNMENT_MARGIN or load_1 > caps[1] - ASSIGNMENT_MARGIN:
+            continue
+        objective = 0.0
+        for i in range(n_job):
+            for j in range(n_server):
+                objective += -(r[k, i, j] * rho[i]) * (1.0 if alloc[k, i, j] != 0.0 else 0.0)
+        r_star[k], found[k] = -objective, True
 
 
 def _highs_optimum(r: np.ndarray, rho: np.ndarray, caps: np.ndarray) -> tuple[float, np.ndarray]:

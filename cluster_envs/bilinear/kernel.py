@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from cluster_envs.bilinear.rng import next_double, permute, standard_normal
 
@@ -89,6 +91,20 @@ STAT_NAMES = (
 ) = range(14)
 STATS = len(STAT_NAMES)
 REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
+
+
+@intrinsic
+def _unowned(typingctx, arr):
+    """``arr`` without its memory owner: numba's reference counting of the result (an atomic operation on every
+    call that passes it, however the callee is inlined or pruned) becomes a null test. Valid while ``arr`` lives:
+    :func:`slot_batch` uses it for its arguments, which its caller holds."""
+
+    def codegen(context, builder, signature, args):
+        array = cgutils.create_struct_proxy(signature.args[0])(context, builder, value=args[0])
+        array.meminfo = cgutils.get_null_value(array.meminfo.type)
+        return array._getvalue()
+
+    return arr(arr), codegen
 
 
 def work_size(n_rows: int, n_cols: int, n_servers: int) -> int:
@@ -528,10 +544,16 @@ def slot_batch(kind, actions, stepping, r_star, rewards, status, r, mu, costs, a
     The status is ``DONE``, or the copy is unchanged and it is ``NOT_FINITE`` (an allocation fraction is NaN or
     inf) or ``FULL`` (the job arrays have no room for an arrival: grow them and step it again).
 
-    Each step is a function of its own that numba compiles without reference counting: it calls nothing that is
-    not inlined and uses each array last outside any branch. A function that calls others keeps its arrays'
-    reference counts (atomic operations, which cost more than the model), so this loop calls the steps directly.
+    The arrays are passed on without their memory owners (:func:`_unowned`): numba's reference counting of
+    arrays passed to a function or an inlined helper, atomic operations, cost more than the model itself.
     """
+    actions, stepping, r_star, rewards, status = (_unowned(actions), _unowned(stepping), _unowned(r_star),
+                                                  _unowned(rewards), _unowned(status))  # fmt: skip
+    r, mu, costs, arrivals = _unowned(r), _unowned(mu), _unowned(costs), _unowned(arrivals)
+    caps_nominal, schedule, server_ids = _unowned(caps_nominal), _unowned(schedule), _unowned(server_ids)
+    rng, jobs, job_stats, counters = _unowned(rng), _unowned(jobs), _unowned(job_stats), _unowned(counters)
+    draws, servers, slot_stats, classes = _unowned(draws), _unowned(servers), _unowned(slot_stats), _unowned(classes)
+    stats, scratch, work, obs = _unowned(stats), _unowned(scratch), _unowned(work), _unowned(obs)
     for b in range(stepping.size):
         if not stepping[b]:
             continue

@@ -118,3 +118,69 @@ def standard_normal(s, b, k):
                     return -(ziggurat_nor_r + xx) if (rabs >> uint64(8)) & uint64(1) else ziggurat_nor_r + xx
         elif (fi_double[idx - 1] - fi_double[idx]) * next_double(s, b, k) + fi_double[idx] < np.exp(-0.5 * x * x):
             return x
+
+
+# NumPy's SeedSequence constants (numpy/random/bit_generator.pyx)
+_INIT_A, _MULT_A, _INIT_B, _MULT_B = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
+_MIX_MULT_L, _MIX_MULT_R = 0xCA01F9DD, 0x4973F715
+_POOL = 4
+
+
+@njit(cache=True, inline="always")
+def _hashmix(value, hash_const):
+    """SeedSequence's ``hashmix`` on uint32 values held in int64: (mixed value, next hash constant)."""
+    value = (value ^ hash_const) & 0xFFFFFFFF
+    hash_const = (hash_const * _MULT_A) & 0xFFFFFFFF
+    value = (value * hash_const) & 0xFFFFFFFF
+    return value ^ (value >> 16), hash_const
+
+
+@njit(cache=True, inline="always")
+def _mix(x, y):
+    result = (_MIX_MULT_L * x - _MIX_MULT_R * y) & 0xFFFFFFFF
+    return result ^ (result >> 16)
+
+
+@njit(cache=True, inline="always")
+def _step128(hi, lo, inc_hi, inc_lo):
+    """One step of the 128-bit LCG: state · multiplier + increment."""
+    new_hi, new_lo = _mul_64x64(lo, _MULT_LO)
+    new_hi += hi * _MULT_LO + lo * _MULT_HI
+    out_lo = new_lo + inc_lo
+    return new_hi + inc_hi + (uint64(1) if out_lo < new_lo else uint64(0)), out_lo
+
+
+@njit(cache=True)
+def spawned_state(entropy, child, out, b, k):
+    """``out[b, k]`` = the six-word state of ``Generator(PCG64(SeedSequence(entropy).spawn(n)[child]))``
+    (0 ≤ entropy < 2⁶³, any n > child): SeedSequence's pool mixing and ``generate_state``, then PCG64's seeding."""
+    entropy_words = np.zeros(_POOL + 1, dtype=np.int64)  # run entropy padded to the pool size, then the spawn key
+    entropy_words[0], entropy_words[1], entropy_words[_POOL] = entropy & 0xFFFFFFFF, entropy >> 32, child
+    pool = np.zeros(_POOL, dtype=np.int64)
+    hash_const = _INIT_A
+    for i in range(_POOL):
+        pool[i], hash_const = _hashmix(entropy_words[i], hash_const)
+    for i_src in range(_POOL):
+        for i_dst in range(_POOL):
+            if i_src != i_dst:
+                mixed, hash_const = _hashmix(pool[i_src], hash_const)
+                pool[i_dst] = _mix(pool[i_dst], mixed)
+    for i_dst in range(_POOL):
+        mixed, hash_const = _hashmix(entropy_words[_POOL], hash_const)
+        pool[i_dst] = _mix(pool[i_dst], mixed)
+    words = np.zeros(4, dtype=np.uint64)  # generate_state(4, uint64): 8 uint32 words, little-endian pairs
+    hash_const = _INIT_B
+    for i in range(8):
+        data = (pool[i % _POOL] ^ hash_const) & 0xFFFFFFFF
+        hash_const = (hash_const * _MULT_B) & 0xFFFFFFFF
+        data = (data * hash_const) & 0xFFFFFFFF
+        data ^= data >> 16
+        words[i // 2] |= uint64(data) << uint64(32 * (i % 2))
+    inc_hi = (words[2] << uint64(1)) | (words[3] >> uint64(63))  # pcg64_set_seed: inc = (initseq << 1) | 1
+    inc_lo = (words[3] << uint64(1)) | uint64(1)
+    hi, lo = _step128(uint64(0), uint64(0), inc_hi, inc_lo)
+    lo_sum = lo + words[1]
+    hi = hi + words[0] + (uint64(1) if lo_sum < lo else uint64(0))
+    hi, lo = _step128(hi, lo_sum, inc_hi, inc_lo)
+    out[b, k, STATE_HI], out[b, k, STATE_LO], out[b, k, INC_HI], out[b, k, INC_LO] = hi, lo, inc_hi, inc_lo
+    out[b, k, HAS_UINT32] = out[b, k, UINTEGER] = 0

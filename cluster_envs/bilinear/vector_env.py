@@ -6,9 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from cluster_envs.bilinear import kernel
+from cluster_envs.bilinear import episodes, kernel
 from cluster_envs.bilinear.dynamics import ARRAYS
 from cluster_envs.bilinear.env import MINIMAL_INFO_KEYS, ClusterBilinearEnv
+from cluster_envs.bilinear.instance import assignment_optima, mean_rewards, normalised, oracle_lp, sample_instance
 from cluster_envs.common.vector import BatchedCopies
 
 
@@ -37,6 +38,16 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         )
         self._batch: dict[str, np.ndarray] = {}
         self._r_star = np.zeros(num_envs)
+        env = self.envs[0]  # the model's constants, as every copy's reset uses them
+        self._rho, self._caps = env.rho, env._caps
+        lam = env.rho * env.mu
+        self._arrival_rate = float(lam.sum())
+        self._cdf = (lam / self._arrival_rate).cumsum()  # as Generator.choice does with p
+        self._cdf /= self._cdf[-1]
+        self._streams = np.zeros((1, 2, 6), dtype=np.uint64)
+        shape = (cfg.num_job_classes, cfg.num_server_classes, cfg.feature_dim)
+        self._seeded_instance = None if cfg.instance_seed is None else sample_instance(
+            np.random.default_rng(cfg.instance_seed), *shape)  # fmt: skip
 
     def _allocate(self, sim) -> None:
         """Batch arrays shaped like ``sim``'s, one row per copy."""
@@ -76,7 +87,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         stepping = ~resetting
         if not np.isfinite(actions[stepping] if resetting.any() else actions).all():
             raise ValueError("actions must be finite (no NaN or inf)")
-        reset_infos = {b: self._reset_copy(b, None, None) for b in np.flatnonzero(resetting)}
+        reset_copies = np.flatnonzero(resetting)
+        reset_info = self._autoreset(reset_copies) if reset_copies.size else None
         rewards = np.zeros(self.num_envs)
         status = np.full(self.num_envs, kernel.DONE, dtype=np.int64)
         pending = stepping
@@ -95,14 +107,87 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         for key in MINIMAL_INFO_KEYS:  # masks are copies: _add_info below writes into them
             infos[key], infos[f"_{key}"] = stats[:, kernel.STAT_NAMES.index(key)].copy(), stepping.copy()
         infos["regret"], infos["_regret"] = stats[:, kernel.TOTALS].copy(), stepping.copy()
-        for b, info in reset_infos.items():
-            infos = self._add_info(infos, info, b)
+        if reset_info is not None:
+            self._add_reset_info(infos, reset_copies, *reset_info)
         ended = terminated | truncated
         if ended.any():
-            infos["episode_summary"] = self.batched_summaries(ended, lambda b: self.envs[b]._summary())
+            infos["episode_summary"] = self._summaries(ended)
             infos["_episode_summary"] = ended.copy()
         self._needs_reset = ended.copy()  # the caller may write into the returned array
         return self._batch_observation(), rewards, terminated, truncated, infos
+
+    def _autoreset(self, copies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """New episodes in ``copies`` (autoreset: no seed, no options) with the draws their envs' ``reset`` makes,
+        compiled for all of them at once (:mod:`~cluster_envs.bilinear.episodes`); their r* and oracle allocation.
+
+        The copies' env objects keep their generator (each gives its entropy as its reset would) and their
+        simulator, whose rows now hold the new episode; their problem and oracle are those of their last ``reset``.
+        """
+        cfg, batch = self.config, self._batch
+        n_i, n_j, d = cfg.num_job_classes, cfg.num_server_classes, cfg.feature_dim
+        entropies = np.array([self.envs[c].np_random.integers(2**63) for c in copies], dtype=np.int64)
+        u, v, theta = np.zeros((copies.size, n_i, d)), np.zeros((copies.size, n_j, d)), np.zeros((copies.size, d * d))
+        episodes.draw_episodes(copies, entropies, self._cdf, self._arrival_rate, self._streams, u, v, theta,
+                               batch["rng"], batch["arrivals"])  # fmt: skip
+        if self._seeded_instance is None:
+            u, v, theta = normalised(u), normalised(v), normalised(theta)
+        else:
+            u[:], v[:], theta[:] = self._seeded_instance
+        for name, drawn in (("job_features", u), ("server_features", v), ("theta", theta)):
+            if getattr(cfg, name) is not None:
+                drawn[:] = np.asarray(getattr(cfg, name), dtype=np.float64)
+        r = batch["r"]
+        for i, c in enumerate(copies):
+            r[c] = mean_rewards(u[i], v[i], theta[i])
+        r_star, alloc = np.zeros(copies.size), np.zeros((copies.size, n_i, n_j))
+        found = np.zeros(copies.size, dtype=np.bool_)
+        assignment_optima(r[copies], self._rho, self._caps, r_star, alloc, found)
+        for i in np.flatnonzero(~found):
+            r_star[i], alloc[i] = oracle_lp(r[copies[i]], self._rho, self._caps)
+        self._r_star[copies] = r_star
+        episodes.start_episodes(copies, *(batch[name] for name in episodes.START_ARRAYS))
+        self._needs_reset[copies] = False
+        return r_star, alloc
+
+    def _add_reset_info(self, infos: dict[str, Any], copies: np.ndarray, r_star: np.ndarray, alloc: np.ndarray):
+        """The reset infos of ``copies`` added to ``infos`` as ``_add_info`` adds each copy's (t, Q, r*, the
+        oracle allocation, the queue total: the single env's reset info)."""
+        first = self._batch["arrivals"][copies, 0]
+        queue = np.zeros((copies.size, self.config.num_job_classes), dtype=np.int64)
+        queue[np.flatnonzero(first >= 0), first[first >= 0]] = 1
+        values = {"t": np.zeros(copies.size, dtype=int), "Q": queue, "r_star": r_star, "oracle_allocation": alloc,
+                  "queue_total": queue.sum(axis=1).astype(np.float64)}  # fmt: skip
+        for key, value in values.items():
+            if key not in infos:
+                infos[key] = np.zeros((self.num_envs, *value.shape[1:]), dtype=value.dtype)
+                infos[f"_{key}"] = np.zeros(self.num_envs, dtype=bool)
+            infos[key][copies], infos[f"_{key}"][copies] = value, True
+
+    def _summaries(self, ended: np.ndarray) -> dict[str, Any]:
+        """The ``episode_summary`` of the copies that ``ended`` (``ClusterBilinearEnv._summary``, for all copies at
+        once) as (B,) arrays with ``_key`` masks."""
+        stats, counters = self._batch["stats"], self._batch["counters"]
+        total = {name: stats[:, kernel.STAT_NAMES.index(name)] for name in kernel.STAT_NAMES[kernel.TOTALS :]}
+        steps = np.maximum(counters[:, kernel.T], 1)
+        values = {
+            "regret": total["total_regret"],
+            "regret_realized": total["total_regret_realized"],
+            "reward_noisy": total["total_reward_noisy"],
+            "reward_mean": total["total_reward_mean"],
+            "reward_expected": total["total_reward_expected"],
+            "r_star": self._r_star,
+            "mean_holding_cost": total["total_holding_cost"] / steps,
+            "mean_queue_total": total["total_queue_total"] / steps,
+            "final_queue_total": counters[:, kernel.N_JOBS].astype(np.float64),
+            "utilization": total["total_utilization"] / steps,
+            "duplicates": total["total_duplicates"],
+            "collisions": total["total_collisions"],
+            "max_hidden_jobs": total["total_hidden_jobs"],
+        }
+        out: dict[str, Any] = {key: np.where(ended, value, 0.0) for key, value in values.items()}
+        for key in values:
+            out[f"_{key}"] = ended.copy()
+        return out
 
     def _run(self, actions: np.ndarray, stepping: np.ndarray, rewards: np.ndarray, status: np.ndarray) -> None:
         args = self.envs[0].simulator.kernel_args  # every copy's simulator is bound to the batch arrays

@@ -87,9 +87,11 @@ def _actions(rng, steps):
     {"service_model": "exclusive", "reward_mode": "cost_adjusted", "holding_cost_weight": 0.05},
     {"reward_mode": "expected", "queue_cap": 6, "noise_std": 1.0},
     {"preset": "paper_holding", "reward_mode": "mean", "horizon": 90},
+    {"instance_seed": 3, "job_features": np.full((10, 2), 0.6)},  # the instance fixed, part of it overridden
+    {"servers_per_class": 1, "traffic_intensity": 1.9, "service_rate": 0.5, "theta": (0.5,) * 4},  # binds: HiGHS
 ])  # fmt: skip
 def test_batched_env_equals_single_envs_step_for_step(kwargs):
-    kwargs = {"horizon": HORIZON, **kwargs}
+    kwargs = {"horizon": HORIZON, "info_level": "minimal", **kwargs}  # sync then has the reset info keys only on resets
     native = gym.make_vec(ENV_ID, num_envs=B, vectorization_mode="vector_entry_point", **kwargs)
     sync = gym.make_vec(ENV_ID, num_envs=B, vectorization_mode="sync", **kwargs)
     assert native.metadata["autoreset_mode"] == sync.metadata["autoreset_mode"]
@@ -109,6 +111,11 @@ def test_batched_env_equals_single_envs_step_for_step(kwargs):
             np.testing.assert_array_equal(info[f"_{key}"], mask)
             if mask.any():  # Sync has no key on a step where every copy resets
                 np.testing.assert_array_equal(info[key][mask], info_sync[key][mask])
+        for key in ("t", "Q", "r_star", "oracle_allocation"):  # the reset info of the copies autoreset
+            assert (f"_{key}" in info) == (f"_{key}" in info_sync), key
+            if f"_{key}" in info_sync:
+                np.testing.assert_array_equal(info[f"_{key}"], info_sync[f"_{key}"])
+                np.testing.assert_array_equal(info[key], info_sync[key])
         assert ("episode_summary" in info) == ("episode_summary" in info_sync)
         if "episode_summary" in info_sync:
             ended += int(info_sync["_episode_summary"].sum())
