@@ -34,6 +34,8 @@ ONE = np.ones(1, dtype=bool)  # the stepping mask of a simulator's one copy
 NO_ACTION = np.zeros((1, 0))  # the kernel's action argument where the allocation is given as y
 # the simulator's arrays (first axis: the copy): per copy, and the job arrays (their second axis grows)
 JOB_ARRAYS = ("jobs", "job_stats", "scratch")
+# the slot's scratch and results, which the kernel keeps in row 0 whatever the copy (a batch shares one row)
+SHARED_ARRAYS = ("draws", "servers", "classes", "scratch", "work")
 ARRAYS = ("r", "arrivals", "rng", "counters", "draws", "servers", "slot_stats", "classes", "stats", "work", "obs",
           *JOB_ARRAYS)  # fmt: skip
 # the arrays kernel.slot_batch takes after the model's constants, in its order
@@ -242,14 +244,14 @@ class BilinearSimulator:
         return {
             "jobs": np.zeros((copies, 2, slots), dtype=np.int64),
             "job_stats": np.zeros((copies, 2, slots, self.n_server_class)),
-            "scratch": np.zeros((copies, 2, slots + self.n_job), dtype=np.int64),
+            "scratch": np.zeros((1, 2, slots + self.n_job), dtype=np.int64),  # shared (SHARED_ARRAYS)
         }
 
     def bind(self, arrays: dict[str, np.ndarray], row: int) -> None:
         """Make this simulator copy ``row`` of ``arrays`` (name -> array whose first axis is the copy)."""
         self.arrays, self.row = arrays, row
         for name in ARRAYS:
-            setattr(self, name, arrays[name][row])
+            setattr(self, name, arrays[name][0 if name in SHARED_ARRAYS else row])
         constants = (arrays["r"], self.mu, self.costs, arrays["arrivals"], self.exclusive, self.noise_std,
                      self.caps_nominal, self.schedule, self.server_ids, self.kappa,
                      self.gamma_env, self.reward_mode, self.max_jobs)  # fmt: skip

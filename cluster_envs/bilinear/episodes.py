@@ -17,8 +17,7 @@ from cluster_envs.bilinear.rng import next_double, spawned_state
 
 INSTANCE, ARRIVALS = range(2)  # children 0 and 1 of the reset's SeedSequence; 2, 3, 4: the kernel's streams
 # the arrays start_episodes takes after the copies, in its order
-START_ARRAYS = ("arrivals", "jobs", "job_stats", "counters", "draws", "servers", "slot_stats", "classes", "stats",
-                "scratch", "work", "obs")  # fmt: skip
+START_ARRAYS = ("arrivals", "jobs", "job_stats", "counters", "slot_stats", "stats", "obs")
 
 
 @njit(cache=True)
@@ -52,16 +51,12 @@ def draw_episodes(copies, entropies, cdf, total, streams, u, v, theta, rng, arri
 
 
 @njit(cache=True)
-def start_episodes(copies, arrivals, jobs, job_stats, counters, draws, servers, slot_stats, classes, stats, scratch,
-                   work, obs):  # fmt: skip
+def start_episodes(copies, arrivals, jobs, job_stats, counters, slot_stats, stats, obs):
     """The rows of each copy in ``copies`` as a fresh simulator has them: no slot run, Q(1) = A(1)."""
     for i in range(copies.size):
         c = copies[i]
-        counters[c, :] = 0
-        draws[c], servers[c], slot_stats[c], classes[c] = 0.0, 0, 0.0, 0
-        stats[c], scratch[c], work[c], obs[c] = 0.0, 0, 0.0, 0.0
-        jobs[c], job_stats[c] = 0, 0.0
-        if arrivals[c, 0] >= 0:
+        counters[c], slot_stats[c], stats[c], obs[c], jobs[c], job_stats[c] = 0, 0.0, 0.0, 0.0, 0, 0.0
+        if arrivals[c, 0] >= 0:  # the observation: Q(1), then no slot's N and Σξ yet
             jobs[c, 0, 0] = arrivals[c, 0]
             counters[c, kernel.N_JOBS] = counters[c, kernel.NEXT_ID] = 1
-        kernel.write_observation(jobs, counters, slot_stats, obs, c)
+            obs[c, arrivals[c, 0]] = 1.0

@@ -7,6 +7,10 @@ indexes the arrays in place, so a step allocates nothing and creates no array vi
 thousands of copies, a view's reference counting costs more than the model). Sums are taken in NumPy's order
 (:func:`pairwise_sum`), so results equal the former NumPy implementation bit for bit.
 
+The slot's scratch and per-slot results (``draws``, ``servers``, ``classes``, ``scratch``, ``work`` and the
+y, N and Σξ of ``slot_stats``) live in row 0 whatever the copy: the batch shares them, so a step moves fewer
+bytes per copy (at thousands of copies the step is bound by memory traffic).
+
 Layout of copy b's rows (I job classes, J server classes, n servers, K job slots):
 ``jobs[b]`` (2, K) int64: class, id of the waiting jobs in FIFO order; ``job_stats[b]`` (2, K, J): each job's
 selection counts and summed rewards per server class; ``counters[b]`` (``COUNTERS``,) int64; ``rng[b]`` (3, 6)
@@ -186,8 +190,8 @@ def _maximum(a, b):
 @njit(cache=True)
 def project_column(frac, work, b, n_rows, n_cols, j):
     """Column j of the column-capped projection (spec §3.3) of ``frac[b]`` (rows × columns, flat row-major): rows
-    i with ``work[b, n_cols + i]`` ≤ 0 (inactive) zeroed, the column onto {Σ_i ≤ ``work[b, j]``} (Euclidean
-    projection, Duchi et al. 2008). The result, flat row-major, at ``work[b, n_cols + n_rows :]``
+    i with ``work[0, n_cols + i]`` ≤ 0 (inactive) zeroed, the column onto {Σ_i ≤ ``work[0, j]``} (Euclidean
+    projection, Duchi et al. 2008). The result, flat row-major, at ``work[0, n_cols + n_rows :]``
     (:func:`work_size` with these rows and columns; four columns' worth of scratch follow it).
 
     The projection is computed on x / max(x) (it commutes with scaling) and around the mean of the kept
@@ -196,37 +200,37 @@ def project_column(frac, work, b, n_rows, n_cols, j):
     out = n_cols + n_rows
     col = out + n_rows * n_cols  # x, then its projection, x / max(x), and that sorted in decreasing order
     proj, z, s = col + n_rows, col + 2 * n_rows, col + 3 * n_rows
-    radius, total = work[b, j], 0.0
+    radius, total = work[0, j], 0.0
     for i in range(n_rows):
         x, value = frac[b, i * n_cols + j], 0.0
-        if work[b, n_cols + i] > 0:
+        if work[0, n_cols + i] > 0:
             value = _maximum(x, 0.0)
-        work[b, col + i] = work[b, proj + i] = value
+        work[0, col + i] = work[0, proj + i] = value
         total += value
     # a sum beyond the float max is inf, over any cap
-    if total > radius + TIE_EPS and pairwise_sum(work, b, col, n_rows) > radius + TIE_EPS:
-        scale = work[b, col]
+    if total > radius + TIE_EPS and pairwise_sum(work, 0, col, n_rows) > radius + TIE_EPS:
+        scale = work[0, col]
         for i in range(1, n_rows):
-            scale = max(scale, work[b, col + i])
+            scale = max(scale, work[0, col + i])
         r = radius / scale
         for i in range(n_rows):  # insertion sort: n_rows is the number of classes
-            v = work[b, col + i] / scale
-            work[b, z + i] = v
+            v = work[0, col + i] / scale
+            work[0, z + i] = v
             k = i
-            while k > 0 and work[b, s + k - 1] < v:
-                work[b, s + k] = work[b, s + k - 1]
+            while k > 0 and work[0, s + k - 1] < v:
+                work[0, s + k] = work[0, s + k - 1]
                 k -= 1
-            work[b, s + k] = v
-        keep, acc, mean_k = 1, 0.0, work[b, s]
+            work[0, s + k] = v
+        keep, acc, mean_k = 1, 0.0, work[0, s]
         for i in range(n_rows):
-            acc += work[b, s + i]
+            acc += work[0, s + i]
             mean = acc / (i + 1)
-            if (work[b, s + i] - mean) + r / (i + 1) > 0:
+            if (work[0, s + i] - mean) + r / (i + 1) > 0:
                 keep, mean_k = i + 1, mean
         for i in range(n_rows):
-            work[b, proj + i] = 0.0 if radius <= 0 else scale * _maximum((work[b, z + i] - mean_k) + r / keep, 0.0)
+            work[0, proj + i] = 0.0 if radius <= 0 else scale * _maximum((work[0, z + i] - mean_k) + r / keep, 0.0)
     for i in range(n_rows):
-        work[b, out + i * n_cols + j] = work[b, proj + i]
+        work[0, out + i * n_cols + j] = work[0, proj + i]
 
 
 @njit(cache=True)
@@ -245,9 +249,9 @@ def allocation_input(actions, b, trow, schedule, caps_nominal, classes, work):
         if not np.isfinite(actions[b, k]):
             return False
     for j in range(n_cols):
-        work[b, j] = schedule[trow, j] / caps_nominal[j]
+        work[0, j] = schedule[trow, j] / caps_nominal[j]
     for i in range(n_cls):
-        work[b, n_cols + i] = classes[b, QUEUE, i]
+        work[0, n_cols + i] = classes[0, QUEUE, i]
     return True
 
 
@@ -258,7 +262,7 @@ def take_allocation(caps_nominal, slot_stats, work, b):
     out = n_cols + n_cls
     for i in range(n_cls):
         for j in range(n_cols):
-            slot_stats[b, Y, i, j] = work[b, out + i * n_cols + j] * caps_nominal[j]
+            slot_stats[0, Y, i, j] = work[0, out + i * n_cols + j] * caps_nominal[j]
 
 
 @njit(cache=True)
@@ -266,14 +270,14 @@ def draw_slot(rng, noise_std, draws, servers, b):
     """The slot's fixed draws: per server U(select), U(pick), a random order, U(service) and the noise."""
     n = draws.shape[2]
     for k in range(n):
-        draws[b, SELECT, k] = next_double(rng, b, ASSIGN)
+        draws[0, SELECT, k] = next_double(rng, b, ASSIGN)
     for k in range(n):
-        draws[b, PICK, k] = next_double(rng, b, ASSIGN)
-    permute(rng, b, ASSIGN, servers, ORDER)
+        draws[0, PICK, k] = next_double(rng, b, ASSIGN)
+    permute(rng, b, ASSIGN, servers, 0, ORDER)
     for k in range(n):
-        draws[b, SERVICE, k] = next_double(rng, b, SERVICE_STREAM)
+        draws[0, SERVICE, k] = next_double(rng, b, SERVICE_STREAM)
     for k in range(n):
-        draws[b, NOISE, k] = noise_std * min(max(standard_normal(rng, b, NOISE_STREAM), -NOISE_CLIP), NOISE_CLIP)
+        draws[0, NOISE, k] = noise_std * min(max(standard_normal(rng, b, NOISE_STREAM), -NOISE_CLIP), NOISE_CLIP)
 
 
 @njit(cache=True)
@@ -282,28 +286,28 @@ def select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, s
     """Each available server picks class i w.p. y_ij/n_j, then a uniform waiting job of that class (Alg. 1)."""
     n_jobs, n_cls = counters[b, N_JOBS], slot_stats.shape[2]
     acc = 0
-    for i in range(n_cls):  # scratch[b, 1]: where each class starts in scratch[b, 0], the jobs ordered by class
-        scratch[b, 1, i] = acc
-        acc += classes[b, QUEUE, i]
+    for i in range(n_cls):  # scratch[0, 1]: where each class starts in scratch[0, 0], the jobs ordered by class
+        scratch[0, 1, i] = acc
+        acc += classes[0, QUEUE, i]
     for k in range(n_jobs):  # stable order of the waiting jobs by class
         c = jobs[b, 0, k]
-        scratch[b, 0, scratch[b, 1, c]] = k
-        scratch[b, 1, c] += 1
+        scratch[0, 0, scratch[0, 1, c]] = k
+        scratch[0, 1, c] += 1
     for i in range(n_cls):
-        scratch[b, 1, i] -= classes[b, QUEUE, i]
+        scratch[0, 1, i] -= classes[0, QUEUE, i]
     for s in range(server_ids.shape[1]):
-        j, select = server_ids[0, s], draws[b, SELECT, s]
+        j, select = server_ids[0, s], draws[0, SELECT, s]
         cap = schedule[trow, j]
         capf = float(max(cap, 1))
         cls, total = 0, 0.0  # how many prefix sums of column j of y, divided by n_j, are ≤ the uniform
         for i in range(n_cls):
-            total += slot_stats[b, Y, i, j]
+            total += slot_stats[0, Y, i, j]
             if total / capf <= select:
                 cls += 1
-        servers[b, JOB, s] = -1
+        servers[0, JOB, s] = -1
         if cls < n_cls and server_ids[1, s] < cap:
-            pick = int(np.floor(draws[b, PICK, s] * classes[b, QUEUE, cls]))
-            servers[b, JOB, s] = scratch[b, 0, scratch[b, 1, cls] + pick]
+            pick = int(np.floor(draws[0, PICK, s] * classes[0, QUEUE, cls]))
+            servers[0, JOB, s] = scratch[0, 0, scratch[0, 1, cls] + pick]
 
 
 @njit(cache=True)
@@ -312,7 +316,7 @@ def select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, s
     ``actions[b]``); y is x summed per class."""
     n_jobs, n_cls, n_cols = counters[b, N_JOBS], slot_stats.shape[2], slot_stats.shape[3]
     for s in range(server_ids.shape[1]):
-        j, select = server_ids[0, s], draws[b, SELECT, s]
+        j, select = server_ids[0, s], draws[0, SELECT, s]
         cap = schedule[trow, j]
         capf = float(max(cap, 1))
         k, total = 0, 0.0
@@ -320,20 +324,20 @@ def select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, s
             total += actions[b, i * n_cols + j]
             if total / capf <= select:
                 k += 1
-        servers[b, JOB, s] = k if k < n_jobs and server_ids[1, s] < cap else -1
+        servers[0, JOB, s] = k if k < n_jobs and server_ids[1, s] < cap else -1
     for i in range(n_cls):
         for j in range(n_cols):
-            slot_stats[b, Y, i, j] = 0.0
+            slot_stats[0, Y, i, j] = 0.0
     for k in range(n_jobs):
         for j in range(n_cols):
-            slot_stats[b, Y, jobs[b, 0, k], j] += actions[b, k * n_cols + j]
+            slot_stats[0, Y, jobs[b, 0, k], j] += actions[b, k * n_cols + j]
 
 
 @njit(cache=True)
 def pay(r, mu, exclusive, server_ids, jobs, job_stats, counters, draws, servers, slot_stats, stats, scratch, work, b):
-    """Pay and serve copy b's selections in ``servers[b, JOB]``: N, Σξ, each job's statistics, the paid rewards
+    """Pay and serve copy b's selections in ``servers[0, JOB]``: N, Σξ, each job's statistics, the paid rewards
     (also into ``work[b]`` after the I·J products of :func:`slot_stats`, for their sum), the jobs that complete
-    (``scratch[b, 1]``), and the duplicates and collisions.
+    (``scratch[0, 1]``), and the duplicates and collisions.
 
     ``"paper"`` service pays every selection (duplicates counted); ``"exclusive"`` keeps, per job, the first
     server in the slot's random order (the others collide). ``counters[b, COLLISIONS]`` carries collisions the
@@ -341,56 +345,56 @@ def pay(r, mu, exclusive, server_ids, jobs, job_stats, counters, draws, servers,
     """
     n, n_jobs = server_ids.shape[1], counters[b, N_JOBS]
     n_cls, n_cols = r.shape[1], r.shape[2]
-    for k in range(n_jobs):  # scratch[b, 0]: whether a job was selected
-        scratch[b, 0, k] = 0
+    for k in range(n_jobs):  # scratch[0, 0]: whether a job was selected
+        scratch[0, 0, k] = 0
     selected, distinct = 0, 0
     for idx in range(n):  # in the random order: the first server on a job keeps it under "exclusive"
-        s = servers[b, ORDER, idx]
-        k = servers[b, JOB, s]
+        s = servers[0, ORDER, idx]
+        k = servers[0, JOB, s]
         if k >= 0:
             selected += 1
-            if scratch[b, 0, k] == 0:
-                scratch[b, 0, k] = 1
+            if scratch[0, 0, k] == 0:
+                scratch[0, 0, k] = 1
                 distinct += 1
             elif exclusive:
-                servers[b, JOB, s] = -1
+                servers[0, JOB, s] = -1
     stats[b, N_COLLISIONS] = counters[b, COLLISIONS] + (selected - distinct if exclusive else 0)
     stats[b, N_DUPLICATES] = 0 if exclusive else selected - distinct
     for i in range(n_cls):
         for j in range(n_cols):
-            slot_stats[b, COUNTS, i, j] = slot_stats[b, SUMS, i, j] = 0.0
-    for k in range(n_jobs):  # scratch[b, 1]: whether a job completed
-        scratch[b, 1, k] = 0
+            slot_stats[0, COUNTS, i, j] = slot_stats[0, SUMS, i, j] = 0.0
+    for k in range(n_jobs):  # scratch[0, 1]: whether a job completed
+        scratch[0, 1, k] = 0
     paid, xi_at = 0, n_cls * n_cols
     for s in range(n):
-        k = servers[b, JOB, s]
-        servers[b, PAID_ID, s] = -1
+        k = servers[0, JOB, s]
+        servers[0, PAID_ID, s] = -1
         if k < 0:
             continue
         c, j = jobs[b, 0, k], server_ids[0, s]
-        xi = r[b, c, j] + draws[b, NOISE, s]
-        draws[b, XI, paid] = work[b, xi_at + paid] = xi
+        xi = r[b, c, j] + draws[0, NOISE, s]
+        draws[0, XI, paid] = work[0, xi_at + paid] = xi
         paid += 1
-        slot_stats[b, COUNTS, c, j] += 1.0
-        slot_stats[b, SUMS, c, j] += xi
+        slot_stats[0, COUNTS, c, j] += 1.0
+        slot_stats[0, SUMS, c, j] += xi
         job_stats[b, 0, k, j] += 1.0
         job_stats[b, 1, k, j] += xi
-        servers[b, PAID_ID, s], servers[b, PAID_CLASS, s] = jobs[b, 1, k], c
-        if draws[b, SERVICE, s] < mu[c]:
-            scratch[b, 1, k] = 1
+        servers[0, PAID_ID, s], servers[0, PAID_CLASS, s] = jobs[b, 1, k], c
+        if draws[0, SERVICE, s] < mu[c]:
+            scratch[0, 1, k] = 1
     counters[b, N_PAID], counters[b, COLLISIONS] = paid, 0
 
 
 @njit(cache=True)
 def depart(jobs, job_stats, counters, classes, scratch, b):
-    """Remove copy b's completed jobs (``scratch[b, 1]``, from :func:`pay`), keeping FIFO order; D(t)."""
+    """Remove copy b's completed jobs (``scratch[0, 1]``, from :func:`pay`), keeping FIFO order; D(t)."""
     n_jobs, n_cols = counters[b, N_JOBS], job_stats.shape[3]
     for i in range(classes.shape[2]):
-        classes[b, DEPARTURES, i] = 0
+        classes[0, DEPARTURES, i] = 0
     kept = 0
     for k in range(n_jobs):
-        if scratch[b, 1, k]:
-            classes[b, DEPARTURES, jobs[b, 0, k]] += 1
+        if scratch[0, 1, k]:
+            classes[0, DEPARTURES, jobs[b, 0, k]] += 1
         else:
             if kept < k:
                 jobs[b, 0, kept], jobs[b, 1, kept] = jobs[b, 0, k], jobs[b, 1, k]
@@ -414,8 +418,8 @@ def admit(arrivals, jobs, job_stats, counters, slot_stats, classes, b):
         c = -1
     arrived = 1 if c >= 0 else 0
     for i in range(n_cls):
-        classes[b, ARRIVALS, i] = 0
-    classes[b, ARRIVALS, max(c, 0)] = arrived
+        classes[0, ARRIVALS, i] = 0
+    classes[0, ARRIVALS, max(c, 0)] = arrived
     jobs[b, 0, kept], jobs[b, 1, kept] = c, counters[b, NEXT_ID]
     for j in range(n_cols):
         job_stats[b, 0, kept, j] = job_stats[b, 1, kept, j] = 0.0
@@ -423,8 +427,8 @@ def admit(arrivals, jobs, job_stats, counters, slot_stats, classes, b):
     counters[b, N_JOBS], counters[b, T] = kept + arrived, t
     for i in range(n_cls):
         for j in range(n_cols):
-            slot_stats[b, TOTAL_COUNTS, i, j] += slot_stats[b, COUNTS, i, j]
-            slot_stats[b, TOTAL_SUMS, i, j] += slot_stats[b, SUMS, i, j]
+            slot_stats[b, TOTAL_COUNTS, i, j] += slot_stats[0, COUNTS, i, j]
+            slot_stats[b, TOTAL_SUMS, i, j] += slot_stats[0, SUMS, i, j]
 
 
 @njit(cache=True)
@@ -440,15 +444,15 @@ def slot_stats_of(r, costs, trow, schedule, counters, slot_stats, classes, stats
         if q < 3:
             for i in range(n_cls):
                 for j in range(n_cols):
-                    x = slot_stats[b, COUNTS if q == 0 else Y, i, j]
-                    work[b, i * n_cols + j] = x if q == 2 else r[b, i, j] * x
-        total = pairwise_sum(work, b, 0 if q < 3 else size, size if q < 3 else paid)
+                    x = slot_stats[0, COUNTS if q == 0 else Y, i, j]
+                    work[0, i * n_cols + j] = x if q == 2 else r[b, i, j] * x
+        total = pairwise_sum(work, 0, 0 if q < 3 else size, size if q < 3 else paid)
         sums = (total, sums[0], sums[1], sums[2])
     reward_noisy, total_y, reward_expected, reward_mean = sums
     holding, queue_total = 0.0, 0
     for i in range(n_cls):
-        holding += costs[i] * classes[b, QUEUE, i]
-        queue_total += classes[b, QUEUE, i]
+        holding += costs[i] * classes[0, QUEUE, i]
+        queue_total += classes[0, QUEUE, i]
     hidden = max(0, queue_total - max_jobs) if max_jobs >= 0 else 0
     servers_now = 0
     for j in range(n_cols):
@@ -488,9 +492,9 @@ def slot_stats_of(r, costs, trow, schedule, counters, slot_stats, classes, stats
 def count_queue(jobs, counters, classes, b):
     """Q_i: the waiting jobs per class."""
     for i in range(classes.shape[2]):
-        classes[b, QUEUE, i] = 0
+        classes[0, QUEUE, i] = 0
     for k in range(counters[b, N_JOBS]):
-        classes[b, QUEUE, jobs[b, 0, k]] += 1
+        classes[0, QUEUE, jobs[b, 0, k]] += 1
 
 
 @njit(cache=True)
@@ -526,7 +530,7 @@ def write_observation(jobs, counters, slot_stats, obs, b):
     for row in (COUNTS, SUMS):
         for i in range(n_cls):
             for j in range(n_cols):
-                obs[b, base] = slot_stats[b, row, i, j]
+                obs[b, base] = slot_stats[0, row, i, j]
                 base += 1
 
 

@@ -81,11 +81,11 @@ def next_uint32(s, b, k):
 
 
 @njit(cache=True, inline="always")
-def permute(s, b, k, out, row):
-    """``out[b, row, :] = Generator.permutation(n)``: Fisher–Yates with ``random_interval`` (n < 2³²)."""
+def permute(s, b, k, out, c, row):
+    """``out[c, row, :] = Generator.permutation(n)``: Fisher–Yates with ``random_interval`` (n < 2³²)."""
     n = out.shape[2]
     for i in range(n):
-        out[b, row, i] = i
+        out[c, row, i] = i
     for i in range(n - 1, 0, -1):
         mask = uint64(i)
         for shift in (1, 2, 4, 8, 16):
@@ -94,7 +94,7 @@ def permute(s, b, k, out, row):
         while j > uint64(i):
             j = next_uint32(s, b, k) & mask
         m = int(j)
-        out[b, row, i], out[b, row, m] = out[b, row, m], out[b, row, i]
+        out[c, row, i], out[c, row, m] = out[c, row, m], out[c, row, i]
 
 
 @njit(cache=True, inline="always")

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.bilinear import episodes, kernel
-from cluster_envs.bilinear.dynamics import ARRAYS
+from cluster_envs.bilinear.dynamics import ARRAYS, SHARED_ARRAYS
 from cluster_envs.bilinear.env import MINIMAL_INFO_KEYS, ClusterBilinearEnv
 from cluster_envs.bilinear.instance import assignment_optima, mean_rewards, normalised, oracle_lp, sample_instance
 from cluster_envs.common.vector import BatchedCopies
@@ -53,7 +53,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         """Batch arrays shaped like ``sim``'s, one row per copy."""
         for name in ARRAYS:
             value = sim.arrays[name]
-            self._batch[name] = np.zeros((self.num_envs, *value.shape[1:]), dtype=value.dtype)
+            rows = 1 if name in SHARED_ARRAYS else self.num_envs  # the slot's scratch: one row for all copies
+            self._batch[name] = np.zeros((rows, *value.shape[1:]), dtype=value.dtype)
 
     def _grow_jobs(self) -> None:
         """Double every copy's job slots (a copy had no room for an arrival), keeping the waiting jobs."""
@@ -72,7 +73,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
             self._allocate(sim)
         sim.resize_jobs(self._batch["jobs"].shape[2])
         for name in ARRAYS:
-            self._batch[name][copy] = sim.arrays[name][0]
+            if name not in SHARED_ARRAYS:
+                self._batch[name][copy] = sim.arrays[name][0]
         sim.bind(self._batch, copy)
         self._r_star[copy] = env.r_star
         self._needs_reset[copy] = False

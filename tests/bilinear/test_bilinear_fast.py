@@ -20,7 +20,7 @@ def _draw_sequence(state, n, slots, uniforms, normals, orders):
     for t in range(slots):
         for k in range(n):
             uniforms[t, k] = next_double(state, 1, 1)
-        permute(state, 1, 1, orders, t)
+        permute(state, 1, 1, orders, 1, t)
         for k in range(n):
             normals[t, k] = standard_normal(state, 1, 1)
 
