@@ -361,8 +361,9 @@ class BilinearSimulator:
         """
         self.reserve()
         arrays = self.arrays
-        kernel.begin_slot(arrays["rng"], self.noise_std, arrays["jobs"], arrays["counters"], arrays["draws"],
-                          arrays["servers"], arrays["classes"], self.row)  # fmt: skip
+        kernel.begin_slot(NO_ACTION, arrays["rng"], self.noise_std, self.caps_nominal, self.schedule, arrays["jobs"],
+                          arrays["counters"], arrays["draws"], arrays["servers"], arrays["slot_stats"],
+                          arrays["classes"], arrays["work"], self.row)  # fmt: skip
         q, order, pick = self.classes[kernel.QUEUE], self.servers[kernel.ORDER], self.draws[kernel.PICK]
         available = self.server_index < self.caps_now()[self.server_class]
         choices = np.where(available & (choices < self.n_job), choices, self.n_job)

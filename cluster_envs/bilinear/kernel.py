@@ -241,28 +241,171 @@ def project(frac, work, b, n_rows, n_cols):
 
 
 @njit(cache=True)
-def allocation_input(actions, b, trow, schedule, caps_nominal, classes, work):
-    """Set up :func:`project` of copy b's allocation fractions ``actions[b]`` (I·J, row-major): n_j(t)/n_j and
-    Q_i into ``work[b]``. False, changing nothing, if a fraction is NaN or inf."""
+def prepare(kind, actions, trow, schedule, caps_nominal, jobs, counters, slot_stats, classes, work, b):
+    """Q(t) of copy b and, for ``kind`` ``ALLOCATION``, y = its projected allocation fractions ``actions[b]``
+    (I·J, row-major, :func:`project_column`) times n_j. False, changing nothing, if a fraction is NaN or inf."""
     n_cls, n_cols = classes.shape[2], caps_nominal.size
+    for i in range(n_cls):
+        classes[0, QUEUE, i] = 0
+    for k in range(counters[b, N_JOBS]):
+        classes[0, QUEUE, jobs[b, 0, k]] += 1
+    if kind != ALLOCATION:
+        return True
     for k in range(n_cls * n_cols):
         if not np.isfinite(actions[b, k]):
             return False
-    for j in range(n_cols):
+    for j in range(n_cols):  # the projection's input: n_j(t)/n_j, then Q_i
         work[0, j] = schedule[trow, j] / caps_nominal[j]
     for i in range(n_cls):
         work[0, n_cols + i] = classes[0, QUEUE, i]
-    return True
-
-
-@njit(cache=True)
-def take_allocation(caps_nominal, slot_stats, work, b):
-    """y = the projected fractions (:func:`project`) times n_j into ``slot_stats[b, Y]``."""
-    n_cls, n_cols = slot_stats.shape[2], slot_stats.shape[3]
+    for j in range(n_cols):
+        project_column(actions, work, b, n_cls, n_cols, j)
     out = n_cols + n_cls
     for i in range(n_cls):
         for j in range(n_cols):
             slot_stats[0, Y, i, j] = work[0, out + i * n_cols + j] * caps_nominal[j]
+    return True
+
+
+@njit(cache=True)
+def settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, job_stats, counters, draws, servers,
+           slot_stats, classes, stats, scratch, work, r_star, kappa, gamma_env, reward_mode, max_jobs, b):  # fmt: skip
+    """The rest of copy b's slot after the servers' selections in ``servers[0, JOB]`` (n_j(t) = ``schedule[trow]``):
+    pay and serve them, remove the completed jobs, admit the arrival A(t+1), and the slot's statistics, reward and
+    episode totals into ``stats[b]``. One function, not one per stage: a call passes every array anew.
+
+    ``"paper"`` service pays every selection (duplicates counted); ``"exclusive"`` keeps, per job, the first
+    server in the slot's random order (the others collide). ``counters[b, COLLISIONS]`` carries collisions the
+    selection already had (``server_choice``). Without an arrival the job slot after the queue is written all the
+    same (nothing reads it).
+    """
+    # pay: N, Σξ, each job's statistics, the paid rewards (also into work[0] after the I·J products below, for
+    # their sum), the jobs that complete (scratch[0, 1]), the duplicates and collisions
+    n, n_jobs = server_ids.shape[1], counters[b, N_JOBS]
+    n_cls, n_cols = r.shape[1], r.shape[2]
+    for k in range(n_jobs):  # scratch[0, 0]: whether a job was selected
+        scratch[0, 0, k] = 0
+    selected, distinct = 0, 0
+    for idx in range(n):  # in the random order: the first server on a job keeps it under "exclusive"
+        s = servers[0, ORDER, idx]
+        k = servers[0, JOB, s]
+        if k >= 0:
+            selected += 1
+            if scratch[0, 0, k] == 0:
+                scratch[0, 0, k] = 1
+                distinct += 1
+            elif exclusive:
+                servers[0, JOB, s] = -1
+    stats[b, N_COLLISIONS] = counters[b, COLLISIONS] + (selected - distinct if exclusive else 0)
+    stats[b, N_DUPLICATES] = 0 if exclusive else selected - distinct
+    for i in range(n_cls):
+        for j in range(n_cols):
+            slot_stats[0, COUNTS, i, j] = slot_stats[0, SUMS, i, j] = 0.0
+    for k in range(n_jobs):  # scratch[0, 1]: whether a job completed
+        scratch[0, 1, k] = 0
+    paid, xi_at = 0, n_cls * n_cols
+    for s in range(n):
+        k = servers[0, JOB, s]
+        servers[0, PAID_ID, s] = -1
+        if k < 0:
+            continue
+        c, j = jobs[b, 0, k], server_ids[0, s]
+        xi = r[b, c, j] + draws[0, NOISE, s]
+        draws[0, XI, paid] = work[0, xi_at + paid] = xi
+        paid += 1
+        slot_stats[0, COUNTS, c, j] += 1.0
+        slot_stats[0, SUMS, c, j] += xi
+        job_stats[b, 0, k, j] += 1.0
+        job_stats[b, 1, k, j] += xi
+        servers[0, PAID_ID, s], servers[0, PAID_CLASS, s] = jobs[b, 1, k], c
+        if draws[0, SERVICE, s] < mu[c]:
+            scratch[0, 1, k] = 1
+    counters[b, N_PAID], counters[b, COLLISIONS] = paid, 0
+    # depart: remove the completed jobs, keeping FIFO order; D(t)
+    n_jobs, n_cols = counters[b, N_JOBS], job_stats.shape[3]
+    for i in range(classes.shape[2]):
+        classes[0, DEPARTURES, i] = 0
+    kept = 0
+    for k in range(n_jobs):
+        if scratch[0, 1, k]:
+            classes[0, DEPARTURES, jobs[b, 0, k]] += 1
+        else:
+            if kept < k:
+                jobs[b, 0, kept], jobs[b, 1, kept] = jobs[b, 0, k], jobs[b, 1, k]
+                for j in range(n_cols):
+                    job_stats[b, 0, kept, j], job_stats[b, 1, kept, j] = job_stats[b, 0, k, j], job_stats[b, 1, k, j]
+            kept += 1
+    counters[b, N_JOBS] = kept
+    # admit: A(t+1) joins the queue, t advances, the slot's N and Σξ join the episode's
+    n_cls, n_cols = slot_stats.shape[2], slot_stats.shape[3]
+    t, kept = counters[b, T] + 1, counters[b, N_JOBS]
+    c = arrivals[b, min(t, arrivals.shape[1] - 1)]
+    if t >= arrivals.shape[1]:
+        c = -1
+    arrived = 1 if c >= 0 else 0
+    for i in range(n_cls):
+        classes[0, ARRIVALS, i] = 0
+    classes[0, ARRIVALS, max(c, 0)] = arrived
+    jobs[b, 0, kept], jobs[b, 1, kept] = c, counters[b, NEXT_ID]
+    for j in range(n_cols):
+        job_stats[b, 0, kept, j] = job_stats[b, 1, kept, j] = 0.0
+    counters[b, NEXT_ID] += arrived
+    counters[b, N_JOBS], counters[b, T] = kept + arrived, t
+    for i in range(n_cls):
+        for j in range(n_cols):
+            slot_stats[b, TOTAL_COUNTS, i, j] += slot_stats[0, COUNTS, i, j]
+            slot_stats[b, TOTAL_SUMS, i, j] += slot_stats[0, SUMS, i, j]
+    # the statistics: the three sums over (i, j) are of products written row-major into work[0], as NumPy sums a
+    # C-contiguous (I, J) array; the paid rewards follow them
+    n_cls, n_cols = r.shape[1], r.shape[2]
+    size, paid = n_cls * n_cols, counters[b, N_PAID]
+    sums = (0.0, 0.0, 0.0, 0.0)  # Σ r·N, Σ r·y, Σ y, Σ ξ
+    for q in range(4):  # one inlined sum in a loop keeps this function small enough to drop reference counts
+        if q < 3:
+            for i in range(n_cls):
+                for j in range(n_cols):
+                    x = slot_stats[0, COUNTS if q == 0 else Y, i, j]
+                    work[0, i * n_cols + j] = x if q == 2 else r[b, i, j] * x
+        total = pairwise_sum(work, 0, 0 if q < 3 else size, size if q < 3 else paid)
+        sums = (total, sums[0], sums[1], sums[2])
+    reward_noisy, total_y, reward_expected, reward_mean = sums
+    holding, queue_total = 0.0, 0
+    for i in range(n_cls):
+        holding += costs[i] * classes[0, QUEUE, i]
+        queue_total += classes[0, QUEUE, i]
+    hidden = max(0, queue_total - max_jobs) if max_jobs >= 0 else 0
+    servers_now = 0
+    for j in range(n_cols):
+        servers_now += schedule[trow, j]
+    base = reward_noisy
+    if reward_mode == 1:
+        base = reward_mean
+    elif reward_mode == 2:
+        base = reward_expected
+    elif reward_mode == 3:
+        base = reward_noisy - gamma_env * paid
+    stats[b, REWARD_NOISY], stats[b, REWARD_MEAN] = reward_noisy, reward_mean
+    stats[b, REWARD_EXPECTED] = reward_expected
+    stats[b, HOLDING], stats[b, UTILIZATION] = holding, total_y / max(servers_now, 1)
+    stats[b, QUEUE_TOTAL], stats[b, QUEUE_TOTAL_NEXT] = float(queue_total), float(counters[b, N_JOBS])
+    stats[b, REGRET_INC], stats[b, REGRET_INC_REALIZED] = r_star - reward_expected, r_star - reward_mean
+    stats[b, HIDDEN], stats[b, REWARD] = float(hidden), base - kappa * holding
+    for k, src in enumerate(
+        (
+            REGRET_INC,
+            REGRET_INC_REALIZED,
+            REWARD_NOISY,
+            REWARD_MEAN,
+            REWARD_EXPECTED,
+            HOLDING,
+            QUEUE_TOTAL,
+            UTILIZATION,
+            N_DUPLICATES,
+            N_COLLISIONS,
+        )
+    ):
+        stats[b, TOTALS + k] += stats[b, src]
+    stats[b, STATS - 1] = max(stats[b, STATS - 1], float(hidden))
 
 
 @njit(cache=True)
@@ -334,173 +477,11 @@ def select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, s
 
 
 @njit(cache=True)
-def pay(r, mu, exclusive, server_ids, jobs, job_stats, counters, draws, servers, slot_stats, stats, scratch, work, b):
-    """Pay and serve copy b's selections in ``servers[0, JOB]``: N, Σξ, each job's statistics, the paid rewards
-    (also into ``work[b]`` after the I·J products of :func:`slot_stats`, for their sum), the jobs that complete
-    (``scratch[0, 1]``), and the duplicates and collisions.
-
-    ``"paper"`` service pays every selection (duplicates counted); ``"exclusive"`` keeps, per job, the first
-    server in the slot's random order (the others collide). ``counters[b, COLLISIONS]`` carries collisions the
-    selection already had (``server_choice``).
-    """
-    n, n_jobs = server_ids.shape[1], counters[b, N_JOBS]
-    n_cls, n_cols = r.shape[1], r.shape[2]
-    for k in range(n_jobs):  # scratch[0, 0]: whether a job was selected
-        scratch[0, 0, k] = 0
-    selected, distinct = 0, 0
-    for idx in range(n):  # in the random order: the first server on a job keeps it under "exclusive"
-        s = servers[0, ORDER, idx]
-        k = servers[0, JOB, s]
-        if k >= 0:
-            selected += 1
-            if scratch[0, 0, k] == 0:
-                scratch[0, 0, k] = 1
-                distinct += 1
-            elif exclusive:
-                servers[0, JOB, s] = -1
-    stats[b, N_COLLISIONS] = counters[b, COLLISIONS] + (selected - distinct if exclusive else 0)
-    stats[b, N_DUPLICATES] = 0 if exclusive else selected - distinct
-    for i in range(n_cls):
-        for j in range(n_cols):
-            slot_stats[0, COUNTS, i, j] = slot_stats[0, SUMS, i, j] = 0.0
-    for k in range(n_jobs):  # scratch[0, 1]: whether a job completed
-        scratch[0, 1, k] = 0
-    paid, xi_at = 0, n_cls * n_cols
-    for s in range(n):
-        k = servers[0, JOB, s]
-        servers[0, PAID_ID, s] = -1
-        if k < 0:
-            continue
-        c, j = jobs[b, 0, k], server_ids[0, s]
-        xi = r[b, c, j] + draws[0, NOISE, s]
-        draws[0, XI, paid] = work[0, xi_at + paid] = xi
-        paid += 1
-        slot_stats[0, COUNTS, c, j] += 1.0
-        slot_stats[0, SUMS, c, j] += xi
-        job_stats[b, 0, k, j] += 1.0
-        job_stats[b, 1, k, j] += xi
-        servers[0, PAID_ID, s], servers[0, PAID_CLASS, s] = jobs[b, 1, k], c
-        if draws[0, SERVICE, s] < mu[c]:
-            scratch[0, 1, k] = 1
-    counters[b, N_PAID], counters[b, COLLISIONS] = paid, 0
-
-
-@njit(cache=True)
-def depart(jobs, job_stats, counters, classes, scratch, b):
-    """Remove copy b's completed jobs (``scratch[0, 1]``, from :func:`pay`), keeping FIFO order; D(t)."""
-    n_jobs, n_cols = counters[b, N_JOBS], job_stats.shape[3]
-    for i in range(classes.shape[2]):
-        classes[0, DEPARTURES, i] = 0
-    kept = 0
-    for k in range(n_jobs):
-        if scratch[0, 1, k]:
-            classes[0, DEPARTURES, jobs[b, 0, k]] += 1
-        else:
-            if kept < k:
-                jobs[b, 0, kept], jobs[b, 1, kept] = jobs[b, 0, k], jobs[b, 1, k]
-                for j in range(n_cols):
-                    job_stats[b, 0, kept, j], job_stats[b, 1, kept, j] = job_stats[b, 0, k, j], job_stats[b, 1, k, j]
-            kept += 1
-    counters[b, N_JOBS] = kept
-
-
-@njit(cache=True)
-def admit(arrivals, jobs, job_stats, counters, slot_stats, classes, b):
-    """Copy b's arrival A(t+1) joins the queue, t advances, and the slot's N and Σξ join the episode's.
-
-    Without an arrival the job slot after the queue is written all the same (nothing reads it): arrays used
-    outside branches let numba drop their reference counts (see :func:`slot_batch`).
-    """
-    n_cls, n_cols = slot_stats.shape[2], slot_stats.shape[3]
-    t, kept = counters[b, T] + 1, counters[b, N_JOBS]
-    c = arrivals[b, min(t, arrivals.shape[1] - 1)]
-    if t >= arrivals.shape[1]:
-        c = -1
-    arrived = 1 if c >= 0 else 0
-    for i in range(n_cls):
-        classes[0, ARRIVALS, i] = 0
-    classes[0, ARRIVALS, max(c, 0)] = arrived
-    jobs[b, 0, kept], jobs[b, 1, kept] = c, counters[b, NEXT_ID]
-    for j in range(n_cols):
-        job_stats[b, 0, kept, j] = job_stats[b, 1, kept, j] = 0.0
-    counters[b, NEXT_ID] += arrived
-    counters[b, N_JOBS], counters[b, T] = kept + arrived, t
-    for i in range(n_cls):
-        for j in range(n_cols):
-            slot_stats[b, TOTAL_COUNTS, i, j] += slot_stats[0, COUNTS, i, j]
-            slot_stats[b, TOTAL_SUMS, i, j] += slot_stats[0, SUMS, i, j]
-
-
-@njit(cache=True)
-def slot_stats_of(r, costs, trow, schedule, counters, slot_stats, classes, stats, work, r_star, kappa, gamma_env,
-                  reward_mode, max_jobs, b):  # fmt: skip
-    """Copy b's slot statistics, reward and episode totals into ``stats[b]`` (after :func:`pay`,
-    :func:`depart` and :func:`admit`; n_j(t) = ``schedule[trow]``). The three sums over (i, j) are of products
-    written row-major into ``work[b]``, as NumPy sums a C-contiguous (I, J) array; the paid rewards follow them."""
-    n_cls, n_cols = r.shape[1], r.shape[2]
-    size, paid = n_cls * n_cols, counters[b, N_PAID]
-    sums = (0.0, 0.0, 0.0, 0.0)  # Σ r·N, Σ r·y, Σ y, Σ ξ
-    for q in range(4):  # one inlined sum in a loop keeps this function small enough to drop reference counts
-        if q < 3:
-            for i in range(n_cls):
-                for j in range(n_cols):
-                    x = slot_stats[0, COUNTS if q == 0 else Y, i, j]
-                    work[0, i * n_cols + j] = x if q == 2 else r[b, i, j] * x
-        total = pairwise_sum(work, 0, 0 if q < 3 else size, size if q < 3 else paid)
-        sums = (total, sums[0], sums[1], sums[2])
-    reward_noisy, total_y, reward_expected, reward_mean = sums
-    holding, queue_total = 0.0, 0
-    for i in range(n_cls):
-        holding += costs[i] * classes[0, QUEUE, i]
-        queue_total += classes[0, QUEUE, i]
-    hidden = max(0, queue_total - max_jobs) if max_jobs >= 0 else 0
-    servers_now = 0
-    for j in range(n_cols):
-        servers_now += schedule[trow, j]
-    base = reward_noisy
-    if reward_mode == 1:
-        base = reward_mean
-    elif reward_mode == 2:
-        base = reward_expected
-    elif reward_mode == 3:
-        base = reward_noisy - gamma_env * paid
-    stats[b, REWARD_NOISY], stats[b, REWARD_MEAN] = reward_noisy, reward_mean
-    stats[b, REWARD_EXPECTED] = reward_expected
-    stats[b, HOLDING], stats[b, UTILIZATION] = holding, total_y / max(servers_now, 1)
-    stats[b, QUEUE_TOTAL], stats[b, QUEUE_TOTAL_NEXT] = float(queue_total), float(counters[b, N_JOBS])
-    stats[b, REGRET_INC], stats[b, REGRET_INC_REALIZED] = r_star - reward_expected, r_star - reward_mean
-    stats[b, HIDDEN], stats[b, REWARD] = float(hidden), base - kappa * holding
-    for k, src in enumerate(
-        (
-            REGRET_INC,
-            REGRET_INC_REALIZED,
-            REWARD_NOISY,
-            REWARD_MEAN,
-            REWARD_EXPECTED,
-            HOLDING,
-            QUEUE_TOTAL,
-            UTILIZATION,
-            N_DUPLICATES,
-            N_COLLISIONS,
-        )
-    ):
-        stats[b, TOTALS + k] += stats[b, src]
-    stats[b, STATS - 1] = max(stats[b, STATS - 1], float(hidden))
-
-
-@njit(cache=True)
-def count_queue(jobs, counters, classes, b):
-    """Q_i: the waiting jobs per class."""
-    for i in range(classes.shape[2]):
-        classes[0, QUEUE, i] = 0
-    for k in range(counters[b, N_JOBS]):
-        classes[0, QUEUE, jobs[b, 0, k]] += 1
-
-
-@njit(cache=True)
-def begin_slot(rng, noise_std, jobs, counters, draws, servers, classes, b):
+def begin_slot(actions, rng, noise_std, caps_nominal, schedule, jobs, counters, draws, servers, slot_stats, classes,
+               work, b):  # fmt: skip
     """Q(t) and the slot's draws, for a selection made outside (``server_choice``) before :func:`end_slot`."""
-    count_queue(jobs, counters, classes, b)
+    trow = min(counters[b, T], schedule.shape[0] - 1)
+    prepare(CLASSES, actions, trow, schedule, caps_nominal, jobs, counters, slot_stats, classes, work, b)
     draw_slot(rng, noise_std, draws, servers, b)
 
 
@@ -510,11 +491,8 @@ def end_slot(r, mu, costs, arrivals, exclusive, server_ids, schedule, jobs, job_
              b):  # fmt: skip
     """The rest of :func:`slot_batch` after :func:`begin_slot` and a selection made outside."""
     trow = min(counters[b, T], schedule.shape[0] - 1)
-    pay(r, mu, exclusive, server_ids, jobs, job_stats, counters, draws, servers, slot_stats, stats, scratch, work, b)
-    depart(jobs, job_stats, counters, classes, scratch, b)
-    admit(arrivals, jobs, job_stats, counters, slot_stats, classes, b)
-    slot_stats_of(r, costs, trow, schedule, counters, slot_stats, classes, stats, work, r_star, kappa, gamma_env,
-                  reward_mode, max_jobs, b)  # fmt: skip
+    settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, job_stats, counters, draws, servers,
+           slot_stats, classes, stats, scratch, work, r_star, kappa, gamma_env, reward_mode, max_jobs, b)  # fmt: skip
     write_observation(jobs, counters, slot_stats, obs, b)
 
 
@@ -565,25 +543,17 @@ def slot_batch(kind, actions, stepping, r_star, rewards, status, r, mu, costs, a
             status[b] = FULL
             continue
         trow = min(counters[b, T], schedule.shape[0] - 1)
-        count_queue(jobs, counters, classes, b)
-        if kind == ALLOCATION:
-            if not allocation_input(actions, b, trow, schedule, caps_nominal, classes, work):
-                status[b] = NOT_FINITE
-                continue
-            for j in range(caps_nominal.size):
-                project_column(actions, work, b, classes.shape[2], caps_nominal.size, j)
-            take_allocation(caps_nominal, slot_stats, work, b)
+        if not prepare(kind, actions, trow, schedule, caps_nominal, jobs, counters, slot_stats, classes, work, b):
+            status[b] = NOT_FINITE
+            continue
         draw_slot(rng, noise_std, draws, servers, b)
         if kind == JOBS:
             select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats)
         else:
             select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats, classes, scratch,
                            b)  # fmt: skip
-        pay(r, mu, exclusive, server_ids, jobs, job_stats, counters, draws, servers, slot_stats, stats, scratch, work,
-            b)  # fmt: skip
-        depart(jobs, job_stats, counters, classes, scratch, b)
-        admit(arrivals, jobs, job_stats, counters, slot_stats, classes, b)
-        slot_stats_of(r, costs, trow, schedule, counters, slot_stats, classes, stats, work, r_star[b], kappa,
-                      gamma_env, reward_mode, max_jobs, b)  # fmt: skip
+        settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, job_stats, counters, draws,
+               servers, slot_stats, classes, stats, scratch, work, r_star[b], kappa, gamma_env, reward_mode, max_jobs,
+               b)  # fmt: skip
         write_observation(jobs, counters, slot_stats, obs, b)
         status[b], rewards[b] = DONE, stats[b, REWARD]
