@@ -220,30 +220,34 @@ def action_problem(action: np.ndarray, binary: bool) -> int:
 
 
 @njit(cache=True)
-def first_fit_into(requested, usable, order, A, c, x, used) -> tuple[int, int]:
-    """Spec §3.6 into ``x`` (``used``: int64[K] scratch): drop requested bits outside ``usable`` (idle ports),
-    then keep the rest along ``order`` while ``Ax ≤ c`` holds. Returns (dropped for arrivals, for capacity)."""
+def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
+    """Spec §3.6 into ``x`` (``used``: int64[K], ``wanted``: int64[|E|] scratch): drop requested bits outside
+    ``usable`` (idle ports), then keep the rest along ``order`` while ``Ax ≤ c`` holds. Returns (dropped for
+    arrivals, for capacity). Without branches on the bits (they are random: a branch would mispredict): the
+    wanted edges are listed first, then each is kept iff no type's slack ``c − used − A[:, e]`` is negative."""
     n_types = A.shape[0]
     used[:] = 0
     x[:] = 0
-    n_arrival = n_capacity = 0
-    for e in order:
-        if not requested[e]:
-            continue
-        if not usable[e]:
-            n_arrival += 1
-            continue
-        fits = True
+    n_wanted = n_arrival = 0
+    for i in range(order.size):
+        e = order[i]
+        r = np.int64(requested[e])
+        w = r & np.int64(usable[e] != 0)
+        n_arrival += r - w
+        wanted[n_wanted] = e
+        n_wanted += w
+    n_taken = 0
+    for i in range(n_wanted):
+        e = np.uint64(wanted[i])  # unsigned: no negative-index wraparound
+        short = 0
         for k in range(n_types):
-            if used[k] + A[k, e] > c[k]:
-                fits = False
-        if fits:
-            x[e] = 1
-            for k in range(n_types):
-                used[k] += A[k, e]
-        else:
-            n_capacity += 1
-    return n_arrival, n_capacity
+            short |= c[k] - used[k] - A[k, e]
+        take = ~(short >> 63)  # −1 if it fits, else 0
+        x[e] = take & 1
+        n_taken -= take
+        for k in range(n_types):
+            used[k] += A[k, e] & take
+    return n_arrival, n_wanted - n_taken
 
 
 @njit(cache=True)
@@ -264,19 +268,19 @@ def is_feasible(x, usable, A, c) -> bool:
 @njit(cache=True)
 def realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde, z_tilde, raw, feedback):
     """One slot's utilities from standard normals: ``Z = μ + σ·N``, ``Z − C`` into ``raw``, ``Z̃`` into
-    ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``."""
+    ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``
+    (branch-free: an unused edge adds ±0.0, which leaves a sum that starts at +0.0 unchanged bit for bit; the
+    values are finite)."""
     utility = raw_utility = expected = 0.0
     for e in range(x.size):
-        y = (mu[e] + sigma[e] * normals[e]) - cost[e]
-        raw[e] = y
-        if clips:
-            y = min(max((y - lo) / width, 0.0), 1.0)
+        r = (mu[e] + sigma[e] * normals[e]) - cost[e]
+        y = min(max((r - lo) / width, 0.0), 1.0) if clips else r
+        raw[e] = r
         z_tilde[e] = y
         feedback[e] = np.float32(x[e] * y)
-        if x[e]:
-            utility += y
-            raw_utility += raw[e]
-            expected += v_tilde[e]
+        utility += x[e] * y
+        raw_utility += x[e] * r
+        expected += x[e] * v_tilde[e]
     return utility, raw_utility, expected
 
 
@@ -336,8 +340,8 @@ class MultiServerSimulator:
         """Spec §3.6: gate by arrivals, then first-fit along ``priority`` (a permutation of the edges)."""
         inst = self.instance
         x = np.empty(priority.size, dtype=np.int8)
-        used = np.empty(inst.A.shape[0], dtype=np.int64)
-        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, priority, inst.A, inst.c, x, used)
+        used, wanted = np.empty(inst.A.shape[0], dtype=np.int64), np.empty(priority.size, dtype=np.int64)
+        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, priority, inst.A, inst.c, x, used, wanted)
         return x, n_arrival, n_capacity
 
     def is_feasible(self, x: np.ndarray) -> bool:

@@ -230,39 +230,45 @@ def gang_repair(
 
 
 def gang_workspace(inst: GangStructure) -> tuple[np.ndarray, ...]:
-    """Scratch arrays of :func:`gang_repair_into` (free capacity, placed tasks, seen ports, port order, chosen)."""
-    return (np.empty_like(inst.server_cap), np.empty(inst.task_port.size, np.bool_), np.empty(inst.n_ports, np.bool_),
-            np.empty(inst.n_ports, np.int64), np.empty(inst.n_edges, np.int64))  # fmt: skip
+    """Scratch arrays of :func:`gang_repair_into` (free capacity, placed tasks, port order, chosen arms, arms bucketed
+    by port, bucket sizes) and where each port's bucket starts (its arm count's prefix sum)."""
+    first = np.zeros(inst.n_ports + 1, np.int64)
+    first[1:] = np.cumsum(np.bincount(inst.port_of_edge, minlength=inst.n_ports))
+    return (np.empty_like(inst.server_cap), np.empty(inst.task_port.size, np.bool_), np.empty(inst.n_ports, np.int64),
+            np.empty(inst.n_edges, np.int64), np.empty(inst.n_edges, np.int64), np.empty(inst.n_ports, np.int64),
+            first)  # fmt: skip
 
 
 @njit(cache=True)
-def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, min_tasks, x, free, placed, seen,
-                     port_order, chosen) -> tuple[int, int]:  # fmt: skip
+def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, min_tasks, x, free, placed, port_order,
+                     chosen, bucket, fill, first) -> tuple[int, int]:  # fmt: skip
     """:func:`gang_repair` into ``x``, with the scratch arrays of :func:`gang_workspace`."""
     n_types = task_req.shape[0]
     x[:] = 0
-    n_arrival = 0
-    for e in range(x.size):
-        if requested[e] and not usable[e]:
-            n_arrival += 1
-    # Ports in the order of their best gated arm: the order of first appearance along the priority.
-    seen[:] = False
-    n_seen = 0
+    fill[:] = 0
+    # One pass along the priority: each port's gated arms, in priority order, into its bucket; ports in the
+    # order of their best gated arm (first appearance).
+    n_arrival = n_seen = 0
     for e in priority:
-        if requested[e] and usable[e] and not seen[arms[e, 0]]:
-            seen[arms[e, 0]] = True
-            port_order[n_seen] = arms[e, 0]
+        if not requested[e]:
+            continue
+        if not usable[e]:
+            n_arrival += 1
+            continue
+        port = arms[e, 0]
+        if fill[port] == 0:
+            port_order[n_seen] = port
             n_seen += 1
+        bucket[first[port] + fill[port]] = e
+        fill[port] += 1
     free[:] = server_cap
     placed[:] = False
     n_capacity = 0
     for j in range(n_seen):
         port = port_order[j]
-        n_mine = n_chosen = 0
-        for e in priority:
-            if not (requested[e] and usable[e] and arms[e, 0] == port):
-                continue
-            n_mine += 1
+        n_mine, n_chosen = fill[port], 0
+        for i in range(first[port], first[port] + n_mine):
+            e = bucket[i]
             task, server = arms[e, 1], arms[e, 2]
             if placed[task]:
                 continue
