@@ -3,7 +3,7 @@
 Each copy runs the single env's own kernels (:func:`~cluster_envs.multiserver.dynamics.first_fit_into` or
 :func:`~cluster_envs.multiserver.gang.gang_repair_into`, then
 :func:`~cluster_envs.multiserver.dynamics.realize_into`) on exogenous draws taken in the slot, in stream order,
-from that copy's own generators (kept in typed lists, :func:`generator_list`), so a copy sees exactly the
+from that copy's own generators (kept in a typed list, :func:`generator_list`), so a copy sees exactly the
 normals and arrival uniforms its single env would draw. The observation is written straight into the arrays
 the step returns.
 """
@@ -31,18 +31,18 @@ SUMS = 5
 
 @njit(cache=True)
 def generator_list(generator, n):
-    """A typed list of ``n`` references to ``generator`` (placeholders until :func:`set_generators`)."""
+    """A typed list of ``n`` (utility, arrivals) pairs of references to ``generator`` (placeholders until
+    :func:`set_generators`; one list of pairs: each item fetched costs tens of ns)."""
     out = List()
     for _ in range(n):
-        out.append(generator)
+        out.append((generator, generator))
     return out
 
 
 @njit(cache=True)
-def set_generators(utility_generators, arrival_generators, b, rng_utility, rng_arrivals) -> None:
+def set_generators(generators, b, rng_utility, rng_arrivals) -> None:
     """Copy b draws from these generators from now on (the ones its single env just made at reset)."""
-    utility_generators[b] = rng_utility
-    arrival_generators[b] = rng_arrivals
+    generators[b] = (rng_utility, rng_arrivals)
 
 
 @njit(cache=True)
@@ -92,11 +92,11 @@ def check_actions(actions, stepping, binary, raise_mode, gang, arrivals, port_of
 
 
 @njit(cache=True)
-def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern, utility_generators,
-               arrival_generators, port_of_edge, rho, A, c, arms, task_req, server_cap, min_tasks, mu, sigma, cost,
-               clips, lo, width, v_tilde, regret, oracle_values, missing, penalty, horizon, sums, obs_arrivals,
-               obs_edge_mask, obs_time, obs_last_action, obs_last_utility, rewards, values, counts, used, wanted, free,
-               placed, port_order, chosen, bucket, fill, first) -> int:  # fmt: skip
+def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern, generators, port_of_edge, rho, A,
+               c, arms, task_req, server_cap, min_tasks, mu, sigma, cost, clips, lo, width, v_tilde, regret,
+               oracle_values, missing, penalty, horizon, sums, obs_arrivals, obs_edge_mask, obs_time, obs_last_action,
+               obs_last_utility, rewards, values, counts, used, wanted, free, placed, port_order, chosen, bucket, fill,
+               first) -> int:  # fmt: skip
     """One slot of every stepping copy (actions already checked by :func:`check_actions`; ``used`` to ``first``
     are the repairs' scratch arrays). The copy state ``t``, ``arrivals`` (of the slot about to be decided),
     ``pattern`` (their :func:`pattern_of`, with ``regret``) and ``sums`` advance; the ``obs_*``, ``rewards``,
@@ -135,9 +135,9 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
                                                          fill, first)  # fmt: skip
             else:
                 n_arrival, n_capacity = first_fit_into(requested, usable, order, A, c, x, used, wanted)
-        rng = utility_generators[b]
+        rng_utility, rng_arrivals = generators[b]
         for e in range(n_edges):
-            normals[e] = rng.standard_normal()
+            normals[e] = rng_utility.standard_normal()
         utility, raw_utility, expected = realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde,
                                                       z_tilde, raw, feedback)  # fmt: skip
         for e in range(n_edges):
@@ -161,10 +161,9 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
         rewards[b] = utility - penalty * n_dropped
         # The next slot: its arrivals, as the single simulator draws them after executing.
         t[b] += 1
-        rng = arrival_generators[b]
         next_pattern = 0
         for port in range(n_ports):
-            arrived = rng.random() < rho[port]
+            arrived = rng_arrivals.random() < rho[port]
             arrivals[b, port] = obs_arrivals[b, port] = arrived
             if regret and arrived:
                 next_pattern |= 1 << port

@@ -226,8 +226,10 @@ def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int
     arrivals, for capacity). Without branches on the bits (they are random: a branch would mispredict): the
     wanted edges are listed first, then each is kept iff no type's slack ``c − used − A[:, e]`` is negative."""
     n_types = A.shape[0]
-    used[:] = 0
-    x[:] = 0
+    for k in range(n_types):  # loops, not slice assignments: numba's cost tens of ns each
+        used[k] = 0
+    for e in range(x.size):
+        x[e] = 0
     n_wanted = n_arrival = 0
     for i in range(order.size):
         e = order[i]

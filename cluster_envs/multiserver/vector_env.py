@@ -65,7 +65,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         self._missing = np.zeros(num_envs, dtype=bool)
         self._oracle_values = np.full(2**inst.n_ports if cfg.compute_regret else 1, np.nan)
         placeholder = np.random.default_rng(0)  # until each copy's reset hands over its own generators
-        self._generators = (batch.generator_list(placeholder, num_envs), batch.generator_list(placeholder, num_envs))
+        self._generators = batch.generator_list(placeholder, num_envs)
         self._static = self._static_arrays()
         n_types, n_edges = self._static["A"].shape[0], inst.n_edges
         self._work = (np.empty(n_types, np.int64), np.empty(n_edges, np.int64), *self._gang_workspace())
@@ -97,7 +97,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         self._sums[:, b] = 0.0
         self._needs_reset[b] = False
         sim = env.simulator
-        batch.set_generators(*self._generators, b, sim.rng_utility, sim.rng_arrivals)
+        batch.set_generators(self._generators, b, sim.rng_utility, sim.rng_arrivals)
         if self.config.compute_regret:
             self._pattern[b] = batch.pattern_of(self._arrivals[b])
             self._fill_oracle(b)
@@ -128,7 +128,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         rewards, values, counts = np.zeros(n), np.empty((batch.VALUES, n)), np.empty((batch.COUNTS, n), np.int64)
         missing = batch.step_batch(
             actions, stepping, cfg.action_mode == "scores", raise_mode, static["gang"], self._t, self._arrivals,
-            self._pattern, *self._generators, static["port_of_edge"], static["rho"], static["A"], static["c"],
+            self._pattern, self._generators, static["port_of_edge"], static["rho"], static["A"], static["c"],
             static["arms"], static["task_req"], static["server_cap"], static["min_tasks"], static["mu"],
             static["sigma"], static["cost"], static["clips"], static["lo"], static["width"], static["v_tilde"],
             cfg.compute_regret, self._oracle_values, self._missing, cfg.infeasible_penalty, cfg.horizon,
