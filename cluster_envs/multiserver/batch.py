@@ -3,9 +3,9 @@
 Each copy runs the single env's own kernels (:func:`~cluster_envs.multiserver.dynamics.first_fit_into` or
 :func:`~cluster_envs.multiserver.gang.gang_repair_into`, then
 :func:`~cluster_envs.multiserver.dynamics.realize_into`) on exogenous draws taken in the slot, in stream order,
-from that copy's own generators (kept in a typed list, :func:`generator_list`), so a copy sees exactly the
-normals and arrival uniforms its single env would draw. The observation is written straight into the arrays
-the step returns.
+from that copy's own streams (their ``PCG64`` states as rows of one array, :mod:`~cluster_envs.multiserver.pcg`),
+so a copy sees exactly the normals and arrival uniforms its single env would draw. The observation is written
+straight into the arrays the step returns.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 from numba import njit
-from numba.typed import List
 
 from cluster_envs.multiserver.dynamics import first_fit_into, is_feasible, realize_into
 from cluster_envs.multiserver.gang import gang_is_feasible, gang_repair_into
+from cluster_envs.multiserver.pcg import next_double, standard_normal
 
 # Rows of the step's float outputs (the info values) and of its integer outputs.
 UTILITY, RAW_UTILITY, EXPECTED, ORACLE, SLOT_REGRET, REALIZED_REGRET, REGRET = range(7)
@@ -27,22 +27,6 @@ COUNTS = 3
 # Rows of the running episode sums.
 AOU, EXPECTED_AOU, ORACLE_AOU, RUN_REGRET, DROPPED = range(5)
 SUMS = 5
-
-
-@njit(cache=True)
-def generator_list(generator, n):
-    """A typed list of ``n`` (utility, arrivals) pairs of references to ``generator`` (placeholders until
-    :func:`set_generators`; one list of pairs: each item fetched costs tens of ns)."""
-    out = List()
-    for _ in range(n):
-        out.append((generator, generator))
-    return out
-
-
-@njit(cache=True)
-def set_generators(generators, b, rng_utility, rng_arrivals) -> None:
-    """Copy b draws from these generators from now on (the ones its single env just made at reset)."""
-    generators[b] = (rng_utility, rng_arrivals)
 
 
 @njit(cache=True)
@@ -92,14 +76,15 @@ def check_actions(actions, stepping, binary, raise_mode, gang, arrivals, port_of
 
 
 @njit(cache=True)
-def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern, generators, port_of_edge, rho, A,
+def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern, states, port_of_edge, rho, A,
                c, arms, task_req, server_cap, min_tasks, mu, sigma, cost, clips, lo, width, v_tilde, regret,
                oracle_values, missing, penalty, horizon, sums, obs_arrivals, obs_edge_mask, obs_time, obs_last_action,
                obs_last_utility, rewards, values, counts, used, wanted, free, placed, port_order, chosen, bucket, fill,
                first) -> int:  # fmt: skip
     """One slot of every stepping copy (actions already checked by :func:`check_actions`; ``used`` to ``first``
     are the repairs' scratch arrays). The copy state ``t``, ``arrivals`` (of the slot about to be decided),
-    ``pattern`` (their :func:`pattern_of`, with ``regret``) and ``sums`` advance; the ``obs_*``, ``rewards``,
+    ``pattern`` (their :func:`pattern_of`, with ``regret``), ``sums`` and ``states`` (rows 2b and 2b + 1: copy
+    b's utility and arrival streams) advance; the ``obs_*``, ``rewards``,
     ``values`` and ``counts`` rows of the stepping copies are written (``values``/``counts``: zero for the
     others, ``counts[SLOT]`` = t − 1 for all). With ``regret``, ``oracle_values`` holds the oracle's value per
     arrival pattern (NaN: not solved yet); ``missing[b]`` says whether copy b's next pattern is not solved
@@ -135,9 +120,8 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
                                                          fill, first)  # fmt: skip
             else:
                 n_arrival, n_capacity = first_fit_into(requested, usable, order, A, c, x, used, wanted)
-        rng_utility, rng_arrivals = generators[b]
         for e in range(n_edges):
-            normals[e] = rng_utility.standard_normal()
+            normals[e] = standard_normal(states, 2 * b)
         utility, raw_utility, expected = realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde,
                                                       z_tilde, raw, feedback)  # fmt: skip
         for e in range(n_edges):
@@ -163,7 +147,7 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
         t[b] += 1
         next_pattern = 0
         for port in range(n_ports):
-            arrived = rng_arrivals.random() < rho[port]
+            arrived = next_double(states, 2 * b + 1) < rho[port]
             arrivals[b, port] = obs_arrivals[b, port] = arrived
             if regret and arrived:
                 next_pattern |= 1 << port

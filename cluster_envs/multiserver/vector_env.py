@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.common.vector import BatchedCopies
-from cluster_envs.multiserver import batch
+from cluster_envs.multiserver import batch, pcg
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import gang_workspace
 from cluster_envs.multiserver.gang_env import ClusterGangEnv
@@ -26,9 +26,10 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
     """``num_envs`` copies of ``ClusterMultiServer-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own env (copy i of ``reset(seed=s)`` is seeded s + i, as in ``SyncVectorEnv``;
-    ``reset(seed=[...])`` takes one seed per copy), whose utility and arrival generators the batch then draws
-    from: :func:`~cluster_envs.multiserver.batch.step_batch` runs the single env's compiled repair and utility
-    kernels for every copy, so there is one implementation of the dynamics. Autoreset is Gymnasium's
+    ``reset(seed=[...])`` takes one seed per copy), whose utility and arrival streams the batch then continues
+    from their ``PCG64`` states (:mod:`~cluster_envs.multiserver.pcg`; the copies' own generators are not
+    advanced). :func:`~cluster_envs.multiserver.batch.step_batch` runs the single env's compiled repair and
+    utility kernels for every copy, so there is one implementation of the dynamics. Autoreset is Gymnasium's
     ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its reward 0). ``info``
     holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks, the single env's reset info
     (``t`` = 1, ``arrivals``) for copies just reset and, for copies that end, ``episode_summary``. Not
@@ -64,8 +65,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         self._sums = np.zeros((batch.SUMS, num_envs))
         self._missing = np.zeros(num_envs, dtype=bool)
         self._oracle_values = np.full(2**inst.n_ports if cfg.compute_regret else 1, np.nan)
-        placeholder = np.random.default_rng(0)  # until each copy's reset hands over its own generators
-        self._generators = batch.generator_list(placeholder, num_envs)
+        self._states = np.zeros((2 * num_envs, pcg.WORDS), np.uint64)  # copy b's utility, arrival streams: 2b, 2b+1
         self._static = self._static_arrays()
         n_types, n_edges = self._static["A"].shape[0], inst.n_edges
         self._work = (np.empty(n_types, np.int64), np.empty(n_edges, np.int64), *self._gang_workspace())
@@ -97,7 +97,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         self._sums[:, b] = 0.0
         self._needs_reset[b] = False
         sim = env.simulator
-        batch.set_generators(self._generators, b, sim.rng_utility, sim.rng_arrivals)
+        self._states[2 * b], self._states[2 * b + 1] = pcg.state_row(sim.rng_utility), pcg.state_row(sim.rng_arrivals)
         if self.config.compute_regret:
             self._pattern[b] = batch.pattern_of(self._arrivals[b])
             self._fill_oracle(b)
@@ -128,7 +128,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         rewards, values, counts = np.zeros(n), np.empty((batch.VALUES, n)), np.empty((batch.COUNTS, n), np.int64)
         missing = batch.step_batch(
             actions, stepping, cfg.action_mode == "scores", raise_mode, static["gang"], self._t, self._arrivals,
-            self._pattern, self._generators, static["port_of_edge"], static["rho"], static["A"], static["c"],
+            self._pattern, self._states, static["port_of_edge"], static["rho"], static["A"], static["c"],
             static["arms"], static["task_req"], static["server_cap"], static["min_tasks"], static["mu"],
             static["sigma"], static["cost"], static["clips"], static["lo"], static["width"], static["v_tilde"],
             cfg.compute_regret, self._oracle_values, self._missing, cfg.infeasible_penalty, cfg.horizon,
