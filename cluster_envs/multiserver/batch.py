@@ -45,11 +45,16 @@ def check_actions(actions, stepping, binary, raise_mode, gang, arrivals, port_of
     """First problem of a stepping copy's action: (0, −1) if none, else (code, copy) with code 1 non-finite,
     2 not binary, 3 infeasible under ``raise_mode``. Nothing is changed. ``a − a`` is 0 for every finite value,
     integers included, and NaN for NaN and ±inf."""
-    if not raise_mode:  # the common case, one branch-free pass over every action first
-        ok = True
-        for a in actions.ravel():
-            ok &= (a == 0 or a == 1) if binary else (a - a) == 0
-        if ok:
+    if not raise_mode:  # the common case, one branch-free (vectorised) pass over every action first
+        flat = actions.ravel()
+        bad = 0
+        if binary:
+            for i in range(flat.size):
+                bad += (flat[i] != 0) & (flat[i] != 1)
+        else:
+            for i in range(flat.size):
+                bad += (flat[i] - flat[i]) != 0
+        if bad == 0:
             return 0, -1
     n_edges = actions.shape[1]
     x = np.empty(n_edges, np.int8)

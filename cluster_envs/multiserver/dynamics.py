@@ -226,9 +226,7 @@ def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int
     arrivals, for capacity). Without branches on the bits (they are random: a branch would mispredict): the
     wanted edges are listed first, then each is kept iff no type's slack ``c − used − A[:, e]`` is negative."""
     n_types = A.shape[0]
-    for k in range(n_types):  # loops, not slice assignments: numba's cost tens of ns each
-        used[k] = 0
-    for e in range(x.size):
+    for e in range(x.size):  # loops, not slice assignments: numba's cost tens of ns each
         x[e] = 0
     n_wanted = n_arrival = 0
     for i in range(order.size):
@@ -238,18 +236,42 @@ def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int
         n_arrival += r - w
         wanted[n_wanted] = e
         n_wanted += w
-    n_taken = 0
+    if n_types > 4:
+        return n_arrival, n_wanted - _first_fit_wanted(wanted[:n_wanted], A, c, x, used)
+    # Up to four types (the presets have 1 or 3): the running use in registers; missing types repeat the last.
+    k1, k2, k3 = min(1, n_types - 1), min(2, n_types - 1), min(3, n_types - 1)
+    c0, c1, c2, c3 = c[0], c[k1], c[k2], c[k3]
+    u0 = u1 = u2 = u3 = n_taken = 0
     for i in range(n_wanted):
         e = np.uint64(wanted[i])  # unsigned: no negative-index wraparound
-        short = 0
-        for k in range(n_types):
-            short |= c[k] - used[k] - A[k, e]
-        take = ~(short >> 63)  # −1 if it fits, else 0
+        a0, a1, a2, a3 = A[0, e], A[k1, e], A[k2, e], A[k3, e]
+        take = ~(((c0 - u0 - a0) | (c1 - u1 - a1) | (c2 - u2 - a2) | (c3 - u3 - a3)) >> 63)  # −1 if it fits, else 0
         x[e] = take & 1
         n_taken -= take
-        for k in range(n_types):
-            used[k] += A[k, e] & take
+        u0 += a0 & take
+        u1 += a1 & take
+        u2 += a2 & take
+        u3 += a3 & take
     return n_arrival, n_wanted - n_taken
+
+
+@njit(cache=True)
+def _first_fit_wanted(wanted, A, c, x, used) -> int:
+    """First-fit of the ``wanted`` edges into ``x`` for any number of types; returns how many were kept."""
+    for k in range(A.shape[0]):
+        used[k] = 0
+    n_taken = 0
+    for i in range(wanted.size):
+        e = np.uint64(wanted[i])
+        short = 0
+        for k in range(A.shape[0]):
+            short |= c[k] - used[k] - A[k, e]
+        take = ~(short >> 63)
+        x[e] = take & 1
+        n_taken -= take
+        for k in range(A.shape[0]):
+            used[k] += A[k, e] & take
+    return n_taken
 
 
 @njit(cache=True)
