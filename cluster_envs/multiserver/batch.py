@@ -100,7 +100,7 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
     requested = np.empty(n_edges, np.bool_)
     usable = np.empty(n_edges, np.bool_)
     x = np.empty(n_edges, np.int8)
-    normals, raw, used_edges = np.empty(n_edges), np.empty(n_edges), np.empty(n_edges, np.int64)
+    normals, z_tilde, raw = np.empty(n_edges), np.empty(n_edges), np.empty(n_edges)
     feedback = np.empty(n_edges, np.float32)
     n_missing = 0
     for b in range(n_copies):
@@ -128,7 +128,7 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
         for e in range(n_edges):
             normals[e] = standard_normal(states, 2 * b)
         utility, raw_utility, expected = realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde,
-                                                      raw, feedback, used_edges)  # fmt: skip
+                                                      z_tilde, raw, feedback)  # fmt: skip
         for e in range(n_edges):
             obs_last_action[b, e] = x[e]
             obs_last_utility[b, e] = feedback[e]

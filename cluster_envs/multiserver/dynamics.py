@@ -290,27 +290,21 @@ def is_feasible(x, usable, A, c) -> bool:
 
 
 @njit(cache=True)
-def realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde, raw, feedback, used_edges):
-    """One slot's utilities from standard normals: ``Z = μ + σ·N``, ``Z − C`` into ``raw`` and the observed
-    ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``. ``Z̃`` (a division) only for
-    the used edges, listed first into ``used_edges`` (int64 scratch) without branching on ``x`` (random bits
-    mispredict): an unused edge observes 0·Z̃ = +0.0 (Z̃ ≥ 0 when clipped) or 0·(Z − C)."""
-    n_used = 0
+def realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde, z_tilde, raw, feedback):
+    """One slot's utilities from standard normals: ``Z = μ + σ·N``, ``Z − C`` into ``raw``, ``Z̃`` into
+    ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``
+    (branch-free: an unused edge adds ±0.0, which leaves a sum that starts at +0.0 unchanged bit for bit; the
+    values are finite)."""
+    utility = raw_utility = expected = 0.0
     for e in range(x.size):
         r = (mu[e] + sigma[e] * normals[e]) - cost[e]
-        raw[e] = r
-        feedback[e] = np.float32(0.0) if clips else np.float32(0.0 * r)
-        used_edges[n_used] = e
-        n_used += x[e] != 0
-    utility = raw_utility = expected = 0.0
-    for i in range(n_used):  # ascending edges, as the sums always ran
-        e = used_edges[i]
-        r = raw[e]
         y = min(max((r - lo) / width, 0.0), 1.0) if clips else r
-        feedback[e] = np.float32(y)
-        utility += y
-        raw_utility += r
-        expected += v_tilde[e]
+        raw[e] = r
+        z_tilde[e] = y
+        feedback[e] = np.float32(x[e] * y)
+        utility += x[e] * y
+        raw_utility += x[e] * r
+        expected += x[e] * v_tilde[e]
     return utility, raw_utility, expected
 
 
@@ -334,6 +328,7 @@ class SlotResult:
 
     x: np.ndarray
     arrivals: np.ndarray
+    z_tilde: np.ndarray  # Z̃(t) of every edge (only used ones are observable)
     raw: np.ndarray  # Z(t) − C
     feedback: np.ndarray  # float32 x·Z̃: the observed utilities
     utility: float
@@ -383,10 +378,10 @@ class MultiServerSimulator:
         """Play a feasible ``x`` in the current slot, then advance the clock and draw the next arrivals."""
         u = self.instance.utility
         n_e = x.size
-        raw, feedback = np.empty(n_e), np.empty(n_e, np.float32)
+        z_tilde, raw, feedback = np.empty(n_e), np.empty(n_e), np.empty(n_e, np.float32)
         sums = realize_into(x, self.rng_utility.standard_normal(n_e), u.mu, u.sigma, u.cost, u.clips, u.lo, u.width,
-                            u.v_tilde, raw, feedback, np.empty(n_e, np.int64))  # fmt: skip
-        result = SlotResult(x, self.arrivals, raw, feedback, *sums, n_dropped_arrival, n_dropped_capacity)
+                            u.v_tilde, z_tilde, raw, feedback)  # fmt: skip
+        result = SlotResult(x, self.arrivals, z_tilde, raw, feedback, *sums, n_dropped_arrival, n_dropped_capacity)
         self.t += 1
         self._draw_arrivals()
         return result
