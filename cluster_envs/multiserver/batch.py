@@ -17,7 +17,7 @@ from numba import njit
 
 from cluster_envs.multiserver.dynamics import first_fit_into, is_feasible, realize_into
 from cluster_envs.multiserver.gang import gang_is_feasible, gang_repair_into
-from cluster_envs.multiserver.pcg import next_double, standard_normal
+from cluster_envs.multiserver.pcg import fill_random, fill_standard_normal
 
 # Rows of the step's float outputs (the info values) and of its integer outputs.
 UTILITY, RAW_UTILITY, EXPECTED, ORACLE, SLOT_REGRET, REALIZED_REGRET, REGRET = range(7)
@@ -101,7 +101,7 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
     usable = np.empty(n_edges, np.bool_)
     x = np.empty(n_edges, np.int8)
     normals, z_tilde, raw = np.empty(n_edges), np.empty(n_edges), np.empty(n_edges)
-    feedback = np.empty(n_edges, np.float32)
+    feedback, uniforms = np.empty(n_edges, np.float32), np.empty(n_ports)
     n_missing = 0
     for b in range(n_copies):
         if not stepping[b]:
@@ -125,8 +125,7 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
                                                          fill, first)  # fmt: skip
             else:
                 n_arrival, n_capacity = first_fit_into(requested, usable, order, A, c, x, used, wanted)
-        for e in range(n_edges):
-            normals[e] = standard_normal(states, 2 * b)
+        fill_standard_normal(states, 2 * b, normals)
         utility, raw_utility, expected = realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde,
                                                       z_tilde, raw, feedback)  # fmt: skip
         for e in range(n_edges):
@@ -150,9 +149,10 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
         rewards[b] = utility - penalty * n_dropped
         # The next slot: its arrivals, as the single simulator draws them after executing.
         t[b] += 1
+        fill_random(states, 2 * b + 1, uniforms)
         next_pattern = 0
         for port in range(n_ports):
-            arrived = next_double(states, 2 * b + 1) < rho[port]
+            arrived = uniforms[port] < rho[port]
             arrivals[b, port] = obs_arrivals[b, port] = arrived
             if regret and arrived:
                 next_pattern |= 1 << port
