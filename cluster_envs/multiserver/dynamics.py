@@ -353,6 +353,7 @@ class MultiServerSimulator:
         self.rng_utility = streams["utility"]
         self.rng_repair = streams["repair"]
         self.port_of_edge = np.ascontiguousarray(instance.port_of_edge)
+        self._scratch: tuple[np.ndarray, ...] | None = None  # the repair's, made on first use
         self.t = 1
         self._draw_arrivals()
 
@@ -363,9 +364,10 @@ class MultiServerSimulator:
     def repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:
         """Spec §3.6: gate by arrivals, then first-fit along ``priority`` (a permutation of the edges)."""
         inst = self.instance
+        if self._scratch is None:
+            self._scratch = (np.empty(inst.A.shape[0], np.int64), np.empty(priority.size, np.int64))
         x = np.empty(priority.size, dtype=np.int8)
-        used, wanted = np.empty(inst.A.shape[0], dtype=np.int64), np.empty(priority.size, dtype=np.int64)
-        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, priority, inst.A, inst.c, x, used, wanted)
+        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, priority, inst.A, inst.c, x, *self._scratch)
         return x, n_arrival, n_capacity
 
     def is_feasible(self, x: np.ndarray) -> bool:
