@@ -1,6 +1,6 @@
 """B copies of a multiserver or gang slot in one compiled loop (the batched envs' step; no gymnasium).
 
-Each copy runs the single env's own kernels (:func:`~cluster_envs.multiserver.dynamics.first_fit_into` or
+Each copy runs the single env's own kernels (:func:`~cluster_envs.multiserver.dynamics.first_fit_into`'s or
 :func:`~cluster_envs.multiserver.gang.gang_repair_into`, then
 :func:`~cluster_envs.multiserver.dynamics.realize_into`) on exogenous draws taken in the slot, in stream order,
 from that copy's own streams (their ``PCG64`` states as rows of one array, :mod:`~cluster_envs.multiserver.pcg`),
@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from cluster_envs.multiserver.dynamics import first_fit_into, is_feasible, realize_into
+from cluster_envs.multiserver.dynamics import first_fit_few_types, first_fit_many_types, is_feasible, realize_into
 from cluster_envs.multiserver.gang import gang_is_feasible, gang_repair_into
 from cluster_envs.multiserver.pcg import fill_random, fill_standard_normal
 
@@ -96,6 +96,7 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
     yet, and the return value counts them."""
     n_copies, n_edges = actions.shape
     n_ports = arrivals.shape[1]
+    few_types = A.shape[0] <= 4
     index_order = np.arange(n_edges)
     requested = np.empty(n_edges, np.bool_)
     usable = np.empty(n_edges, np.bool_)
@@ -123,8 +124,10 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
                 n_arrival, n_capacity = gang_repair_into(requested, usable, order, arms, task_req, server_cap,
                                                          min_tasks, x, free, placed, port_order, chosen, bucket,
                                                          fill, first)  # fmt: skip
+            elif few_types:  # first_fit_into's two kernels, called directly (see there)
+                n_arrival, n_capacity = first_fit_few_types(requested, usable, order, A, c, x, wanted)
             else:
-                n_arrival, n_capacity = first_fit_into(requested, usable, order, A, c, x, used, wanted)
+                n_arrival, n_capacity = first_fit_many_types(requested, usable, order, A, c, x, used, wanted)
         fill_standard_normal(states, 2 * b, normals)
         utility, raw_utility, expected = realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde,
                                                       z_tilde, raw, feedback)  # fmt: skip

@@ -222,28 +222,43 @@ def action_problem(action: np.ndarray, binary: bool) -> int:
 @njit(cache=True)
 def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
     """Spec §3.6 into ``x`` (``used``: int64[K], ``wanted``: int64[|E|] scratch): drop requested bits outside
-    ``usable`` (idle ports), then keep the rest along ``order`` while ``Ax ≤ c`` holds. Returns (dropped for
-    arrivals, for capacity). Without branches on the bits (they are random: a branch would mispredict): the
-    wanted edges are listed first, then each is kept iff no type's slack ``c − used − A[:, e]`` is negative."""
-    n_types = A.shape[0]
-    for e in range(x.size):  # loops, not slice assignments: numba's cost tens of ns each
-        x[e] = 0
+    ``usable`` (idle ports), then keep the rest along ``order`` (a permutation of the edges) while ``Ax ≤ c``
+    holds. Returns (dropped for arrivals, for capacity). Without branches on the bits (they are random: a
+    branch would mispredict): the wanted edges are listed first, then each is kept iff no type's slack
+    ``c − used − A[:, e]`` is negative. Two kernels by the number of types (the batched step calls the one it
+    needs: one kernel for both would not be inlined there, and the call costs tens of ns per copy)."""
+    if A.shape[0] <= 4:
+        return first_fit_few_types(requested, usable, order, A, c, x, wanted)
+    return first_fit_many_types(requested, usable, order, A, c, x, used, wanted)
+
+
+@njit(cache=True)
+def _wanted_edges(requested, usable, order, x, wanted) -> tuple[int, int]:
+    """Zero ``x`` and list the requested usable edges in ``order`` into ``wanted``: (how many, dropped for
+    arrivals)."""
     n_wanted = n_arrival = 0
-    for i in range(order.size):
-        e = order[i]
+    for i in range(order.size):  # ``order`` is a permutation: every x[e] is written
+        e = np.uint64(order[i])  # unsigned: no negative-index wraparound
+        x[e] = 0
         r = np.int64(requested[e])
         w = r & np.int64(usable[e] != 0)
         n_arrival += r - w
         wanted[n_wanted] = e
         n_wanted += w
-    if n_types > 4:
-        return n_arrival, n_wanted - _first_fit_wanted(wanted[:n_wanted], A, c, x, used)
-    # Up to four types (the presets have 1 or 3): the running use in registers; missing types repeat the last.
+    return n_wanted, n_arrival
+
+
+@njit(cache=True)
+def first_fit_few_types(requested, usable, order, A, c, x, wanted) -> tuple[int, int]:
+    """:func:`first_fit_into` for up to four device types (the presets have 1 or 3): the running use in
+    registers (types beyond K repeat the last)."""
+    n_types = A.shape[0]
+    n_wanted, n_arrival = _wanted_edges(requested, usable, order, x, wanted)
     k1, k2, k3 = min(1, n_types - 1), min(2, n_types - 1), min(3, n_types - 1)
     c0, c1, c2, c3 = c[0], c[k1], c[k2], c[k3]
     u0 = u1 = u2 = u3 = n_taken = 0
     for i in range(n_wanted):
-        e = np.uint64(wanted[i])  # unsigned: no negative-index wraparound
+        e = np.uint64(wanted[i])
         a0, a1, a2, a3 = A[0, e], A[k1, e], A[k2, e], A[k3, e]
         take = ~(((c0 - u0 - a0) | (c1 - u1 - a1) | (c2 - u2 - a2) | (c3 - u3 - a3)) >> 63)  # −1 if it fits, else 0
         x[e] = take & 1
@@ -256,22 +271,24 @@ def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int
 
 
 @njit(cache=True)
-def _first_fit_wanted(wanted, A, c, x, used) -> int:
-    """First-fit of the ``wanted`` edges into ``x`` for any number of types; returns how many were kept."""
-    for k in range(A.shape[0]):
+def first_fit_many_types(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
+    """:func:`first_fit_into` for any number of device types (the running use in ``used``)."""
+    n_types = A.shape[0]
+    n_wanted, n_arrival = _wanted_edges(requested, usable, order, x, wanted)
+    for k in range(n_types):
         used[k] = 0
     n_taken = 0
-    for i in range(wanted.size):
+    for i in range(n_wanted):
         e = np.uint64(wanted[i])
         short = 0
-        for k in range(A.shape[0]):
+        for k in range(n_types):
             short |= c[k] - used[k] - A[k, e]
         take = ~(short >> 63)
         x[e] = take & 1
         n_taken -= take
-        for k in range(A.shape[0]):
+        for k in range(n_types):
             used[k] += A[k, e] & take
-    return n_taken
+    return n_arrival, n_wanted - n_taken
 
 
 @njit(cache=True)
