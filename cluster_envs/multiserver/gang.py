@@ -255,11 +255,12 @@ def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, mi
     # One pass along the priority: each port's gated arms, in priority order, into its bucket; ports in the
     # order of their best gated arm (first appearance).
     n_arrival = n_seen = 0
-    for e in priority:
+    for i in range(priority.size):
+        e = np.uint64(priority[i])  # unsigned indices: no negative-index wraparound
         r = np.int64(requested[e])
         gated = r & np.int64(usable[e] != 0)
         n_arrival += r - gated
-        port = arms[e, 0]
+        port = np.uint64(arms[e, 0])
         port_order[n_seen] = port
         n_seen += gated & np.int64(fill[port] == 0)
         bucket[first[port] + fill[port]] = e
@@ -271,11 +272,11 @@ def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, mi
         placed[task] = False
     n_capacity = 0
     for j in range(n_seen):
-        port = port_order[j]
+        port = np.uint64(port_order[j])
         n_mine, n_chosen = fill[port], 0
         for i in range(first[port], first[port] + n_mine):
-            e = bucket[i]
-            task, server = np.uint64(arms[e, 1]), np.uint64(arms[e, 2])  # unsigned: no negative-index wraparound
+            e = np.uint64(bucket[i])
+            task, server = np.uint64(arms[e, 1]), np.uint64(arms[e, 2])
             short = -np.int64(placed[task])
             for k in range(n_types):
                 short |= free[k, server] - task_req[k, task]
