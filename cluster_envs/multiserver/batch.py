@@ -113,7 +113,7 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
             continue
         for e in range(n_edges):
             requested[e] = actions[b, e] > 0.5
-            usable[e] = arrivals[b, port_of_edge[e]] != 0
+            usable[e] = arrivals[b, np.uint64(port_of_edge[e])] != 0  # unsigned: no wraparound
         n_arrival = n_capacity = 0
         if raise_mode:
             for e in range(n_edges):
@@ -160,7 +160,7 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
             if regret and arrived:
                 next_pattern |= 1 << port
         for e in range(n_edges):
-            obs_edge_mask[b, e] = arrivals[b, port_of_edge[e]]
+            obs_edge_mask[b, e] = arrivals[b, np.uint64(port_of_edge[e])]
         obs_time[b, 0] = np.float32(min(1.0, (t[b] - 1) / horizon))
         pattern[b] = next_pattern
         missing[b] = regret and math.isnan(oracle_values[next_pattern])
