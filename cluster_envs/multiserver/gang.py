@@ -271,18 +271,27 @@ def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, mi
     for task in range(placed.size):
         placed[task] = False
     n_capacity = 0
+    few_types = n_types <= 4  # (the presets have 1 or 3)
+    k1, k2, k3 = min(1, n_types - 1), min(2, n_types - 1), min(3, n_types - 1)
     for j in range(n_seen):
         port = np.uint64(port_order[j])
         n_mine, n_chosen = fill[port], 0
         for i in range(first[port], first[port] + n_mine):
             e = np.uint64(bucket[i])
             task, server = np.uint64(arms[e, 1]), np.uint64(arms[e, 2])
-            short = -np.int64(placed[task])
-            for k in range(n_types):
-                short |= free[k, server] - task_req[k, task]
-            take = ~(short >> 63)  # −1 if the task is still unplaced and fits the server, else 0
-            for k in range(n_types):
-                free[k, server] -= task_req[k, task] & take
+            if few_types:  # unrolled (types beyond K repeat the last; stored last to first, so each once)
+                f0, f1, f2, f3 = free[0, server], free[k1, server], free[k2, server], free[k3, server]
+                q0, q1, q2, q3 = task_req[0, task], task_req[k1, task], task_req[k2, task], task_req[k3, task]
+                take = ~((-np.int64(placed[task]) | (f0 - q0) | (f1 - q1) | (f2 - q2) | (f3 - q3)) >> 63)
+                free[k3, server], free[k2, server] = f3 - (q3 & take), f2 - (q2 & take)
+                free[k1, server], free[0, server] = f1 - (q1 & take), f0 - (q0 & take)
+            else:
+                short = -np.int64(placed[task])
+                for k in range(n_types):
+                    short |= free[k, server] - task_req[k, task]
+                take = ~(short >> 63)  # −1 if the task is still unplaced and fits the server, else 0
+                for k in range(n_types):
+                    free[k, server] -= task_req[k, task] & take
             placed[task] |= take != 0
             chosen[n_chosen] = e
             n_chosen -= take
