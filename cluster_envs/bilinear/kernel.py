@@ -3,23 +3,21 @@
 One implementation, stepped by :class:`~cluster_envs.bilinear.dynamics.BilinearSimulator` (the single env, one
 copy) and by the batched env, both through :func:`slot_batch`, which steps every copy. The state of the copies
 is a handful of arrays whose first axis is the copy (layout below); every function takes the copy ``b`` and
-indexes the arrays in place, so a step allocates nothing and creates no array views (in a compiled loop over
-thousands of copies, a view's reference counting costs more than the model). Sums are taken in NumPy's order
-(:func:`pairwise_sum`), so results equal the former NumPy implementation bit for bit.
+indexes the arrays in place, so a step allocates nothing and creates no array views, and :func:`slot_batch`
+passes its arrays on without their memory owners (numba's reference counting of arrays, atomic operations on
+every view and call, cost more than the model). Sums are taken in NumPy's order (:func:`pairwise_sum`), so
+results equal the former NumPy implementation bit for bit.
 
-The slot's scratch and per-slot results (``draws``, ``servers``, ``classes``, ``scratch``, ``work`` and the
-y, N and Σξ of ``slot_stats``) live in row 0 whatever the copy: the batch shares them, so a step moves fewer
-bytes per copy (at thousands of copies the step is bound by memory traffic).
-
-Layout of copy b's rows (I job classes, J server classes, n servers, K job slots):
-``jobs[b]`` (2, K) int64: class, id of the waiting jobs in FIFO order; ``job_stats[b]`` (2, K, J): each job's
-selection counts and summed rewards per server class; ``counters[b]`` (``COUNTERS``,) int64; ``rng[b]`` (3, 6)
-uint64: the PCG64 states of the ``assign``, ``service`` and ``noise`` streams; ``draws[b]`` (``DRAW_ROWS``, n)
-float64 and ``servers[b]`` (``SERVER_ROWS``, n) int64: the slot's per-server draws and outcomes;
-``slot_stats[b]`` (``SLOT_ROWS``, I, J): y, N, Σξ and their episode totals; ``classes[b]`` (``CLASS_ROWS``, I)
-int64: Q(t), D(t), A(t+1); ``stats[b]`` (``STATS``,) float64: the slot's scalars and the episode totals;
-``scratch[b]`` (2, K + I) int64 and ``work[b]`` (:func:`work_size`,) float64: scratch space; ``obs[b]``: the
-observation (float32); ``r[b]`` (I, J) and ``arrivals[b]`` (T + 1,): the copy's instance and arrivals.
+Layout (I job classes, J server classes, n servers, K job slots). Per copy b: ``jobs[b]`` (2, K) int64: class,
+id of the waiting jobs in FIFO order; ``job_stats[b]`` (2, K, J): each job's selection counts and summed rewards
+per server class; ``counters[b]`` (``COUNTERS``,) int64; ``rng[b]`` (3, 6) uint64: the PCG64 states of the
+``assign``, ``service`` and ``noise`` streams; ``slot_stats[b, TOTAL_COUNTS]``, ``slot_stats[b, TOTAL_SUMS]``
+(I, J): the episode's N and Σξ; ``stats[b]`` (``STATS``,) float64: the slot's scalars and the episode totals;
+``obs[b]``: the observation (float32); ``r[b]`` (I, J) and ``arrivals[b]`` (T + 1,): the instance and arrivals.
+The slot's scratch and per-slot results live in row 0 whatever the copy (a batch shares one row, so a step moves
+fewer bytes per copy): ``draws[0]`` (``DRAW_ROWS``, n) float64 and ``servers[0]`` (``SERVER_ROWS``, n) int64:
+the per-server draws and outcomes; ``slot_stats[0]``'s y, N and Σξ; ``classes[0]`` (``CLASS_ROWS``, I) int64:
+Q(t), D(t), A(t+1); ``scratch[0]`` (2, K + I) int64 and ``work[0]`` (:func:`work_size`,) float64.
 """
 
 from __future__ import annotations
@@ -424,8 +422,8 @@ def draw_slot(rng, noise_std, draws, servers, b):
 
 
 @njit(cache=True)
-def select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats, classes,
-                   scratch, b):  # fmt: skip
+def select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats, classes, scratch, work,
+                   b):  # fmt: skip
     """Each available server picks class i w.p. y_ij/n_j, then a uniform waiting job of that class (Alg. 1)."""
     n_jobs, n_cls = counters[b, N_JOBS], slot_stats.shape[2]
     acc = 0
@@ -438,17 +436,20 @@ def select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, s
         scratch[0, 1, c] += 1
     for i in range(n_cls):
         scratch[0, 1, i] -= classes[0, QUEUE, i]
-    for s in range(server_ids.shape[1]):
-        j, select = server_ids[0, s], draws[0, SELECT, s]
-        cap = schedule[trow, j]
-        capf = float(max(cap, 1))
-        cls, total = 0, 0.0  # how many prefix sums of column j of y, divided by n_j, are ≤ the uniform
+    n_cols = slot_stats.shape[3]
+    for j in range(n_cols):  # the prefix sums of each column of y divided by n_j, into work[0] (row-major)
+        capf, total = float(max(schedule[trow, j], 1)), 0.0
         for i in range(n_cls):
             total += slot_stats[0, Y, i, j]
-            if total / capf <= select:
+            work[0, i * n_cols + j] = total / capf
+    for s in range(server_ids.shape[1]):
+        j, select = server_ids[0, s], draws[0, SELECT, s]
+        cls = 0  # how many of column j's are ≤ the uniform
+        for i in range(n_cls):
+            if work[0, i * n_cols + j] <= select:
                 cls += 1
         servers[0, JOB, s] = -1
-        if cls < n_cls and server_ids[1, s] < cap:
+        if cls < n_cls and server_ids[1, s] < schedule[trow, j]:
             pick = int(np.floor(draws[0, PICK, s] * classes[0, QUEUE, cls]))
             servers[0, JOB, s] = scratch[0, 0, scratch[0, 1, cls] + pick]
 
@@ -551,7 +552,7 @@ def slot_batch(kind, actions, stepping, r_star, rewards, status, r, mu, costs, a
             select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats)
         else:
             select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats, classes, scratch,
-                           b)  # fmt: skip
+                           work, b)  # fmt: skip
         settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, job_stats, counters, draws,
                servers, slot_stats, classes, stats, scratch, work, r_star[b], kappa, gamma_env, reward_mode, max_jobs,
                b)  # fmt: skip

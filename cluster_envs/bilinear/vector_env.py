@@ -19,9 +19,11 @@ class ClusterBilinearVectorEnv(BatchedCopies):
     Each copy is reset by its own :class:`ClusterBilinearEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as in
     ``SyncVectorEnv``), whose simulator arrays then become rows of batch arrays that
     :func:`~cluster_envs.bilinear.kernel.slot_batch`, the single env's compiled slot, steps in one call, so there
-    is one implementation of the model. Autoreset is
-    Gymnasium's ``NEXT_STEP``: the step after a copy's episode ends resets it (its action is ignored, its reward
-    0, its info that of ``reset``). Supported: ``action_mode="allocation"``,
+    is one implementation of the model. Autoreset is Gymnasium's ``NEXT_STEP``: the step after a copy's episode
+    ends resets it (its action is ignored, its reward 0, its info that of ``reset``) with the draws its env's
+    ``reset`` would make, compiled for all the copies resetting together (:meth:`_autoreset`); the copies' env
+    objects then hold their generator and simulator (current), not their problem or oracle (those of their last
+    ``reset``). Supported: ``action_mode="allocation"``,
     ``observation_mode="queues"`` and no ``server_schedule``. ``info`` holds the ``info_level="minimal"`` keys
     as (B,) arrays with ``_key`` masks and, for copies whose episode ends, ``episode_summary``.
     """
