@@ -13,7 +13,9 @@ indexing the words in place creates no array views, which cost more than the dra
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, uint64
+from llvmlite import ir
+from numba import njit, types, uint64
+from numba.extending import intrinsic
 
 # NumPy's ziggurat tables for the standard normal, as numba ships them (the same arrays NumPy compiles in).
 from numba.np.random._constants import fi_double, ki_double, wi_double, ziggurat_nor_inv_r, ziggurat_nor_r
@@ -36,16 +38,17 @@ def pcg_state(generator: np.random.Generator) -> np.ndarray:
     return np.array(words, dtype=np.uint64)
 
 
-@njit(cache=True, inline="always")
-def _mul_64x64(a, b):
-    """The full 128-bit product of two uint64 as (hi, lo)."""
-    a_lo, a_hi = a & _MASK32, a >> uint64(32)
-    b_lo, b_hi = b & _MASK32, b >> uint64(32)
-    p0, p1, p2, p3 = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi
-    mid = (p0 >> uint64(32)) + (p1 & _MASK32) + (p2 & _MASK32)
-    lo = (p0 & _MASK32) | (mid << uint64(32))
-    hi = p3 + (p1 >> uint64(32)) + (p2 >> uint64(32)) + (mid >> uint64(32))
-    return hi, lo
+@intrinsic
+def _mul_64x64(typingctx, a, b):
+    """The full 128-bit product of two uint64 as (hi, lo): one 64 × 64 → 128-bit multiply in LLVM."""
+
+    def codegen(context, builder, signature, args):
+        wide = ir.IntType(128)
+        product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
+        high = builder.trunc(builder.lshr(product, ir.Constant(wide, 64)), ir.IntType(64))
+        return context.make_tuple(builder, signature.return_type, (high, builder.trunc(product, ir.IntType(64))))
+
+    return types.UniTuple(types.uint64, 2)(types.uint64, types.uint64), codegen
 
 
 @njit(cache=True, inline="always")
