@@ -5,7 +5,7 @@ below) and steps them with :func:`step_begin` and :func:`step_end`. The utility'
 (``np.power`` / ``np.log1p``) runs between the two as one numpy call: numpy's SIMD maths differs from
 libm in the last bit, and the trajectories must stay bit-for-bit those of the vectorized numpy model
 (golden hashes). Sums use :func:`pairwise_sum`, numpy's summation order, and the matrix-vector products
-``np.dot`` (the BLAS numpy uses), for the same reason.
+:func:`executed_dot`, the summation order of the BLAS numpy uses, for the same reason.
 """
 
 from __future__ import annotations
@@ -101,6 +101,76 @@ def pairwise_sum(a, start, n):
         half = _half(sizes[top])
         starts[top + 1], sizes[top + 1], stage[top + 1] = starts[top] + half, sizes[top] - half, 0
         top += 1
+
+
+@njit(cache=True)
+def _ddot(a, x) -> float:
+    """OpenBLAS's Haswell ``ddot`` of (n,) vectors: 16 lanes over the first n & -16 terms (lane i % 16), reduced
+    as its ``ddot_microk_haswell-2.c``, then the remaining terms one by one. Exact only where every product is."""
+    n = a.shape[0]
+    n1 = n & -16
+    dot = 0.0
+    if n1:
+        lanes = np.zeros(16)
+        for i in range(n1):
+            lanes[i & 15] += a[i] * x[i]
+        low = ((lanes[0] + lanes[2]) + (lanes[4] + lanes[6])) + ((lanes[8] + lanes[10]) + (lanes[12] + lanes[14]))
+        high = ((lanes[1] + lanes[3]) + (lanes[5] + lanes[7])) + ((lanes[9] + lanes[11]) + (lanes[13] + lanes[15]))
+        dot = low + high
+    for i in range(n1, n):
+        dot += a[i] * x[i]
+    return dot
+
+
+@njit(cache=True)
+def executed_dot(executed, x, out) -> None:
+    """``out = executed @ x`` bit for bit as numpy computes it with OpenBLAS (Haswell kernels, the ones this
+    suite's wheels select on x86-64 with AVX2): a (1, M) matrix is a ``ddot``; larger ones a ``dgemv_t``, whose
+    rows in blocks of 4 (and a last single row) sum the first M & -4 terms in 4 lanes i % 4, reduced as
+    (l0 + l2) + (l1 + l3), a block of 2 rows in 2 lanes i % 2, then the last M % 4 terms as one group.
+    Loops instead of BLAS calls: a call costs more than these few terms. ``executed`` is 0/1, so every product
+    is exact and only the summation order matters (FMA or not). Written without helper calls or stepped
+    ``range`` loops, which numba compiles into far slower code here."""
+    n_rows, m = executed.shape
+    if m >= 2048:  # dgemv_t blocks the columns beyond this: let BLAS do it
+        if n_rows == 1:
+            out[0] = np.dot(executed[0], x)
+        else:
+            out[:] = np.dot(executed, x)
+        return
+    if n_rows == 1:
+        out[0] = _ddot(executed[0], x)
+        return
+    body = m - (m & 3)
+    fours = n_rows & -4
+    two_from, two_to = fours, fours + ((n_rows - fours) & 2)
+    for k in range(n_rows):
+        s = 0.0
+        if body:
+            l0 = l1 = l2 = l3 = 0.0
+            i = 0
+            if two_from <= k < two_to:
+                while i < body:
+                    l0 += executed[k, i] * x[i]
+                    l1 += executed[k, i + 1] * x[i + 1]
+                    i += 2
+                s = 0.0 + (l0 + l1)
+            else:
+                while i < body:
+                    l0 += executed[k, i] * x[i]
+                    l1 += executed[k, i + 1] * x[i + 1]
+                    l2 += executed[k, i + 2] * x[i + 2]
+                    l3 += executed[k, i + 3] * x[i + 3]
+                    i += 4
+                s = 0.0 + ((l0 + l2) + (l1 + l3))
+        if body < m:
+            tail = executed[k, body] * x[body]
+            i = body + 1
+            while i < m:
+                tail = tail + executed[k, i] * x[i]
+                i += 1
+            s = s + tail
+        out[k] = s
 
 
 @njit(cache=True)
@@ -221,12 +291,8 @@ def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c,
             executed[k, i] = 1.0 if run else 0.0
             if run:
                 mi[NOW_JOB, i] = j  # the last executed slot wins, as numpy's fancy assignment
-    if n_slots == 1:  # numpy's (1, M) @ (M,) is a dot product, not a matrix-vector product
-        sf[SLOT_WORK, 0] = np.dot(executed[0], rates)
-        sf[SLOT_COST, 0] = np.dot(executed[0], mf[PRICE])
-    else:
-        sf[SLOT_WORK] = np.dot(executed, rates)
-        sf[SLOT_COST] = np.dot(executed, mf[PRICE])
+    executed_dot(executed, rates, sf[SLOT_WORK])
+    executed_dot(executed, mf[PRICE], sf[SLOT_COST])
     # migrations: machines whose previous, still-running occupant changed (before this slot's exhaustions)
     moved = 0
     for i in range(m):

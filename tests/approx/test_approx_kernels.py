@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cluster_envs.approx.kernels import pairwise_sum
+from cluster_envs.approx.kernels import executed_dot, pairwise_sum
 from cluster_envs.approx.projection import categorical_round, project_columns
 
 
@@ -63,3 +63,17 @@ def test_pairwise_sum_is_numpys_sum():
         if n > 10:
             assert pairwise_sum(a, 3, n - 5) == a[3 : n - 2].sum()
     assert str(pairwise_sum(np.array([-0.0]), 0, 1)) == str(np.array([-0.0]).sum())
+
+
+@pytest.mark.parametrize("n_rows", [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 64])
+def test_executed_dot_is_numpys_matrix_vector_product_bit_for_bit(n_rows):
+    """The loops follow OpenBLAS's summation order; a 0/1 matrix makes every product exact, so any other order
+    (or grouping of the last M % 4 terms) shows up in the last bits of these wide-ranging values."""
+    rng = np.random.default_rng(n_rows)
+    for m in [*range(1, 40), 64, 100, 203, 1000]:
+        for _ in range(4):
+            x = rng.random(m) * 10.0 ** rng.uniform(-3, 3, m)
+            executed = (rng.random((n_rows, m)) < rng.uniform(0.2, 1.0)).astype(np.float64)
+            out = np.empty(n_rows)
+            executed_dot(executed, x, out)
+            np.testing.assert_array_equal(out, executed @ x, err_msg=f"{n_rows} x {m}")
