@@ -508,16 +508,31 @@ def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, j
 
 
 @njit(cache=True)
-def batch_end(power_out, offsets, stepping, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f, p, beta, rows, occupant):
-    """:func:`step_end` for every stepping copy, then its ``jobs`` rows and ``last_occupant``."""
+def batch_end(power_out, offsets, stepping, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f, p, beta, horizon, obs):
+    """:func:`step_end` for every stepping copy, then every copy's observation (the single env's
+    ``observation_from``) written straight into the fresh batch arrays ``obs`` = (time, price, n_obs, sum_obs,
+    last_rate, last_mask, jobs, last_occupant); a (B, 0) ``last_occupant`` is not written (single-job env)."""
+    time, price, n_obs, sum_obs, last_rate, last_mask, jobs, occupant = obs
+    n_slots, m = executed.shape[1], executed.shape[2]
     for b in range(stepping.size):
+        n = n_jobs[b]
         if stepping[b]:
-            n = n_jobs[b]
             step_end(power_out[offsets[b] : offsets[b + 1]], executed[b], jf[b, :, :n], ji[b, :, :n], mf[b], mi[b],
                      si[b], sf[b], c[b], f[b], p)  # fmt: skip
-            write_job_rows(rows[b], beta, False, jf[b, :, :n], ji[b, :, :n], si[b], c[b, T])
-            occupant[b] = 0
-            for k in range(executed.shape[1]):
-                for i in range(executed.shape[2]):
+        t = c[b, T]
+        time[b, 0] = t / horizon
+        time[b, 1] = (horizon - t) / horizon
+        for i in range(m):
+            price[b, i] = mf[b, PRICE, i]
+            n_obs[b, i] = mf[b, N_OBS, i]
+            sum_obs[b, i] = mf[b, SUM_OBS, i]
+            last_rate[b, i] = mf[b, LAST_RATE, i]
+            last_mask[b, i] = mi[b, LAST_MASK, i]
+        write_job_rows(jobs[b], beta, False, jf[b, :, :n], ji[b, :, :n], si[b], t)
+        if occupant.shape[1]:
+            for i in range(m):
+                slot = 0
+                for k in range(n_slots):
                     if executed[b, k, i] > 0:
-                        occupant[b, i] += k + 1
+                        slot += k + 1
+                occupant[b, i] = slot

@@ -9,13 +9,13 @@ import numpy as np
 
 from cluster_envs.approx import kernels
 from cluster_envs.approx.dynamics import ApproxSimulator
-from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv, kernel_array, observation_from
+from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv, kernel_array
 from cluster_envs.approx.workloads import CHUNK
 from cluster_envs.common.vector import BatchedCopies
 
 # Simulator arrays whose last axis is the job axis (padded to a common width in the batch) and the fixed-size ones.
 JOB_ARRAYS = {"jf": (kernels.JF_ROWS, np.float64), "ji": (kernels.JI_ROWS, np.int64)}
-FIXED_ARRAYS = ("mf", "mi", "si", "sf", "c", "f", "assign", "executed", "rows")
+FIXED_ARRAYS = ("mf", "mi", "si", "sf", "c", "f", "assign", "executed")
 
 
 class ClusterApproxVectorEnv(BatchedCopies):
@@ -49,14 +49,13 @@ class ClusterApproxVectorEnv(BatchedCopies):
             "f": np.zeros((b, kernels.F_SIZE)),
             "assign": np.zeros((b, k, m), dtype=bool),
             "executed": np.zeros((b, k, m)),
-            "rows": np.zeros((b, k, len(first._job_bounds()))),
         }
+        self._n_fields = len(first._job_bounds())
         self._width = 0  # padded job-axis width
         self._n_jobs = np.zeros(b, dtype=np.int64)
         self._rates = np.zeros((b, CHUNK, m))
         self._chunk_start = np.zeros(b, dtype=np.int64)
         self._chunk_end = np.zeros(b, dtype=np.int64)
-        self._occupant = np.zeros((b, m), dtype=np.int64)
         self._offsets = np.zeros(b + 1, dtype=np.int64)
         self._p = np.zeros(kernels.P_SIZE, dtype=np.int64)
 
@@ -103,8 +102,6 @@ class ClusterApproxVectorEnv(BatchedCopies):
         self._n_jobs[b] = sim.n_jobs
         self._p[:] = sim.p
         self._chunk_start[b] = self._chunk_end[b] = 0
-        self._occupant[b] = 0
-        sim.job_rows()  # into the batch's rows
         self._needs_reset[b] = False
         return info
 
@@ -145,22 +142,38 @@ class ClusterApproxVectorEnv(BatchedCopies):
             np.log1p(values, out=out)
         else:
             out[:] = values
-        kernels.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], self._n_jobs,
-                          a["mf"], a["mi"], a["si"], a["sf"], a["c"], a["f"], self._p, float(self.config.beta),
-                          a["rows"], self._occupant)  # fmt: skip
+        observation = self._end(stepping)
         rewards = np.where(stepping, a["f"][:, self._reward_entry], 0.0)
         terminated = stepping & (a["c"][:, kernels.T] == self.config.horizon)
         infos = self._infos(stepping, terminated)
         for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info
             infos = self._add_info(infos, info, b)
         self._needs_reset = terminated.copy()  # the caller may write into the returned array
-        return self._batch_observation(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
+        return observation, rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
 
     # ------------------------------------------------------------------ outputs
     def _batch_observation(self) -> dict[str, np.ndarray]:
-        a = self._batch
-        return observation_from(a["c"][:, kernels.T], self.config.horizon, a["mf"], a["mi"], a["rows"],
-                                self.env_class.single_job, ("last_occupant", self._occupant.copy()))  # fmt: skip
+        return self._end(np.zeros(self.num_envs, dtype=bool))
+
+    def _end(self, stepping: np.ndarray) -> dict[str, np.ndarray]:
+        """Finish the slot of the ``stepping`` copies; every copy's observation, written by the kernel straight into
+        fresh arrays (the single env's ``observation_from``, key for key)."""
+        a, b, m = self._batch, self.num_envs, self.config.n_machines
+        single = self.env_class.single_job
+        obs = {"time": np.empty((b, 2))}
+        for key in ("price", "n_obs", "sum_obs", "last_rate"):
+            obs[key] = np.empty((b, m))
+        obs["last_mask"] = np.empty((b, m), dtype=np.int8)
+        jobs = np.empty((b, self.config.max_visible_jobs, self._n_fields))
+        occupant = np.empty((b, 0 if single else m), dtype=np.int64)
+        kernels.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], self._n_jobs,
+                          a["mf"], a["mi"], a["si"], a["sf"], a["c"], a["f"], self._p, float(self.config.beta),
+                          self.config.horizon, (*obs.values(), jobs, occupant))  # fmt: skip
+        if single:
+            obs["job"] = jobs.reshape(b, self._n_fields)
+        else:
+            obs["jobs"], obs["last_occupant"] = jobs, occupant
+        return obs
 
     def _infos(self, stepping: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
         f = self._batch["f"]
