@@ -74,6 +74,6 @@ def test_executed_dot_is_numpys_matrix_vector_product_bit_for_bit(n_rows):
         for _ in range(4):
             x = rng.random(m) * 10.0 ** rng.uniform(-3, 3, m)
             executed = (rng.random((n_rows, m)) < rng.uniform(0.2, 1.0)).astype(np.float64)
-            out = np.empty(n_rows)
-            executed_dot(executed, x, out)
-            np.testing.assert_array_equal(out, executed @ x, err_msg=f"{n_rows} x {m}")
+            out = np.empty((1, 1, n_rows))
+            executed_dot(executed[None], 0, x[None, None], 0, 0, out, 0)
+            np.testing.assert_array_equal(out[0, 0], executed @ x, err_msg=f"{n_rows} x {m}")
