@@ -7,6 +7,7 @@ import pytest
 
 from cluster_envs.approx.kernels import executed_dot, pairwise_sum
 from cluster_envs.approx.projection import categorical_round, project_columns
+from cluster_envs.approx.workloads import ap_time, onoff_periods, onoff_rates
 
 
 def _numpy_projection(y):
@@ -77,3 +78,39 @@ def test_executed_dot_is_numpys_matrix_vector_product_bit_for_bit(n_rows):
             out = np.empty((1, 1, n_rows))
             executed_dot(executed[None], 0, x[None, None], 0, 0, out, 0)
             np.testing.assert_array_equal(out[0, 0], executed @ x, err_msg=f"{n_rows} x {m}")
+
+
+def _numpy_ap_time(ends, is_ap, times):
+    """The vectorized formulation the compiled ap_time replaced (reference)."""
+    n_machines, n_periods = ends.shape
+    horizon_cap = float(times.max()) + 1.0
+    offsets = (horizon_cap + 1.0) * np.arange(n_machines)[:, None]
+    flat = (np.minimum(ends, horizon_cap) + offsets).ravel()
+    idx = np.searchsorted(flat, (times[None, :] + offsets).ravel(), side="right").reshape(n_machines, -1)
+    idx -= (n_periods * np.arange(n_machines))[:, None]
+    starts = np.concatenate([np.zeros((n_machines, 1)), ends[:, :-1]], axis=1)
+    cum_ap_before = np.concatenate(
+        [np.zeros((n_machines, 1)), np.cumsum((ends - starts) * is_ap, axis=1)[:, :-1]], axis=1
+    )
+    rows = np.arange(n_machines)[:, None]
+    return (cum_ap_before[rows, idx] + (times[None, :] - starts[rows, idx]) * is_ap[rows, idx]).T
+
+
+def test_ap_time_and_onoff_rates_equal_the_numpy_formulation_bit_for_bit():
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        m, horizon = int(rng.integers(1, 40)), int(rng.integers(1, 3000))
+        ends, is_ap = onoff_periods(rng, m, horizon)
+        for times in (
+            np.arange(0, min(horizon, 513), dtype=np.float64),
+            np.arange(horizon // 2, horizon + 1, dtype=np.float64),
+            np.array([float(horizon)]),
+            rng.uniform(0, horizon, 9),  # unsorted
+        ):
+            ap = ap_time(ends, is_ap, times)
+            np.testing.assert_array_equal(ap, _numpy_ap_time(ends, is_ap, times))
+            if times.size > 1:
+                high, low, speed = rng.random((times.size - 1, m)), rng.random((times.size - 1, m)), rng.random(m)
+                frac = np.diff(ap, axis=0)
+                expected = speed * (frac * high + (1.0 - frac) * low)
+                np.testing.assert_array_equal(onoff_rates(ap, high, low, speed), expected)
