@@ -166,7 +166,7 @@ class ApproxSimulator:
         self.p[kernels.P_HAS_OPT] = opt_per_job is not None
         self.p[kernels.P_HORIZON] = problem.horizon
         self.assign = np.zeros((k, m), dtype=bool)
-        self.executed = np.zeros((k, m))
+        self.executed = np.zeros((k, m), dtype=np.uint8)  # 0/1: 8x less memory than floats in the batch
         self.power_in = np.zeros(k + n)
         self.power_out = np.zeros(k + n)
         self.rows = np.zeros((k, len(problem.job_fields)))

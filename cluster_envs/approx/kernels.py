@@ -143,10 +143,11 @@ def executed_dot(executed, b, x, xb, xrow, out, orow) -> None:
     compiles a stepped ``range`` into a much slower loop."""
     n_rows, m = executed.shape[1], executed.shape[2]
     if m >= 2048:  # dgemv_t blocks the columns beyond this: let BLAS do it
+        as_float = executed[b].astype(np.float64)
         if n_rows == 1:
-            out[b, orow, 0] = np.dot(executed[b, 0], x[xb, xrow])
+            out[b, orow, 0] = np.dot(as_float[0], x[xb, xrow])
         else:
-            out[b, orow] = np.dot(executed[b], x[xb, xrow])
+            out[b, orow] = np.dot(as_float, x[xb, xrow])
         return
     if n_rows == 1:
         n1 = m & -16
@@ -307,7 +308,7 @@ def _begin(actions, b, mode, rates, rate_row, assign, executed, jf, ji, n_jobs, 
                     run = False
                     n_blocked += 1
                     si[b, EXHAUSTED_NOW, k] = 1
-            executed[b, k, i] = 1.0 if run else 0.0
+            executed[b, k, i] = 1 if run else 0
             if run:
                 mi[b, NOW_JOB, i] = j  # the last executed slot wins, as numpy's fancy assignment
     executed_dot(executed, b, rates, b, rate_row, sf, SLOT_WORK)

@@ -48,7 +48,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
             "c": np.zeros((b, kernels.C_SIZE), dtype=np.int64),
             "f": np.zeros((b, kernels.F_SIZE)),
             "assign": np.zeros((b, k, m), dtype=bool),
-            "executed": np.zeros((b, k, m)),
+            "executed": np.zeros((b, k, m), dtype=np.uint8),
         }
         self._n_fields = len(first._job_bounds())
         self._width = 0  # padded job-axis width
