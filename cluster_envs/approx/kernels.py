@@ -5,7 +5,7 @@ below) and steps them with :func:`step_begin` and :func:`step_end`. The utility'
 (``np.power`` / ``np.log1p``) runs between the two as one numpy call: numpy's SIMD maths differs from
 libm in the last bit, and the trajectories must stay bit-for-bit those of the vectorized numpy model
 (golden hashes). Sums use :func:`pairwise_sum`, numpy's summation order, and the matrix-vector products
-:func:`executed_dot`, the summation order of the BLAS numpy uses, for the same reason.
+``executed @ rates`` BLAS's summation order (:func:`batch_begin`), for the same reason.
 """
 
 from __future__ import annotations
@@ -131,70 +131,6 @@ def pairwise_sum(a, start, n):
     return _pairwise(a[None, None], 0, 0, start, n)
 
 
-@njit(cache=True, inline="always")
-def executed_dot(executed, b, x, xb, xrow, out, orow) -> None:
-    """``out[b, orow] = executed[b] @ x[xb, xrow]`` bit for bit as numpy computes it with OpenBLAS (its Haswell
-    kernels, the ones this suite's wheels select on x86-64 with AVX2). A (1, M) matrix is a ``ddot``: 16 lanes
-    i % 16 over the first M & -16 terms, reduced as ``ddot_microk_haswell-2.c``, then the other terms one by one.
-    Larger ones are a ``dgemv_t``: rows in blocks of 4 (and a last single row) sum the first M & -4 terms in 4
-    lanes i % 4, reduced as (l0 + l2) + (l1 + l3), a block of 2 rows in 2 lanes i % 2; then the last M % 4 terms
-    are added as one group. Loops instead of BLAS calls: a call costs more than these few terms. ``executed`` is
-    0/1, so every product is exact and only the summation order matters (FMA or not). ``while`` loops: numba
-    compiles a stepped ``range`` into a much slower loop."""
-    n_rows, m = executed.shape[1], executed.shape[2]
-    if m >= 2048:  # dgemv_t blocks the columns beyond this: let BLAS do it
-        as_float = executed[b].astype(np.float64)
-        if n_rows == 1:
-            out[b, orow, 0] = np.dot(as_float[0], x[xb, xrow])
-        else:
-            out[b, orow] = np.dot(as_float, x[xb, xrow])
-        return
-    if n_rows == 1:
-        n1 = m & -16
-        dot = 0.0
-        if n1:
-            lanes = np.zeros(16)
-            for i in range(n1):
-                lanes[i & 15] += executed[b, 0, i] * x[xb, xrow, i]
-            low = ((lanes[0] + lanes[2]) + (lanes[4] + lanes[6])) + ((lanes[8] + lanes[10]) + (lanes[12] + lanes[14]))
-            high = ((lanes[1] + lanes[3]) + (lanes[5] + lanes[7])) + ((lanes[9] + lanes[11]) + (lanes[13] + lanes[15]))
-            dot = low + high
-        for i in range(n1, m):
-            dot += executed[b, 0, i] * x[xb, xrow, i]
-        out[b, orow, 0] = dot
-        return
-    body = m - (m & 3)
-    fours = n_rows & -4
-    two_from, two_to = fours, fours + ((n_rows - fours) & 2)
-    for k in range(n_rows):
-        s = 0.0
-        if body:
-            l0 = l1 = l2 = l3 = 0.0
-            i = 0
-            if two_from <= k < two_to:
-                while i < body:
-                    l0 += executed[b, k, i] * x[xb, xrow, i]
-                    l1 += executed[b, k, i + 1] * x[xb, xrow, i + 1]
-                    i += 2
-                s = 0.0 + (l0 + l1)
-            else:
-                while i < body:
-                    l0 += executed[b, k, i] * x[xb, xrow, i]
-                    l1 += executed[b, k, i + 1] * x[xb, xrow, i + 1]
-                    l2 += executed[b, k, i + 2] * x[xb, xrow, i + 2]
-                    l3 += executed[b, k, i + 3] * x[xb, xrow, i + 3]
-                    i += 4
-                s = 0.0 + ((l0 + l2) + (l1 + l3))
-        if body < m:
-            tail = executed[b, k, body] * x[xb, xrow, body]
-            i = body + 1
-            while i < m:
-                tail = tail + executed[b, k, i] * x[xb, xrow, i]
-                i += 1
-            s = s + tail
-        out[b, orow, k] = s
-
-
 @njit(cache=True)
 def budget_check_into(assign, prices, spent, budget, out) -> None:
     """Alg. 1 lines 7-12 per row (A4): keep machine i of row k iff spent_k + Σ_{i' ≤ i} p_i' x_k^i' < budget_k."""
@@ -220,25 +156,6 @@ def _validate(actions, b, mode, n_slots) -> int:
         if actions[b, i] < 0 or actions[b, i] > high:
             return OUT_OF_RANGE
     return 0
-
-
-@njit(cache=True, inline="always")
-def _decode(actions, b, mode, assign) -> None:
-    n_slots, m = assign.shape[1], assign.shape[2]
-    for k in range(n_slots):
-        for i in range(m):
-            assign[b, k, i] = False
-    if mode == DECODE_OCCUPANT:
-        for i in range(m):
-            if actions[b, i] > 0:
-                assign[b, int(actions[b, i]) - 1, i] = True
-    elif mode == DECODE_SINGLE:
-        for i in range(m):
-            assign[b, 0, i] = actions[b, i] != 0
-    else:
-        for k in range(n_slots):
-            for i in range(m):
-                assign[b, k, i] = actions[b, k * m + i] != 0
 
 
 @njit(cache=True)
@@ -276,120 +193,224 @@ def _repair(assign, b, si, jf, ji, mf, sf) -> int:
     return dropped
 
 
-@njit(cache=True, inline="always")
-def _begin(actions, b, mode, rates, rate_row, assign, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f, p, power_in,
-           out) -> int:  # fmt: skip
-    """Copy b's first half of slot t = c[b, T] + 1 (see :func:`step_begin`), its utility arguments written to
-    ``power_in[out:]``; the action is already validated. Job arrays may be padded: copy b has ``n_jobs`` jobs."""
-    _decode(actions, b, mode, assign)
-    t = c[b, T] + 1
+@njit(cache=True)
+def _executed_dot_blas(executed, b, x, xrow, out, orow) -> None:
+    """:func:`batch_begin`'s dot products where its loops do not follow OpenBLAS: M ≥ 2048 (``dgemv_t`` blocks
+    the columns: BLAS itself) and a (1, M ≥ 16) matrix (``ddot``: 16 lanes i % 16 over the first M & -16 terms,
+    reduced as ``ddot_microk_haswell-2.c``, then the other terms one by one)."""
+    n_slots, m = executed.shape[1], executed.shape[2]
+    if m >= 2048:
+        as_float = executed[b].astype(np.float64)
+        if n_slots == 1:
+            out[b, orow, 0] = np.dot(as_float[0], x[b, xrow])
+        else:
+            out[b, orow] = np.dot(as_float, x[b, xrow])
+        return
+    n1 = m & -16
+    lanes = np.zeros(16)
+    for i in range(n1):
+        lanes[i & 15] += executed[b, 0, i] * x[b, xrow, i]
+    low = ((lanes[0] + lanes[2]) + (lanes[4] + lanes[6])) + ((lanes[8] + lanes[10]) + (lanes[12] + lanes[14]))
+    high = ((lanes[1] + lanes[3]) + (lanes[5] + lanes[7])) + ((lanes[9] + lanes[11]) + (lanes[13] + lanes[15]))
+    dot = low + high
+    for i in range(n1, m):
+        dot += executed[b, 0, i] * x[b, xrow, i]
+    out[b, orow, 0] = dot
+
+
+@njit(cache=True)
+def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f,
+                p, power_in, offsets) -> int:  # fmt: skip
+    """First half of slot t = c[b, T] + 1 of every stepping copy b (leading axis of every array; the single env
+    is a batch of one, :func:`step_begin`): decode the action (validated before, :func:`batch_validate`), drop
+    proposals to empty slots, repair, budget-check, run the executed tasks and update work, spend, feedback and
+    migrations. Copy b's rates are ``rates[b, t - chunk_start[b]]``; its job arrays may be padded (it has
+    ``n_jobs[b]`` jobs). Writes copy b's utility arguments to ``power_in[offsets[b]:offsets[b + 1]]`` (the new
+    work of the jobs whose work changed, by job id, then W_j/(t − a_j) of every active job); returns their count.
+
+    One loop with the whole slot inside: an inlined helper taking arrays costs a reference count per array and
+    call, more than the work here. The work and cost products ``executed @ rates`` and ``executed @ prices``
+    follow numpy's BLAS (OpenBLAS, Haswell kernels: the ones this suite's wheels select on x86-64 with AVX2) bit
+    for bit: a (1, M) matrix is a ``ddot`` (M < 16: the terms one by one), a larger one a ``dgemv_t``, whose rows
+    in blocks of 4 (and a last single row) sum the first M & -4 terms in 4 lanes i % 4, reduced as
+    (l0 + l2) + (l1 + l3), a block of 2 rows in 2 lanes i % 2, then add the last M % 4 terms as one group.
+    ``executed`` is 0/1, so every product is exact and only this order matters (FMA or not). ``while`` loops:
+    numba compiles a stepped ``range`` into a much slower loop.
+    """
     n_slots, m = assign.shape[1], assign.shape[2]
-    n_invalid = 0
-    for k in range(n_slots):
-        if si[b, SLOT_JOB, k] < 0:
-            for i in range(m):
-                n_invalid += assign[b, k, i]
-                assign[b, k, i] = False
-    n_repaired = _repair(assign, b, si, jf, ji, mf, sf) if p[P_GENERALIZED] else 0
-    n_blocked = 0
-    for i in range(m):
-        mi[b, NOW_JOB, i] = -1
-    for k in range(n_slots):
-        j = si[b, SLOT_JOB, k]
-        spent = jf[b, SPENT, j] if j >= 0 else 0.0
-        budget = jf[b, BUDGET, j] if j >= 0 else np.inf
-        cumulative = 0.0
-        si[b, EXHAUSTED_NOW, k] = 0
-        for i in range(m):
-            run = assign[b, k, i]
-            if run and p[P_HARD]:
-                cumulative += mf[b, PRICE, i]
-                if not spent + cumulative < budget:
-                    run = False
-                    n_blocked += 1
-                    si[b, EXHAUSTED_NOW, k] = 1
-            executed[b, k, i] = 1 if run else 0
-            if run:
-                mi[b, NOW_JOB, i] = j  # the last executed slot wins, as numpy's fancy assignment
-    executed_dot(executed, b, rates, b, rate_row, sf, SLOT_WORK)
-    executed_dot(executed, b, mf, b, PRICE, sf, SLOT_COST)
-    # migrations: machines whose previous, still-running occupant changed (before this slot's exhaustions)
-    moved = 0
-    for i in range(m):
-        now = mi[b, NOW_JOB, i]
-        prev = mi[b, LAST_JOB, i]
-        if prev >= 0 and ji[b, ARRIVAL, prev] < t and t <= ji[b, DEADLINE, prev] and not ji[b, EXHAUSTED, prev]:
-            moved += now != prev
-        mi[b, LAST_JOB, i] = now
-        ran = now >= 0
-        mi[b, LAST_MASK, i] = ran
-        mf[b, N_OBS, i] += ran
-        mf[b, SUM_OBS, i] += rates[b, rate_row, i] if ran else 0.0
-        mf[b, LAST_RATE, i] = rates[b, rate_row, i] if ran else 0.0
-    f[b, MIGRATIONS] = moved / m
-    if t >= 2:
-        f[b, MIGRATION_SUM] += f[b, MIGRATIONS]
-    n_changed = 0
-    for k in range(n_slots):
-        j = si[b, SLOT_JOB, k]
-        if j < 0:
+    body = m - (m & 3)
+    two_from = n_slots & -4
+    two_to = two_from + ((n_slots - two_from) & 2)
+    looped = m < 2048 and (n_slots > 1 or m < 16)
+    total = 0
+    for b in range(stepping.size):
+        offsets[b] = total
+        if not stepping[b]:
             continue
-        old = jf[b, WORK, j]
-        jf[b, WORK, j] = old + sf[b, SLOT_WORK, k]
-        jf[b, SPENT, j] += sf[b, SLOT_COST, k]
-        if si[b, EXHAUSTED_NOW, k]:
-            ji[b, EXHAUSTED, j] = 1
+        t = c[b, T] + 1
+        row = t - chunk_start[b]
+        for k in range(n_slots):
+            for i in range(m):
+                assign[b, k, i] = False
+        if mode == DECODE_OCCUPANT:
+            for i in range(m):
+                if actions[b, i] > 0:
+                    assign[b, int(actions[b, i]) - 1, i] = True
+        elif mode == DECODE_SINGLE:
+            for i in range(m):
+                assign[b, 0, i] = actions[b, i] != 0
+        else:
+            for k in range(n_slots):
+                for i in range(m):
+                    assign[b, k, i] = actions[b, k * m + i] != 0
+        n_invalid = 0
+        for k in range(n_slots):
+            if si[b, SLOT_JOB, k] < 0:
+                for i in range(m):
+                    n_invalid += assign[b, k, i]
+                    assign[b, k, i] = False
+        n_repaired = _repair(assign, b, si, jf, ji, mf, sf) if p[P_GENERALIZED] else 0
+        n_blocked = 0
         for i in range(m):
-            if executed[b, k, i] > 0:
-                ji[b, SCHEDULED, j] = 1
-                break
-        if jf[b, WORK, j] != old:  # insertion by job id, the order of numpy's flatnonzero
-            pos = n_changed
-            while pos > 0 and si[b, CHANGED, pos - 1] > j:
-                si[b, CHANGED, pos] = si[b, CHANGED, pos - 1]
-                pos -= 1
-            si[b, CHANGED, pos] = j
-            n_changed += 1
-    for q in range(n_changed):
-        power_in[out + q] = jf[b, WORK, si[b, CHANGED, q]]
-    # active jobs a_j < t <= d_j, in job-id order (ids follow arrivals, so new ones append)
-    n_active = 0
-    for q in range(c[b, N_ACTIVE]):
-        j = ji[b, ACTIVE, q]
-        if t <= ji[b, DEADLINE, j]:
-            ji[b, ACTIVE, n_active] = j
-            n_active += 1
-    while c[b, NEXT_ACTIVATE] < n_jobs and ji[b, ARRIVAL, c[b, NEXT_ACTIVATE]] < t:
-        j = c[b, NEXT_ACTIVATE]
-        if t <= ji[b, DEADLINE, j]:
-            ji[b, ACTIVE, n_active] = j
-            n_active += 1
-        c[b, NEXT_ACTIVATE] += 1
-    for q in range(n_active):
-        j = ji[b, ACTIVE, q]
-        power_in[out + n_changed + q] = jf[b, WORK, j] / float(t - ji[b, ARRIVAL, j])
-    c[b, N_ACTIVE] = n_active
-    c[b, N_CHANGED] = n_changed
-    c[b, N_INVALID] = n_invalid
-    c[b, N_BLOCKED] = n_blocked
-    c[b, N_REPAIRED] = n_repaired
-    return n_changed + n_active
+            mi[b, NOW_JOB, i] = -1
+        for k in range(n_slots):
+            j = si[b, SLOT_JOB, k]
+            spent = jf[b, SPENT, j] if j >= 0 else 0.0
+            budget = jf[b, BUDGET, j] if j >= 0 else np.inf
+            cumulative = 0.0
+            si[b, EXHAUSTED_NOW, k] = 0
+            for i in range(m):
+                run = assign[b, k, i]
+                if run and p[P_HARD]:
+                    cumulative += mf[b, PRICE, i]
+                    if not spent + cumulative < budget:
+                        run = False
+                        n_blocked += 1
+                        si[b, EXHAUSTED_NOW, k] = 1
+                executed[b, k, i] = 1 if run else 0
+                if run:
+                    mi[b, NOW_JOB, i] = j  # the last executed slot wins, as numpy's fancy assignment
+        if not looped:
+            _executed_dot_blas(executed, b, rates, row, sf, SLOT_WORK)
+            _executed_dot_blas(executed, b, mf, PRICE, sf, SLOT_COST)
+        for k in range(n_slots if looped else 0):
+            work = cost = 0.0
+            if n_slots == 1:
+                for i in range(m):
+                    work += executed[b, 0, i] * rates[b, row, i]
+                    cost += executed[b, 0, i] * mf[b, PRICE, i]
+            else:
+                if body:
+                    w0 = w1 = w2 = w3 = c0 = c1 = c2 = c3 = 0.0
+                    i = 0
+                    if two_from <= k < two_to:
+                        while i < body:
+                            w0 += executed[b, k, i] * rates[b, row, i]
+                            w1 += executed[b, k, i + 1] * rates[b, row, i + 1]
+                            c0 += executed[b, k, i] * mf[b, PRICE, i]
+                            c1 += executed[b, k, i + 1] * mf[b, PRICE, i + 1]
+                            i += 2
+                        work, cost = 0.0 + (w0 + w1), 0.0 + (c0 + c1)
+                    else:
+                        while i < body:
+                            w0 += executed[b, k, i] * rates[b, row, i]
+                            w1 += executed[b, k, i + 1] * rates[b, row, i + 1]
+                            w2 += executed[b, k, i + 2] * rates[b, row, i + 2]
+                            w3 += executed[b, k, i + 3] * rates[b, row, i + 3]
+                            c0 += executed[b, k, i] * mf[b, PRICE, i]
+                            c1 += executed[b, k, i + 1] * mf[b, PRICE, i + 1]
+                            c2 += executed[b, k, i + 2] * mf[b, PRICE, i + 2]
+                            c3 += executed[b, k, i + 3] * mf[b, PRICE, i + 3]
+                            i += 4
+                        work, cost = 0.0 + ((w0 + w2) + (w1 + w3)), 0.0 + ((c0 + c2) + (c1 + c3))
+                if body < m:
+                    work_tail = executed[b, k, body] * rates[b, row, body]
+                    cost_tail = executed[b, k, body] * mf[b, PRICE, body]
+                    i = body + 1
+                    while i < m:
+                        work_tail = work_tail + executed[b, k, i] * rates[b, row, i]
+                        cost_tail = cost_tail + executed[b, k, i] * mf[b, PRICE, i]
+                        i += 1
+                    work, cost = work + work_tail, cost + cost_tail
+            sf[b, SLOT_WORK, k] = work
+            sf[b, SLOT_COST, k] = cost
+        # migrations: machines whose previous, still-running occupant changed (before this slot's exhaustions)
+        moved = 0
+        for i in range(m):
+            now = mi[b, NOW_JOB, i]
+            prev = mi[b, LAST_JOB, i]
+            if prev >= 0 and ji[b, ARRIVAL, prev] < t and t <= ji[b, DEADLINE, prev] and not ji[b, EXHAUSTED, prev]:
+                moved += now != prev
+            mi[b, LAST_JOB, i] = now
+            ran = now >= 0
+            mi[b, LAST_MASK, i] = ran
+            mf[b, N_OBS, i] += ran
+            mf[b, SUM_OBS, i] += rates[b, row, i] if ran else 0.0
+            mf[b, LAST_RATE, i] = rates[b, row, i] if ran else 0.0
+        f[b, MIGRATIONS] = moved / m
+        if t >= 2:
+            f[b, MIGRATION_SUM] += f[b, MIGRATIONS]
+        n_changed = 0
+        for k in range(n_slots):
+            j = si[b, SLOT_JOB, k]
+            if j < 0:
+                continue
+            old = jf[b, WORK, j]
+            jf[b, WORK, j] = old + sf[b, SLOT_WORK, k]
+            jf[b, SPENT, j] += sf[b, SLOT_COST, k]
+            if si[b, EXHAUSTED_NOW, k]:
+                ji[b, EXHAUSTED, j] = 1
+            for i in range(m):
+                if executed[b, k, i] > 0:
+                    ji[b, SCHEDULED, j] = 1
+                    break
+            if jf[b, WORK, j] != old:  # insertion by job id, the order of numpy's flatnonzero
+                pos = n_changed
+                while pos > 0 and si[b, CHANGED, pos - 1] > j:
+                    si[b, CHANGED, pos] = si[b, CHANGED, pos - 1]
+                    pos -= 1
+                si[b, CHANGED, pos] = j
+                n_changed += 1
+        for q in range(n_changed):
+            power_in[total + q] = jf[b, WORK, si[b, CHANGED, q]]
+        # active jobs a_j < t <= d_j, in job-id order (ids follow arrivals, so new ones append)
+        n_active = 0
+        for q in range(c[b, N_ACTIVE]):
+            j = ji[b, ACTIVE, q]
+            if t <= ji[b, DEADLINE, j]:
+                ji[b, ACTIVE, n_active] = j
+                n_active += 1
+        while c[b, NEXT_ACTIVATE] < n_jobs[b] and ji[b, ARRIVAL, c[b, NEXT_ACTIVATE]] < t:
+            j = c[b, NEXT_ACTIVATE]
+            if t <= ji[b, DEADLINE, j]:
+                ji[b, ACTIVE, n_active] = j
+                n_active += 1
+            c[b, NEXT_ACTIVATE] += 1
+        for q in range(n_active):
+            j = ji[b, ACTIVE, q]
+            power_in[total + n_changed + q] = jf[b, WORK, j] / float(t - ji[b, ARRIVAL, j])
+        c[b, N_ACTIVE] = n_active
+        c[b, N_CHANGED] = n_changed
+        c[b, N_INVALID] = n_invalid
+        c[b, N_BLOCKED] = n_blocked
+        c[b, N_REPAIRED] = n_repaired
+        total += n_changed + n_active
+    offsets[stepping.size] = total
+    return total
 
 
 @njit(cache=True)
 def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c, f, p, power_in) -> int:
-    """First half of slot t = c[T] + 1: validate and decode the action, drop proposals to empty slots, repair,
-    budget-check, run the executed tasks and update work, spend, feedback and migrations.
-
-    Returns the number of utility arguments written to ``power_in`` (the new work of the jobs whose work
-    changed, by job id, then W_j/(t − a_j) of every active job), or an error code < 0 (state untouched).
-    """
+    """:func:`batch_begin` for one env (a batch of one) after validating its action: the number of utility
+    arguments written to ``power_in``, or an error code < 0 (state untouched)."""
     actions = action[None]
     code = _validate(actions, 0, mode, assign.shape[0])
     if code < 0:
         return code
-    return _begin(actions, 0, mode, rates[None, None], 0, assign[None], executed[None], jf[None], ji[None],
-                  ji.shape[1], mf[None], mi[None], si[None], sf[None], c[None], f[None], p, power_in, 0)  # fmt: skip
+    one = np.ones(1, dtype=np.bool_)
+    return batch_begin(actions, mode, rates[None, None], np.full(1, c[T] + 1), one, assign[None], executed[None],
+                       jf[None], ji[None], np.full(1, ji.shape[1]), mf[None], mi[None], si[None], sf[None], c[None],
+                       f[None], p, power_in, np.empty(2, dtype=np.int64))  # fmt: skip
 
 
 @njit(cache=True, inline="always")
@@ -540,22 +561,6 @@ def batch_validate(actions, mode, n_slots, stepping):
             if code < 0:
                 return b, code
     return -1, 0
-
-
-@njit(cache=True)
-def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f,
-                p, power_in, offsets):  # fmt: skip
-    """:func:`step_begin` for every stepping copy b of a batch (leading axis; actions validated by
-    :func:`batch_validate`), with copy b's utility arguments at ``power_in[offsets[b]:offsets[b + 1]]``.
-    Job arrays are padded: copy b uses ``[..., :n_jobs[b]]``."""
-    total = 0
-    for b in range(actions.shape[0]):
-        offsets[b] = total
-        if stepping[b]:
-            total += _begin(actions, b, mode, rates, c[b, T] + 1 - chunk_start[b], assign, executed, jf, ji, n_jobs[b],
-                            mf, mi, si, sf, c, f, p, power_in, total)  # fmt: skip
-    offsets[actions.shape[0]] = total
-    return total
 
 
 @njit(cache=True)

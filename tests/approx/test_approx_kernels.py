@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cluster_envs.approx.kernels import executed_dot, pairwise_sum
+from cluster_envs.approx import kernels
+from cluster_envs.approx.kernels import pairwise_sum
 from cluster_envs.approx.projection import categorical_round, project_columns
 from cluster_envs.approx.workloads import ap_time, onoff_periods, onoff_rates
 
@@ -67,17 +68,29 @@ def test_pairwise_sum_is_numpys_sum():
 
 
 @pytest.mark.parametrize("n_rows", [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 64])
-def test_executed_dot_is_numpys_matrix_vector_product_bit_for_bit(n_rows):
-    """The loops follow OpenBLAS's summation order; a 0/1 matrix makes every product exact, so any other order
-    (or grouping of the last M % 4 terms) shows up in the last bits of these wide-ranging values."""
+def test_slot_work_and_cost_are_numpys_matrix_vector_products_bit_for_bit(n_rows):
+    """The kernel's loops follow OpenBLAS's summation order; a 0/1 matrix makes every product exact, so any other
+    order (or grouping of the last M % 4 terms) shows up in the last bits of these wide-ranging values."""
     rng = np.random.default_rng(n_rows)
     for m in [*range(1, 40), 64, 100, 203, 1000, 2100]:  # 2100: past the loops, BLAS itself
         for _ in range(4):
-            x = rng.random(m) * 10.0 ** rng.uniform(-3, 3, m)
+            rates, prices = (rng.random(m) * 10.0 ** rng.uniform(-3, 3, m) for _ in range(2))
             executed = (rng.random((n_rows, m)) < rng.uniform(0.2, 1.0)).astype(np.uint8)
-            out = np.empty((1, 1, n_rows))
-            executed_dot(executed[None], 0, x[None, None], 0, 0, out, 0)
-            np.testing.assert_array_equal(out[0, 0], executed @ x, err_msg=f"{n_rows} x {m}")
+            jf, ji = np.zeros((kernels.JF_ROWS, n_rows)), np.zeros((kernels.JI_ROWS, n_rows), dtype=np.int64)
+            ji[kernels.DEADLINE] = 10
+            mf = np.zeros((kernels.MF_ROWS, m))
+            mf[kernels.PRICE] = prices
+            mi = np.full((kernels.MI_ROWS, m), -1, dtype=np.int64)
+            si = np.zeros((kernels.SI_ROWS, n_rows), dtype=np.int64)
+            si[kernels.SLOT_JOB] = np.arange(n_rows)  # every slot holds a job; no budget check (p = 0)
+            sf, c, f = np.zeros((kernels.SF_ROWS, n_rows)), np.zeros(kernels.C_SIZE, np.int64), np.zeros(kernels.F_SIZE)
+            state = (np.zeros((n_rows, m), dtype=bool), np.zeros((n_rows, m), dtype=np.uint8), jf, ji, mf, mi, si, sf)
+            count = kernels.step_begin(executed.reshape(-1).astype(np.float64), kernels.DECODE_MATRIX, rates, *state, c,
+                                       f, np.zeros(kernels.P_SIZE, np.int64), np.zeros(2 * n_rows))  # fmt: skip
+            assert count >= 0
+            np.testing.assert_array_equal(state[1], executed)
+            np.testing.assert_array_equal(sf[kernels.SLOT_WORK], executed @ rates, err_msg=f"{n_rows} x {m}")
+            np.testing.assert_array_equal(sf[kernels.SLOT_COST], executed @ prices, err_msg=f"{n_rows} x {m}")
 
 
 def _numpy_ap_time(ends, is_ap, times):
