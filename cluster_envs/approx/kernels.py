@@ -413,64 +413,91 @@ def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c,
                        f[None], p, power_in, np.empty(2, dtype=np.int64))  # fmt: skip
 
 
-@njit(cache=True, inline="always")
-def _end(power_out, start, executed, b, jf, ji, n_jobs, mf, mi, si, sf, c, f, p) -> None:
-    """Copy b's second half of slot t (see :func:`step_end`), its g(x) values at ``power_out[start:]``."""
-    t = c[b, T] + 1
-    n_changed, n_active = c[b, N_CHANGED], c[b, N_ACTIVE]
-    for q in range(n_changed):
-        j = si[b, CHANGED, q]
-        new = jf[b, VALUE, j] * power_out[start + q]
-        jf[b, SCRATCH, q] = new - jf[b, FWORK, j]
-        jf[b, FWORK, j] = new
-    f[b, REWARD_TRUE] = _row_sum(jf, b, SCRATCH, n_changed)
-    f[b, UTILITY_TRUE] += f[b, REWARD_TRUE]
-    for q in range(n_active):
-        j = ji[b, ACTIVE, q]
-        length = float(t - ji[b, ARRIVAL, j])
-        new = length * (jf[b, VALUE, j] * power_out[start + n_changed + q])
-        jf[b, SCRATCH, q] = new - jf[b, SURROGATE, j]
-        jf[b, SURROGATE, j] = new
-    f[b, REWARD_APPROX] = _row_sum(jf, b, SCRATCH, n_active)
-    f[b, UTILITY_APPROX] += f[b, REWARD_APPROX]
-    if p[P_HAS_OPT]:
-        for q in range(n_active):
-            jf[b, SCRATCH, q] = jf[b, OPT_RATE, ji[b, ACTIVE, q]]
-        f[b, BENCHMARK_ACCRUED] += _row_sum(jf, b, SCRATCH, n_active)
-    # departures (deadline order): Fit (Eq. 8) and the sparse reward
-    first = c[b, NEXT_DEPARTURE]
-    while c[b, NEXT_DEPARTURE] < n_jobs and ji[b, DEADLINE, ji[b, DEPARTURE_ORDER, c[b, NEXT_DEPARTURE]]] <= t:
-        c[b, NEXT_DEPARTURE] += 1
-    n_leaving = c[b, NEXT_DEPARTURE] - first
-    for q in range(n_leaving):
-        j = ji[b, DEPARTURE_ORDER, first + q]
-        jf[b, SCRATCH, q] = jf[b, SPENT, j] - jf[b, BUDGET, j]
-    f[b, FIT_SIGNED] += _row_sum(jf, b, SCRATCH, n_leaving)
-    for q in range(n_leaving):
-        jf[b, SCRATCH, q] = max(jf[b, SCRATCH, q], 0.0)
-    f[b, FIT_POSITIVE] += _row_sum(jf, b, SCRATCH, n_leaving)
-    for q in range(n_leaving):
-        jf[b, SCRATCH, q] = jf[b, FWORK, ji[b, DEPARTURE_ORDER, first + q]]
-    f[b, REWARD_SPARSE] = _row_sum(jf, b, SCRATCH, n_leaving)
-    c[b, DEPARTURES_FROM] = first
-    for k in range(si.shape[2]):
-        j = si[b, SLOT_JOB, k]
-        if j >= 0 and (ji[b, DEADLINE, j] <= t or ji[b, EXHAUSTED, j]):
-            si[b, SLOT_JOB, k] = -1
-        si[b, IS_NEW, k] = 0
-    _admit(t, ji, b, n_jobs, si, c)
-    c[b, T] = t
-    c[b, TOTAL_INVALID] += c[b, N_INVALID]
-    c[b, TOTAL_BLOCKED] += c[b, N_BLOCKED]
-    c[b, TOTAL_REPAIRED] += c[b, N_REPAIRED]
+@njit(cache=True)
+def batch_end(power_out, offsets, stepping, executed, jf, ji, n_jobs, mf, mi, si, c, f, p, beta, horizon, obs):
+    """Second half of slot t of every stepping copy b (see :func:`batch_begin`; the single env is a batch of one,
+    :func:`step_end`): rewards from the utility terms ``value * power_out[offsets[b]:]`` (g(x) of batch_begin's
+    arguments: x^β, log(1 + x) or x), departures, freed slots and admissions. Then, unless ``obs`` is None, every
+    copy's observation (the single env's ``observation_from``) written straight into the fresh batch arrays
+    ``obs`` = (time, price, n_obs, sum_obs, last_rate, last_mask, jobs, last_occupant); a (B, 0)
+    ``last_occupant`` is not written (single-job env). One loop with the slot inside, as in batch_begin."""
+    n_slots, m = executed.shape[1], executed.shape[2]
+    for b in range(stepping.size):
+        if stepping[b]:
+            start, n = offsets[b], n_jobs[b]
+            t = c[b, T] + 1
+            n_changed, n_active = c[b, N_CHANGED], c[b, N_ACTIVE]
+            for q in range(n_changed):
+                j = si[b, CHANGED, q]
+                new = jf[b, VALUE, j] * power_out[start + q]
+                jf[b, SCRATCH, q] = new - jf[b, FWORK, j]
+                jf[b, FWORK, j] = new
+            f[b, REWARD_TRUE] = _row_sum(jf, b, SCRATCH, n_changed)
+            f[b, UTILITY_TRUE] += f[b, REWARD_TRUE]
+            for q in range(n_active):
+                j = ji[b, ACTIVE, q]
+                length = float(t - ji[b, ARRIVAL, j])
+                new = length * (jf[b, VALUE, j] * power_out[start + n_changed + q])
+                jf[b, SCRATCH, q] = new - jf[b, SURROGATE, j]
+                jf[b, SURROGATE, j] = new
+            f[b, REWARD_APPROX] = _row_sum(jf, b, SCRATCH, n_active)
+            f[b, UTILITY_APPROX] += f[b, REWARD_APPROX]
+            if p[P_HAS_OPT]:
+                for q in range(n_active):
+                    jf[b, SCRATCH, q] = jf[b, OPT_RATE, ji[b, ACTIVE, q]]
+                f[b, BENCHMARK_ACCRUED] += _row_sum(jf, b, SCRATCH, n_active)
+            # departures (deadline order): Fit (Eq. 8) and the sparse reward
+            first = c[b, NEXT_DEPARTURE]
+            while c[b, NEXT_DEPARTURE] < n and ji[b, DEADLINE, ji[b, DEPARTURE_ORDER, c[b, NEXT_DEPARTURE]]] <= t:
+                c[b, NEXT_DEPARTURE] += 1
+            n_leaving = c[b, NEXT_DEPARTURE] - first
+            for q in range(n_leaving):
+                j = ji[b, DEPARTURE_ORDER, first + q]
+                jf[b, SCRATCH, q] = jf[b, SPENT, j] - jf[b, BUDGET, j]
+            f[b, FIT_SIGNED] += _row_sum(jf, b, SCRATCH, n_leaving)
+            for q in range(n_leaving):
+                jf[b, SCRATCH, q] = max(jf[b, SCRATCH, q], 0.0)
+            f[b, FIT_POSITIVE] += _row_sum(jf, b, SCRATCH, n_leaving)
+            for q in range(n_leaving):
+                jf[b, SCRATCH, q] = jf[b, FWORK, ji[b, DEPARTURE_ORDER, first + q]]
+            f[b, REWARD_SPARSE] = _row_sum(jf, b, SCRATCH, n_leaving)
+            c[b, DEPARTURES_FROM] = first
+            for k in range(n_slots):
+                j = si[b, SLOT_JOB, k]
+                if j >= 0 and (ji[b, DEADLINE, j] <= t or ji[b, EXHAUSTED, j]):
+                    si[b, SLOT_JOB, k] = -1
+                si[b, IS_NEW, k] = 0
+            _admit(t, ji, b, n, si, c)
+            c[b, T] = t
+            c[b, TOTAL_INVALID] += c[b, N_INVALID]
+            c[b, TOTAL_BLOCKED] += c[b, N_BLOCKED]
+            c[b, TOTAL_REPAIRED] += c[b, N_REPAIRED]
+        if obs is not None:
+            time, price, n_obs, sum_obs, last_rate, last_mask, jobs, occupant = obs
+            t = c[b, T]
+            time[b, 0] = t / horizon
+            time[b, 1] = (horizon - t) / horizon
+            for i in range(m):
+                price[b, i] = mf[b, PRICE, i]
+                n_obs[b, i] = mf[b, N_OBS, i]
+                sum_obs[b, i] = mf[b, SUM_OBS, i]
+                last_rate[b, i] = mf[b, LAST_RATE, i]
+                last_mask[b, i] = mi[b, LAST_MASK, i]
+            _job_rows(jobs, b, beta, False, jf, ji, si, t)
+            if occupant.shape[1]:
+                for i in range(m):
+                    slot = 0
+                    for k in range(n_slots):
+                        if executed[b, k, i] > 0:
+                            slot += k + 1
+                    occupant[b, i] = slot
 
 
 @njit(cache=True)
 def step_end(power_out, executed, jf, ji, mf, mi, si, sf, c, f, p) -> None:
-    """Second half of slot t: rewards from the utility terms ``value * power_out``, departures, freed slots
-    and admissions. ``power_out`` holds g(x) of :func:`step_begin`'s arguments (x^β, log(1 + x) or x)."""
-    _end(power_out, 0, executed[None], 0, jf[None], ji[None], ji.shape[1], mf[None], mi[None], si[None], sf[None],
-         c[None], f[None], p)  # fmt: skip
+    """:func:`batch_end` for one env (a batch of one), without the observation."""
+    batch_end(power_out, np.zeros(2, dtype=np.int64), np.ones(1, dtype=np.bool_), executed[None], jf[None], ji[None],
+              np.full(1, ji.shape[1]), mf[None], mi[None], si[None], c[None], f[None], p, 0.0, 1, None)  # fmt: skip
 
 
 @njit(cache=True, inline="always")
@@ -561,32 +588,3 @@ def batch_validate(actions, mode, n_slots, stepping):
             if code < 0:
                 return b, code
     return -1, 0
-
-
-@njit(cache=True)
-def batch_end(power_out, offsets, stepping, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f, p, beta, horizon, obs):
-    """:func:`step_end` for every stepping copy, then every copy's observation (the single env's
-    ``observation_from``) written straight into the fresh batch arrays ``obs`` = (time, price, n_obs, sum_obs,
-    last_rate, last_mask, jobs, last_occupant); a (B, 0) ``last_occupant`` is not written (single-job env)."""
-    time, price, n_obs, sum_obs, last_rate, last_mask, jobs, occupant = obs
-    n_slots, m = executed.shape[1], executed.shape[2]
-    for b in range(stepping.size):
-        if stepping[b]:
-            _end(power_out, offsets[b], executed, b, jf, ji, n_jobs[b], mf, mi, si, sf, c, f, p)
-        t = c[b, T]
-        time[b, 0] = t / horizon
-        time[b, 1] = (horizon - t) / horizon
-        for i in range(m):
-            price[b, i] = mf[b, PRICE, i]
-            n_obs[b, i] = mf[b, N_OBS, i]
-            sum_obs[b, i] = mf[b, SUM_OBS, i]
-            last_rate[b, i] = mf[b, LAST_RATE, i]
-            last_mask[b, i] = mi[b, LAST_MASK, i]
-        _job_rows(jobs, b, beta, False, jf, ji, si, t)
-        if occupant.shape[1]:
-            for i in range(m):
-                slot = 0
-                for k in range(n_slots):
-                    if executed[b, k, i] > 0:
-                        slot += k + 1
-                occupant[b, i] = slot

@@ -167,7 +167,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
         jobs = np.empty((b, self.config.max_visible_jobs, self._n_fields))
         occupant = np.empty((b, 0 if single else m), dtype=np.int64)
         kernels.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], self._n_jobs,
-                          a["mf"], a["mi"], a["si"], a["sf"], a["c"], a["f"], self._p, float(self.config.beta),
+                          a["mf"], a["mi"], a["si"], a["c"], a["f"], self._p, float(self.config.beta),
                           self.config.horizon, (*obs.values(), jobs, occupant))  # fmt: skip
         if single:
             obs["job"] = jobs.reshape(b, self._n_fields)
