@@ -194,7 +194,7 @@ def _repair(assign, b, si, jf, ji, mf, sf) -> int:
 
 
 @njit(cache=True)
-def _executed_dot_blas(executed, b, x, xrow, out, orow) -> None:
+def _executed_dot_blas(executed, b, x, out, orow) -> None:
     """:func:`batch_begin`'s dot products where its loops do not follow OpenBLAS: M ≥ 2048 (``dgemv_t`` blocks
     the columns: BLAS itself) and a (1, M ≥ 16) matrix (``ddot``: 16 lanes i % 16 over the first M & -16 terms,
     reduced as ``ddot_microk_haswell-2.c``, then the other terms one by one)."""
@@ -202,19 +202,19 @@ def _executed_dot_blas(executed, b, x, xrow, out, orow) -> None:
     if m >= 2048:
         as_float = executed[b].astype(np.float64)
         if n_slots == 1:
-            out[b, orow, 0] = np.dot(as_float[0], x[b, xrow])
+            out[b, orow, 0] = np.dot(as_float[0], x)
         else:
-            out[b, orow] = np.dot(as_float, x[b, xrow])
+            out[b, orow] = np.dot(as_float, x)
         return
     n1 = m & -16
     lanes = np.zeros(16)
     for i in range(n1):
-        lanes[i & 15] += executed[b, 0, i] * x[b, xrow, i]
+        lanes[i & 15] += executed[b, 0, i] * x[i]
     low = ((lanes[0] + lanes[2]) + (lanes[4] + lanes[6])) + ((lanes[8] + lanes[10]) + (lanes[12] + lanes[14]))
     high = ((lanes[1] + lanes[3]) + (lanes[5] + lanes[7])) + ((lanes[9] + lanes[11]) + (lanes[13] + lanes[15]))
     dot = low + high
     for i in range(n1, m):
-        dot += executed[b, 0, i] * x[b, xrow, i]
+        dot += executed[b, 0, i] * x[i]
     out[b, orow, 0] = dot
 
 
@@ -224,8 +224,9 @@ def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, j
     """First half of slot t = c[b, T] + 1 of every stepping copy b (leading axis of every array; the single env
     is a batch of one, :func:`step_begin`): decode the action (validated before, :func:`batch_validate`), drop
     proposals to empty slots, repair, budget-check, run the executed tasks and update work, spend, feedback and
-    migrations. Copy b's rates are ``rates[b, t - chunk_start[b]]``; its job arrays may be padded (it has
-    ``n_jobs[b]`` jobs). Writes copy b's utility arguments to ``power_in[offsets[b]:offsets[b + 1]]`` (the new
+    migrations. Copy b's rates are ``rates[t - chunk_start[b], b]`` (slot-major: copies in step read one
+    block); its job arrays may be padded (it has ``n_jobs[b]`` jobs). Writes copy b's utility arguments to
+    ``power_in[offsets[b]:offsets[b + 1]]`` (the new
     work of the jobs whose work changed, by job id, then W_j/(t − a_j) of every active job); returns their count.
 
     One loop with the whole slot inside: an inlined helper taking arrays costs a reference count per array and
@@ -291,13 +292,13 @@ def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, j
                 if run:
                     mi[b, NOW_JOB, i] = j  # the last executed slot wins, as numpy's fancy assignment
         if not looped:
-            _executed_dot_blas(executed, b, rates, row, sf, SLOT_WORK)
-            _executed_dot_blas(executed, b, mf, PRICE, sf, SLOT_COST)
+            _executed_dot_blas(executed, b, rates[row, b], sf, SLOT_WORK)
+            _executed_dot_blas(executed, b, mf[b, PRICE], sf, SLOT_COST)
         for k in range(n_slots if looped else 0):
             work = cost = 0.0
             if n_slots == 1:
                 for i in range(m):
-                    work += executed[b, 0, i] * rates[b, row, i]
+                    work += executed[b, 0, i] * rates[row, b, i]
                     cost += executed[b, 0, i] * mf[b, PRICE, i]
             else:
                 if body:
@@ -305,18 +306,18 @@ def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, j
                     i = 0
                     if two_from <= k < two_to:
                         while i < body:
-                            w0 += executed[b, k, i] * rates[b, row, i]
-                            w1 += executed[b, k, i + 1] * rates[b, row, i + 1]
+                            w0 += executed[b, k, i] * rates[row, b, i]
+                            w1 += executed[b, k, i + 1] * rates[row, b, i + 1]
                             c0 += executed[b, k, i] * mf[b, PRICE, i]
                             c1 += executed[b, k, i + 1] * mf[b, PRICE, i + 1]
                             i += 2
                         work, cost = 0.0 + (w0 + w1), 0.0 + (c0 + c1)
                     else:
                         while i < body:
-                            w0 += executed[b, k, i] * rates[b, row, i]
-                            w1 += executed[b, k, i + 1] * rates[b, row, i + 1]
-                            w2 += executed[b, k, i + 2] * rates[b, row, i + 2]
-                            w3 += executed[b, k, i + 3] * rates[b, row, i + 3]
+                            w0 += executed[b, k, i] * rates[row, b, i]
+                            w1 += executed[b, k, i + 1] * rates[row, b, i + 1]
+                            w2 += executed[b, k, i + 2] * rates[row, b, i + 2]
+                            w3 += executed[b, k, i + 3] * rates[row, b, i + 3]
                             c0 += executed[b, k, i] * mf[b, PRICE, i]
                             c1 += executed[b, k, i + 1] * mf[b, PRICE, i + 1]
                             c2 += executed[b, k, i + 2] * mf[b, PRICE, i + 2]
@@ -324,11 +325,11 @@ def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, j
                             i += 4
                         work, cost = 0.0 + ((w0 + w2) + (w1 + w3)), 0.0 + ((c0 + c2) + (c1 + c3))
                 if body < m:
-                    work_tail = executed[b, k, body] * rates[b, row, body]
+                    work_tail = executed[b, k, body] * rates[row, b, body]
                     cost_tail = executed[b, k, body] * mf[b, PRICE, body]
                     i = body + 1
                     while i < m:
-                        work_tail = work_tail + executed[b, k, i] * rates[b, row, i]
+                        work_tail = work_tail + executed[b, k, i] * rates[row, b, i]
                         cost_tail = cost_tail + executed[b, k, i] * mf[b, PRICE, i]
                         i += 1
                     work, cost = work + work_tail, cost + cost_tail
@@ -345,8 +346,8 @@ def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, j
             ran = now >= 0
             mi[b, LAST_MASK, i] = ran
             mf[b, N_OBS, i] += ran
-            mf[b, SUM_OBS, i] += rates[b, row, i] if ran else 0.0
-            mf[b, LAST_RATE, i] = rates[b, row, i] if ran else 0.0
+            mf[b, SUM_OBS, i] += rates[row, b, i] if ran else 0.0
+            mf[b, LAST_RATE, i] = rates[row, b, i] if ran else 0.0
         f[b, MIGRATIONS] = moved / m
         if t >= 2:
             f[b, MIGRATION_SUM] += f[b, MIGRATIONS]

@@ -53,7 +53,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
         self._n_fields = len(first._job_bounds())
         self._width = 0  # padded job-axis width
         self._n_jobs = np.zeros(b, dtype=np.int64)
-        self._rates = np.zeros((b, CHUNK, m))
+        self._rates = np.zeros((CHUNK, b, m))  # slot-major: copies in step read one contiguous block
         self._chunk_start = np.zeros(b, dtype=np.int64)
         self._chunk_end = np.zeros(b, dtype=np.int64)
         self._offsets = np.zeros(b + 1, dtype=np.int64)
@@ -116,7 +116,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
             process = self.envs[b]._simulator.instance.rates
             process.rates(int(upcoming[b]))
             size = len(process.chunk)
-            self._rates[b, :size] = process.chunk
+            self._rates[:size, b] = process.chunk
             self._chunk_start[b], self._chunk_end[b] = process.chunk_start, process.chunk_start + size
 
     def step(self, actions: Any):
