@@ -221,13 +221,13 @@ def _executed_dot_blas(executed, b, x, out, orow) -> None:
 @njit(cache=True)
 def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f,
                 p, power_in, offsets) -> int:  # fmt: skip
-    """First half of slot t = c[b, T] + 1 of every stepping copy b (leading axis of every array; the single env
-    is a batch of one, :func:`step_begin`): decode the action (validated before, :func:`batch_validate`), drop
-    proposals to empty slots, repair, budget-check, run the executed tasks and update work, spend, feedback and
-    migrations. Copy b's rates are ``rates[t - chunk_start[b], b]`` (slot-major: copies in step read one
+    """First half of slot t = c[b, T] + 1 of every stepping copy b (leading axis of the state arrays; the single
+    env is a batch of one, :func:`step_begin`): decode the action (validated before, :func:`batch_validate`),
+    drop proposals to empty slots, repair, budget-check, run the executed tasks and update work, spend, feedback
+    and migrations. Copy b's rates are ``rates[t - chunk_start[b], b]`` (slot-major: copies in step read one
     block); its job arrays may be padded (it has ``n_jobs[b]`` jobs). Writes copy b's utility arguments to
-    ``power_in[offsets[b]:offsets[b + 1]]`` (the new
-    work of the jobs whose work changed, by job id, then W_j/(t − a_j) of every active job); returns their count.
+    ``power_in[offsets[b]:offsets[b + 1]]`` (the new work of the jobs whose work changed, by job id, then
+    W_j/(t − a_j) of every active job); returns their count.
 
     One loop with the whole slot inside: an inlined helper taking arrays costs a reference count per array and
     call, more than the work here. The work and cost products ``executed @ rates`` and ``executed @ prices``
