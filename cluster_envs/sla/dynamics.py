@@ -9,7 +9,6 @@ specs/sla_mwu.md). The env (env.py) and the long-horizon runner (runner.py) both
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -23,6 +22,8 @@ REWARD_MODES = ("work", "work_sla", "work_sla_level", "neg_regret", "neg_regret_
 QUEUE, CUM_LOAD, CUM_WORK, WORK, ALLOC, ACTIVE, DEFICIT, PREVIOUS_DEFICIT, MAX_DEFICIT, MAX_RELAXED_DEFICIT = range(10)
 STATE_ROWS = 10
 QUEUE_L2, QUEUE_L2_SUM, QUEUE_L2_MAX, VIOLATION_STEPS = range(4)
+# The per-step series the step reads, stacked on one axis: L_t, W'_t and the relaxed W'^ε_t.
+LOAD, STATIC_CUM, STATIC_RELAXED_CUM = range(3)
 
 
 @dataclass(frozen=True)
@@ -44,51 +45,66 @@ class SLAProblem:
         return beta / max(1.0, float(beta.sum()))
 
 
-@njit(cache=True)
+# The step functions below index batch arrays with a copy index b: per-copy state (B, ...), per-step series
+# time-major, (T, B, 3, N) stacked as LOAD, STATIC_CUM, STATIC_RELAXED_CUM, and OPT (T, B). The single env and the
+# runner are batches of one, the vector env a batch of B. Indexing beats per-copy views: inside a compiled loop over
+# 4,096 copies, a view and a call cost several times the arithmetic; fewer array arguments also dispatch faster.
+
+
 def to_allocation(action: np.ndarray, mode: int) -> np.ndarray:
     """Map a finite float64 action of shape (N,) to an allocation h ≥ 0 with Σh ≤ 1 (spec §3.3).
 
     ``mode`` indexes ``ACTION_MODES``: 0 normalize (a⁺/Σa⁺, uniform if Σa⁺ = 0), 1 sub_simplex (clip to
     [0, 1], rescale only if Σ > 1: idle capacity allowed), 2 softmax.
     """
-    out = np.empty(action.size)
-    allocation_into(action, mode, out)
-    return out
+    states = np.empty((1, STATE_ROWS, action.size))
+    allocate(np.ascontiguousarray(action, dtype=np.float64).reshape(1, -1), 0, mode, states)
+    return states[0, ALLOC].copy()
 
 
-@njit(cache=True)
-def allocation_into(action, mode, out) -> None:
-    """:func:`to_allocation` written into ``out`` (no allocation: the batched step calls it per copy)."""
-    n = action.size
+@njit(cache=True, inline="always")
+def row_max(values, b) -> float:
+    """max(values[b]) without a view (see the note above)."""
+    top = values[b, 0]
+    for i in range(1, values.shape[1]):
+        top = max(top, values[b, i])
+    return top
+
+
+@njit(cache=True, inline="always")
+def allocate(actions, b, mode, states) -> None:
+    """:func:`to_allocation` of ``actions[b]`` written into ``states[b, ALLOC]``."""
+    n = actions.shape[1]
     total = 0.0
     if mode == 2:
-        top = action.max()
+        top = row_max(actions, b)
         for i in range(n):
-            out[i] = math.exp(action[i] - top)
-            total += out[i]
+            states[b, ALLOC, i] = math.exp(actions[b, i] - top)
+            total += states[b, ALLOC, i]
         for i in range(n):
-            out[i] /= total
+            states[b, ALLOC, i] /= total
         return
     for i in range(n):
-        out[i] = max(action[i], 0.0) if mode == 0 else min(max(action[i], 0.0), 1.0)
-        total += out[i]
+        states[b, ALLOC, i] = max(actions[b, i], 0.0) if mode == 0 else min(max(actions[b, i], 0.0), 1.0)
+        total += states[b, ALLOC, i]
     if mode == 0 and total > 0 and not math.isfinite(total):  # entries near the float max overflow the sum
-        top = action.max()
+        top = row_max(actions, b)
         total = 0.0
         for i in range(n):
-            out[i] /= top
-            total += out[i]
+            states[b, ALLOC, i] /= top
+            total += states[b, ALLOC, i]
     if mode == 0 and total <= 0:
         for i in range(n):
-            out[i] = 1.0 / n
+            states[b, ALLOC, i] = 1.0 / n
     elif mode == 0 or total > 1.0:
         for i in range(n):
-            out[i] /= total
+            states[b, ALLOC, i] /= total
 
 
-@njit(cache=True)
-def advance(state, stats, loads, static_cum, static_relaxed_cum, alloc, t, empty_tol, sla_tol) -> None:
-    """Execute step t (0-based) with allocation ``alloc``: (D1)-(D2), feedback (F) and the evaluation trackers.
+@njit(cache=True, inline="always")
+def advance(states, stats, b, series, t, empty_tol, sla_tol) -> None:
+    """Execute step t (0-based) of copy b with the allocation in ``states[b, ALLOC]``: (D1)-(D2), feedback (F)
+    and the evaluation trackers.
 
     Queues ≤ ``empty_tol`` count as empty (A2). The SLA deficit D_t = W'_t - W_t is measured against the
     precomputed static benchmark; its running maxima, the queue 2-norm and the count of steps with a
@@ -96,110 +112,96 @@ def advance(state, stats, loads, static_cum, static_relaxed_cum, alloc, t, empty
     """
     l2 = 0.0
     violated = False
-    for i in range(state.shape[1]):
-        load = loads[i, t]
-        demand = state[QUEUE, i] + load
-        work = min(alloc[i], demand)
+    for i in range(states.shape[2]):
+        load = series[t, b, LOAD, i]
+        demand = states[b, QUEUE, i] + load
+        work = min(states[b, ALLOC, i], demand)
         queue = demand - work
         if queue <= empty_tol:
             queue = 0.0
-        state[QUEUE, i] = queue
-        state[WORK, i] = work
-        state[ALLOC, i] = alloc[i]
-        state[ACTIVE, i] = 1.0 if queue > 0.0 else 0.0
-        state[CUM_LOAD, i] += load
-        state[CUM_WORK, i] += work
-        state[PREVIOUS_DEFICIT, i] = state[DEFICIT, i]
-        deficit = static_cum[i, t] - state[CUM_WORK, i]
-        state[DEFICIT, i] = deficit
-        state[MAX_DEFICIT, i] = max(state[MAX_DEFICIT, i], deficit)
-        state[MAX_RELAXED_DEFICIT, i] = max(
-            state[MAX_RELAXED_DEFICIT, i], static_relaxed_cum[i, t] - state[CUM_WORK, i]
+        states[b, QUEUE, i] = queue
+        states[b, WORK, i] = work
+        states[b, ACTIVE, i] = 1.0 if queue > 0.0 else 0.0
+        states[b, CUM_LOAD, i] += load
+        states[b, CUM_WORK, i] += work
+        states[b, PREVIOUS_DEFICIT, i] = states[b, DEFICIT, i]
+        deficit = series[t, b, STATIC_CUM, i] - states[b, CUM_WORK, i]
+        states[b, DEFICIT, i] = deficit
+        states[b, MAX_DEFICIT, i] = max(states[b, MAX_DEFICIT, i], deficit)
+        states[b, MAX_RELAXED_DEFICIT, i] = max(
+            states[b, MAX_RELAXED_DEFICIT, i], series[t, b, STATIC_RELAXED_CUM, i] - states[b, CUM_WORK, i]
         )
         violated = violated or deficit > sla_tol
         l2 += queue * queue
     l2 = math.sqrt(l2)
-    stats[QUEUE_L2] = l2
-    stats[QUEUE_L2_SUM] += l2
-    stats[QUEUE_L2_MAX] = max(stats[QUEUE_L2_MAX], l2)
-    stats[VIOLATION_STEPS] += 1.0 if violated else 0.0
+    stats[b, QUEUE_L2] = l2
+    stats[b, QUEUE_L2_SUM] += l2
+    stats[b, QUEUE_L2_MAX] = max(stats[b, QUEUE_L2_MAX], l2)
+    stats[b, VIOLATION_STEPS] += 1.0 if violated else 0.0
 
 
-@njit(cache=True)
-def step_reward(state, opt_cum, t, reward_mode, sla_bar, kappa, sla_tol) -> float:
-    """The built-in reward of step t (1-based, after :func:`advance`); ``reward_mode`` indexes ``REWARD_MODES``.
+@njit(cache=True, inline="always")
+def step_reward(states, b, opt_cum, t, reward_mode, sla_bar, kappa, sla_tol) -> float:
+    """The built-in reward of copy b's step t (1-based, after :func:`advance`); ``reward_mode`` indexes
+    ``REWARD_MODES``.
 
     Σw_t, minus OPT(t) - OPT(t-1) for the ``neg_regret`` modes, minus κ Σ([D_t]⁺ - [D_{t-1}]⁺) for
     ``work_sla``/``neg_regret_sla`` or κ Σ_i s_i 1[D_t(i) > sla_tol] for ``work_sla_level``.
     """
-    n = state.shape[1]
+    n = states.shape[2]
     reward = 0.0
     for i in range(n):
-        reward += state[WORK, i]
+        reward += states[b, WORK, i]
     if reward_mode == 3 or reward_mode == 4:
-        reward -= opt_cum[t - 1] - (opt_cum[t - 2] if t > 1 else 0.0)
+        reward -= opt_cum[t - 1, b] - (opt_cum[t - 2, b] if t > 1 else 0.0)
     if reward_mode == 1 or reward_mode == 4:
         now = 0.0
         before = 0.0
         for i in range(n):
-            now += max(state[DEFICIT, i], 0.0)
-            before += max(state[PREVIOUS_DEFICIT, i], 0.0)
+            now += max(states[b, DEFICIT, i], 0.0)
+            before += max(states[b, PREVIOUS_DEFICIT, i], 0.0)
         reward -= kappa * (now - before)
     elif reward_mode == 2:
         level = 0.0
         for i in range(n):
-            if state[DEFICIT, i] > sla_tol:
-                level += sla_bar[i]
+            if states[b, DEFICIT, i] > sla_tol:
+                level += sla_bar[b, i]
         reward -= kappa * level
     return reward
 
 
-@njit(cache=True, inline="always")  # inlined per copy into batch_step_kernel: a call would cost more than the step
-def env_step(state, stats, loads, static_cum, static_relaxed_cum, opt_cum, action, t, mode, reward_mode, kappa,
-             empty_tol, sla_tol, sla_bar, obs) -> float:  # fmt: skip
-    """One env step fused: allocation, :func:`advance`, the paper's observation into ``obs`` and the reward.
+@njit(cache=True)
+def step_copies(states, stats, series, opt_cum, actions, ts, stepping, mode, reward_mode, kappa, empty_tol, sla_tol,
+                sla_bar, obs, rewards) -> None:  # fmt: skip
+    """One env step of every copy b with ``stepping[b]``, fused: allocation, :func:`advance`, the paper's
+    observation into ``obs[b]``, the reward into ``rewards[b]``, and ``ts[b] += 1``.
 
-    Returns NaN, changing nothing, if ``action`` is not finite. ``reward_mode`` -1 (a callable reward,
-    computed by the env) returns 0.
+    The single env calls it with a batch of one, the vector env with its B copies: one implementation of the
+    step. A copy whose ``actions[b]`` is not finite gets reward NaN and is left unchanged. ``mode`` and
+    ``reward_mode`` index ``ACTION_MODES`` and ``REWARD_MODES``; ``reward_mode`` -1 (a callable reward, computed
+    by the env) gives 0. The body is written out here rather than in an inlined per-copy function: inlining a
+    function with this many array arguments costs about three times the step (reference counting per argument).
     """
-    n = state.shape[1]
-    for i in range(n):
-        if not math.isfinite(action[i]):
-            return np.nan
-    alloc = state[ALLOC]  # h_t is written where advance records it anyway
-    allocation_into(action, mode, alloc)
-    advance(state, stats, loads, static_cum, static_relaxed_cum, alloc, t, empty_tol, sla_tol)
-    for i in range(n):
-        obs[i] = state[ACTIVE, i]
-        obs[n + i] = alloc[i]
-        obs[2 * n + i] = sla_bar[i]
-    return 0.0 if reward_mode < 0 else step_reward(state, opt_cum, t + 1, reward_mode, sla_bar, kappa, sla_tol)
-
-
-@functools.cache
-def batch_step_kernel(mode: int, reward_mode: int):
-    """The compiled batched step for one action mode and reward mode (indices as in :func:`env_step`).
-
-    ``kernel(states, stats, loads, static_cum, static_relaxed_cum, opt_cum, actions, ts, stepping, kappa,
-    empty_tol, sla_tol, sla_bar, obs, rewards)`` runs :func:`env_step` (inlined) for every copy b with
-    ``stepping[b]``, advances ``ts`` and writes ``obs`` and ``rewards``. Per-copy state has the copy axis
-    first; the per-step series (``loads``, ``static_cum``, ``static_relaxed_cum``: (T, B, N); ``opt_cum``:
-    (T, B)) have time first, so that one step of the batch reads contiguous memory. The two modes are
-    compile-time constants, so the other modes' branches are dropped (≈30% less time per copy); the price is
-    a compilation (under a second) per process and pair, as numba cannot cache closures.
-    """
-
-    @njit
-    def kernel(states, stats, loads, static_cum, static_relaxed_cum, opt_cum, actions, ts, stepping, kappa,
-               empty_tol, sla_tol, sla_bar, obs, rewards):  # fmt: skip
-        for b in range(states.shape[0]):
-            if stepping[b]:
-                rewards[b] = env_step(states[b], stats[b], loads[:, b, :].T, static_cum[:, b, :].T,
-                                      static_relaxed_cum[:, b, :].T, opt_cum[:, b], actions[b], ts[b], mode,
-                                      reward_mode, kappa, empty_tol, sla_tol, sla_bar[b], obs[b])  # fmt: skip
-                ts[b] += 1
-
-    return kernel
+    n = states.shape[2]
+    for b in range(states.shape[0]):
+        if not stepping[b]:
+            continue
+        finite = True
+        for i in range(n):
+            finite = finite and math.isfinite(actions[b, i])
+        if not finite:
+            rewards[b] = np.nan
+            continue
+        t = ts[b]
+        allocate(actions, b, mode, states)
+        advance(states, stats, b, series, t, empty_tol, sla_tol)
+        for i in range(n):
+            obs[b, i] = states[b, ACTIVE, i]
+            obs[b, n + i] = states[b, ALLOC, i]
+            obs[b, 2 * n + i] = sla_bar[b, i]
+        rewards[b] = 0.0 if reward_mode < 0 else step_reward(states, b, opt_cum, t + 1, reward_mode, sla_bar, kappa,
+                                                             sla_tol)  # fmt: skip
+        ts[b] = t + 1
 
 
 def capped_cumulative_work(loads: np.ndarray, capacity: float | np.ndarray) -> np.ndarray:
@@ -229,33 +231,45 @@ class SLASimulator:
     """State of one episode: queues, cumulative work and the evaluation trackers, stepped by allocations.
 
     The offline optimum OPT_c(t) and the static benchmark W'_t are precomputed in closed form from the
-    whole load matrix at construction, so that a step costs O(N).
+    whole load matrix at construction, so that a step costs O(N). The arrays the compiled step reads are a
+    batch of one (``states`` (1, rows, N), ``statistics`` (1, 4), the time-major ``series`` (T, 1, 3, N) and
+    ``opt_series`` (T, 1)); the (N, T) properties below are views of them.
     """
 
     def __init__(self, problem: SLAProblem, loads: np.ndarray, *, empty_tol: float, eps_ref: float, sla_tol: float):
         self.problem = problem
-        self.loads = loads
         self.empty_tol = empty_tol
         self.sla_tol = sla_tol
         share = problem.static_share
         aggregate = loads.sum(axis=0)
-        self.opt_cum_work = capped_cumulative_work(aggregate, 1.0)
+        stacked = (
+            loads,
+            capped_cumulative_work(loads, share),
+            capped_cumulative_work(loads, (1.0 - 2.0 * eps_ref) * share),
+        )
+        self.series = np.ascontiguousarray(np.stack(stacked).transpose(2, 0, 1))[:, None]  # (T, 1, 3, N)
+        self.opt_series = capped_cumulative_work(aggregate, 1.0)[:, None]
         self.opt_eps_cum_work = capped_cumulative_work(aggregate, 1.0 - eps_ref)
-        self.static_cum_work = capped_cumulative_work(loads, share)
-        self.static_relaxed_cum_work = capped_cumulative_work(loads, (1.0 - 2.0 * eps_ref) * share)
         self.t = 0
-        self.state = np.zeros((STATE_ROWS, problem.n_users))
-        self.state[ALLOC] = 1.0 / problem.n_users  # h_0 reported at reset
-        self.stats = np.zeros(4)
+        self.states = np.zeros((1, STATE_ROWS, problem.n_users))
+        self.states[0, ALLOC] = 1.0 / problem.n_users  # h_0 reported at reset
+        self.statistics = np.zeros((1, 4))
 
     def step(self, alloc: np.ndarray) -> None:
-        advance(self.state, self.stats, self.loads, self.static_cum_work, self.static_relaxed_cum_work, alloc,
-                self.t, self.empty_tol, self.sla_tol)  # fmt: skip
+        self.state[ALLOC] = alloc
+        advance(self.states, self.statistics, 0, self.series, self.t, self.empty_tol, self.sla_tol)
         self.t += 1
+
+    state = property(lambda self: self.states[0], doc="the state matrix (rows QUEUE, CUM_LOAD, ...; N columns)")
+    stats = property(lambda self: self.statistics[0], doc="the statistics vector (QUEUE_L2, ...)")
+    loads = property(lambda self: self.series[:, 0, LOAD].T, doc="L (N, T): privileged")
+    static_cum_work = property(lambda self: self.series[:, 0, STATIC_CUM].T, doc="W' (N, T)")
+    static_relaxed_cum_work = property(lambda self: self.series[:, 0, STATIC_RELAXED_CUM].T, doc="W'^ε (N, T)")
+    opt_cum_work = property(lambda self: self.opt_series[:, 0], doc="OPT(t) (T,)")
 
     @property
     def horizon(self) -> int:
-        return self.loads.shape[1]
+        return self.series.shape[0]
 
     @property
     def next_load(self) -> np.ndarray:

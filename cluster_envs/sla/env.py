@@ -20,8 +20,8 @@ from cluster_envs.sla.dynamics import (
     WORK,
     SLAProblem,
     SLASimulator,
-    env_step,
     feedback_vector,
+    step_copies,
 )
 from cluster_envs.sla.workloads import make_load_generator
 
@@ -184,6 +184,8 @@ class ClusterSLAEnv(gym.Env):
         self._action_mode = ACTION_MODES.index(config.action_mode)
         self._reward_mode = -1 if callable(config.reward_mode) else REWARD_MODES.index(config.reward_mode)
         self._minimal_info = config.info_level == "minimal"
+        # step_copies' t, stepping mask and reward for this env as a batch of one
+        self._batch_of_one = (np.zeros(1, dtype=np.int64), np.ones(1, dtype=bool), np.zeros(1))
         self._paper_observation = (config.obs_mode, config.obs_format, config.include_time) == ("binary", "box", False)
 
     def _build_observation_space(self) -> spaces.Space:
@@ -251,6 +253,7 @@ class ClusterSLAEnv(gym.Env):
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
         self._sim = SLASimulator(problem, loads, empty_tol=cfg.empty_tol, eps_ref=cfg.eps_ref, sla_tol=cfg.sla_tol)
         self._sla_bar = problem.static_share
+        self._sla_bar_rows = self._sla_bar[None]  # step_copies' (B, N) layout
         info = {
             "sla": problem.sla_array,
             "horizon": cfg.horizon,
@@ -277,15 +280,18 @@ class ClusterSLAEnv(gym.Env):
 
     def step(self, action: Any):
         sim, cfg = self.simulator, self.config
-        if sim.t >= sim.horizon:
+        if sim.t >= cfg.horizon:
             raise RuntimeError(f"ClusterSLA-v0: the episode ended at t = {sim.t}; call reset()")
         action = _as_real_array(action)
-        if action.shape != (cfg.n_users,):
+        if action.shape != self.action_space.shape:
             raise ValueError(f"action must have shape ({cfg.n_users},), got {action.shape}")
-        obs = np.empty(3 * cfg.n_users, dtype=np.float32)
-        reward = env_step(sim.state, sim.stats, sim.loads, sim.static_cum_work, sim.static_relaxed_cum_work,
-                          sim.opt_cum_work, action, sim.t, self._action_mode, self._reward_mode, cfg.reward_kappa,
-                          cfg.empty_tol, cfg.sla_tol, self._sla_bar, obs)  # fmt: skip
+        obs = np.empty((1, 3 * cfg.n_users), dtype=np.float32)
+        ts, stepping, rewards = self._batch_of_one
+        ts[0] = sim.t
+        step_copies(sim.states, sim.statistics, sim.series, sim.opt_series, action[None], ts, stepping,
+                    self._action_mode, self._reward_mode, cfg.reward_kappa, cfg.empty_tol, cfg.sla_tol,
+                    self._sla_bar_rows, obs, rewards)  # fmt: skip
+        reward = float(rewards[0])
         if reward != reward:  # NaN: the kernel rejected the action before changing anything
             raise ValueError(f"action must be finite, got {action}")
         sim.t += 1
@@ -295,7 +301,7 @@ class ClusterSLAEnv(gym.Env):
         truncated = sim.t == cfg.horizon
         if truncated:
             info["episode_summary"] = sim.summary()
-        return (obs if self._paper_observation else self._observation()), reward, False, truncated, info
+        return (obs[0] if self._paper_observation else self._observation()), reward, False, truncated, info
 
     def _info(self, action: np.ndarray) -> dict[str, Any]:
         sim = self.simulator

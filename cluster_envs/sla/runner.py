@@ -22,10 +22,12 @@ from cluster_envs.sla.dynamics import (
     ACTIVE,
     CUM_WORK,
     DEFICIT,
+    LOAD,
     QUEUE,
     QUEUE_L2,
     WORK,
     advance,
+    allocate,
     feedback_vector,
     to_allocation,
 )
@@ -74,17 +76,19 @@ def _record(times, rows, queue_l2, index, t, state, stats) -> int:
 
 @njit  # not cached: numba cannot cache a function that takes another compiled function as argument
 def _run_compiled(kernel, params, memory, privileged, sim_arrays, mode, empty_tol, sla_tol, recorder_arrays):
-    state, stats, loads, static_cum, static_relaxed_cum = sim_arrays
+    states, stats, series = sim_arrays
+    state = states[0]
     times, rows, queue_l2 = recorder_arrays
     hidden = np.empty(0)
     index = 0
-    for t in range(loads.shape[1]):
+    for t in range(series.shape[0]):
         if privileged:
-            action = kernel(params, memory, state[ACTIVE], state[QUEUE], loads[:, t])
+            action = kernel(params, memory, state[ACTIVE], state[QUEUE], series[t, 0, LOAD])
         else:
             action = kernel(params, memory, state[ACTIVE], hidden, hidden)
-        advance(state, stats, loads, static_cum, static_relaxed_cum, to_allocation(action, mode), t, empty_tol, sla_tol)
-        index = _record(times, rows, queue_l2, index, t + 1, state, stats)
+        allocate(action.reshape((1, action.size)), 0, mode, states)
+        advance(states, stats, 0, series, t, empty_tol, sla_tol)
+        index = _record(times, rows, queue_l2, index, t + 1, state, stats[0])
 
 
 def simulate(agent, env: ClusterSLAEnv, *, record_every: int = 1000) -> Trajectory:
@@ -100,7 +104,7 @@ def simulate(agent, env: ClusterSLAEnv, *, record_every: int = 1000) -> Trajecto
     mode = ACTION_MODES.index(cfg.action_mode)
     rec = _Recorder(sim.horizon, sim.problem.n_users, record_every)
     if hasattr(agent, "kernel"):
-        sim_arrays = (sim.state, sim.stats, sim.loads, sim.static_cum_work, sim.static_relaxed_cum_work)
+        sim_arrays = (sim.states, sim.statistics, sim.series)
         _run_compiled(agent.kernel, agent.params, agent.memory, bool(agent.privileged), sim_arrays, mode,
                       sim.empty_tol, sim.sla_tol, (rec.times, rec.rows, rec.queue_l2))  # fmt: skip
         sim.t = sim.horizon

@@ -12,7 +12,7 @@ from cluster_envs.sla.dynamics import (
     QUEUE,
     STATE_ROWS,
     WORK,
-    batch_step_kernel,
+    step_copies,
 )
 from cluster_envs.sla.env import ClusterSLAEnv
 
@@ -24,8 +24,8 @@ class ClusterSLAVectorEnv(BatchedCopies):
 
     Each copy is reset by its own :class:`ClusterSLAEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as
     in ``SyncVectorEnv``), whose simulator arrays then become slices of batch arrays that
-    :func:`~cluster_envs.sla.dynamics.batch_step_kernel` steps with the single env's compiled step
-    (:func:`~cluster_envs.sla.dynamics.env_step`), so there is one implementation of the dynamics. Autoreset is
+    the single env's compiled step (:func:`~cluster_envs.sla.dynamics.step_copies`, which the single env
+    calls with a batch of one) steps all at once, so there is one implementation of the dynamics. Autoreset is
     Gymnasium's ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its
     reward 0). Supported: the paper's observation (``obs_mode="binary"``, ``obs_format="box"``, no time)
     and the built-in reward modes. ``info`` holds the ``info_level="minimal"`` keys as (B, N) arrays with
@@ -43,27 +43,27 @@ class ClusterSLAVectorEnv(BatchedCopies):
         n, horizon = cfg.n_users, cfg.horizon
         self._states = np.zeros((num_envs, STATE_ROWS, n))
         self._stats = np.zeros((num_envs, 4))
-        # Time-major, so that a step reads one contiguous slice of each series (see batch_step_kernel).
-        self._loads = np.zeros((horizon, num_envs, n))
-        self._static_cum = np.zeros((horizon, num_envs, n))
-        self._static_relaxed_cum = np.zeros((horizon, num_envs, n))
+        # Time-major, so that a step reads one contiguous slice of each series (see step_copies).
+        self._series = np.zeros((horizon, num_envs, 3, n))
         self._opt_cum = np.zeros((horizon, num_envs))
         self._sla_bar = np.zeros((num_envs, n))
         self._ts = np.zeros(num_envs, dtype=np.int64)
         self._obs = np.zeros((num_envs, 3 * n), dtype=np.float32)
-        self._kernel = batch_step_kernel(self.envs[0]._action_mode, self.envs[0]._reward_mode)
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         env = self.envs[b]
         _, info = env.reset(seed=seed, options=options)
         sim = env.simulator
-        views = {"state": self._states[b], "stats": self._stats[b], "loads": self._loads[:, b, :].T,
-                 "static_cum_work": self._static_cum[:, b, :].T,
-                 "static_relaxed_cum_work": self._static_relaxed_cum[:, b, :].T,
-                 "opt_cum_work": self._opt_cum[:, b]}  # fmt: skip
+        rows = slice(b, b + 1)
+        views = {
+            "states": self._states[rows],
+            "statistics": self._stats[rows],
+            "series": self._series[:, rows],
+            "opt_series": self._opt_cum[:, rows],
+        }
         for name, view in views.items():
             view[...] = getattr(sim, name)
-            setattr(sim, name, view)  # the simulator now reads and writes its slice of the batch
+            setattr(sim, name, view)  # the simulator, a batch of one, now reads and writes its slice of the batch
         self._sla_bar[b] = env._sla_bar
         self._obs[b] = env._observation()
         self._ts[b] = 0
@@ -82,9 +82,9 @@ class ClusterSLAVectorEnv(BatchedCopies):
         reset_infos = {b: self._reset_copy(b, None, None) for b in np.flatnonzero(resetting)}
         cfg = self.config
         rewards = np.zeros(self.num_envs)
-        self._kernel(self._states, self._stats, self._loads, self._static_cum, self._static_relaxed_cum,
-                     self._opt_cum, actions, self._ts, stepping, cfg.reward_kappa, cfg.empty_tol, cfg.sla_tol,
-                     self._sla_bar, self._obs, rewards)  # fmt: skip
+        step_copies(self._states, self._stats, self._series, self._opt_cum, actions, self._ts, stepping,
+                    self.envs[0]._action_mode, self.envs[0]._reward_mode, cfg.reward_kappa, cfg.empty_tol, cfg.sla_tol,
+                    self._sla_bar, self._obs, rewards)  # fmt: skip
         truncated = stepping & (self._ts == cfg.horizon)
         infos: dict[str, Any] = {}
         work, queue, deficit = self._states.take(MINIMAL_INFO_ROWS, axis=1).transpose(1, 0, 2)  # one copy
