@@ -32,8 +32,8 @@ SF_ROWS = 2
 # Entries of the int counters ``c``.
 (T, NEXT_ARRIVAL, NEXT_DEPARTURE, NEXT_ACTIVATE, N_WAITING, N_ACTIVE, N_CHANGED, TOTAL_INVALID, TOTAL_BLOCKED,
  TOTAL_REPAIRED, MAX_CONCURRENCY, N_WAITED, N_INVALID, N_BLOCKED, N_REPAIRED, ARRIVALS_FROM,
- DEPARTURES_FROM) = range(17)  # fmt: skip
-C_SIZE = 17
+ DEPARTURES_FROM, N_JOBS, RATES_FROM) = range(19)  # fmt: skip
+C_SIZE = 19  # N_JOBS: the instance's job count (a batch pads the job axis); RATES_FROM: slot of batch_begin's rates[0]
 # Entries of the float statistics ``f``.
 (UTILITY_TRUE, UTILITY_APPROX, BENCHMARK_ACCRUED, FIT_SIGNED, FIT_POSITIVE, MIGRATION_SUM, MIGRATIONS, REWARD_TRUE,
  REWARD_APPROX, REWARD_SPARSE) = range(10)  # fmt: skip
@@ -218,16 +218,17 @@ def _executed_dot_blas(executed, b, x, out, orow) -> None:
     out[b, orow, 0] = dot
 
 
-@njit(cache=True)
-def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f,
-                p, power_in, offsets) -> int:  # fmt: skip
+@njit(cache=True, inline="always")  # into the single env's step_begin / step_end: no call
+def batch_begin(actions, mode, rates, stepping, assign, executed, jf, ji, mf, mi, si, sf, c, f, p, power_in,
+                offsets) -> int:  # fmt: skip
     """First half of slot t = c[b, T] + 1 of every stepping copy b (leading axis of the state arrays; the single
     env is a batch of one, :func:`step_begin`): decode the action (validated before, :func:`batch_validate`),
     drop proposals to empty slots, repair, budget-check, run the executed tasks and update work, spend, feedback
-    and migrations. Copy b's rates are ``rates[t - chunk_start[b], b]`` (slot-major: copies in step read one
-    block); its job arrays may be padded (it has ``n_jobs[b]`` jobs). Writes copy b's utility arguments to
+    and migrations. Copy b's rates are ``rates[t - c[b, RATES_FROM], b]`` (slot-major: copies in step read one
+    block); its job arrays may be padded (it has ``c[b, N_JOBS]`` jobs). Writes copy b's utility arguments to
     ``power_in[offsets[b]:offsets[b + 1]]`` (the new work of the jobs whose work changed, by job id, then
-    W_j/(t − a_j) of every active job); returns their count.
+    W_j/(t − a_j) of every active job); returns their count. ``stepping=None``: every copy steps;
+    ``offsets=None`` (one copy): its arguments start at ``power_in[0]``.
 
     One loop with the whole slot inside: an inlined helper taking arrays costs a reference count per array and
     call, more than the work here. The work and cost products ``executed @ rates`` and ``executed @ prices``
@@ -244,12 +245,14 @@ def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, j
     two_to = two_from + ((n_slots - two_from) & 2)
     looped = m < 2048 and (n_slots > 1 or m < 16)
     total = 0
-    for b in range(stepping.size):
-        offsets[b] = total
-        if not stepping[b]:
-            continue
+    for b in range(c.shape[0]):
+        if offsets is not None:
+            offsets[b] = total
+        if stepping is not None:
+            if not stepping[b]:
+                continue
         t = c[b, T] + 1
-        row = t - chunk_start[b]
+        row = t - c[b, RATES_FROM]
         for k in range(n_slots):
             for i in range(m):
                 assign[b, k, i] = False
@@ -381,7 +384,7 @@ def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, j
             if t <= ji[b, DEADLINE, j]:
                 ji[b, ACTIVE, n_active] = j
                 n_active += 1
-        while c[b, NEXT_ACTIVATE] < n_jobs[b] and ji[b, ARRIVAL, c[b, NEXT_ACTIVATE]] < t:
+        while c[b, NEXT_ACTIVATE] < c[b, N_JOBS] and ji[b, ARRIVAL, c[b, NEXT_ACTIVATE]] < t:
             j = c[b, NEXT_ACTIVATE]
             if t <= ji[b, DEADLINE, j]:
                 ji[b, ACTIVE, n_active] = j
@@ -396,26 +399,28 @@ def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, j
         c[b, N_BLOCKED] = n_blocked
         c[b, N_REPAIRED] = n_repaired
         total += n_changed + n_active
-    offsets[stepping.size] = total
+    if offsets is not None:
+        offsets[c.shape[0]] = total
     return total
 
 
 @njit(cache=True)
 def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c, f, p, power_in) -> int:
-    """:func:`batch_begin` for one env (a batch of one) after validating its action: the number of utility
-    arguments written to ``power_in``, or an error code < 0 (state untouched)."""
+    """:func:`batch_begin` for one env after validating its action: the state arrays are a batch of one (leading
+    axis of length 1, as :class:`~cluster_envs.approx.dynamics.ApproxSimulator` keeps them), ``action`` (A,)
+    and ``rates`` (M,) this slot's. The number of utility arguments written to ``power_in``, or an error code
+    < 0 (state untouched)."""
     actions = action[None]
-    code = _validate(actions, 0, mode, assign.shape[0])
+    code = _validate(actions, 0, mode, assign.shape[1])
     if code < 0:
         return code
-    one = np.ones(1, dtype=np.bool_)
-    return batch_begin(actions, mode, rates[None, None], np.full(1, c[T] + 1), one, assign[None], executed[None],
-                       jf[None], ji[None], np.full(1, ji.shape[1]), mf[None], mi[None], si[None], sf[None], c[None],
-                       f[None], p, power_in, np.empty(2, dtype=np.int64))  # fmt: skip
+    c[0, RATES_FROM] = c[0, T] + 1
+    return batch_begin(actions, mode, rates[None, None], None, assign, executed, jf, ji, mf, mi, si, sf, c, f, p,
+                       power_in, None)  # fmt: skip
 
 
-@njit(cache=True)
-def batch_end(power_out, offsets, stepping, executed, jf, ji, n_jobs, mf, mi, si, c, f, p, beta, horizon, obs):
+@njit(cache=True, inline="always")  # into the single env's step_begin / step_end: no call
+def batch_end(power_out, offsets, stepping, executed, jf, ji, mf, mi, si, c, f, p, beta, horizon, obs):
     """Second half of slot t of every stepping copy b (see :func:`batch_begin`; the single env is a batch of one,
     :func:`step_end`): rewards from the utility terms ``value * power_out[offsets[b]:]`` (g(x) of batch_begin's
     arguments: x^β, log(1 + x) or x), departures, freed slots and admissions. Then, unless ``obs`` is None, every
@@ -423,9 +428,9 @@ def batch_end(power_out, offsets, stepping, executed, jf, ji, n_jobs, mf, mi, si
     ``obs`` = (time, price, n_obs, sum_obs, last_rate, last_mask, jobs, last_occupant); a (B, 0)
     ``last_occupant`` is not written (single-job env). One loop with the slot inside, as in batch_begin."""
     n_slots, m = executed.shape[1], executed.shape[2]
-    for b in range(stepping.size):
-        if stepping[b]:
-            start, n = offsets[b], n_jobs[b]
+    for b in range(c.shape[0]):
+        if stepping is None or stepping[b]:
+            start, n = 0 if offsets is None else offsets[b], c[b, N_JOBS]
             t = c[b, T] + 1
             n_changed, n_active = c[b, N_CHANGED], c[b, N_ACTIVE]
             for q in range(n_changed):
@@ -496,9 +501,9 @@ def batch_end(power_out, offsets, stepping, executed, jf, ji, n_jobs, mf, mi, si
 
 @njit(cache=True)
 def step_end(power_out, executed, jf, ji, mf, mi, si, sf, c, f, p) -> None:
-    """:func:`batch_end` for one env (a batch of one), without the observation."""
-    batch_end(power_out, np.zeros(2, dtype=np.int64), np.ones(1, dtype=np.bool_), executed[None], jf[None], ji[None],
-              np.full(1, ji.shape[1]), mf[None], mi[None], si[None], c[None], f[None], p, 0.0, 1, None)  # fmt: skip
+    """:func:`batch_end` for one env (state arrays a batch of one, as for :func:`step_begin`), without the
+    observation."""
+    batch_end(power_out, None, None, executed, jf, ji, mf, mi, si, c, f, p, 0.0, 1, None)
 
 
 @njit(cache=True, inline="always")
@@ -565,8 +570,9 @@ def _job_rows(rows, b, beta, generalized, jf, ji, si, t) -> None:
 
 @njit(cache=True)
 def write_job_rows(rows, beta, generalized, jf, ji, si, t) -> None:
-    """The observation's ``jobs`` matrix (K, F): one row per visible job slot, zeros for an empty slot."""
-    _job_rows(rows[None], 0, beta, generalized, jf[None], ji[None], si[None], t)
+    """The observation's ``jobs`` matrix (K, F) of one env (state arrays a batch of one): one row per visible job
+    slot, zeros for an empty slot."""
+    _job_rows(rows[None], 0, beta, generalized, jf, ji, si, t)
 
 
 @njit(cache=True)

@@ -52,9 +52,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
         }
         self._n_fields = len(first._job_bounds())
         self._width = 0  # padded job-axis width
-        self._n_jobs = np.zeros(b, dtype=np.int64)
         self._rates = np.zeros((CHUNK, b, m))  # slot-major: copies in step read one contiguous block
-        self._chunk_start = np.zeros(b, dtype=np.int64)
         self._chunk_end = np.zeros(b, dtype=np.int64)
         self._offsets = np.zeros(b + 1, dtype=np.int64)
         self._p = np.zeros(kernels.P_SIZE, dtype=np.int64)
@@ -88,6 +86,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
             if values is not None:
                 view[...] = values[name]
             setattr(sim, name, view)  # the simulator now reads and writes its slice of the batch
+        sim.batch_of_one()
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None = None) -> dict[str, Any]:
         env = self.envs[b]
@@ -99,9 +98,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
         self._batch["jf"][b] = 0.0
         self._batch["ji"][b] = 0
         self._attach(b, sim, fresh)
-        self._n_jobs[b] = sim.n_jobs
         self._p[:] = sim.p
-        self._chunk_start[b] = self._chunk_end[b] = 0
+        self._chunk_end[b] = 0
         self._needs_reset[b] = False
         return info
 
@@ -117,7 +115,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
             process.rates(int(upcoming[b]))
             size = len(process.chunk)
             self._rates[:size, b] = process.chunk
-            self._chunk_start[b], self._chunk_end[b] = process.chunk_start, process.chunk_start + size
+            self._batch["c"][b, kernels.RATES_FROM] = process.chunk_start
+            self._chunk_end[b] = process.chunk_start + size
 
     def step(self, actions: Any):
         actions = self._actions(actions)
@@ -132,9 +131,9 @@ class ClusterApproxVectorEnv(BatchedCopies):
         reset_infos = {b: self._reset_copy(b, None) for b in np.flatnonzero(resetting)}
         self._refill_rates(stepping)
         a = self._batch
-        count = kernels.batch_begin(actions, self._mode, self._rates, self._chunk_start, stepping, a["assign"],
-                                    a["executed"], a["jf"], a["ji"], self._n_jobs, a["mf"], a["mi"], a["si"], a["sf"],
-                                    a["c"], a["f"], self._p, self._power_in, self._offsets)  # fmt: skip
+        count = kernels.batch_begin(actions, self._mode, self._rates, stepping, a["assign"], a["executed"], a["jf"],
+                                    a["ji"], a["mf"], a["mi"], a["si"], a["sf"], a["c"], a["f"], self._p,
+                                    self._power_in, self._offsets)  # fmt: skip
         values, out = self._power_in[:count], self._power_out[:count]
         if self.config.utility == "power":
             np.power(values, self.config.beta, out=out)
@@ -166,8 +165,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
         obs["last_mask"] = np.empty((b, m), dtype=np.int8)
         jobs = np.empty((b, self.config.max_visible_jobs, self._n_fields))
         occupant = np.empty((b, 0 if single else m), dtype=np.int64)
-        kernels.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], self._n_jobs,
-                          a["mf"], a["mi"], a["si"], a["c"], a["f"], self._p, float(self.config.beta),
+        kernels.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], a["mf"], a["mi"],
+                          a["si"], a["c"], a["f"], self._p, float(self.config.beta),
                           self.config.horizon, (*obs.values(), jobs, occupant))  # fmt: skip
         if single:
             obs["job"] = jobs.reshape(b, self._n_fields)

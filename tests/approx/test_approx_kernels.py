@@ -85,8 +85,9 @@ def test_slot_work_and_cost_are_numpys_matrix_vector_products_bit_for_bit(n_rows
             si[kernels.SLOT_JOB] = np.arange(n_rows)  # every slot holds a job; no budget check (p = 0)
             sf, c, f = np.zeros((kernels.SF_ROWS, n_rows)), np.zeros(kernels.C_SIZE, np.int64), np.zeros(kernels.F_SIZE)
             state = (np.zeros((n_rows, m), dtype=bool), np.zeros((n_rows, m), dtype=np.uint8), jf, ji, mf, mi, si, sf)
-            count = kernels.step_begin(executed.reshape(-1).astype(np.float64), kernels.DECODE_MATRIX, rates, *state, c,
-                                       f, np.zeros(kernels.P_SIZE, np.int64), np.zeros(2 * n_rows))  # fmt: skip
+            one = [a[None] for a in (*state, c, f)]  # the kernels' layout: a batch of one
+            count = kernels.step_begin(executed.reshape(-1).astype(np.float64), kernels.DECODE_MATRIX, rates, *one,
+                                       np.zeros(kernels.P_SIZE, np.int64), np.zeros(2 * n_rows))  # fmt: skip
             assert count >= 0
             np.testing.assert_array_equal(state[1], executed)
             np.testing.assert_array_equal(sf[kernels.SLOT_WORK], executed @ rates, err_msg=f"{n_rows} x {m}")
