@@ -1,11 +1,12 @@
 """The compiled slot transition of the approximation-job model (numba, no gymnasium).
 
 :class:`~cluster_envs.approx.dynamics.ApproxSimulator` keeps its state in a few flat arrays (rows named
-below) and steps them with :func:`step_begin` and :func:`step_end`. The utility's transcendental part
+below) and steps them with :func:`step_begin` and :func:`step_end`, which run :func:`batch_begin` and
+:func:`batch_end` (the batched env's loops over copies) on a batch of one. The utility's transcendental part
 (``np.power`` / ``np.log1p``) runs between the two as one numpy call: numpy's SIMD maths differs from
 libm in the last bit, and the trajectories must stay bit-for-bit those of the vectorized numpy model
-(golden hashes). Sums use :func:`pairwise_sum`, numpy's summation order, and the matrix-vector products
-``executed @ rates`` BLAS's summation order (:func:`batch_begin`), for the same reason.
+(golden hashes). Sums use numpy's summation order (:func:`pairwise_sum`) and the matrix-vector products
+``executed @ rates`` BLAS's (:func:`batch_begin`), for the same reason.
 """
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ class ClusterApproxVectorEnv(BatchedCopies):
     Each copy is reset by its own single env (copy i of ``reset(seed=s)`` is seeded s + i, as in
     ``SyncVectorEnv``); its simulator's arrays then become slices of batch arrays (job arrays padded to the
     widest instance), which :func:`~cluster_envs.approx.kernels.batch_begin` and
-    :func:`~cluster_envs.approx.kernels.batch_end` step with the single env's kernels, so there is one
-    implementation of the dynamics. Autoreset is Gymnasium's ``NEXT_STEP``: the step after a copy's
+    :func:`~cluster_envs.approx.kernels.batch_end` step in one compiled loop each; the single env runs the same
+    two functions on a batch of one, so there is one implementation of the dynamics. ``batch_end`` writes the
+    observation straight into fresh batch arrays. Autoreset is Gymnasium's ``NEXT_STEP``: the step after a copy's
     termination resets it (its action is ignored, its reward 0). Not supported: the Sec. V-C mode
     (``capacity``). ``info`` holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks,
     for copies that end ``episode_summary``, and for copies that reset their reset info (as ``SyncVectorEnv``).
