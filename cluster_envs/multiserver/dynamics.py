@@ -220,30 +220,75 @@ def action_problem(action: np.ndarray, binary: bool) -> int:
 
 
 @njit(cache=True)
-def first_fit_into(requested, usable, order, A, c, x, used) -> tuple[int, int]:
-    """Spec §3.6 into ``x`` (``used``: int64[K] scratch): drop requested bits outside ``usable`` (idle ports),
-    then keep the rest along ``order`` while ``Ax ≤ c`` holds. Returns (dropped for arrivals, for capacity)."""
+def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
+    """Spec §3.6 into ``x`` (``used``: int64[K], ``wanted``: int64[|E|] scratch): drop requested bits outside
+    ``usable`` (idle ports), then keep the rest along ``order`` (a permutation of the edges) while ``Ax ≤ c``
+    holds. Returns (dropped for arrivals, for capacity). Without branches on the bits (they are random: a
+    branch would mispredict): the wanted edges are listed first, then each is kept iff no type's slack
+    ``c − used − A[:, e]`` is negative. Two kernels by the number of types (the batched step calls the one it
+    needs: one kernel for both would not be inlined there, and the call costs tens of ns per copy)."""
+    if A.shape[0] <= 4:
+        return first_fit_few_types(requested, usable, order, A, c, x, wanted)
+    return first_fit_many_types(requested, usable, order, A, c, x, used, wanted)
+
+
+@njit(cache=True)
+def _wanted_edges(requested, usable, order, x, wanted) -> tuple[int, int]:
+    """Zero ``x`` and list the requested usable edges in ``order`` into ``wanted``: (how many, dropped for
+    arrivals)."""
+    n_wanted = n_arrival = 0
+    for i in range(order.size):  # ``order`` is a permutation: every x[e] is written
+        e = np.uint64(order[i])  # unsigned: no negative-index wraparound
+        x[e] = 0
+        r = np.int64(requested[e])
+        w = r & np.int64(usable[e] != 0)
+        n_arrival += r - w
+        wanted[n_wanted] = e
+        n_wanted += w
+    return n_wanted, n_arrival
+
+
+@njit(cache=True)
+def first_fit_few_types(requested, usable, order, A, c, x, wanted) -> tuple[int, int]:
+    """:func:`first_fit_into` for up to four device types (the presets have 1 or 3): the running use in
+    registers (types beyond K repeat the last)."""
     n_types = A.shape[0]
-    used[:] = 0
-    x[:] = 0
-    n_arrival = n_capacity = 0
-    for e in order:
-        if not requested[e]:
-            continue
-        if not usable[e]:
-            n_arrival += 1
-            continue
-        fits = True
+    n_wanted, n_arrival = _wanted_edges(requested, usable, order, x, wanted)
+    k1, k2, k3 = min(1, n_types - 1), min(2, n_types - 1), min(3, n_types - 1)
+    c0, c1, c2, c3 = c[0], c[k1], c[k2], c[k3]
+    u0 = u1 = u2 = u3 = n_taken = 0
+    for i in range(n_wanted):
+        e = np.uint64(wanted[i])
+        a0, a1, a2, a3 = A[0, e], A[k1, e], A[k2, e], A[k3, e]
+        take = ~(((c0 - u0 - a0) | (c1 - u1 - a1) | (c2 - u2 - a2) | (c3 - u3 - a3)) >> 63)  # −1 if it fits, else 0
+        x[e] = take & 1
+        n_taken -= take
+        u0 += a0 & take
+        u1 += a1 & take
+        u2 += a2 & take
+        u3 += a3 & take
+    return n_arrival, n_wanted - n_taken
+
+
+@njit(cache=True)
+def first_fit_many_types(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
+    """:func:`first_fit_into` for any number of device types (the running use in ``used``)."""
+    n_types = A.shape[0]
+    n_wanted, n_arrival = _wanted_edges(requested, usable, order, x, wanted)
+    for k in range(n_types):
+        used[k] = 0
+    n_taken = 0
+    for i in range(n_wanted):
+        e = np.uint64(wanted[i])
+        short = 0
         for k in range(n_types):
-            if used[k] + A[k, e] > c[k]:
-                fits = False
-        if fits:
-            x[e] = 1
-            for k in range(n_types):
-                used[k] += A[k, e]
-        else:
-            n_capacity += 1
-    return n_arrival, n_capacity
+            short |= c[k] - used[k] - A[k, e]
+        take = ~(short >> 63)
+        x[e] = take & 1
+        n_taken -= take
+        for k in range(n_types):
+            used[k] += A[k, e] & take
+    return n_arrival, n_wanted - n_taken
 
 
 @njit(cache=True)
@@ -264,19 +309,19 @@ def is_feasible(x, usable, A, c) -> bool:
 @njit(cache=True)
 def realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde, z_tilde, raw, feedback):
     """One slot's utilities from standard normals: ``Z = μ + σ·N``, ``Z − C`` into ``raw``, ``Z̃`` into
-    ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``."""
+    ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``
+    (branch-free: an unused edge adds ±0.0, which leaves a sum that starts at +0.0 unchanged bit for bit; the
+    values are finite)."""
     utility = raw_utility = expected = 0.0
     for e in range(x.size):
-        y = (mu[e] + sigma[e] * normals[e]) - cost[e]
-        raw[e] = y
-        if clips:
-            y = min(max((y - lo) / width, 0.0), 1.0)
+        r = (mu[e] + sigma[e] * normals[e]) - cost[e]
+        y = min(max((r - lo) / width, 0.0), 1.0) if clips else r
+        raw[e] = r
         z_tilde[e] = y
         feedback[e] = np.float32(x[e] * y)
-        if x[e]:
-            utility += y
-            raw_utility += raw[e]
-            expected += v_tilde[e]
+        utility += x[e] * y
+        raw_utility += x[e] * r
+        expected += x[e] * v_tilde[e]
     return utility, raw_utility, expected
 
 
@@ -325,6 +370,7 @@ class MultiServerSimulator:
         self.rng_utility = streams["utility"]
         self.rng_repair = streams["repair"]
         self.port_of_edge = np.ascontiguousarray(instance.port_of_edge)
+        self._scratch: tuple[np.ndarray, ...] | None = None  # the repair's, made on first use
         self.t = 1
         self._draw_arrivals()
 
@@ -335,9 +381,10 @@ class MultiServerSimulator:
     def repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:
         """Spec §3.6: gate by arrivals, then first-fit along ``priority`` (a permutation of the edges)."""
         inst = self.instance
+        if self._scratch is None:
+            self._scratch = (np.empty(inst.A.shape[0], np.int64), np.empty(priority.size, np.int64))
         x = np.empty(priority.size, dtype=np.int8)
-        used = np.empty(inst.A.shape[0], dtype=np.int64)
-        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, priority, inst.A, inst.c, x, used)
+        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, priority, inst.A, inst.c, x, *self._scratch)
         return x, n_arrival, n_capacity
 
     def is_feasible(self, x: np.ndarray) -> bool:

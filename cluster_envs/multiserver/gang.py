@@ -230,53 +230,71 @@ def gang_repair(
 
 
 def gang_workspace(inst: GangStructure) -> tuple[np.ndarray, ...]:
-    """Scratch arrays of :func:`gang_repair_into` (free capacity, placed tasks, seen ports, port order, chosen)."""
-    return (np.empty_like(inst.server_cap), np.empty(inst.task_port.size, np.bool_), np.empty(inst.n_ports, np.bool_),
-            np.empty(inst.n_ports, np.int64), np.empty(inst.n_edges, np.int64))  # fmt: skip
+    """Scratch arrays of :func:`gang_repair_into` (free capacity, placed tasks, port order, chosen arms, arms bucketed
+    by port, bucket sizes) and where each port's bucket starts (one spare slot per port and in the port order: see
+    the repair)."""
+    first = np.zeros(inst.n_ports + 1, np.int64)
+    first[1:] = np.cumsum(np.bincount(inst.port_of_edge, minlength=inst.n_ports) + 1)
+    return (np.empty_like(inst.server_cap), np.empty(inst.task_port.size, np.bool_),
+            np.empty(inst.n_ports + 1, np.int64), np.empty(inst.n_edges, np.int64), np.empty(first[-1], np.int64),
+            np.empty(inst.n_ports, np.int64), first)  # fmt: skip
 
 
 @njit(cache=True)
-def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, min_tasks, x, free, placed, seen,
-                     port_order, chosen) -> tuple[int, int]:  # fmt: skip
-    """:func:`gang_repair` into ``x``, with the scratch arrays of :func:`gang_workspace`."""
+def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, min_tasks, x, free, placed, port_order,
+                     chosen, bucket, fill, first) -> tuple[int, int]:  # fmt: skip
+    """:func:`gang_repair` into ``x``, with the scratch arrays of :func:`gang_workspace`. No branches on the
+    (random) bits and fits, which would mispredict: every arm writes its bucket's next slot and the next slot of
+    the port order, and only a gated arm (a port's first) advances them (hence the spare slots); a task is placed
+    iff no slack ``free − request`` is negative."""
     n_types = task_req.shape[0]
-    x[:] = 0
-    n_arrival = 0
-    for e in range(x.size):
-        if requested[e] and not usable[e]:
-            n_arrival += 1
-    # Ports in the order of their best gated arm: the order of first appearance along the priority.
-    seen[:] = False
-    n_seen = 0
-    for e in priority:
-        if requested[e] and usable[e] and not seen[arms[e, 0]]:
-            seen[arms[e, 0]] = True
-            port_order[n_seen] = arms[e, 0]
-            n_seen += 1
-    free[:] = server_cap
-    placed[:] = False
+    for e in range(x.size):  # loops, not slice assignments: numba's cost tens of ns each
+        x[e] = 0
+    for port in range(fill.size):
+        fill[port] = 0
+    # One pass along the priority: each port's gated arms, in priority order, into its bucket; ports in the
+    # order of their best gated arm (first appearance).
+    n_arrival = n_seen = 0
+    for i in range(priority.size):
+        e = np.uint64(priority[i])  # unsigned indices: no negative-index wraparound
+        r = np.int64(requested[e])
+        gated = r & np.int64(usable[e] != 0)
+        n_arrival += r - gated
+        port = np.uint64(arms[e, 0])
+        port_order[n_seen] = port
+        n_seen += gated & np.int64(fill[port] == 0)
+        bucket[first[port] + fill[port]] = e
+        fill[port] += gated
+    for k in range(n_types):
+        for server in range(free.shape[1]):
+            free[k, server] = server_cap[k, server]
+    for task in range(placed.size):
+        placed[task] = False
     n_capacity = 0
+    few_types = n_types <= 4  # (the presets have 1 or 3)
+    k1, k2, k3 = min(1, n_types - 1), min(2, n_types - 1), min(3, n_types - 1)
     for j in range(n_seen):
-        port = port_order[j]
-        n_mine = n_chosen = 0
-        for e in priority:
-            if not (requested[e] and usable[e] and arms[e, 0] == port):
-                continue
-            n_mine += 1
-            task, server = arms[e, 1], arms[e, 2]
-            if placed[task]:
-                continue
-            fits = True
-            for k in range(n_types):
-                if free[k, server] < task_req[k, task]:
-                    fits = False
-            if not fits:
-                continue
-            for k in range(n_types):
-                free[k, server] -= task_req[k, task]
-            placed[task] = True
+        port = np.uint64(port_order[j])
+        n_mine, n_chosen = fill[port], 0
+        for i in range(first[port], first[port] + n_mine):
+            e = np.uint64(bucket[i])
+            task, server = np.uint64(arms[e, 1]), np.uint64(arms[e, 2])
+            if few_types:  # unrolled (types beyond K repeat the last; stored last to first, so each once)
+                f0, f1, f2, f3 = free[0, server], free[k1, server], free[k2, server], free[k3, server]
+                q0, q1, q2, q3 = task_req[0, task], task_req[k1, task], task_req[k2, task], task_req[k3, task]
+                take = ~((-np.int64(placed[task]) | (f0 - q0) | (f1 - q1) | (f2 - q2) | (f3 - q3)) >> 63)
+                free[k3, server], free[k2, server] = f3 - (q3 & take), f2 - (q2 & take)
+                free[k1, server], free[0, server] = f1 - (q1 & take), f0 - (q0 & take)
+            else:
+                short = -np.int64(placed[task])
+                for k in range(n_types):
+                    short |= free[k, server] - task_req[k, task]
+                take = ~(short >> 63)  # −1 if the task is still unplaced and fits the server, else 0
+                for k in range(n_types):
+                    free[k, server] -= task_req[k, task] & take
+            placed[task] |= take != 0
             chosen[n_chosen] = e
-            n_chosen += 1
+            n_chosen -= take
         if n_chosen >= min_tasks[port]:  # each chosen arm placed a distinct task
             for i in range(n_chosen):
                 x[chosen[i]] = 1

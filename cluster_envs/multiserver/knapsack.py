@@ -63,23 +63,38 @@ class KnapsackTable:
 
     def backtrack(self, s: int | np.ndarray) -> np.ndarray:
         """x*_P4(s) for one budget (int8[|E|]) or for an array of budgets (int8[len(s), |E|])."""
-        scalar = np.ndim(s) == 0
-        s_cur = np.atleast_1d(np.asarray(s, dtype=np.int64)).copy()
-        cap = np.broadcast_to(self.c, (s_cur.size, self.c.size)).astype(np.int64)
-        x = np.zeros((s_cur.size, self.A.shape[1]), dtype=np.int8)
-        for j in range(self.order.size - 1, -1, -1):  # edges in index order
-            i = self.order[j]
-            a = self.A[:, i]
-            extent = self.box[j] - a + 1  # the guarded box c' ≥ a
-            strides = np.append(np.cumprod(extent[:0:-1])[::-1], 1)
-            ok = (cap >= a).all(axis=1) & (s_cur < self.rows[j])
-            point = (np.minimum(cap, self.box[j]) - a) @ strides
-            at = np.where(ok, self.bit_offset[j] + point * ((self.rows[j] + 7) // 8) + s_cur // 8, 0)
-            hit = ok & ((self.bits[at] >> (s_cur % 8)) & 1).astype(bool)
-            x[hit, i] = 1
-            s_cur[hit] = np.maximum(s_cur[hit] - self.budget_weights[i], 0)
-            cap[hit] -= a
-        return x[0] if scalar else x
+        budgets = np.atleast_1d(np.asarray(s, dtype=np.int64))
+        x = np.zeros((budgets.size, self.A.shape[1]), dtype=np.int8)
+        _backtrack(budgets, self.A, self.c, self.order, self.box, self.rows, self.bit_offset, self.bits,
+                   self.budget_weights, x)  # fmt: skip
+        return x[0] if np.ndim(s) == 0 else x
+
+
+@njit(cache=True)
+def _backtrack(budgets, A, c, order, box, rows, bit_offset, bits, budget_weights, x) -> None:
+    """Follow the take bits from the full capacity, edges in index order, for each budget (into ``x``)."""
+    n_types = A.shape[0]
+    cap = np.empty(n_types, np.int64)
+    for m in range(budgets.size):
+        s = budgets[m]
+        for k in range(n_types):
+            cap[k] = c[k]
+        for j in range(order.size - 1, -1, -1):
+            i = order[j]
+            if s >= rows[j]:
+                continue
+            ok = True
+            point, stride = 0, 1  # the point in the guarded box c' ≥ A[:, i], last dimension fastest
+            for k in range(n_types - 1, -1, -1):
+                ok &= cap[k] >= A[k, i]
+                point += (min(cap[k], box[j, k]) - A[k, i]) * stride
+                stride *= box[j, k] - A[k, i] + 1
+            if not ok or not (bits[bit_offset[j] + point * ((rows[j] + 7) // 8) + s // 8] >> (s % 8)) & 1:
+                continue
+            x[m, i] = 1
+            s = max(s - budget_weights[i], 0)
+            for k in range(n_types):
+                cap[k] -= A[k, i]
 
 
 def _value_type(values: np.ndarray) -> tuple[np.dtype, float | int]:
@@ -141,19 +156,28 @@ def solve(
     return KnapsackTable(top, feasible, cells, upsilon, A, c, order, box, rows, bit_offset, bits)
 
 
+@njit(cache=True)
 def _reach_bounds(order: np.ndarray, A: np.ndarray, c: np.ndarray, upsilon: np.ndarray):
     """Per stage j (edges ``order[:j+1]``): ``fit_count[j, k, v]``, how many of the smallest requests
     ``A[k, ·]`` fit in ``v``, and ``top_sum[j, n]``, the sum of the ``n`` largest ``Υ̂``."""
     n_stages, n_types = order.size, A.shape[0]
-    levels = np.arange(int(c.max()) + 1)
-    fit_count = np.empty((n_stages, n_types, levels.size), np.int64)
+    n_levels = c.max() + 1
+    fit_count = np.empty((n_stages, n_types, n_levels), np.int64)
     top_sum = np.empty((n_stages, n_stages + 1), np.int64)
     for j in range(n_stages):
         taken = order[: j + 1]
         for k in range(n_types):
-            fit_count[j, k] = np.searchsorted(np.cumsum(np.sort(A[k, taken])), levels, side="right")
-        top_sum[j, : j + 2] = np.concatenate([[0], np.cumsum(np.sort(upsilon[taken])[::-1])])
-        top_sum[j, j + 2 :] = top_sum[j, j + 1]
+            smallest = np.sort(A[k][taken])
+            n = total = 0
+            for level in range(n_levels):
+                while n < smallest.size and total + smallest[n] <= level:
+                    total += smallest[n]
+                    n += 1
+                fit_count[j, k, level] = n
+        largest = np.sort(upsilon[taken])[::-1]
+        top_sum[j, 0] = 0
+        for n in range(n_stages):
+            top_sum[j, n + 1] = top_sum[j, n] + (largest[n] if n <= j else 0)
     return fit_count, top_sum
 
 
@@ -192,27 +216,31 @@ def _sweep(V, bits, order, box, rows, bit_offset, upsilon, values, A, point_stri
                 base += level * point_strides[k]
                 n_fit = min(n_fit, fit_count[j, k, level])
                 rem //= span
+            if n_rows == 1:  # one budget row (the oracle's case): its take bit is bit 0 of the point's byte
+                out = bit_offset[j] + o * (last_hi - last_lo + 1) - last_lo
+                for last in range(last_hi, last_lo - 1, -1):
+                    d = (base + last) * width
+                    candidate, old = V[d - shift] + v, V[d]
+                    bits[out + last] = candidate > old
+                    V[d] = max(candidate, old)
+                continue
             for last in range(last_hi, last_lo - 1, -1):
                 reach = min(n_rows, top_sum[j, min(n_fit, fit_count[j, n_types - 1, last])] + 1)  # rows to update
-                d = (base + last) * width
-                dst = V[d : d + reach]
-                src = V[d - shift : d - shift + reach]
-                first = src[0] + v
+                d = (base + last) * width  # the point's row 0; its source's is d − shift (indices, not views:
+                first = V[d - shift] + v  # numba's views cost tens of ns each, and there is one per point)
                 low = min(u, reach)  # rows s < Υ̂_i read row 0 of the source
                 for s in range(low):
-                    old = dst[s]
+                    old = V[d + s]
                     scratch[s] = first > old
-                    dst[s] = max(first, old)
-                dst_high = dst[low:]
-                src_high = src[: reach - low]
-                flags = scratch[low:reach]
-                for s in range(reach - low):
-                    candidate = src_high[s] + v
-                    old = dst_high[s]
-                    flags[s] = candidate > old
-                    dst_high[s] = max(candidate, old)
+                    V[d + s] = max(first, old)
+                for s in range(low, reach):
+                    candidate = V[d - shift + s - low] + v
+                    old = V[d + s]
+                    scratch[s] = candidate > old
+                    V[d + s] = max(candidate, old)
                 n_bytes = (reach + 7) // 8
-                scratch[reach : 8 * n_bytes] = 0
+                for s in range(reach, 8 * n_bytes):
+                    scratch[s] = 0
                 out = bit_offset[j] + (o * (last_hi - last_lo + 1) + last - last_lo) * per_point
                 for b in range(n_bytes):  # bytes past the reach stay 0: those budgets are infeasible
                     bits[out + b] = np.uint8((packed[b] * _PACK) >> np.uint64(56))
@@ -243,7 +271,8 @@ def _extend_box(V, old_box, new_box, point_strides, width, n_rows):
             src = (base + lo * point_strides[k]) * width
             for ck in range(lo + 1, hi + 1):
                 dst = (base + ck * point_strides[k]) * width
-                V[dst : dst + n_rows] = V[src : src + n_rows]
+                for s in range(n_rows):
+                    V[dst + s] = V[src + s]
 
 
 def max_cardinality(A: np.ndarray, c: np.ndarray) -> int:

@@ -9,17 +9,16 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.common.vector import BatchedCopies
-from cluster_envs.multiserver import batch
+from cluster_envs.multiserver import batch, pcg
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import gang_workspace
 from cluster_envs.multiserver.gang_env import ClusterGangEnv
 
-BLOCK = 256  # slots of exogenous draws taken per copy at a time (a numba call per copy and block costs ≈35 µs)
 MAX_PORTS = 20  # the oracle's values are kept per arrival pattern: 2^|L| entries
-INFO_KEYS = {"utility": batch.UTILITY, "raw_utility": batch.RAW_UTILITY, "n_dropped_arrival": batch.DROPPED_ARRIVAL,
-             "n_dropped_capacity": batch.DROPPED_CAPACITY}  # fmt: skip
+INFO_KEYS = {"utility": batch.UTILITY, "raw_utility": batch.RAW_UTILITY}
+COUNT_KEYS = {"n_dropped_arrival": batch.DROPPED_ARRIVAL, "n_dropped_capacity": batch.DROPPED_CAPACITY}
 REGRET_KEYS = {"expected_utility": batch.EXPECTED, "oracle_utility": batch.ORACLE, "slot_regret": batch.SLOT_REGRET,
-               "realized_regret": batch.REALIZED_REGRET}  # fmt: skip
+               "realized_regret": batch.REALIZED_REGRET, "regret": batch.REGRET}  # fmt: skip
 OBS_KEYS = ("arrivals", "edge_mask", "time", "last_action", "last_utility")
 
 
@@ -27,14 +26,15 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
     """``num_envs`` copies of ``ClusterMultiServer-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own env (copy i of ``reset(seed=s)`` is seeded s + i, as in ``SyncVectorEnv``;
-    ``reset(seed=[...])`` takes one seed per copy). Its utility and arrival generators then fill blocks of
-    upcoming draws, and :func:`~cluster_envs.multiserver.batch.step_batch` runs the single env's compiled
-    repair and utility kernels for every copy, so there is one implementation of the dynamics. Autoreset is
-    Gymnasium's ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its
-    reward 0). ``info`` holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks, the single
-    env's reset info (``t`` = 1, ``arrivals``) for copies just reset and, for copies that end,
-    ``episode_summary``. Not supported (use ``SyncVectorEnv``): ``obs_static=True``,
-    ``binary_repair_order="random"``, more than 20 ports with ``compute_regret``.
+    ``reset(seed=[...])`` takes one seed per copy), whose utility and arrival streams the batch then continues
+    from their ``PCG64`` states (:mod:`~cluster_envs.multiserver.pcg`; the copies' own generators are not
+    advanced). :func:`~cluster_envs.multiserver.batch.step_batch` runs the single env's compiled repair and
+    utility kernels for every copy, so there is one implementation of the dynamics. Autoreset is Gymnasium's
+    ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its reward 0). ``info``
+    holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks, the single env's reset info
+    (``t`` = 1, ``arrivals``) for copies just reset and, for copies that end, ``episode_summary``. Not
+    supported (use ``SyncVectorEnv``): ``obs_static=True``, ``binary_repair_order="random"``, more than 20
+    ports with ``compute_regret``.
     """
 
     env_class = ClusterMultiServerEnv
@@ -56,24 +56,19 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         if cfg.compute_regret and inst.n_ports > MAX_PORTS:
             raise ValueError(f"n_ports={inst.n_ports} > {MAX_PORTS} with compute_regret=True is not supported by "
                              "the batched env; use SyncVectorEnv")  # fmt: skip
-        n_e, n_l = inst.n_edges, inst.n_ports
-        self._obs = {
-            "arrivals": np.zeros((num_envs, n_l), np.int8),
-            "edge_mask": np.zeros((num_envs, n_e), np.int8),
-            "time": np.zeros((num_envs, 1), np.float32),
-            "last_action": np.zeros((num_envs, n_e), np.int8),
-            "last_utility": np.zeros((num_envs, n_e), np.float32),
+        self._obs = {  # each copy's observation at its last reset
+            key: np.zeros((num_envs, *space.shape), space.dtype) for key, space in self.single_observation_space.items()
         }
-        self._normals = np.zeros((BLOCK, num_envs, n_e))
-        self._uniforms = np.zeros((BLOCK, num_envs, n_l))
-        self._position = np.zeros(num_envs, np.int64)
+        self._arrivals = np.zeros((num_envs, inst.n_ports), np.int8)  # of the slot about to be decided
+        self._pattern = np.zeros(num_envs, np.int64)
         self._t = np.ones(num_envs, np.int64)
-        self._scalars = np.zeros((num_envs, batch.SCALARS))
-        self._sums = np.zeros((num_envs, batch.SUMS))
+        self._sums = np.zeros((batch.SUMS, num_envs))
         self._missing = np.zeros(num_envs, dtype=bool)
-        self._oracle_values = np.full(2**n_l if cfg.compute_regret else 1, np.nan)
+        self._oracle_values = np.full(2**inst.n_ports if cfg.compute_regret else 1, np.nan)
+        self._states = np.zeros((2 * num_envs, pcg.WORDS), np.uint64)  # copy b's utility, arrival streams: 2b, 2b+1
         self._static = self._static_arrays()
-        self._work = (np.empty(self._static["A"].shape[0], np.int64), *self._gang_workspace())
+        n_types, n_edges = self._static["A"].shape[0], inst.n_edges
+        self._work = (np.empty(n_types, np.int64), np.empty(n_edges, np.int64), *self._gang_workspace())
 
     def _static_arrays(self) -> dict[str, Any]:
         """The kernel's instance arrays; the gang structure's are unused placeholders here."""
@@ -82,8 +77,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
                 "task_req": unused, "server_cap": unused, "min_tasks": np.zeros(1, np.int64)}  # fmt: skip
 
     def _gang_workspace(self) -> tuple[np.ndarray, ...]:
-        return (np.empty((1, 1), np.int64), np.empty(1, np.bool_), np.empty(1, np.bool_), np.empty(1, np.int64),
-                np.empty(1, np.int64))  # fmt: skip
+        return (np.empty((1, 1), np.int64), np.empty(1, np.bool_), *(np.empty(1, np.int64) for _ in range(5)))
 
     def _utility_arrays(self) -> dict[str, Any]:
         inst, u = self.instance, self.instance.utility
@@ -98,83 +92,82 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         obs, info = env.reset(seed=seed, options=options)
         for key in OBS_KEYS:
             self._obs[key][b] = obs[key]
+        self._arrivals[b] = obs["arrivals"]
         self._t[b] = 1
-        self._sums[b] = 0.0
+        self._sums[:, b] = 0.0
         self._needs_reset[b] = False
-        self._draw(b)
-        self._fill_oracle(b)
+        sim = env.simulator
+        self._states[2 * b], self._states[2 * b + 1] = pcg.state_row(sim.rng_utility), pcg.state_row(sim.rng_arrivals)
+        if self.config.compute_regret:
+            self._pattern[b] = batch.pattern_of(self._arrivals[b])
+            self._fill_oracle(b)
         return info
 
-    def _draw(self, b: int) -> None:
-        sim = self.envs[b].simulator
-        batch.draw_block(sim.rng_utility, sim.rng_arrivals, self._normals, self._uniforms, b)
-        self._position[b] = 0
-
     def _fill_oracle(self, b: int) -> None:
-        if self.config.compute_regret:
-            arrivals = self._obs["arrivals"][b]
-            pattern = batch.pattern_of(arrivals)
-            if np.isnan(self._oracle_values[pattern]):
-                self._oracle_values[pattern] = self.envs[b].oracle.lookup(arrivals)[1]
+        pattern = self._pattern[b]
+        if np.isnan(self._oracle_values[pattern]):
+            self._oracle_values[pattern] = self.envs[b].oracle.lookup(self._arrivals[b])[1]
 
     # -- gymnasium API ------------------------------------------------------------------------------------
 
     def step(self, actions: Any):
         actions = self.real_actions(actions)
-        cfg, static = self.config, self._static
+        cfg, static, n = self.config, self._static, self.num_envs
         resetting = self._needs_reset.copy()
         stepping = ~resetting
         raise_mode = cfg.invalid_action == "raise"
         code, copy_index = batch.check_actions(
-            actions, stepping, cfg.action_mode == "binary", raise_mode, static["gang"], self._obs["edge_mask"],
-            static["A"], static["c"], static["arms"], static["task_req"], static["server_cap"], static["min_tasks"],
+            actions, stepping, cfg.action_mode == "binary", raise_mode, static["gang"], self._arrivals,
+            static["port_of_edge"], static["A"], static["c"], static["arms"], static["task_req"],
+            static["server_cap"], static["min_tasks"],
         )  # fmt: skip
         if code:
             self._raise(code, copy_index, actions[copy_index])
         reset_infos = {int(b): self._reset_copy(int(b), None, None) for b in np.flatnonzero(resetting)}
-        for b in np.flatnonzero(stepping & (self._position == BLOCK)):
-            self._draw(int(b))
-        rewards = np.zeros(self.num_envs)
+        obs = {key: np.empty_like(value) for key, value in self._obs.items()}
+        rewards, values, counts = np.zeros(n), np.empty((batch.VALUES, n)), np.empty((batch.COUNTS, n), np.int64)
         missing = batch.step_batch(
-            actions, stepping, cfg.action_mode == "scores", raise_mode, static["gang"], self._t, self._position,
-            self._obs["arrivals"], self._obs["edge_mask"], self._normals, self._uniforms, static["port_of_edge"],
-            static["rho"], static["A"], static["c"], static["arms"], static["task_req"], static["server_cap"],
-            static["min_tasks"], static["mu"], static["sigma"], static["cost"], static["clips"], static["lo"],
-            static["width"], static["v_tilde"], cfg.compute_regret, self._oracle_values, self._missing,
-            cfg.infeasible_penalty, cfg.horizon, self._obs["last_action"], self._obs["last_utility"],
-            self._obs["time"], rewards, self._scalars, self._sums, *self._work,
+            actions, stepping, cfg.action_mode == "scores", raise_mode, static["gang"], self._t, self._arrivals,
+            self._pattern, self._states, static["port_of_edge"], static["rho"], static["A"], static["c"],
+            static["arms"], static["task_req"], static["server_cap"], static["min_tasks"], static["mu"],
+            static["sigma"], static["cost"], static["clips"], static["lo"], static["width"], static["v_tilde"],
+            cfg.compute_regret, self._oracle_values, self._missing, cfg.infeasible_penalty, cfg.horizon,
+            self._sums, *(obs[key] for key in OBS_KEYS), rewards, values, counts, *self._work,
         )  # fmt: skip
         if missing:
             for b in np.flatnonzero(self._missing):
                 self._fill_oracle(int(b))
+        if reset_infos:  # as SyncVectorEnv: a copy just reset shows its reset observation
+            for key, value in obs.items():
+                value[resetting] = self._obs[key][resetting]
         truncated = stepping & (self._t > cfg.horizon)
-        infos = self._infos(stepping, truncated)
+        infos = self._infos(stepping, truncated, values, counts)
         for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info
             infos = self._add_info(infos, info, b)
         self._needs_reset = truncated.copy()  # the caller may write into the returned array
-        return self._batch_observation(), rewards, np.zeros(self.num_envs, dtype=bool), truncated, infos
+        return obs, rewards, np.zeros(n, dtype=bool), truncated, infos
 
     def _raise(self, code: int, b: int, action: np.ndarray) -> None:
         if code == 1:
             raise ValueError(f"actions[{b}] must be finite (no NaN or inf)")
         if code == 2:
             raise ValueError(f"actions[{b}] must be binary (0/1 per edge) in action_mode='binary'")
-        # the batch holds this slot's arrivals (the copies' simulators draw theirs in blocks, ahead of it)
-        problem = self.envs[b]._violation((action > 0.5).astype(np.int8), self._obs["arrivals"][b])
+        # the batch holds this slot's arrivals (the copies' simulators have drawn theirs further ahead)
+        problem = self.envs[b]._violation((action > 0.5).astype(np.int8), self._arrivals[b])
         raise ValueError(f"actions[{b}]: infeasible action (invalid_action='raise') violates {problem}")
 
     def _batch_observation(self) -> dict[str, np.ndarray]:
         return {key: value.copy() for key, value in self._obs.items()}
 
-    def _infos(self, stepping: np.ndarray, truncated: np.ndarray) -> dict[str, Any]:
-        infos: dict[str, Any] = {"t": self._t - 1, "_t": stepping.copy()}
-        keys = {**INFO_KEYS, **(REGRET_KEYS if self.config.compute_regret else {})}
-        for key, column in keys.items():
-            value = self._scalars[:, column]
-            infos[key] = value.astype(np.int64) if key.startswith("n_dropped") else value.copy()
-            infos[f"_{key}"] = stepping.copy()  # own masks: _add_info writes into them
+    def _infos(self, stepping: np.ndarray, truncated: np.ndarray, values: np.ndarray, counts: np.ndarray):
+        """The step's info: rows of the kernel's fresh outputs, each with its own mask."""
+        infos: dict[str, Any] = {"t": counts[batch.SLOT], "_t": stepping.copy()}
+        keys = [(key, values[row]) for key, row in INFO_KEYS.items()]
+        keys += [(key, counts[row]) for key, row in COUNT_KEYS.items()]
         if self.config.compute_regret:
-            infos["regret"], infos["_regret"] = self._sums[:, batch.REGRET].copy(), stepping.copy()
+            keys += [(key, values[row]) for key, row in REGRET_KEYS.items()]
+        for key, value in keys:
+            infos[key], infos[f"_{key}"] = value, stepping.copy()  # own masks: _add_info writes into them
         if truncated.any():
             infos["episode_summary"] = self.batched_summaries(truncated, self._summary)
             infos["_episode_summary"] = truncated.copy()
@@ -182,9 +175,9 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
 
     def _summary(self, b: int) -> dict[str, float]:
         """Copy b's episode summary, by its own env from the batch's running sums."""
-        env, run = self.envs[b], self._sums[b]
+        env, run = self.envs[b], self._sums[:, b]
         env._cum = {"aou": run[batch.AOU], "expected": run[batch.EXPECTED_AOU], "oracle": run[batch.ORACLE_AOU],
-                    "regret": run[batch.REGRET], "dropped": run[batch.DROPPED]}  # fmt: skip
+                    "regret": run[batch.RUN_REGRET], "dropped": run[batch.DROPPED]}  # fmt: skip
         return env._summary()
 
     @property
