@@ -68,9 +68,10 @@ def test_pairwise_sum_is_numpys_sum():
 
 
 @pytest.mark.parametrize("n_rows", [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 64])
-def test_slot_work_and_cost_are_numpys_matrix_vector_products_bit_for_bit(n_rows):
-    """The kernel's loops follow OpenBLAS's summation order; a 0/1 matrix makes every product exact, so any other
-    order (or grouping of the last M % 4 terms) shows up in the last bits of these wide-ranging values."""
+def test_slot_work_and_cost_are_numpys_matrix_vector_products(n_rows):
+    """The kernel's loops equal numpy's matrix-vector products to rounding. (They follow the summation order of
+    the OpenBLAS kernel numpy picks on this suite's reference machines, so there they agree bit for bit and the
+    goldens stay unchanged; another BLAS or CPU may sum in another order, so this test does not require it.)"""
     rng = np.random.default_rng(n_rows)
     for m in [*range(1, 40), 64, 100, 203, 1000, 2100]:  # 2100: past the loops, BLAS itself
         for _ in range(4):
@@ -90,8 +91,10 @@ def test_slot_work_and_cost_are_numpys_matrix_vector_products_bit_for_bit(n_rows
                                        np.zeros(kernels.P_SIZE, np.int64), np.zeros(2 * n_rows))  # fmt: skip
             assert count >= 0
             np.testing.assert_array_equal(state[1], executed)
-            np.testing.assert_array_equal(sf[kernels.SLOT_WORK], executed @ rates, err_msg=f"{n_rows} x {m}")
-            np.testing.assert_array_equal(sf[kernels.SLOT_COST], executed @ prices, err_msg=f"{n_rows} x {m}")
+            for row, values in ((kernels.SLOT_WORK, rates), (kernels.SLOT_COST, prices)):
+                scale = (executed * values).sum(axis=1).max()  # every term is ≥ 0
+                np.testing.assert_allclose(sf[row], executed @ values, rtol=0, atol=1e-13 * scale,
+                                           err_msg=f"{n_rows} x {m}")  # fmt: skip
 
 
 def _numpy_ap_time(ends, is_ap, times):
