@@ -36,6 +36,8 @@ JOB_FIELDS = (
     "lifetime",
 )
 GENERALIZED_FIELDS = ("demand", "parallelism")
+# The state arrays in the kernels' argument order (``kernels.step_begin``).
+STATE_ARRAYS = ("assign", "executed", "jf", "ji", "mf", "mi", "si", "sf", "c", "f")
 
 
 def utility(kind: str, value: np.ndarray, beta: float, work: np.ndarray) -> np.ndarray:
@@ -159,6 +161,7 @@ class ApproxSimulator:
         self.si[kernels.SLOT_JOB] = -1
         self.sf = np.zeros((kernels.SF_ROWS, k))
         self.c = np.zeros(kernels.C_SIZE, dtype=np.int64)
+        self.c[kernels.N_JOBS] = n
         self.f = np.zeros(kernels.F_SIZE)
         self.p = np.zeros(kernels.P_SIZE, dtype=np.int64)
         self.p[kernels.P_HARD] = budget_mode == "hard"
@@ -166,13 +169,28 @@ class ApproxSimulator:
         self.p[kernels.P_HAS_OPT] = opt_per_job is not None
         self.p[kernels.P_HORIZON] = problem.horizon
         self.assign = np.zeros((k, m), dtype=bool)
-        self.executed = np.zeros((k, m))
+        self.executed = np.zeros((k, m), dtype=np.uint8)  # 0/1: 8x less memory than floats in the batch
         self.power_in = np.zeros(k + n)
         self.power_out = np.zeros(k + n)
         self.rows = np.zeros((k, len(problem.job_fields)))
         self.rates_now = np.zeros(m)
         self.step_info: dict = {}
         kernels.admit(0, self.ji, self.si, self.c)
+        self.batch_of_one()
+
+    def batch_of_one(self) -> None:
+        """Views of the state arrays with a leading axis of 1, the kernels' batch layout (rebuilt after the
+        arrays are re-pointed: by the batched env, and on unpickling)."""
+        self._one = tuple(getattr(self, name)[None] for name in STATE_ARRAYS)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_one"]  # views: a copy would no longer share the arrays' memory
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.batch_of_one()
 
     # ------------------------------------------------------------------ views of the state
     horizon = property(lambda self: self.problem.horizon)
@@ -222,8 +240,7 @@ class ApproxSimulator:
         Raises ``ValueError`` (and changes nothing) if the action holds NaN, inf, fractions or values out of range.
         """
         rates = self.rates_now = self.instance.rates.rates(self.t + 1)
-        count = kernels.step_begin(action, mode, rates, self.assign, self.executed, self.jf, self.ji, self.mf,
-                                   self.mi, self.si, self.sf, self.c, self.f, self.p, self.power_in)  # fmt: skip
+        count = kernels.step_begin(action, mode, rates, *self._one, self.p, self.power_in)
         if count < 0:
             if count == kernels.BAD_VALUE:
                 raise ValueError("action must hold finite integer values (no NaN, inf or fractions)")
@@ -235,8 +252,7 @@ class ApproxSimulator:
             np.log1p(self.power_in[:count], out=self.power_out[:count])
         else:
             self.power_out[:count] = self.power_in[:count]
-        kernels.step_end(self.power_out, self.executed, self.jf, self.ji, self.mf, self.mi, self.si, self.sf, self.c,
-                         self.f, self.p)  # fmt: skip
+        kernels.step_end(self.power_out, *self._one[1:], self.p)
 
     def slot_details(self) -> dict:
         """Per-slot detail of the last step (the env's full ``info``)."""
@@ -262,7 +278,8 @@ class ApproxSimulator:
 
     def job_rows(self) -> np.ndarray:
         """The observation's ``jobs`` matrix (K, F): one row per visible job slot, zeros for an empty slot."""
-        kernels.write_job_rows(self.rows, self.beta, self.problem.generalized, self.jf, self.ji, self.si, self.c[0])
+        jf, ji, si = self._one[2], self._one[3], self._one[6]
+        kernels.write_job_rows(self.rows, self.beta, self.problem.generalized, jf, ji, si, self.c[0])
         return self.rows
 
     def summary(self) -> dict[str, float]:

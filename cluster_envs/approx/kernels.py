@@ -1,11 +1,12 @@
 """The compiled slot transition of the approximation-job model (numba, no gymnasium).
 
 :class:`~cluster_envs.approx.dynamics.ApproxSimulator` keeps its state in a few flat arrays (rows named
-below) and steps them with :func:`step_begin` and :func:`step_end`. The utility's transcendental part
+below) and steps them with :func:`step_begin` and :func:`step_end`, which run :func:`batch_begin` and
+:func:`batch_end` (the batched env's loops over copies) on a batch of one. The utility's transcendental part
 (``np.power`` / ``np.log1p``) runs between the two as one numpy call: numpy's SIMD maths differs from
 libm in the last bit, and the trajectories must stay bit-for-bit those of the vectorized numpy model
-(golden hashes). Sums use :func:`pairwise_sum`, numpy's summation order, and the matrix-vector products
-``np.dot`` (the BLAS numpy uses), for the same reason.
+(golden hashes). Sums use numpy's summation order (:func:`pairwise_sum`) and the matrix-vector products
+``executed @ rates`` BLAS's (:func:`batch_begin`), for the same reason.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ SF_ROWS = 2
 # Entries of the int counters ``c``.
 (T, NEXT_ARRIVAL, NEXT_DEPARTURE, NEXT_ACTIVATE, N_WAITING, N_ACTIVE, N_CHANGED, TOTAL_INVALID, TOTAL_BLOCKED,
  TOTAL_REPAIRED, MAX_CONCURRENCY, N_WAITED, N_INVALID, N_BLOCKED, N_REPAIRED, ARRIVALS_FROM,
- DEPARTURES_FROM) = range(17)  # fmt: skip
-C_SIZE = 17
+ DEPARTURES_FROM, N_JOBS, RATES_FROM) = range(19)  # fmt: skip
+C_SIZE = 19  # N_JOBS: the instance's job count (a batch pads the job axis); RATES_FROM: slot of batch_begin's rates[0]
 # Entries of the float statistics ``f``.
 (UTILITY_TRUE, UTILITY_APPROX, BENCHMARK_ACCRUED, FIT_SIGNED, FIT_POSITIVE, MIGRATION_SUM, MIGRATIONS, REWARD_TRUE,
  REWARD_APPROX, REWARD_SPARSE) = range(10)  # fmt: skip
@@ -46,23 +47,37 @@ DECODE_OCCUPANT, DECODE_SINGLE, DECODE_MATRIX = range(3)
 BAD_VALUE, OUT_OF_RANGE = -1, -2  # step_begin's error codes (nothing has changed when it returns them)
 
 
-@njit(cache=True)
-def _block_sum(a, start, n):
-    """numpy's pairwise summation of at most 128 terms (8 accumulators); see :func:`pairwise_sum`."""
+# Every per-copy function below indexes batch arrays (leading axis: the copy b) in place: a view per array and
+# copy (numba's array views cost tens of ns each, refcounts included) would cost more than a copy's whole slot.
+# The single env runs them on its own arrays with a leading axis of 1 (copy 0).
+
+
+@njit(cache=True, inline="always")
+def _block_sum(a, b, row, start, n):
+    """numpy's pairwise summation of ``a[b, row, start:start + n]``, n ≤ 128 (8 accumulators); see
+    :func:`pairwise_sum`."""
     if n < 8:
         res = -0.0
         for i in range(n):
-            res += a[start + i]
+            res += a[b, row, start + i]
         return res
-    r = a[start : start + 8].copy()
+    r0, r1, r2, r3 = a[b, row, start], a[b, row, start + 1], a[b, row, start + 2], a[b, row, start + 3]
+    r4, r5, r6, r7 = a[b, row, start + 4], a[b, row, start + 5], a[b, row, start + 6], a[b, row, start + 7]
     i = 8
     while i < n - (n % 8):
-        for q in range(8):
-            r[q] += a[start + i + q]
+        q = start + i
+        r0 += a[b, row, q]
+        r1 += a[b, row, q + 1]
+        r2 += a[b, row, q + 2]
+        r3 += a[b, row, q + 3]
+        r4 += a[b, row, q + 4]
+        r5 += a[b, row, q + 5]
+        r6 += a[b, row, q + 6]
+        r7 += a[b, row, q + 7]
         i += 8
-    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     while i < n:
-        res += a[start + i]
+        res += a[b, row, start + i]
         i += 1
     return res
 
@@ -74,13 +89,13 @@ def _half(n):
 
 
 @njit(cache=True)
-def pairwise_sum(a, start, n):
-    """numpy's ``a[start:start + n].sum()``, bit for bit: blocks of ≤ 128 terms, halved recursively above.
+def _pairwise(a, b, row, start, n):
+    """numpy's ``a[b, row, start:start + n].sum()``, bit for bit: blocks of ≤ 128 terms, halved recursively above.
 
     The recursion runs on an explicit stack (numba's cache does not reload recursive functions reliably).
     """
     if n <= 128:
-        return 0.0 + _block_sum(a, start, n)  # numpy adds to the identity 0.0 (so an empty or -0.0 sum is +0.0)
+        return 0.0 + _block_sum(a, b, row, start, n)  # numpy adds to the identity 0.0 (an empty or -0.0 sum is +0.0)
     starts, sizes = np.empty(64, np.int64), np.empty(64, np.int64)
     stage, left = np.zeros(64, np.int64), np.empty(64)
     top, starts[0], sizes[0] = 0, start, n
@@ -90,7 +105,7 @@ def pairwise_sum(a, start, n):
             starts[top + 1], sizes[top + 1], stage[top + 1] = starts[top], _half(sizes[top]), 0
             top += 1
             continue
-        value = _block_sum(a, starts[top], sizes[top])
+        value = _block_sum(a, b, row, starts[top], sizes[top])
         top -= 1
         while top >= 0 and stage[top] == 2:  # both halves done: add them
             value = left[top] + value
@@ -101,6 +116,20 @@ def pairwise_sum(a, start, n):
         half = _half(sizes[top])
         starts[top + 1], sizes[top + 1], stage[top + 1] = starts[top] + half, sizes[top] - half, 0
         top += 1
+
+
+@njit(cache=True, inline="always")
+def _row_sum(a, b, row, n):
+    """numpy's ``a[b, row, :n].sum()`` (:func:`_pairwise`), inlined for the usual n ≤ 128."""
+    if n <= 128:
+        return 0.0 + _block_sum(a, b, row, 0, n)
+    return _pairwise(a, b, row, 0, n)
+
+
+@njit(cache=True)
+def pairwise_sum(a, start, n):
+    """numpy's ``a[start:start + n].sum()`` of a 1-D array, bit for bit."""
+    return _pairwise(a[None, None], 0, 0, start, n)
 
 
 @njit(cache=True)
@@ -116,290 +145,435 @@ def budget_check_into(assign, prices, spent, budget, out) -> None:
                 out[k, i] = False
 
 
-@njit(cache=True)
-def _validate(action, mode, n_slots) -> int:
-    for i in range(action.size):
-        v = action[i]
+@njit(cache=True, inline="always")
+def _validate(actions, b, mode, n_slots) -> int:
+    size = actions.shape[1]
+    for i in range(size):
+        v = actions[b, i]
         if v != v or v - np.floor(v) != 0:  # NaN, inf (inf - inf is NaN) or a fraction
             return BAD_VALUE
     high = n_slots if mode == DECODE_OCCUPANT else 1
-    for i in range(action.size):
-        if action[i] < 0 or action[i] > high:
+    for i in range(size):
+        if actions[b, i] < 0 or actions[b, i] > high:
             return OUT_OF_RANGE
     return 0
 
 
 @njit(cache=True)
-def _decode(action, mode, assign) -> None:
-    n_slots, m = assign.shape
-    assign[:] = False
-    if mode == DECODE_OCCUPANT:
-        for i in range(m):
-            if action[i] > 0:
-                assign[int(action[i]) - 1, i] = True
-    elif mode == DECODE_SINGLE:
-        for i in range(m):
-            assign[0, i] = action[i] != 0
-    else:
-        for k in range(n_slots):
-            for i in range(m):
-                assign[k, i] = action[k * m + i] != 0
-
-
-@njit(cache=True)
-def _repair(assign, si, jf, ji, mf, column) -> int:
-    """Sec. V-C repair in place (spec §3.10): capacity by dropping the highest slots, then parallelism."""
-    n_slots, m = assign.shape
+def _repair(assign, b, si, jf, ji, mf, sf) -> int:
+    """Sec. V-C repair in place (spec §3.10): capacity by dropping the highest slots, then parallelism.
+    The column scratch is copy b's slot-work row, which is only filled after the repair."""
+    n_slots, m = assign.shape[1], assign.shape[2]
     dropped = 0
     for i in range(m):
         load = 0.0
         for k in range(n_slots):
-            j = si[SLOT_JOB, k]
-            column[k] = jf[DEMAND, j] * assign[k, i] if j >= 0 else 0.0
-            load = column[k] if k == 0 else load + column[k]
-        if not load > mf[CAPACITY, i] + 1e-12:
+            j = si[b, SLOT_JOB, k]
+            sf[b, SLOT_WORK, k] = jf[b, DEMAND, j] * assign[b, k, i] if j >= 0 else 0.0
+            load = sf[b, SLOT_WORK, k] if k == 0 else load + sf[b, SLOT_WORK, k]
+        if not load > mf[b, CAPACITY, i] + 1e-12:
             continue
         for k in range(n_slots - 1, -1, -1):
-            if not assign[k, i]:
+            if not assign[b, k, i]:
                 continue
-            if pairwise_sum(column, 0, n_slots) <= mf[CAPACITY, i] + 1e-12:
+            if _row_sum(sf, b, SLOT_WORK, n_slots) <= mf[b, CAPACITY, i] + 1e-12:
                 break
-            assign[k, i] = False
-            column[k] = 0.0
+            assign[b, k, i] = False
+            sf[b, SLOT_WORK, k] = 0.0
             dropped += 1
     for k in range(n_slots):
-        j = si[SLOT_JOB, k]
-        limit = ji[PARALLELISM, j] if j >= 0 else m
+        j = si[b, SLOT_JOB, k]
+        limit = ji[b, PARALLELISM, j] if j >= 0 else m
         kept = 0
         for i in range(m):
-            if assign[k, i]:
+            if assign[b, k, i]:
                 kept += 1
                 if kept > limit:
-                    assign[k, i] = False
+                    assign[b, k, i] = False
                     dropped += 1
     return dropped
 
 
 @njit(cache=True)
-def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c, f, p, power_in) -> int:
-    """First half of slot t = c[T] + 1: validate and decode the action, drop proposals to empty slots, repair,
-    budget-check, run the executed tasks and update work, spend, feedback and migrations.
+def _executed_dot_blas(executed, b, x, out, orow) -> None:
+    """:func:`batch_begin`'s dot products where its loops do not follow OpenBLAS: M ≥ 2048 (``dgemv_t`` blocks
+    the columns: BLAS itself) and a (1, M ≥ 16) matrix (``ddot``: 16 lanes i % 16 over the first M & -16 terms,
+    reduced as ``ddot_microk_haswell-2.c``, then the other terms one by one)."""
+    n_slots, m = executed.shape[1], executed.shape[2]
+    if m >= 2048:
+        as_float = executed[b].astype(np.float64)
+        if n_slots == 1:
+            out[b, orow, 0] = np.dot(as_float[0], x)
+        else:
+            out[b, orow] = np.dot(as_float, x)
+        return
+    n1 = m & -16
+    lanes = np.zeros(16)
+    for i in range(n1):
+        lanes[i & 15] += executed[b, 0, i] * x[i]
+    low = ((lanes[0] + lanes[2]) + (lanes[4] + lanes[6])) + ((lanes[8] + lanes[10]) + (lanes[12] + lanes[14]))
+    high = ((lanes[1] + lanes[3]) + (lanes[5] + lanes[7])) + ((lanes[9] + lanes[11]) + (lanes[13] + lanes[15]))
+    dot = low + high
+    for i in range(n1, m):
+        dot += executed[b, 0, i] * x[i]
+    out[b, orow, 0] = dot
 
-    Returns the number of utility arguments written to ``power_in`` (the new work of the jobs whose work
-    changed, by job id, then W_j/(t − a_j) of every active job), or an error code < 0 (state untouched).
+
+@njit(cache=True, inline="always")  # into the single env's step_begin / step_end: no call
+def batch_begin(actions, mode, rates, stepping, assign, executed, jf, ji, mf, mi, si, sf, c, f, p, power_in,
+                offsets) -> int:  # fmt: skip
+    """First half of slot t = c[b, T] + 1 of every stepping copy b (leading axis of the state arrays; the single
+    env is a batch of one, :func:`step_begin`): decode the action (validated before, :func:`batch_validate`),
+    drop proposals to empty slots, repair, budget-check, run the executed tasks and update work, spend, feedback
+    and migrations. Copy b's rates are ``rates[t - c[b, RATES_FROM], b]`` (slot-major: copies in step read one
+    block); its job arrays may be padded (it has ``c[b, N_JOBS]`` jobs). Writes copy b's utility arguments to
+    ``power_in[offsets[b]:offsets[b + 1]]`` (the new work of the jobs whose work changed, by job id, then
+    W_j/(t − a_j) of every active job); returns their count. ``stepping=None``: every copy steps;
+    ``offsets=None`` (one copy): its arguments start at ``power_in[0]``.
+
+    One loop with the whole slot inside: an inlined helper taking arrays costs a reference count per array and
+    call, more than the work here. The work and cost products ``executed @ rates`` and ``executed @ prices``
+    follow numpy's BLAS (OpenBLAS, Haswell kernels: the ones this suite's wheels select on x86-64 with AVX2) bit
+    for bit: a (1, M) matrix is a ``ddot`` (M < 16: the terms one by one), a larger one a ``dgemv_t``, whose rows
+    in blocks of 4 (and a last single row) sum the first M & -4 terms in 4 lanes i % 4, reduced as
+    (l0 + l2) + (l1 + l3), a block of 2 rows in 2 lanes i % 2, then add the last M % 4 terms as one group.
+    ``executed`` is 0/1, so every product is exact and only this order matters (FMA or not). ``while`` loops:
+    numba compiles a stepped ``range`` into a much slower loop.
     """
-    code = _validate(action, mode, assign.shape[0])
+    n_slots, m = assign.shape[1], assign.shape[2]
+    body = m - (m & 3)
+    two_from = n_slots & -4
+    two_to = two_from + ((n_slots - two_from) & 2)
+    looped = m < 2048 and (n_slots > 1 or m < 16)
+    total = 0
+    for b in range(c.shape[0]):
+        if offsets is not None:
+            offsets[b] = total
+        if stepping is not None:
+            if not stepping[b]:
+                continue
+        t = c[b, T] + 1
+        row = t - c[b, RATES_FROM]
+        for k in range(n_slots):
+            for i in range(m):
+                assign[b, k, i] = False
+        if mode == DECODE_OCCUPANT:
+            for i in range(m):
+                if actions[b, i] > 0:
+                    assign[b, int(actions[b, i]) - 1, i] = True
+        elif mode == DECODE_SINGLE:
+            for i in range(m):
+                assign[b, 0, i] = actions[b, i] != 0
+        else:
+            for k in range(n_slots):
+                for i in range(m):
+                    assign[b, k, i] = actions[b, k * m + i] != 0
+        n_invalid = 0
+        for k in range(n_slots):
+            if si[b, SLOT_JOB, k] < 0:
+                for i in range(m):
+                    n_invalid += assign[b, k, i]
+                    assign[b, k, i] = False
+        n_repaired = _repair(assign, b, si, jf, ji, mf, sf) if p[P_GENERALIZED] else 0
+        n_blocked = 0
+        for i in range(m):
+            mi[b, NOW_JOB, i] = -1
+        for k in range(n_slots):
+            j = si[b, SLOT_JOB, k]
+            spent = jf[b, SPENT, j] if j >= 0 else 0.0
+            budget = jf[b, BUDGET, j] if j >= 0 else np.inf
+            cumulative = 0.0
+            si[b, EXHAUSTED_NOW, k] = 0
+            for i in range(m):
+                run = assign[b, k, i]
+                if run and p[P_HARD]:
+                    cumulative += mf[b, PRICE, i]
+                    if not spent + cumulative < budget:
+                        run = False
+                        n_blocked += 1
+                        si[b, EXHAUSTED_NOW, k] = 1
+                executed[b, k, i] = 1 if run else 0
+                if run:
+                    mi[b, NOW_JOB, i] = j  # the last executed slot wins, as numpy's fancy assignment
+        if not looped:
+            _executed_dot_blas(executed, b, rates[row, b], sf, SLOT_WORK)
+            _executed_dot_blas(executed, b, mf[b, PRICE], sf, SLOT_COST)
+        for k in range(n_slots if looped else 0):
+            work = cost = 0.0
+            if n_slots == 1:
+                for i in range(m):
+                    work += executed[b, 0, i] * rates[row, b, i]
+                    cost += executed[b, 0, i] * mf[b, PRICE, i]
+            else:
+                if body:
+                    w0 = w1 = w2 = w3 = c0 = c1 = c2 = c3 = 0.0
+                    i = 0
+                    if two_from <= k < two_to:
+                        while i < body:
+                            w0 += executed[b, k, i] * rates[row, b, i]
+                            w1 += executed[b, k, i + 1] * rates[row, b, i + 1]
+                            c0 += executed[b, k, i] * mf[b, PRICE, i]
+                            c1 += executed[b, k, i + 1] * mf[b, PRICE, i + 1]
+                            i += 2
+                        work, cost = 0.0 + (w0 + w1), 0.0 + (c0 + c1)
+                    else:
+                        while i < body:
+                            w0 += executed[b, k, i] * rates[row, b, i]
+                            w1 += executed[b, k, i + 1] * rates[row, b, i + 1]
+                            w2 += executed[b, k, i + 2] * rates[row, b, i + 2]
+                            w3 += executed[b, k, i + 3] * rates[row, b, i + 3]
+                            c0 += executed[b, k, i] * mf[b, PRICE, i]
+                            c1 += executed[b, k, i + 1] * mf[b, PRICE, i + 1]
+                            c2 += executed[b, k, i + 2] * mf[b, PRICE, i + 2]
+                            c3 += executed[b, k, i + 3] * mf[b, PRICE, i + 3]
+                            i += 4
+                        work, cost = 0.0 + ((w0 + w2) + (w1 + w3)), 0.0 + ((c0 + c2) + (c1 + c3))
+                if body < m:
+                    work_tail = executed[b, k, body] * rates[row, b, body]
+                    cost_tail = executed[b, k, body] * mf[b, PRICE, body]
+                    i = body + 1
+                    while i < m:
+                        work_tail = work_tail + executed[b, k, i] * rates[row, b, i]
+                        cost_tail = cost_tail + executed[b, k, i] * mf[b, PRICE, i]
+                        i += 1
+                    work, cost = work + work_tail, cost + cost_tail
+            sf[b, SLOT_WORK, k] = work
+            sf[b, SLOT_COST, k] = cost
+        # migrations: machines whose previous, still-running occupant changed (before this slot's exhaustions)
+        moved = 0
+        for i in range(m):
+            now = mi[b, NOW_JOB, i]
+            prev = mi[b, LAST_JOB, i]
+            if prev >= 0 and ji[b, ARRIVAL, prev] < t and t <= ji[b, DEADLINE, prev] and not ji[b, EXHAUSTED, prev]:
+                moved += now != prev
+            mi[b, LAST_JOB, i] = now
+            ran = now >= 0
+            mi[b, LAST_MASK, i] = ran
+            mf[b, N_OBS, i] += ran
+            mf[b, SUM_OBS, i] += rates[row, b, i] if ran else 0.0
+            mf[b, LAST_RATE, i] = rates[row, b, i] if ran else 0.0
+        f[b, MIGRATIONS] = moved / m
+        if t >= 2:
+            f[b, MIGRATION_SUM] += f[b, MIGRATIONS]
+        n_changed = 0
+        for k in range(n_slots):
+            j = si[b, SLOT_JOB, k]
+            if j < 0:
+                continue
+            old = jf[b, WORK, j]
+            jf[b, WORK, j] = old + sf[b, SLOT_WORK, k]
+            jf[b, SPENT, j] += sf[b, SLOT_COST, k]
+            if si[b, EXHAUSTED_NOW, k]:
+                ji[b, EXHAUSTED, j] = 1
+            for i in range(m):
+                if executed[b, k, i] > 0:
+                    ji[b, SCHEDULED, j] = 1
+                    break
+            if jf[b, WORK, j] != old:  # insertion by job id, the order of numpy's flatnonzero
+                pos = n_changed
+                while pos > 0 and si[b, CHANGED, pos - 1] > j:
+                    si[b, CHANGED, pos] = si[b, CHANGED, pos - 1]
+                    pos -= 1
+                si[b, CHANGED, pos] = j
+                n_changed += 1
+        for q in range(n_changed):
+            power_in[total + q] = jf[b, WORK, si[b, CHANGED, q]]
+        # active jobs a_j < t <= d_j, in job-id order (ids follow arrivals, so new ones append)
+        n_active = 0
+        for q in range(c[b, N_ACTIVE]):
+            j = ji[b, ACTIVE, q]
+            if t <= ji[b, DEADLINE, j]:
+                ji[b, ACTIVE, n_active] = j
+                n_active += 1
+        while c[b, NEXT_ACTIVATE] < c[b, N_JOBS] and ji[b, ARRIVAL, c[b, NEXT_ACTIVATE]] < t:
+            j = c[b, NEXT_ACTIVATE]
+            if t <= ji[b, DEADLINE, j]:
+                ji[b, ACTIVE, n_active] = j
+                n_active += 1
+            c[b, NEXT_ACTIVATE] += 1
+        for q in range(n_active):
+            j = ji[b, ACTIVE, q]
+            power_in[total + n_changed + q] = jf[b, WORK, j] / float(t - ji[b, ARRIVAL, j])
+        c[b, N_ACTIVE] = n_active
+        c[b, N_CHANGED] = n_changed
+        c[b, N_INVALID] = n_invalid
+        c[b, N_BLOCKED] = n_blocked
+        c[b, N_REPAIRED] = n_repaired
+        total += n_changed + n_active
+    if offsets is not None:
+        offsets[c.shape[0]] = total
+    return total
+
+
+@njit(cache=True)
+def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c, f, p, power_in) -> int:
+    """:func:`batch_begin` for one env after validating its action: the state arrays are a batch of one (leading
+    axis of length 1, as :class:`~cluster_envs.approx.dynamics.ApproxSimulator` keeps them), ``action`` (A,)
+    and ``rates`` (M,) this slot's. The number of utility arguments written to ``power_in``, or an error code
+    < 0 (state untouched)."""
+    actions = action[None]
+    code = _validate(actions, 0, mode, assign.shape[1])
     if code < 0:
         return code
-    _decode(action, mode, assign)
-    t = c[T] + 1
-    n_slots, m = assign.shape
-    n_invalid = 0
-    for k in range(n_slots):
-        if si[SLOT_JOB, k] < 0:
+    c[0, RATES_FROM] = c[0, T] + 1
+    return batch_begin(actions, mode, rates[None, None], None, assign, executed, jf, ji, mf, mi, si, sf, c, f, p,
+                       power_in, None)  # fmt: skip
+
+
+@njit(cache=True, inline="always")  # into the single env's step_begin / step_end: no call
+def batch_end(power_out, offsets, stepping, executed, jf, ji, mf, mi, si, c, f, p, beta, horizon, obs):
+    """Second half of slot t of every stepping copy b (see :func:`batch_begin`; the single env is a batch of one,
+    :func:`step_end`): rewards from the utility terms ``value * power_out[offsets[b]:]`` (g(x) of batch_begin's
+    arguments: x^β, log(1 + x) or x), departures, freed slots and admissions. Then, unless ``obs`` is None, every
+    copy's observation (the single env's ``observation_from``) written straight into the fresh batch arrays
+    ``obs`` = (time, price, n_obs, sum_obs, last_rate, last_mask, jobs, last_occupant); a (B, 0)
+    ``last_occupant`` is not written (single-job env). One loop with the slot inside, as in batch_begin."""
+    n_slots, m = executed.shape[1], executed.shape[2]
+    for b in range(c.shape[0]):
+        if stepping is None or stepping[b]:
+            start, n = 0 if offsets is None else offsets[b], c[b, N_JOBS]
+            t = c[b, T] + 1
+            n_changed, n_active = c[b, N_CHANGED], c[b, N_ACTIVE]
+            for q in range(n_changed):
+                j = si[b, CHANGED, q]
+                new = jf[b, VALUE, j] * power_out[start + q]
+                jf[b, SCRATCH, q] = new - jf[b, FWORK, j]
+                jf[b, FWORK, j] = new
+            f[b, REWARD_TRUE] = _row_sum(jf, b, SCRATCH, n_changed)
+            f[b, UTILITY_TRUE] += f[b, REWARD_TRUE]
+            for q in range(n_active):
+                j = ji[b, ACTIVE, q]
+                length = float(t - ji[b, ARRIVAL, j])
+                new = length * (jf[b, VALUE, j] * power_out[start + n_changed + q])
+                jf[b, SCRATCH, q] = new - jf[b, SURROGATE, j]
+                jf[b, SURROGATE, j] = new
+            f[b, REWARD_APPROX] = _row_sum(jf, b, SCRATCH, n_active)
+            f[b, UTILITY_APPROX] += f[b, REWARD_APPROX]
+            if p[P_HAS_OPT]:
+                for q in range(n_active):
+                    jf[b, SCRATCH, q] = jf[b, OPT_RATE, ji[b, ACTIVE, q]]
+                f[b, BENCHMARK_ACCRUED] += _row_sum(jf, b, SCRATCH, n_active)
+            # departures (deadline order): Fit (Eq. 8) and the sparse reward
+            first = c[b, NEXT_DEPARTURE]
+            while c[b, NEXT_DEPARTURE] < n and ji[b, DEADLINE, ji[b, DEPARTURE_ORDER, c[b, NEXT_DEPARTURE]]] <= t:
+                c[b, NEXT_DEPARTURE] += 1
+            n_leaving = c[b, NEXT_DEPARTURE] - first
+            for q in range(n_leaving):
+                j = ji[b, DEPARTURE_ORDER, first + q]
+                jf[b, SCRATCH, q] = jf[b, SPENT, j] - jf[b, BUDGET, j]
+            f[b, FIT_SIGNED] += _row_sum(jf, b, SCRATCH, n_leaving)
+            for q in range(n_leaving):
+                jf[b, SCRATCH, q] = max(jf[b, SCRATCH, q], 0.0)
+            f[b, FIT_POSITIVE] += _row_sum(jf, b, SCRATCH, n_leaving)
+            for q in range(n_leaving):
+                jf[b, SCRATCH, q] = jf[b, FWORK, ji[b, DEPARTURE_ORDER, first + q]]
+            f[b, REWARD_SPARSE] = _row_sum(jf, b, SCRATCH, n_leaving)
+            c[b, DEPARTURES_FROM] = first
+            for k in range(n_slots):
+                j = si[b, SLOT_JOB, k]
+                if j >= 0 and (ji[b, DEADLINE, j] <= t or ji[b, EXHAUSTED, j]):
+                    si[b, SLOT_JOB, k] = -1
+                si[b, IS_NEW, k] = 0
+            _admit(t, ji, b, n, si, c)
+            c[b, T] = t
+            c[b, TOTAL_INVALID] += c[b, N_INVALID]
+            c[b, TOTAL_BLOCKED] += c[b, N_BLOCKED]
+            c[b, TOTAL_REPAIRED] += c[b, N_REPAIRED]
+        if obs is not None:
+            time, price, n_obs, sum_obs, last_rate, last_mask, jobs, occupant = obs
+            t = c[b, T]
+            time[b, 0] = t / horizon
+            time[b, 1] = (horizon - t) / horizon
             for i in range(m):
-                n_invalid += assign[k, i]
-                assign[k, i] = False
-    # the repair's column scratch is the slot-work row, which is only filled further down
-    n_repaired = _repair(assign, si, jf, ji, mf, sf[SLOT_WORK]) if p[P_GENERALIZED] else 0
-    n_blocked = 0
-    mi[NOW_JOB] = -1
-    for k in range(n_slots):
-        j = si[SLOT_JOB, k]
-        spent = jf[SPENT, j] if j >= 0 else 0.0
-        budget = jf[BUDGET, j] if j >= 0 else np.inf
-        cumulative = 0.0
-        si[EXHAUSTED_NOW, k] = 0
-        for i in range(m):
-            run = assign[k, i]
-            if run and p[P_HARD]:
-                cumulative += mf[PRICE, i]
-                if not spent + cumulative < budget:
-                    run = False
-                    n_blocked += 1
-                    si[EXHAUSTED_NOW, k] = 1
-            executed[k, i] = 1.0 if run else 0.0
-            if run:
-                mi[NOW_JOB, i] = j  # the last executed slot wins, as numpy's fancy assignment
-    if n_slots == 1:  # numpy's (1, M) @ (M,) is a dot product, not a matrix-vector product
-        sf[SLOT_WORK, 0] = np.dot(executed[0], rates)
-        sf[SLOT_COST, 0] = np.dot(executed[0], mf[PRICE])
-    else:
-        sf[SLOT_WORK] = np.dot(executed, rates)
-        sf[SLOT_COST] = np.dot(executed, mf[PRICE])
-    # migrations: machines whose previous, still-running occupant changed (before this slot's exhaustions)
-    moved = 0
-    for i in range(m):
-        now = mi[NOW_JOB, i]
-        prev = mi[LAST_JOB, i]
-        if prev >= 0 and ji[ARRIVAL, prev] < t and t <= ji[DEADLINE, prev] and not ji[EXHAUSTED, prev]:
-            moved += now != prev
-        mi[LAST_JOB, i] = now
-        ran = now >= 0
-        mi[LAST_MASK, i] = ran
-        mf[N_OBS, i] += ran
-        mf[SUM_OBS, i] += rates[i] if ran else 0.0
-        mf[LAST_RATE, i] = rates[i] if ran else 0.0
-    f[MIGRATIONS] = moved / m
-    if t >= 2:
-        f[MIGRATION_SUM] += f[MIGRATIONS]
-    n_changed = 0
-    for k in range(n_slots):
-        j = si[SLOT_JOB, k]
-        if j < 0:
-            continue
-        old = jf[WORK, j]
-        jf[WORK, j] = old + sf[SLOT_WORK, k]
-        jf[SPENT, j] += sf[SLOT_COST, k]
-        if si[EXHAUSTED_NOW, k]:
-            ji[EXHAUSTED, j] = 1
-        for i in range(m):
-            if executed[k, i] > 0:
-                ji[SCHEDULED, j] = 1
-                break
-        if jf[WORK, j] != old:  # insertion by job id, the order of numpy's flatnonzero
-            pos = n_changed
-            while pos > 0 and si[CHANGED, pos - 1] > j:
-                si[CHANGED, pos] = si[CHANGED, pos - 1]
-                pos -= 1
-            si[CHANGED, pos] = j
-            n_changed += 1
-    for q in range(n_changed):
-        power_in[q] = jf[WORK, si[CHANGED, q]]
-    # active jobs a_j < t <= d_j, in job-id order (ids follow arrivals, so new ones append)
-    n_active = 0
-    for q in range(c[N_ACTIVE]):
-        j = ji[ACTIVE, q]
-        if t <= ji[DEADLINE, j]:
-            ji[ACTIVE, n_active] = j
-            n_active += 1
-    n_jobs = ji.shape[1]
-    while c[NEXT_ACTIVATE] < n_jobs and ji[ARRIVAL, c[NEXT_ACTIVATE]] < t:
-        j = c[NEXT_ACTIVATE]
-        if t <= ji[DEADLINE, j]:
-            ji[ACTIVE, n_active] = j
-            n_active += 1
-        c[NEXT_ACTIVATE] += 1
-    for q in range(n_active):
-        j = ji[ACTIVE, q]
-        power_in[n_changed + q] = jf[WORK, j] / float(t - ji[ARRIVAL, j])
-    c[N_ACTIVE] = n_active
-    c[N_CHANGED] = n_changed
-    c[N_INVALID] = n_invalid
-    c[N_BLOCKED] = n_blocked
-    c[N_REPAIRED] = n_repaired
-    return n_changed + n_active
+                price[b, i] = mf[b, PRICE, i]
+                n_obs[b, i] = mf[b, N_OBS, i]
+                sum_obs[b, i] = mf[b, SUM_OBS, i]
+                last_rate[b, i] = mf[b, LAST_RATE, i]
+                last_mask[b, i] = mi[b, LAST_MASK, i]
+            _job_rows(jobs, b, beta, False, jf, ji, si, t)
+            if occupant.shape[1]:
+                for i in range(m):
+                    slot = 0
+                    for k in range(n_slots):
+                        if executed[b, k, i] > 0:
+                            slot += k + 1
+                    occupant[b, i] = slot
 
 
 @njit(cache=True)
 def step_end(power_out, executed, jf, ji, mf, mi, si, sf, c, f, p) -> None:
-    """Second half of slot t: rewards from the utility terms ``value * power_out``, departures, freed slots
-    and admissions. ``power_out`` holds g(x) of :func:`step_begin`'s arguments (x^β, log(1 + x) or x)."""
-    t = c[T] + 1
-    scratch = jf[SCRATCH]
-    n_changed, n_active = c[N_CHANGED], c[N_ACTIVE]
-    for q in range(n_changed):
-        j = si[CHANGED, q]
-        new = jf[VALUE, j] * power_out[q]
-        scratch[q] = new - jf[FWORK, j]
-        jf[FWORK, j] = new
-    f[REWARD_TRUE] = pairwise_sum(scratch, 0, n_changed)
-    f[UTILITY_TRUE] += f[REWARD_TRUE]
-    for q in range(n_active):
-        j = ji[ACTIVE, q]
-        length = float(t - ji[ARRIVAL, j])
-        new = length * (jf[VALUE, j] * power_out[n_changed + q])
-        scratch[q] = new - jf[SURROGATE, j]
-        jf[SURROGATE, j] = new
-    f[REWARD_APPROX] = pairwise_sum(scratch, 0, n_active)
-    f[UTILITY_APPROX] += f[REWARD_APPROX]
-    if p[P_HAS_OPT]:
-        for q in range(n_active):
-            scratch[q] = jf[OPT_RATE, ji[ACTIVE, q]]
-        f[BENCHMARK_ACCRUED] += pairwise_sum(scratch, 0, n_active)
-    # departures (deadline order): Fit (Eq. 8) and the sparse reward
-    first = c[NEXT_DEPARTURE]
-    n_jobs = ji.shape[1]
-    while c[NEXT_DEPARTURE] < n_jobs and ji[DEADLINE, ji[DEPARTURE_ORDER, c[NEXT_DEPARTURE]]] <= t:
-        c[NEXT_DEPARTURE] += 1
-    n_leaving = c[NEXT_DEPARTURE] - first
-    for q in range(n_leaving):
-        j = ji[DEPARTURE_ORDER, first + q]
-        scratch[q] = jf[SPENT, j] - jf[BUDGET, j]
-    f[FIT_SIGNED] += pairwise_sum(scratch, 0, n_leaving)
-    for q in range(n_leaving):
-        scratch[q] = max(scratch[q], 0.0)
-    f[FIT_POSITIVE] += pairwise_sum(scratch, 0, n_leaving)
-    for q in range(n_leaving):
-        scratch[q] = jf[FWORK, ji[DEPARTURE_ORDER, first + q]]
-    f[REWARD_SPARSE] = pairwise_sum(scratch, 0, n_leaving)
-    c[DEPARTURES_FROM] = first
-    for k in range(si.shape[1]):
-        j = si[SLOT_JOB, k]
-        if j >= 0 and (ji[DEADLINE, j] <= t or ji[EXHAUSTED, j]):
-            si[SLOT_JOB, k] = -1
-        si[IS_NEW, k] = 0
-    admit(t, ji, si, c)
-    c[T] = t
-    c[TOTAL_INVALID] += c[N_INVALID]
-    c[TOTAL_BLOCKED] += c[N_BLOCKED]
-    c[TOTAL_REPAIRED] += c[N_REPAIRED]
+    """:func:`batch_end` for one env (state arrays a batch of one, as for :func:`step_begin`), without the
+    observation."""
+    batch_end(power_out, None, None, executed, jf, ji, mf, mi, si, c, f, p, 0.0, 1, None)
+
+
+@njit(cache=True, inline="always")
+def _admit(t, ji, b, n_jobs, si, c) -> None:
+    """Copy b's jobs with a_j = t join the FIFO queue; queued jobs take the lowest free slots (spec §3.3)."""
+    c[b, ARRIVALS_FROM] = c[b, NEXT_ARRIVAL]
+    n_waiting = c[b, N_WAITING]
+    while c[b, NEXT_ARRIVAL] < n_jobs and ji[b, ARRIVAL, c[b, NEXT_ARRIVAL]] <= t:
+        ji[b, WAITING, n_waiting] = c[b, NEXT_ARRIVAL]
+        n_waiting += 1
+        c[b, NEXT_ARRIVAL] += 1
+    kept = 0
+    for q in range(n_waiting):
+        j = ji[b, WAITING, q]
+        if ji[b, DEADLINE, j] > t:
+            ji[b, WAITING, kept] = j
+            kept += 1
+    placed = 0
+    occupied = 0
+    for k in range(si.shape[2]):
+        if si[b, SLOT_JOB, k] < 0 and placed < kept:
+            si[b, SLOT_JOB, k] = ji[b, WAITING, placed]
+            si[b, IS_NEW, k] = 1
+            placed += 1
+        occupied += si[b, SLOT_JOB, k] >= 0
+    c[b, N_WAITED] += kept - placed
+    for q in range(kept - placed):
+        ji[b, WAITING, q] = ji[b, WAITING, placed + q]
+    c[b, N_WAITING] = kept - placed
+    c[b, MAX_CONCURRENCY] = max(c[b, MAX_CONCURRENCY], occupied + c[b, N_WAITING])
 
 
 @njit(cache=True)
 def admit(t, ji, si, c) -> None:
     """Jobs with a_j = t join the FIFO queue; queued jobs take the lowest free slots (spec §3.3)."""
-    n_jobs = ji.shape[1]
-    c[ARRIVALS_FROM] = c[NEXT_ARRIVAL]
-    n_waiting = c[N_WAITING]
-    while c[NEXT_ARRIVAL] < n_jobs and ji[ARRIVAL, c[NEXT_ARRIVAL]] <= t:
-        ji[WAITING, n_waiting] = c[NEXT_ARRIVAL]
-        n_waiting += 1
-        c[NEXT_ARRIVAL] += 1
-    kept = 0
-    for q in range(n_waiting):
-        j = ji[WAITING, q]
-        if ji[DEADLINE, j] > t:
-            ji[WAITING, kept] = j
-            kept += 1
-    placed = 0
-    occupied = 0
-    for k in range(si.shape[1]):
-        if si[SLOT_JOB, k] < 0 and placed < kept:
-            si[SLOT_JOB, k] = ji[WAITING, placed]
-            si[IS_NEW, k] = 1
-            placed += 1
-        occupied += si[SLOT_JOB, k] >= 0
-    c[N_WAITED] += kept - placed
-    for q in range(kept - placed):
-        ji[WAITING, q] = ji[WAITING, placed + q]
-    c[N_WAITING] = kept - placed
-    c[MAX_CONCURRENCY] = max(c[MAX_CONCURRENCY], occupied + c[N_WAITING])
+    _admit(t, ji[None], 0, ji.shape[1], si[None], c[None])
+
+
+@njit(cache=True, inline="always")
+def _job_rows(rows, b, beta, generalized, jf, ji, si, t) -> None:
+    """Copy b's ``jobs`` matrix (K, F) into ``rows[b]``: one row per visible job slot, zeros for an empty slot."""
+    for k in range(rows.shape[1]):
+        j = si[b, SLOT_JOB, k]
+        if j < 0:
+            for q in range(rows.shape[2]):
+                rows[b, k, q] = 0.0
+            continue
+        rows[b, k, 0] = 1.0
+        rows[b, k, 1] = si[b, IS_NEW, k]
+        rows[b, k, 2] = jf[b, VALUE, j]
+        rows[b, k, 3] = beta
+        rows[b, k, 4] = jf[b, BUDGET, j]
+        rows[b, k, 5] = jf[b, SPENT, j]
+        rows[b, k, 6] = jf[b, BUDGET, j] - jf[b, SPENT, j]
+        rows[b, k, 7] = jf[b, BUDGET, j] / jf[b, LIFETIME, j]
+        rows[b, k, 8] = t - ji[b, ARRIVAL, j]
+        rows[b, k, 9] = ji[b, DEADLINE, j] - t
+        rows[b, k, 10] = jf[b, WORK, j]
+        rows[b, k, 11] = jf[b, LIFETIME, j]
+        if generalized:
+            rows[b, k, 12] = jf[b, DEMAND, j]
+            rows[b, k, 13] = ji[b, PARALLELISM, j]
 
 
 @njit(cache=True)
 def write_job_rows(rows, beta, generalized, jf, ji, si, t) -> None:
-    """The observation's ``jobs`` matrix (K, F): one row per visible job slot, zeros for an empty slot."""
-    for k in range(rows.shape[0]):
-        j = si[SLOT_JOB, k]
-        if j < 0:
-            rows[k] = 0.0
-            continue
-        rows[k, 0] = 1.0
-        rows[k, 1] = si[IS_NEW, k]
-        rows[k, 2] = jf[VALUE, j]
-        rows[k, 3] = beta
-        rows[k, 4] = jf[BUDGET, j]
-        rows[k, 5] = jf[SPENT, j]
-        rows[k, 6] = jf[BUDGET, j] - jf[SPENT, j]
-        rows[k, 7] = jf[BUDGET, j] / jf[LIFETIME, j]
-        rows[k, 8] = t - ji[ARRIVAL, j]
-        rows[k, 9] = ji[DEADLINE, j] - t
-        rows[k, 10] = jf[WORK, j]
-        rows[k, 11] = jf[LIFETIME, j]
-        if generalized:
-            rows[k, 12] = jf[DEMAND, j]
-            rows[k, 13] = ji[PARALLELISM, j]
+    """The observation's ``jobs`` matrix (K, F) of one env (state arrays a batch of one): one row per visible job
+    slot, zeros for an empty slot."""
+    _job_rows(rows[None], 0, beta, generalized, jf, ji, si, t)
 
 
 @njit(cache=True)
@@ -418,40 +592,7 @@ def batch_validate(actions, mode, n_slots, stepping):
     """(first copy whose action is malformed, its error code), or (-1, 0): checked before any copy steps."""
     for b in range(actions.shape[0]):
         if stepping[b]:
-            code = _validate(actions[b], mode, n_slots)
+            code = _validate(actions, b, mode, n_slots)
             if code < 0:
                 return b, code
     return -1, 0
-
-
-@njit(cache=True)
-def batch_begin(actions, mode, rates, chunk_start, stepping, assign, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f,
-                p, power_in, offsets):  # fmt: skip
-    """:func:`step_begin` for every stepping copy b of a batch (leading axis), with copy b's utility arguments
-    at ``power_in[offsets[b]:offsets[b + 1]]``. Job arrays are padded: copy b uses ``[..., :n_jobs[b]]``."""
-    total = 0
-    for b in range(actions.shape[0]):
-        offsets[b] = total
-        if stepping[b]:
-            n = n_jobs[b]
-            row = c[b, T] + 1 - chunk_start[b]
-            total += step_begin(actions[b], mode, rates[b, row], assign[b], executed[b], jf[b, :, :n], ji[b, :, :n],
-                                mf[b], mi[b], si[b], sf[b], c[b], f[b], p, power_in[total:])  # fmt: skip
-    offsets[actions.shape[0]] = total
-    return total
-
-
-@njit(cache=True)
-def batch_end(power_out, offsets, stepping, executed, jf, ji, n_jobs, mf, mi, si, sf, c, f, p, beta, rows, occupant):
-    """:func:`step_end` for every stepping copy, then its ``jobs`` rows and ``last_occupant``."""
-    for b in range(stepping.size):
-        if stepping[b]:
-            n = n_jobs[b]
-            step_end(power_out[offsets[b] : offsets[b + 1]], executed[b], jf[b, :, :n], ji[b, :, :n], mf[b], mi[b],
-                     si[b], sf[b], c[b], f[b], p)  # fmt: skip
-            write_job_rows(rows[b], beta, False, jf[b, :, :n], ji[b, :, :n], si[b], c[b, T])
-            occupant[b] = 0
-            for k in range(executed.shape[1]):
-                for i in range(executed.shape[2]):
-                    if executed[b, k, i] > 0:
-                        occupant[b, i] += k + 1

@@ -9,13 +9,13 @@ import numpy as np
 
 from cluster_envs.approx import kernels
 from cluster_envs.approx.dynamics import ApproxSimulator
-from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv, kernel_array, observation_from
+from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv, kernel_array
 from cluster_envs.approx.workloads import CHUNK
 from cluster_envs.common.vector import BatchedCopies
 
 # Simulator arrays whose last axis is the job axis (padded to a common width in the batch) and the fixed-size ones.
 JOB_ARRAYS = {"jf": (kernels.JF_ROWS, np.float64), "ji": (kernels.JI_ROWS, np.int64)}
-FIXED_ARRAYS = ("mf", "mi", "si", "sf", "c", "f", "assign", "executed", "rows")
+FIXED_ARRAYS = ("mf", "mi", "si", "sf", "c", "f", "assign", "executed")
 
 
 class ClusterApproxVectorEnv(BatchedCopies):
@@ -24,8 +24,9 @@ class ClusterApproxVectorEnv(BatchedCopies):
     Each copy is reset by its own single env (copy i of ``reset(seed=s)`` is seeded s + i, as in
     ``SyncVectorEnv``); its simulator's arrays then become slices of batch arrays (job arrays padded to the
     widest instance), which :func:`~cluster_envs.approx.kernels.batch_begin` and
-    :func:`~cluster_envs.approx.kernels.batch_end` step with the single env's kernels, so there is one
-    implementation of the dynamics. Autoreset is Gymnasium's ``NEXT_STEP``: the step after a copy's
+    :func:`~cluster_envs.approx.kernels.batch_end` step in one compiled loop each; the single env runs the same
+    two functions on a batch of one, so there is one implementation of the dynamics. ``batch_end`` writes the
+    observation straight into fresh batch arrays. Autoreset is Gymnasium's ``NEXT_STEP``: the step after a copy's
     termination resets it (its action is ignored, its reward 0). Not supported: the Sec. V-C mode
     (``capacity``). ``info`` holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks,
     for copies that end ``episode_summary``, and for copies that reset their reset info (as ``SyncVectorEnv``).
@@ -48,15 +49,12 @@ class ClusterApproxVectorEnv(BatchedCopies):
             "c": np.zeros((b, kernels.C_SIZE), dtype=np.int64),
             "f": np.zeros((b, kernels.F_SIZE)),
             "assign": np.zeros((b, k, m), dtype=bool),
-            "executed": np.zeros((b, k, m)),
-            "rows": np.zeros((b, k, len(first._job_bounds()))),
+            "executed": np.zeros((b, k, m), dtype=np.uint8),
         }
+        self._n_fields = len(first._job_bounds())
         self._width = 0  # padded job-axis width
-        self._n_jobs = np.zeros(b, dtype=np.int64)
-        self._rates = np.zeros((b, CHUNK, m))
-        self._chunk_start = np.zeros(b, dtype=np.int64)
+        self._rates = np.zeros((CHUNK, b, m))  # slot-major: copies in step read one contiguous block
         self._chunk_end = np.zeros(b, dtype=np.int64)
-        self._occupant = np.zeros((b, m), dtype=np.int64)
         self._offsets = np.zeros(b + 1, dtype=np.int64)
         self._p = np.zeros(kernels.P_SIZE, dtype=np.int64)
 
@@ -89,6 +87,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
             if values is not None:
                 view[...] = values[name]
             setattr(sim, name, view)  # the simulator now reads and writes its slice of the batch
+        sim.batch_of_one()
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None = None) -> dict[str, Any]:
         env = self.envs[b]
@@ -100,11 +99,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
         self._batch["jf"][b] = 0.0
         self._batch["ji"][b] = 0
         self._attach(b, sim, fresh)
-        self._n_jobs[b] = sim.n_jobs
         self._p[:] = sim.p
-        self._chunk_start[b] = self._chunk_end[b] = 0
-        self._occupant[b] = 0
-        sim.job_rows()  # into the batch's rows
+        self._chunk_end[b] = 0
         self._needs_reset[b] = False
         return info
 
@@ -119,8 +115,9 @@ class ClusterApproxVectorEnv(BatchedCopies):
             process = self.envs[b]._simulator.instance.rates
             process.rates(int(upcoming[b]))
             size = len(process.chunk)
-            self._rates[b, :size] = process.chunk
-            self._chunk_start[b], self._chunk_end[b] = process.chunk_start, process.chunk_start + size
+            self._rates[:size, b] = process.chunk
+            self._batch["c"][b, kernels.RATES_FROM] = process.chunk_start
+            self._chunk_end[b] = process.chunk_start + size
 
     def step(self, actions: Any):
         actions = self._actions(actions)
@@ -135,9 +132,9 @@ class ClusterApproxVectorEnv(BatchedCopies):
         reset_infos = {b: self._reset_copy(b, None) for b in np.flatnonzero(resetting)}
         self._refill_rates(stepping)
         a = self._batch
-        count = kernels.batch_begin(actions, self._mode, self._rates, self._chunk_start, stepping, a["assign"],
-                                    a["executed"], a["jf"], a["ji"], self._n_jobs, a["mf"], a["mi"], a["si"], a["sf"],
-                                    a["c"], a["f"], self._p, self._power_in, self._offsets)  # fmt: skip
+        count = kernels.batch_begin(actions, self._mode, self._rates, stepping, a["assign"], a["executed"], a["jf"],
+                                    a["ji"], a["mf"], a["mi"], a["si"], a["sf"], a["c"], a["f"], self._p,
+                                    self._power_in, self._offsets)  # fmt: skip
         values, out = self._power_in[:count], self._power_out[:count]
         if self.config.utility == "power":
             np.power(values, self.config.beta, out=out)
@@ -145,22 +142,38 @@ class ClusterApproxVectorEnv(BatchedCopies):
             np.log1p(values, out=out)
         else:
             out[:] = values
-        kernels.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], self._n_jobs,
-                          a["mf"], a["mi"], a["si"], a["sf"], a["c"], a["f"], self._p, float(self.config.beta),
-                          a["rows"], self._occupant)  # fmt: skip
+        observation = self._end(stepping)
         rewards = np.where(stepping, a["f"][:, self._reward_entry], 0.0)
         terminated = stepping & (a["c"][:, kernels.T] == self.config.horizon)
         infos = self._infos(stepping, terminated)
         for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info
             infos = self._add_info(infos, info, b)
         self._needs_reset = terminated.copy()  # the caller may write into the returned array
-        return self._batch_observation(), rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
+        return observation, rewards, terminated, np.zeros(self.num_envs, dtype=bool), infos
 
     # ------------------------------------------------------------------ outputs
     def _batch_observation(self) -> dict[str, np.ndarray]:
-        a = self._batch
-        return observation_from(a["c"][:, kernels.T], self.config.horizon, a["mf"], a["mi"], a["rows"],
-                                self.env_class.single_job, ("last_occupant", self._occupant.copy()))  # fmt: skip
+        return self._end(np.zeros(self.num_envs, dtype=bool))
+
+    def _end(self, stepping: np.ndarray) -> dict[str, np.ndarray]:
+        """Finish the slot of the ``stepping`` copies; every copy's observation, written by the kernel straight into
+        fresh arrays (the single env's ``observation_from``, key for key)."""
+        a, b, m = self._batch, self.num_envs, self.config.n_machines
+        single = self.env_class.single_job
+        obs = {"time": np.empty((b, 2))}
+        for key in ("price", "n_obs", "sum_obs", "last_rate"):
+            obs[key] = np.empty((b, m))
+        obs["last_mask"] = np.empty((b, m), dtype=np.int8)
+        jobs = np.empty((b, self.config.max_visible_jobs, self._n_fields))
+        occupant = np.empty((b, 0 if single else m), dtype=np.int64)
+        kernels.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], a["mf"], a["mi"],
+                          a["si"], a["c"], a["f"], self._p, float(self.config.beta),
+                          self.config.horizon, (*obs.values(), jobs, occupant))  # fmt: skip
+        if single:
+            obs["job"] = jobs.reshape(b, self._n_fields)
+        else:
+            obs["jobs"], obs["last_occupant"] = jobs, occupant
+        return obs
 
     def _infos(self, stepping: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
         f = self._batch["f"]

@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 # Paper's on/off model (L677, L691): period lengths ~ Gamma(shape, scale), rates uniform per period type.
 AP_SHAPE, AP_SCALE = 0.34, 94.35
@@ -56,22 +57,51 @@ def onoff_periods(rng: np.random.Generator, n_machines: int, horizon: int) -> tu
     return ends, is_ap
 
 
+@njit(cache=True)
 def ap_time(ends: np.ndarray, is_ap: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """A_i(t): the AP time of machine i in [0, t), for every machine and every t in ``times`` -> (len, M)."""
+    """A_i(t): the AP time of machine i in [0, t), for every machine and every t in ``times`` -> (len, M).
+
+    Bit for bit the vectorized formulation it replaced: period ends clipped to max(times) + 1 and shifted by
+    (max(times) + 2)·i per machine (one sorted array for ``np.searchsorted``), the period holding t found by
+    comparing those rounded values, ``cumsum`` of the AP lengths in order. A walk over the periods instead of a
+    binary search (``times`` come sorted; an earlier t restarts the walk).
+    """
     n_machines, n_periods = ends.shape
-    horizon_cap = float(times.max()) + 1.0
-    clipped = np.minimum(ends, horizon_cap)
-    offsets = (horizon_cap + 1.0) * np.arange(n_machines)[:, None]
-    flat = (clipped + offsets).ravel()
-    queries = (times[None, :] + offsets).ravel()
-    idx = np.searchsorted(flat, queries, side="right").reshape(n_machines, -1)
-    idx -= (n_periods * np.arange(n_machines))[:, None]
-    starts = np.concatenate([np.zeros((n_machines, 1)), ends[:, :-1]], axis=1)
-    lengths = ends - starts
-    cum_ap_before = np.concatenate([np.zeros((n_machines, 1)), np.cumsum(lengths * is_ap, axis=1)[:, :-1]], axis=1)
-    rows = np.arange(n_machines)[:, None]
-    partial = (times[None, :] - starts[rows, idx]) * is_ap[rows, idx]
-    return (cum_ap_before[rows, idx] + partial).T
+    cap = times.max() + 1.0
+    out = np.empty((times.size, n_machines))
+    ap_before = np.empty(n_periods)  # AP time before period p: cumsum of (length * is_ap) up to p - 1
+    for i in range(n_machines):
+        offset = (cap + 1.0) * i
+        ap_before[0] = 0.0
+        total = 0.0
+        for p in range(n_periods - 1):
+            length = ends[i, p] - (ends[i, p - 1] if p else 0.0)
+            total = length * is_ap[i, p] if p == 0 else total + length * is_ap[i, p]
+            ap_before[p + 1] = total
+        period = 0
+        last = -np.inf
+        for q in range(times.size):
+            query = times[q] + offset
+            if query < last:
+                period = 0
+            last = query
+            while period < n_periods and min(ends[i, period], cap) + offset <= query:
+                period += 1
+            start = ends[i, period - 1] if period else 0.0
+            out[q, i] = ap_before[period] + (times[q] - start) * is_ap[i, period]
+    return out
+
+
+@njit(cache=True)
+def onoff_rates(ap: np.ndarray, high: np.ndarray, low: np.ndarray, speed: np.ndarray) -> np.ndarray:
+    """speed · (f · high + (1 − f) · low) with f the AP share of each slot, ``np.diff(ap, axis=0)`` (numpy's
+    operations in numpy's order, fused into one pass)."""
+    out = np.empty(high.shape)
+    for t in range(high.shape[0]):
+        for i in range(high.shape[1]):
+            frac = ap[t + 1, i] - ap[t, i]
+            out[t, i] = speed[i] * (frac * high[t, i] + (1.0 - frac) * low[t, i])
+    return out
 
 
 @dataclass
@@ -104,10 +134,10 @@ class RateProcess:
         m = self.means.size
         if self.kind == "onoff_gamma":
             grid = np.arange(first - 1, first + count, dtype=np.float64)
-            frac_ap = np.diff(ap_time(self.ends, self.is_ap, grid), axis=0)
+            ap = ap_time(self.ends, self.is_ap, grid)
             high = self.rng.uniform(*AP_RATE, size=(count, m))
             low = self.rng.uniform(*UP_RATE, size=(count, m))
-            return self.speed * (frac_ap * high + (1.0 - frac_ap) * low)
+            return onoff_rates(ap, high, low, self.speed)
         base = self.means / self.speed
         if self.kind == "iid_bernoulli":
             draws = (self.rng.random((count, m)) < base).astype(np.float64)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cluster_envs.approx import kernels
 from cluster_envs.approx.kernels import pairwise_sum
 from cluster_envs.approx.projection import categorical_round, project_columns
+from cluster_envs.approx.workloads import ap_time, onoff_periods, onoff_rates
 
 
 def _numpy_projection(y):
@@ -63,3 +65,69 @@ def test_pairwise_sum_is_numpys_sum():
         if n > 10:
             assert pairwise_sum(a, 3, n - 5) == a[3 : n - 2].sum()
     assert str(pairwise_sum(np.array([-0.0]), 0, 1)) == str(np.array([-0.0]).sum())
+
+
+@pytest.mark.parametrize("n_rows", [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 64])
+def test_slot_work_and_cost_are_numpys_matrix_vector_products(n_rows):
+    """The kernel's loops equal numpy's matrix-vector products to rounding. (They follow the summation order of
+    the OpenBLAS kernel numpy picks on this suite's reference machines, so there they agree bit for bit and the
+    goldens stay unchanged; another BLAS or CPU may sum in another order, so this test does not require it.)"""
+    rng = np.random.default_rng(n_rows)
+    for m in [*range(1, 40), 64, 100, 203, 1000, 2100]:  # 2100: past the loops, BLAS itself
+        for _ in range(4):
+            rates, prices = (rng.random(m) * 10.0 ** rng.uniform(-3, 3, m) for _ in range(2))
+            executed = (rng.random((n_rows, m)) < rng.uniform(0.2, 1.0)).astype(np.uint8)
+            jf, ji = np.zeros((kernels.JF_ROWS, n_rows)), np.zeros((kernels.JI_ROWS, n_rows), dtype=np.int64)
+            ji[kernels.DEADLINE] = 10
+            mf = np.zeros((kernels.MF_ROWS, m))
+            mf[kernels.PRICE] = prices
+            mi = np.full((kernels.MI_ROWS, m), -1, dtype=np.int64)
+            si = np.zeros((kernels.SI_ROWS, n_rows), dtype=np.int64)
+            si[kernels.SLOT_JOB] = np.arange(n_rows)  # every slot holds a job; no budget check (p = 0)
+            sf, c, f = np.zeros((kernels.SF_ROWS, n_rows)), np.zeros(kernels.C_SIZE, np.int64), np.zeros(kernels.F_SIZE)
+            state = (np.zeros((n_rows, m), dtype=bool), np.zeros((n_rows, m), dtype=np.uint8), jf, ji, mf, mi, si, sf)
+            one = [a[None] for a in (*state, c, f)]  # the kernels' layout: a batch of one
+            count = kernels.step_begin(executed.reshape(-1).astype(np.float64), kernels.DECODE_MATRIX, rates, *one,
+                                       np.zeros(kernels.P_SIZE, np.int64), np.zeros(2 * n_rows))  # fmt: skip
+            assert count >= 0
+            np.testing.assert_array_equal(state[1], executed)
+            for row, values in ((kernels.SLOT_WORK, rates), (kernels.SLOT_COST, prices)):
+                scale = (executed * values).sum(axis=1).max()  # every term is ≥ 0
+                np.testing.assert_allclose(sf[row], executed @ values, rtol=0, atol=1e-13 * scale,
+                                           err_msg=f"{n_rows} x {m}")  # fmt: skip
+
+
+def _numpy_ap_time(ends, is_ap, times):
+    """The vectorized formulation the compiled ap_time replaced (reference)."""
+    n_machines, n_periods = ends.shape
+    horizon_cap = float(times.max()) + 1.0
+    offsets = (horizon_cap + 1.0) * np.arange(n_machines)[:, None]
+    flat = (np.minimum(ends, horizon_cap) + offsets).ravel()
+    idx = np.searchsorted(flat, (times[None, :] + offsets).ravel(), side="right").reshape(n_machines, -1)
+    idx -= (n_periods * np.arange(n_machines))[:, None]
+    starts = np.concatenate([np.zeros((n_machines, 1)), ends[:, :-1]], axis=1)
+    cum_ap_before = np.concatenate(
+        [np.zeros((n_machines, 1)), np.cumsum((ends - starts) * is_ap, axis=1)[:, :-1]], axis=1
+    )
+    rows = np.arange(n_machines)[:, None]
+    return (cum_ap_before[rows, idx] + (times[None, :] - starts[rows, idx]) * is_ap[rows, idx]).T
+
+
+def test_ap_time_and_onoff_rates_equal_the_numpy_formulation_bit_for_bit():
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        m, horizon = int(rng.integers(1, 40)), int(rng.integers(1, 3000))
+        ends, is_ap = onoff_periods(rng, m, horizon)
+        for times in (
+            np.arange(0, min(horizon, 513), dtype=np.float64),
+            np.arange(horizon // 2, horizon + 1, dtype=np.float64),
+            np.array([float(horizon)]),
+            rng.uniform(0, horizon, 9),  # unsorted
+        ):
+            ap = ap_time(ends, is_ap, times)
+            np.testing.assert_array_equal(ap, _numpy_ap_time(ends, is_ap, times))
+            if times.size > 1:
+                high, low, speed = rng.random((times.size - 1, m)), rng.random((times.size - 1, m)), rng.random(m)
+                frac = np.diff(ap, axis=0)
+                expected = speed * (frac * high + (1.0 - frac) * low)
+                np.testing.assert_array_equal(onoff_rates(ap, high, low, speed), expected)
