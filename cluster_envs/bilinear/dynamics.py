@@ -19,6 +19,7 @@ consumed in action-dependent amounts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -417,6 +418,27 @@ class BilinearSimulator:
             reward_mean=float(stats[kernel.REWARD_MEAN]),
             reward_expected=float(stats[kernel.REWARD_EXPECTED]),
         )
+
+
+def episode_summary(stats: np.ndarray, counters: np.ndarray, r_star: Any) -> dict[str, Any]:
+    """The episode summary from a copy's statistics row and counters (floats), or from a batch's rows ((B,) arrays)."""
+    total = dict(zip(kernel.STAT_NAMES[kernel.TOTALS :], np.moveaxis(stats[..., kernel.TOTALS :], -1, 0), strict=True))
+    steps = np.maximum(counters[..., kernel.T], 1)
+    return {
+        "regret": total["total_regret"],
+        "regret_realized": total["total_regret_realized"],
+        "reward_noisy": total["total_reward_noisy"],
+        "reward_mean": total["total_reward_mean"],
+        "reward_expected": total["total_reward_expected"],
+        "r_star": r_star,
+        "mean_holding_cost": total["total_holding_cost"] / steps,
+        "mean_queue_total": total["total_queue_total"] / steps,
+        "final_queue_total": counters[..., kernel.N_JOBS].astype(np.float64),
+        "utilization": total["total_utilization"] / steps,
+        "duplicates": total["total_duplicates"],
+        "collisions": total["total_collisions"],
+        "max_hidden_jobs": total["total_hidden_jobs"],
+    }
 
 
 def sample_arrivals(rng: np.random.Generator, lam: np.ndarray, slots: int) -> np.ndarray:

@@ -17,6 +17,7 @@ from cluster_envs.bilinear.dynamics import (
     SERVICE_MODELS,
     BilinearProblem,
     BilinearSimulator,
+    episode_summary,
     logits_to_allocation,
     project_allocation,
     sample_arrivals,
@@ -510,23 +511,7 @@ class ClusterBilinearEnv(gym.Env):
 
     def _summary(self) -> dict[str, float]:
         sim = self.simulator
-        tot = dict(zip(kernel.STAT_NAMES[kernel.TOTALS :], sim.stats[kernel.TOTALS :].tolist(), strict=True))
-        steps = max(sim.t, 1)
-        return {
-            "regret": tot["total_regret"],
-            "regret_realized": tot["total_regret_realized"],
-            "reward_noisy": tot["total_reward_noisy"],
-            "reward_mean": tot["total_reward_mean"],
-            "reward_expected": tot["total_reward_expected"],
-            "r_star": self.r_star,
-            "mean_holding_cost": tot["total_holding_cost"] / steps,
-            "mean_queue_total": tot["total_queue_total"] / steps,
-            "final_queue_total": float(sim.counters[kernel.N_JOBS]),
-            "utilization": tot["total_utilization"] / steps,
-            "duplicates": tot["total_duplicates"],
-            "collisions": tot["total_collisions"],
-            "max_hidden_jobs": tot["total_hidden_jobs"],
-        }
+        return {key: float(value) for key, value in episode_summary(sim.stats, sim.counters, self.r_star).items()}
 
     def _observation(self) -> np.ndarray:
         sim, prob = self.simulator, self.problem

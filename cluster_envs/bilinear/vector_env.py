@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.bilinear import episodes, kernel
-from cluster_envs.bilinear.dynamics import ARRAYS, SHARED_ARRAYS
+from cluster_envs.bilinear.dynamics import ARRAYS, SHARED_ARRAYS, episode_summary
 from cluster_envs.bilinear.env import MINIMAL_INFO_KEYS, ClusterBilinearEnv
 from cluster_envs.bilinear.instance import assignment_optima, mean_rewards, normalised, oracle_lp, sample_instance
 from cluster_envs.common.vector import BatchedCopies
@@ -170,24 +170,7 @@ class ClusterBilinearVectorEnv(BatchedCopies):
     def _summaries(self, ended: np.ndarray) -> dict[str, Any]:
         """The ``episode_summary`` of the copies that ``ended`` (``ClusterBilinearEnv._summary``, for all copies at
         once) as (B,) arrays with ``_key`` masks."""
-        stats, counters = self._batch["stats"], self._batch["counters"]
-        total = {name: stats[:, kernel.STAT_NAMES.index(name)] for name in kernel.STAT_NAMES[kernel.TOTALS :]}
-        steps = np.maximum(counters[:, kernel.T], 1)
-        values = {
-            "regret": total["total_regret"],
-            "regret_realized": total["total_regret_realized"],
-            "reward_noisy": total["total_reward_noisy"],
-            "reward_mean": total["total_reward_mean"],
-            "reward_expected": total["total_reward_expected"],
-            "r_star": self._r_star,
-            "mean_holding_cost": total["total_holding_cost"] / steps,
-            "mean_queue_total": total["total_queue_total"] / steps,
-            "final_queue_total": counters[:, kernel.N_JOBS].astype(np.float64),
-            "utilization": total["total_utilization"] / steps,
-            "duplicates": total["total_duplicates"],
-            "collisions": total["total_collisions"],
-            "max_hidden_jobs": total["total_hidden_jobs"],
-        }
+        values = episode_summary(self._batch["stats"], self._batch["counters"], self._r_star)
         out: dict[str, Any] = {key: np.where(ended, value, 0.0) for key, value in values.items()}
         for key in values:
             out[f"_{key}"] = ended.copy()
