@@ -25,7 +25,7 @@ import numpy as np
 
 from cluster_envs.bilinear import kernel
 from cluster_envs.bilinear.instance import pair_features
-from cluster_envs.bilinear.rng import pcg_state
+from cluster_envs.common.pcg import state_row
 
 SERVICE_MODELS = ("paper", "exclusive")
 ACTION_MODES = ("allocation", "simplex_logits", "server_choice", "job_allocation")
@@ -225,7 +225,7 @@ class BilinearSimulator:
         arrays = {
             "r": np.asarray(r, dtype=np.float64)[None],
             "arrivals": arrivals[None],
-            "rng": np.stack([pcg_state(streams[name]) for name in ("assign", "service", "noise")])[None],
+            "rng": np.stack([state_row(streams[name]) for name in ("assign", "service", "noise")])[None],
             "counters": np.zeros((1, kernel.COUNTERS), dtype=np.int64),
             "draws": np.zeros((1, kernel.DRAW_ROWS, n)),
             "servers": np.zeros((1, kernel.SERVER_ROWS, n), dtype=np.int64),

@@ -15,9 +15,9 @@ import math
 import numpy as np
 from numba import njit
 
+from cluster_envs.common.pcg import fill_random, fill_standard_normal
 from cluster_envs.multiserver.dynamics import first_fit_few_types, first_fit_many_types, is_feasible, realize_into
 from cluster_envs.multiserver.gang import gang_is_feasible, gang_repair_into
-from cluster_envs.multiserver.pcg import fill_random, fill_standard_normal
 
 # Rows of the step's float outputs (the info values) and of its integer outputs.
 UTILITY, RAW_UTILITY, EXPECTED, ORACLE, SLOT_REGRET, REALIZED_REGRET, REGRET = range(7)

@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from cluster_envs.common import pcg
 from cluster_envs.common.vector import BatchedCopies
-from cluster_envs.multiserver import batch, pcg
+from cluster_envs.multiserver import batch
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import gang_workspace
 from cluster_envs.multiserver.gang_env import ClusterGangEnv

@@ -9,7 +9,8 @@ import pytest
 from numba import njit
 
 from cluster_envs.bilinear.kernel import SUM_STACK, pairwise_sum
-from cluster_envs.bilinear.rng import next_double, pcg_state, permute, standard_normal
+from cluster_envs.bilinear.rng import next_double, permute, standard_normal
+from cluster_envs.common.pcg import state_row
 
 ENV_ID = "ClusterBilinear-v0"
 
@@ -32,7 +33,7 @@ def test_compiled_draws_continue_numpys_pcg64_stream_exactly(seed):
     gen.random(seed)  # start mid-stream, possibly with a buffered half
     gen.permutation(seed + 2)
     state = np.zeros((2, 2, 6), dtype=np.uint64)
-    state[1, 1] = pcg_state(gen)
+    state[1, 1] = state_row(gen)
     n, slots = 1 + 2 * seed, 300
     uniforms, normals, orders = np.zeros((slots, n)), np.zeros((slots, n)), np.zeros((2, slots, n), dtype=np.int64)
     _draw_sequence(state, n, slots, uniforms, normals, orders)
@@ -40,7 +41,7 @@ def test_compiled_draws_continue_numpys_pcg64_stream_exactly(seed):
         np.testing.assert_array_equal(uniforms[t], gen.random(n))
         np.testing.assert_array_equal(orders[1, t], gen.permutation(n))
         np.testing.assert_array_equal(normals[t], gen.standard_normal(n))
-    np.testing.assert_array_equal(state[1, 1], pcg_state(gen))
+    np.testing.assert_array_equal(state[1, 1], state_row(gen))
     assert not state[0].any() and not state[1, 0].any()
 
 

@@ -1,10 +1,13 @@
-"""NumPy's ``PCG64`` with its ``random()`` and ``standard_normal()`` draws, on states held in an array.
+"""NumPy's ``PCG64`` and its ``random()`` and ``standard_normal()`` draws in numba, bit for bit, on states in arrays.
 
-The batched envs draw for B copies per step. Reaching B ``np.random.Generator`` objects (one pointer chase and a
-function-pointer call per draw, into B scattered Python objects) cost more than the draws; here the copies' states
-sit side by side in a ``uint64`` array and a draw is inlined. The values are NumPy's, bit for bit: the same 128-bit
-LCG step and XSL-RR output (``pcg64.h``), ``next_double`` = ``(next_uint64 >> 11) · 2⁻⁵³``, and the same ziggurat
-for normals (NumPy's ``random_standard_normal``, whose tables numba ships; numba's own Generator support uses them).
+Compiled batch steps draw for B copies per step. Reaching B ``np.random.Generator`` objects (numba unboxes one in
+~10 µs; a draw through it is a pointer chase and a function-pointer call into a scattered Python object) costs more
+than the draws, so each stream's state is copied into a row of ``WORDS`` uint64 at reset and the compiled code
+continues the same sequence: the same 128-bit LCG step and XSL-RR output (``pcg64.h``), ``next_double`` =
+``(next_uint64 >> 11) · 2⁻⁵³``, and NumPy's ziggurat for normals (``random_standard_normal``, whose tables numba
+ships; numba's own Generator support uses them). The draws take and return the state as registers
+(hi, lo, inc_hi, inc_lo), so that a run of draws does not store and reload it between draws. ClusterMultiServer's
+and ClusterBilinear's batched steps use it; ``tests/test_pcg.py`` checks it against NumPy.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from numba import njit, types
 from numba.extending import intrinsic
 from numba.np.random._constants import fi_double, ki_double, wi_double, ziggurat_nor_inv_r, ziggurat_nor_r
 
-STATE_HI, STATE_LO, INC_HI, INC_LO = range(4)  # a state row: the LCG state and increment, 128 bits each
-WORDS = 4
+# A state row: the LCG state and increment (128 bits each), and the buffered upper half of a 64-bit draw that
+# NumPy's 32-bit draws use (``has_uint32``, ``uinteger``).
+STATE_HI, STATE_LO, INC_HI, INC_LO, HAS_UINT32, UINTEGER = range(6)
+WORDS = 6
 _MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645  # PCG_DEFAULT_MULTIPLIER_128
 _11, _58, _63 = np.uint64(11), np.uint64(58), np.uint64(63)
 _ONE = np.uint64(1)
@@ -30,11 +35,12 @@ def state_row(generator: np.random.Generator) -> np.ndarray:
     if state["bit_generator"] != "PCG64":
         raise ValueError(f"generator must be a PCG64 Generator, got {state['bit_generator']}")
     s, inc = state["state"]["state"], state["state"]["inc"]
-    return np.array([s >> 64, s & (2**64 - 1), inc >> 64, inc & (2**64 - 1)], dtype=np.uint64)
+    words = (s >> 64, s & (2**64 - 1), inc >> 64, inc & (2**64 - 1), state["has_uint32"], state["uinteger"])
+    return np.array(words, dtype=np.uint64)
 
 
 @intrinsic
-def _lcg_step(typingctx, state_hi, state_lo, inc_hi, inc_lo):
+def lcg_step(typingctx, state_hi, state_lo, inc_hi, inc_lo):
     """``state · PCG_DEFAULT_MULTIPLIER_128 + inc`` mod 2¹²⁸ in LLVM's native 128-bit integers, as (hi, lo)."""
     signature = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64, types.uint64, types.uint64)
 
@@ -53,25 +59,25 @@ def _lcg_step(typingctx, state_hi, state_lo, inc_hi, inc_lo):
 
 
 @njit(inline="always")
-def _output(hi, lo):
+def output(hi, lo):
     """XSL-RR: the state's halves xor-ed, rotated right by its top six bits."""
     value, rotation = hi ^ lo, hi >> _58
     return (value >> rotation) | (value << ((np.uint64(64) - rotation) & _63))
 
 
 @njit(inline="always")
-def _double(hi, lo, inc_hi, inc_lo):
+def draw_double(hi, lo, inc_hi, inc_lo):
     """``Generator.random()`` from the state (hi, lo): (value, hi, lo) after the step."""
-    hi, lo = _lcg_step(hi, lo, inc_hi, inc_lo)
-    return np.float64(np.int64(_output(hi, lo) >> _11)) * _TO_DOUBLE, hi, lo  # < 2⁵³: signed conversion is exact
+    hi, lo = lcg_step(hi, lo, inc_hi, inc_lo)
+    return np.float64(np.int64(output(hi, lo) >> _11)) * _TO_DOUBLE, hi, lo  # < 2⁵³: signed conversion is exact
 
 
 @njit(inline="always")
-def _normal(hi, lo, inc_hi, inc_lo):
+def draw_normal(hi, lo, inc_hi, inc_lo):
     """``Generator.standard_normal()`` (NumPy's ziggurat) from the state (hi, lo): (value, hi, lo) after it."""
     while True:
-        hi, lo = _lcg_step(hi, lo, inc_hi, inc_lo)
-        r = _output(hi, lo)
+        hi, lo = lcg_step(hi, lo, inc_hi, inc_lo)
+        r = output(hi, lo)
         idx = np.intp(r & np.uint64(0xFF))
         r >>= np.uint64(8)
         sign = r & _ONE
@@ -83,14 +89,14 @@ def _normal(hi, lo, inc_hi, inc_lo):
             return x, hi, lo
         if idx == 0:
             while True:
-                u, hi, lo = _double(hi, lo, inc_hi, inc_lo)
+                u, hi, lo = draw_double(hi, lo, inc_hi, inc_lo)
                 xx = -ziggurat_nor_inv_r * np.log1p(-u)
-                u, hi, lo = _double(hi, lo, inc_hi, inc_lo)
+                u, hi, lo = draw_double(hi, lo, inc_hi, inc_lo)
                 yy = -np.log1p(-u)
                 if yy + yy > xx * xx:
                     return (-(ziggurat_nor_r + xx) if (rabs >> np.uint64(8)) & _ONE else ziggurat_nor_r + xx), hi, lo
         else:
-            u, hi, lo = _double(hi, lo, inc_hi, inc_lo)
+            u, hi, lo = draw_double(hi, lo, inc_hi, inc_lo)
             if (_FI[idx - 1] - _FI[idx]) * u + _FI[idx] < np.exp(-0.5 * x * x):
                 return x, hi, lo
 
@@ -101,7 +107,7 @@ def fill_standard_normal(states, row, out) -> None:
     registers meanwhile: a store and reload per draw would lengthen the chain from one draw to the next)."""
     hi, lo, inc_hi, inc_lo = states[row, STATE_HI], states[row, STATE_LO], states[row, INC_HI], states[row, INC_LO]
     for i in range(out.size):
-        out[i], hi, lo = _normal(hi, lo, inc_hi, inc_lo)
+        out[i], hi, lo = draw_normal(hi, lo, inc_hi, inc_lo)
     states[row, STATE_HI], states[row, STATE_LO] = hi, lo
 
 
@@ -110,5 +116,5 @@ def fill_random(states, row, out) -> None:
     """``out[:] = Generator.random(out.size)`` from ``states[row]``, which advances."""
     hi, lo, inc_hi, inc_lo = states[row, STATE_HI], states[row, STATE_LO], states[row, INC_HI], states[row, INC_LO]
     for i in range(out.size):
-        out[i], hi, lo = _double(hi, lo, inc_hi, inc_lo)
+        out[i], hi, lo = draw_double(hi, lo, inc_hi, inc_lo)
     states[row, STATE_HI], states[row, STATE_LO] = hi, lo

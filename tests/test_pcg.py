@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from cluster_envs.multiserver import pcg
+from cluster_envs.common import pcg
 
 
 @njit(cache=True)
