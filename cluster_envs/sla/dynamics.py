@@ -247,21 +247,28 @@ class SLASimulator:
             capped_cumulative_work(loads, share),
             capped_cumulative_work(loads, (1.0 - 2.0 * eps_ref) * share),
         )
-        self.series = np.ascontiguousarray(np.stack(stacked).transpose(2, 0, 1))[:, None]  # (T, 1, 3, N)
-        self.opt_series = capped_cumulative_work(aggregate, 1.0)[:, None]
+        series = np.ascontiguousarray(np.stack(stacked).transpose(2, 0, 1))[:, None]  # (T, 1, 3, N)
+        opt_series = capped_cumulative_work(aggregate, 1.0)[:, None]
         self.opt_eps_cum_work = capped_cumulative_work(aggregate, 1.0 - eps_ref)
         self.t = 0
-        self.states = np.zeros((1, STATE_ROWS, problem.n_users))
-        self.states[0, ALLOC] = 1.0 / problem.n_users  # h_0 reported at reset
-        self.statistics = np.zeros((1, 4))
+        states = np.zeros((1, STATE_ROWS, problem.n_users))
+        states[0, ALLOC] = 1.0 / problem.n_users  # h_0 reported at reset
+        self.bind(states, np.zeros((1, 4)), series, opt_series)
+
+    def bind(self, states: np.ndarray, statistics: np.ndarray, series: np.ndarray, opt_series: np.ndarray) -> None:
+        """Make these arrays (a batch of one, shaped as above) the simulator's: the vector env binds each copy's
+        simulator to its slice of the batch."""
+        self.states, self.statistics, self.series, self.opt_series = states, statistics, series, opt_series
+
+    # Views made on access, not stored: a stored view would stop being one in a pickled or deep-copied simulator.
+    state = property(lambda self: self.states[0], doc="the state matrix (rows QUEUE, CUM_LOAD, ...; N columns)")
+    stats = property(lambda self: self.statistics[0], doc="the statistics vector (QUEUE_L2, ...)")
 
     def step(self, alloc: np.ndarray) -> None:
         self.state[ALLOC] = alloc
         advance(self.states, self.statistics, 0, self.series, self.t, self.empty_tol, self.sla_tol)
         self.t += 1
 
-    state = property(lambda self: self.states[0], doc="the state matrix (rows QUEUE, CUM_LOAD, ...; N columns)")
-    stats = property(lambda self: self.statistics[0], doc="the statistics vector (QUEUE_L2, ...)")
     loads = property(lambda self: self.series[:, 0, LOAD].T, doc="L (N, T): privileged")
     static_cum_work = property(lambda self: self.series[:, 0, STATIC_CUM].T, doc="W' (N, T)")
     static_relaxed_cum_work = property(lambda self: self.series[:, 0, STATIC_RELAXED_CUM].T, doc="W'^ε (N, T)")
@@ -290,7 +297,7 @@ class SLASimulator:
     @property
     def relaxed_deficit(self) -> np.ndarray:
         """D^ε_t: shortfall against the static policy with share (1 - 2 ε_ref) s (Theorem 4's form)."""
-        return self.static_relaxed_cum_work[:, self.t - 1] - self.cum_work
+        return self.series[self.t - 1, 0, STATIC_RELAXED_CUM] - self.cum_work
 
     @property
     def total_work(self) -> float:

@@ -15,8 +15,10 @@ from cluster_envs.common.seeding import episode_streams
 from cluster_envs.sla.dynamics import (
     ACTION_MODES,
     DEFICIT,
+    LOAD,
     QUEUE,
     REWARD_MODES,
+    STATIC_CUM,
     WORK,
     SLAProblem,
     SLASimulator,
@@ -310,13 +312,14 @@ class ClusterSLAEnv(gym.Env):
         if self._minimal_info:
             return info
         projected = self.config.action_mode != "softmax" and float(np.abs(sim.alloc - action).max()) > 1e-6
-        static_cum = sim.static_cum_work[:, sim.t - 1]
+        now = sim.series[sim.t - 1, 0]  # this step's load and static benchmarks (one row per series)
+        static_cum = now[STATIC_CUM]
         opt = sim.opt_total_work
         info.update(
             t=sim.t,
             alloc=sim.alloc.copy(),
             action_projected=projected,
-            load=sim.loads[:, sim.t - 1],
+            load=now[LOAD],
             total_work=float(sim.work.sum()),
             cum_work=sim.cum_work.copy(),
             static_queue=sim.cum_load - static_cum,

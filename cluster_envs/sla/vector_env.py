@@ -55,15 +55,10 @@ class ClusterSLAVectorEnv(BatchedCopies):
         _, info = env.reset(seed=seed, options=options)
         sim = env.simulator
         rows = slice(b, b + 1)
-        views = {
-            "states": self._states[rows],
-            "statistics": self._stats[rows],
-            "series": self._series[:, rows],
-            "opt_series": self._opt_cum[:, rows],
-        }
-        for name, view in views.items():
-            view[...] = getattr(sim, name)
-            setattr(sim, name, view)  # the simulator, a batch of one, now reads and writes its slice of the batch
+        batch = (self._states[rows], self._stats[rows], self._series[:, rows], self._opt_cum[:, rows])
+        for view, own in zip(batch, (sim.states, sim.statistics, sim.series, sim.opt_series), strict=True):
+            view[...] = own
+        sim.bind(*batch)  # the simulator, a batch of one, now reads and writes its slice of the batch
         self._sla_bar[b] = env._sla_bar
         self._obs[b] = env._observation()
         self._ts[b] = 0
