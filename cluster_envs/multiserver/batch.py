@@ -3,7 +3,7 @@
 Each copy runs the single env's own kernels (:func:`~cluster_envs.multiserver.dynamics.first_fit_into`'s or
 :func:`~cluster_envs.multiserver.gang.gang_repair_into`, then
 :func:`~cluster_envs.multiserver.dynamics.realize_into`) on exogenous draws taken in the slot, in stream order,
-from that copy's own streams (their ``PCG64`` states as rows of one array, :mod:`~cluster_envs.multiserver.pcg`),
+from that copy's own streams (their ``PCG64`` states as rows of one array, :mod:`~cluster_envs.common.pcg`),
 so a copy sees exactly the normals and arrival uniforms its single env would draw. The observation is written
 straight into the arrays the step returns.
 """

@@ -28,7 +28,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
 
     Each copy is reset by its own env (copy i of ``reset(seed=s)`` is seeded s + i, as in ``SyncVectorEnv``;
     ``reset(seed=[...])`` takes one seed per copy), whose utility and arrival streams the batch then continues
-    from their ``PCG64`` states (:mod:`~cluster_envs.multiserver.pcg`; the copies' own generators are not
+    from their ``PCG64`` states (:mod:`~cluster_envs.common.pcg`; the copies' own generators are not
     advanced). :func:`~cluster_envs.multiserver.batch.step_batch` runs the single env's compiled repair and
     utility kernels for every copy, so there is one implementation of the dynamics. Autoreset is Gymnasium's
     ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its reward 0). ``info``
