@@ -86,12 +86,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         return self._batch["obs"].copy()
 
     def step(self, actions: Any):
-        actions = self.real_actions(actions)
-        resetting = self._needs_reset.copy()
-        stepping = ~resetting
-        if not np.isfinite(actions[stepping] if resetting.any() else actions).all():
-            raise ValueError("actions must be finite (no NaN or inf)")
-        reset_copies = np.flatnonzero(resetting)
+        actions, stepping = self.finite_actions(actions)
+        reset_copies = np.flatnonzero(~stepping)
         reset_info = self._autoreset(reset_copies) if reset_copies.size else None
         rewards = np.zeros(self.num_envs)
         status = np.full(self.num_envs, kernel.DONE, dtype=np.int64)

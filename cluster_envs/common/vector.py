@@ -76,6 +76,15 @@ class BatchedCopies(VectorEnv):
             raise ValueError(f"actions must have shape (num_envs, *action shape) = {expected}, got {raw.shape}")
         return np.ascontiguousarray(raw, dtype=np.float64)
 
+    def finite_actions(self, actions: Any) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`real_actions` and the mask of copies that step (not autoresetting); a ``ValueError`` before any
+        copy changes if a stepping copy's action is not finite (an autoresetting copy's action is ignored)."""
+        actions = self.real_actions(actions)
+        stepping = ~self._needs_reset
+        if not np.isfinite(actions[stepping]).all():
+            raise ValueError("actions must be finite (no NaN or inf)")
+        return actions, stepping
+
     def copy_seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
         """Copy i of ``reset(seed=s)`` is seeded s + i, as in ``SyncVectorEnv``; a list gives one seed per copy."""
         if seed is None or isinstance(seed, (int, np.integer)):

@@ -69,12 +69,8 @@ class ClusterSLAVectorEnv(BatchedCopies):
         return self._obs.copy()
 
     def step(self, actions: Any):
-        actions = self.real_actions(actions)
-        resetting = self._needs_reset.copy()
-        stepping = ~resetting
-        if not np.isfinite(actions[stepping] if resetting.any() else actions).all():
-            raise ValueError("actions must be finite")
-        reset_infos = {b: self._reset_copy(b, None, None) for b in np.flatnonzero(resetting)}
+        actions, stepping = self.finite_actions(actions)
+        reset_infos = {b: self._reset_copy(b, None, None) for b in np.flatnonzero(~stepping)}
         cfg = self.config
         rewards = np.zeros(self.num_envs)
         step_copies(self._states, self._stats, self._series, self._opt_cum, actions, self._ts, stepping,
