@@ -35,7 +35,9 @@ class ClusterApproxVectorEnv(BatchedCopies):
     env_class: type[ClusterApproxEnv] | type[ClusterApproxSingleJobEnv] = ClusterApproxEnv
 
     def __init__(self, num_envs: int, preset: str = "default", render_mode: str | None = None, **overrides: Any):
-        super().__init__(num_envs, lambda: self.env_class(preset, **overrides), render_mode, self.env_class.env_name)
+        super().__init__(
+            num_envs, lambda **kw: self.env_class(preset, **kw), overrides, render_mode, self.env_class.env_name
+        )
         first, cfg = self.envs[0], self.config
         self.require((("capacity", cfg.capacity, None),))  # the Sec. V-C mode
         self._action_shape = (num_envs, *first.action_space.shape)

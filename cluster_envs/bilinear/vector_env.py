@@ -29,7 +29,9 @@ class ClusterBilinearVectorEnv(BatchedCopies):
     """
 
     def __init__(self, num_envs: int, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
-        super().__init__(num_envs, lambda: ClusterBilinearEnv(preset, **overrides), render_mode, "ClusterBilinear-v0")
+        super().__init__(
+            num_envs, lambda **kw: ClusterBilinearEnv(preset, **kw), overrides, render_mode, "ClusterBilinear-v0"
+        )
         cfg = self.config
         self.require(
             (

@@ -19,15 +19,22 @@ from cluster_envs.common.config import check_number
 
 
 class BatchedCopies(VectorEnv):
-    """``num_envs`` copies of one single env with the same keyword arguments; NEXT_STEP autoreset."""
+    """``num_envs`` copies of one single env with the same keyword arguments; NEXT_STEP autoreset; the
+    ``info_level="minimal"`` info keys (``"full"`` is refused: use ``SyncVectorEnv`` for the evaluation keys)."""
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
-    def __init__(self, num_envs: int, make_copy: Callable[[], gym.Env], render_mode: str | None, env_id: str):
+    def __init__(self, num_envs: int, make_copy: Callable[..., gym.Env], overrides: dict[str, Any],
+                 render_mode: str | None, env_id: str):  # fmt: skip
+        """``make_copy(**kwargs)`` builds one copy from the user's ``overrides``, to which the batch adds
+        ``info_level="minimal"``: the batch returns only the minimal info keys, so it rejects ``"full"`` rather
+        than return less than it was asked for."""
         check_number("num_envs", num_envs, low=1, integer=True)
         if render_mode is not None:
             raise ValueError(f"render_mode must be None for the batched {env_id}, got {render_mode!r}")
-        self.envs = [make_copy() for _ in range(num_envs)]
+        self.require((("info_level", overrides.get("info_level", "minimal"), "minimal"),))
+        copy_kwargs = {**overrides, "info_level": "minimal"}
+        self.envs = [make_copy(**copy_kwargs) for _ in range(num_envs)]
         self.config = self.envs[0].config
         self.num_envs = num_envs
         self.render_mode = None

@@ -41,14 +41,14 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
     env_class = ClusterMultiServerEnv
 
     def __init__(self, num_envs: int, preset: str | None = None, render_mode: str | None = None, **overrides: Any):
-        kwargs = {**({} if preset is None else {"preset": preset}), **overrides}
         made: list = []
 
-        def make_copy():  # the first copy draws the instance; the others share it (and its oracle's cache)
+        def make_copy(**kwargs):  # the first copy draws the instance; the others share it (and its oracle's cache)
             made.append(copy.copy(made[0]) if made else self.env_class(**kwargs))
             return made[-1]
 
-        super().__init__(num_envs, make_copy, render_mode, self.env_class.env_name)
+        overrides = {**({} if preset is None else {"preset": preset}), **overrides}
+        super().__init__(num_envs, make_copy, overrides, render_mode, self.env_class.env_name)
         cfg = self.config
         self.require([("obs_static", getattr(cfg, "obs_static", False), False)])
         if cfg.action_mode == "binary" and cfg.invalid_action == "repair":

@@ -34,7 +34,7 @@ class ClusterSLAVectorEnv(BatchedCopies):
 
     def __init__(self, num_envs: int, preset: str = "paper_synthetic_small", render_mode: str | None = None,
                  **overrides: Any):  # fmt: skip
-        super().__init__(num_envs, lambda: ClusterSLAEnv(preset, **overrides), render_mode, "ClusterSLA-v0")
+        super().__init__(num_envs, lambda **kw: ClusterSLAEnv(preset, **kw), overrides, render_mode, "ClusterSLA-v0")
         cfg = self.config
         self.require((("obs_mode", cfg.obs_mode, "binary"), ("obs_format", cfg.obs_format, "box"),
                       ("include_time", cfg.include_time, False)))  # fmt: skip

@@ -1,6 +1,6 @@
 """Every native batched env (``VECTOR_ENTRY_POINTS``) under a careless caller: the done flags it returns are the
-caller's (writing into them changes nothing inside), and malformed actions or reset options get a ``ValueError``
-naming them."""
+caller's (writing into them changes nothing inside), and malformed actions or reset options, or an info level the
+batch cannot return, get a ``ValueError`` naming them."""
 
 from __future__ import annotations
 
@@ -73,3 +73,12 @@ def test_info_masks_are_separate_arrays(env_id):
         masks = [value for key, value in info.items() if key.startswith("_") and isinstance(value, np.ndarray)]
         for i, first in enumerate(masks):
             assert not any(np.shares_memory(first, other) for other in masks[i + 1 :])
+
+
+@pytest.mark.parametrize("env_id", sorted(VECTOR_ENTRY_POINTS))
+def test_full_info_level_is_refused_not_silently_reduced(env_id):
+    """The batch returns the minimal info keys only: asked for ``"full"`` it says so instead of returning less."""
+    with pytest.raises(ValueError, match="info_level='full'"):
+        gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", info_level="full")
+    minimal = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", info_level="minimal")
+    assert all(copy.unwrapped.config.info_level == "minimal" for copy in minimal.unwrapped.envs)
