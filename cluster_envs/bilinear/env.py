@@ -205,13 +205,15 @@ class ClusterBilinearEnv(gym.Env):
     With ``"paper"`` service and κ = 0 filling every server maximises reward (r* is no upper bound there).
 
     **Episode end.** Truncated after slot T = ``horizon``; terminated only when Σ_i Q_i(t+1) > ``queue_cap``.
+    Reset info: ``t`` (0), ``Q``, ``r_star``, ``oracle_allocation``, ``queue_total``.
 
     **info** (evaluation only; no agent reads it): ``t, Q, Q_next, A, D, y, N, assignments`` (a list of
     (job_id, job_class, server_class, server_index, reward), one per paid selection), ``jobs`` (list of
     (job id, class) waiting next; lists, since their length varies and vector envs stack arrays),
     ``reward_noisy, reward_mean, reward_expected, r_star, oracle_allocation`` (ρ_i p*_ij), ``regret_inc``
     (r* − Σ r_ij y_ij, eq. 1), ``regret_inc_realized`` (r* − Σ r_ij N_ij), ``cum_regret`` (= ``regret``),
-    ``cum_regret_realized, holding_cost`` (Σ c_i Q_i(t)), ``queue_total, utilization`` (Σy/n),
+    ``cum_regret_realized, holding_cost`` (Σ c_i Q_i(t)), ``queue_total`` (Σ_i Q_i(t)), ``queue_total_next``
+    (Σ_i Q_i(t+1), what ``queue_cap`` is tested against), ``utilization`` (Σy/n),
     ``n_duplicates, n_collisions, action_projection_dist, overflow, hidden_jobs`` (waiting jobs beyond
     ``max_jobs`` under ``job_allocation``); at the end ``episode_summary``. ``info_level="minimal"`` keeps
     only ``reward_noisy, reward_mean, reward_expected, queue_total, n_duplicates, n_collisions, regret`` (floats)

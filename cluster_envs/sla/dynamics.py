@@ -281,6 +281,8 @@ class SLASimulator:
     @property
     def next_load(self) -> np.ndarray:
         """L_t of the step about to be executed (privileged: only offline oracles read it)."""
+        if self.t >= self.horizon:
+            raise RuntimeError(f"next_load: the episode ended at t = {self.t}; there is no next step (call reset())")
         return self.loads[:, self.t]
 
     queue = property(lambda self: self.state[QUEUE], doc="Q_{t+1}")

@@ -30,6 +30,7 @@ from cluster_envs.sla.workloads import make_load_generator
 OBS_MODES = ("binary", "binary+sla", "full")
 OBS_FORMATS = ("box", "dict")
 INFO_LEVELS = ("minimal", "full")
+MAX_EMPTY_TOL = 1e-6
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
@@ -80,7 +81,8 @@ class SLAConfig:
         check_number("reward_kappa", self.reward_kappa, low=0.0)
         check_number("sla_tol", self.sla_tol, low=0.0)
         check_number("eps_ref", self.eps_ref, low=0.0, high=0.5, low_open=True, high_open=True)
-        check_number("empty_tol", self.empty_tol, low=0.0)
+        # A floating-point tolerance: a queue at or below it is emptied, so a large value would discard work.
+        check_number("empty_tol", self.empty_tol, low=0.0, high=MAX_EMPTY_TOL)
         check_choice("info_level", self.info_level, INFO_LEVELS)
         if not isinstance(self.scenario_kwargs, dict):
             raise ValueError(f"scenario_kwargs must be a dict, got {type(self.scenario_kwargs).__name__}")
@@ -123,8 +125,11 @@ class ClusterSLAEnv(gym.Env):
 
     **Dynamics.** In step t the agent's action becomes an allocation h_t (Σh ≤ 1), the load L_t arrives,
     user i is served w_t(i) = min(h_t(i), Q_t(i) + L_t(i)) and the rest queues: Q_{t+1} = Q_t + L_t - w_t.
-    Queues start empty; a queue ≤ ``empty_tol`` counts as empty. Loads come from ``scenario`` and are
-    drawn at reset (common random numbers: the same seed gives every policy the same loads).
+    Queues start empty; a queue ≤ ``empty_tol`` (a floating-point tolerance, at most 1e-6) is set to 0 and counts
+    as empty. Loads come from ``scenario`` and are drawn at reset (common random numbers: the same seed gives every
+    policy the same loads). ``reset(options=...)``: ``"loads"``, an (N, T) array used instead of the scenario, or
+    ``"scenario_kwargs"``, merged over the config's for this episode. Reset info: ``sla, horizon, scenario,
+    opt_total_work, opt_eps_total_work``.
 
     **Observation** (``obs_mode="binary"``, the paper's feedback): ``Box(0, 1, (3N,), float32)`` holding
     [a_t, h_t, β̄] with a_t = 1[Q_{t+1} > 0] (which queues are non-empty after the step), h_t the
@@ -147,8 +152,11 @@ class ClusterSLAEnv(gym.Env):
 
     **info** (``info_level="full"``): ``t, alloc, action_projected, load, work, total_work, queue, active,
     cum_work, static_queue, static_cum_work, sla_deficit, sla_deficit_relaxed, sla_ok, opt_cum_work,
-    opt_eps_cum_work, regret, queue_l2``; ``"minimal"`` keeps ``work, active, queue, sla_deficit``. At
-    truncation ``episode_summary`` (total and optimal work, regret, max SLA deficits, queue norms).
+    opt_eps_cum_work, regret, queue_l2``, where ``work`` is w_t (N,) and ``total_work`` its sum Σ_i w_t(i), this
+    step's work (the episode's is ``cum_work`` summed, or ``episode_summary["total_work"]``), and ``regret`` is
+    OPT(t) - Σ cum_work so far; ``"minimal"`` keeps ``work, active, queue, sla_deficit``. At truncation
+    ``episode_summary``: ``total_work, opt_total_work, opt_eps_total_work, regret, work_ratio``, the maximal SLA
+    deficits, ``sla_violation_fraction`` and queue norms.
     OPT_c(t) is the offline dynamic optimum with capacity c (Prop. 2), c = 1 and 1 - ``eps_ref``.
 
     **Presets**: ``paper_synthetic`` (N = 3, β = (0.2, 0.3, 0.5), T = 3·10⁶, Sec. 4.1),
@@ -241,15 +249,21 @@ class ClusterSLAEnv(gym.Env):
     # -- gymnasium API ---------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        options = check_reset_options(options, allowed=("loads",))
-        super().reset(seed=seed)
+        options = check_reset_options(options, allowed=("loads", "scenario_kwargs"))
         cfg = self.config
+        generate_loads = self._generate_loads
+        if "scenario_kwargs" in options:  # this episode's generator, checked before anything changes
+            if "loads" in options:
+                raise ValueError("options: give either 'loads' or 'scenario_kwargs', not both")
+            if not isinstance(options["scenario_kwargs"], dict):
+                raise ValueError(f"options['scenario_kwargs'] must be a dict, got {type(options['scenario_kwargs'])}")
+            episode_kwargs = {**cfg.scenario_kwargs, **options["scenario_kwargs"]}
+            generate_loads = make_load_generator(cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs)
+        super().reset(seed=seed)
         if "loads" in options:
             loads = self._checked_loads(options["loads"])
         else:
-            loads = np.asarray(
-                self._generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64
-            )
+            loads = np.asarray(generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64)
             loads = self._checked_loads(loads, name="scenario output")
         sla = tuple(loads.mean(axis=1) / loads.mean(axis=1).sum()) if cfg.sla == "mean" else cfg.sla
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)

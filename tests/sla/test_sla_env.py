@@ -154,6 +154,55 @@ def test_reset_options_loads_override_the_scenario():
         env.reset(options={"load": loads})
 
 
+def test_reset_option_scenario_kwargs_is_this_episodes_generator_arguments():
+    """The option gives the loads the env built with those ``scenario_kwargs`` gives for the same seed (merged over
+    the config's), for that episode only; a bad one is refused before the episode or the seed stream changes."""
+    env = gym.make(ENV, horizon=60).unwrapped
+    env.reset(seed=4, options={"scenario_kwargs": {"shape": 3.0}})
+    np.testing.assert_array_equal(env.loads, _loads(ENV, seed=4, horizon=60, scenario_kwargs={"shape": 3.0}))
+    assert not np.array_equal(env.loads, _loads(ENV, seed=4, horizon=60))
+    env.reset(seed=4)  # the next episode is the config's again
+    np.testing.assert_array_equal(env.loads, _loads(ENV, seed=4, horizon=60))
+    before = env.loads.copy()
+    with pytest.raises(ValueError, match="unknown scenario_kwargs"):
+        env.reset(seed=5, options={"scenario_kwargs": {"shpae": 3.0}})
+    with pytest.raises(ValueError, match="scenario_kwargs\\['shape'\\]"):
+        env.reset(seed=5, options={"scenario_kwargs": {"shape": -1.0}})
+    with pytest.raises(ValueError, match="not both"):
+        env.reset(seed=5, options={"scenario_kwargs": {}, "loads": before})
+    with pytest.raises(ValueError, match="must be a dict"):
+        env.reset(seed=5, options={"scenario_kwargs": 3.0})
+    np.testing.assert_array_equal(env.loads, before)
+
+
+def _loads(env_id: str, seed: int, **kwargs) -> np.ndarray:
+    env = gym.make(env_id, **kwargs).unwrapped
+    env.reset(seed=seed)
+    return env.loads.copy()
+
+
+def test_empty_tol_is_a_floating_point_tolerance():
+    """A queue at or below ``empty_tol`` is emptied, so a large value would discard work: capped at 1e-6."""
+    with pytest.raises(ValueError, match="empty_tol"):
+        gym.make(ENV, empty_tol=0.5)
+    env = gym.make(ENV, horizon=60, empty_tol=1e-6).unwrapped
+    env.reset(seed=0)
+    for _ in range(60):
+        env.step(np.ones(3))
+    conserved = env.simulator.cum_load - env.simulator.cum_work - env.simulator.queue
+    assert np.abs(conserved).max() <= 60 * 1e-6
+
+
+def test_next_load_after_the_last_step_is_a_clear_error():
+    env = gym.make(ENV, horizon=6).unwrapped
+    env.reset(seed=0)
+    for _ in range(6):
+        np.testing.assert_array_equal(env.next_load, env.loads[:, env.simulator.t])
+        env.step(np.ones(3))
+    with pytest.raises(RuntimeError, match="episode ended"):
+        _ = env.next_load
+
+
 def test_render_rgb_array_draws_one_bar_pair_per_user():
     env = gym.make(ENV, horizon=6, render_mode="rgb_array")
     env.reset(seed=0)
