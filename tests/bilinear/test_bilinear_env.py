@@ -1,4 +1,6 @@
-"""ClusterBilinear-v0: spec §3.9 conformance in every mode, model checks (§6-T5), oracle LP and bad input."""
+"""ClusterBilinear-v0: spec §3.9 conformance in every mode, model checks (§6-T5), oracle LP and bad input; the
+observation (every mode), the step reward (every reward mode), the episode summary and the simplex_logits mapping
+rebuilt from the info, the public problem and the documented formulas."""
 
 from __future__ import annotations
 
@@ -306,3 +308,240 @@ def test_bad_config_is_a_clear_error(kwargs, name):
 def test_unstable_traffic_allowed_on_request():
     env = gym.make(ENV_ID, traffic_intensity=4.0, service_rate=0.25, allow_unstable=True)
     env.reset(seed=0)
+
+
+# -- the observation, the step reward and the episode summary rebuilt from the info and the public data --------
+
+
+def _assignment_rows(info) -> list[tuple[int, int, int, int, float]]:
+    return [tuple(row) for row in info["assignments"]]
+
+
+def _expected_observation(problem, t: int, queue, rows_of_slot, history, jobs) -> np.ndarray:
+    """The documented observation after slot ``t``: Q(t+1), this slot's N and Σξ rebuilt from its assignments,
+    t/T, log1p of the cumulative counts and the empirical means (0 if unobserved) from every assignment so far
+    (``history``), u and v, and the per-job block of the waiting ``jobs`` [(id, class)] in FIFO order."""
+    n_i, n_j = problem.n_job_classes, problem.n_server_classes
+    counts, sums = np.zeros((n_i, n_j)), np.zeros((n_i, n_j))
+    for _, cls, server_class, _, xi in rows_of_slot:
+        counts[cls, server_class] += 1
+        sums[cls, server_class] += xi
+    parts = [queue, counts, sums]
+    if problem.observation_mode in ("queues_stats", "full"):
+        total_counts, total_sums = np.zeros((n_i, n_j)), np.zeros((n_i, n_j))
+        for _, cls, server_class, _, xi in history:
+            total_counts[cls, server_class] += 1
+            total_sums[cls, server_class] += xi
+        means = np.zeros((n_i, n_j))
+        seen = total_counts > 0
+        means[seen] = total_sums[seen] / total_counts[seen]
+        parts += [[t / problem.horizon], np.log1p(total_counts), means]
+    if problem.observation_mode == "full":
+        parts += [problem.job_features, problem.server_features]
+    if problem.action_mode == "job_allocation":
+        k = problem.max_jobs
+        cls, job_counts, job_sums = np.zeros(k), np.zeros((k, n_j)), np.zeros((k, n_j))
+        for slot, (job_id, job_class) in enumerate(jobs[:k]):
+            cls[slot] = job_class + 1
+            for row in history:
+                if row[0] == job_id:
+                    job_counts[slot, row[2]] += 1
+                    job_sums[slot, row[2]] += row[4]
+        parts += [cls, job_counts, job_sums]
+    return np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts])
+
+
+@pytest.mark.parametrize(("action_mode", "observation_mode"), MODES)
+def test_observation_is_rebuilt_from_info_and_public_data(action_mode, observation_mode):
+    """Every part of every observation mode follows from the reset info, each step's info (Q_next, assignments,
+    jobs) and the public problem: a hidden quantity (true means, θ, arrival rates) leaking into it fails."""
+    kwargs = {"action_mode": action_mode, "observation_mode": observation_mode, "horizon": 30, "noise_std": 0.3,
+              "max_jobs": 3, "service_model": "exclusive" if action_mode == "server_choice" else "paper",
+              "traffic_intensity": 2.5, "service_rate": 0.35}  # fmt: skip
+    env = gym.make(ENV_ID, **kwargs)
+    obs, info = env.reset(seed=7)
+    problem = env.unwrapped.problem
+    assert info["queue_total"] <= 1  # Q(1) = A(1): at most one job, id 0
+    first_jobs = [(0, int(np.argmax(info["Q"])))] if info["queue_total"] else []
+    expected = _expected_observation(problem, 0, info["Q"], [], [], first_jobs)
+    np.testing.assert_allclose(obs, expected, rtol=1e-6, atol=1e-6)
+    env.action_space.seed(7)
+    history, hidden, reselected = [], 0, 0
+    for _ in range(30):
+        obs, _, terminated, truncated, info = env.step(env.action_space.sample())
+        rows = _assignment_rows(info)
+        waiting = {job_id for job_id, _ in info["jobs"][: problem.max_jobs]}
+        reselected += len(waiting & {row[0] for row in history + rows})  # shown jobs with selections to show
+        hidden += len(info["jobs"]) > problem.max_jobs
+        history += rows
+        assert np.isclose(sum(row[4] for row in rows), info["reward_noisy"])
+        expected = _expected_observation(problem, info["t"], info["Q_next"], rows, history, info["jobs"])
+        np.testing.assert_allclose(obs, expected, rtol=1e-6, atol=1e-6)
+        if terminated or truncated:
+            break
+    assert truncated and len(history) > 20  # many selections, so the empirical means are far from the true ones
+    assert len({(row[1], row[2]) for row in history}) > 2
+    if action_mode == "job_allocation":  # the per-job block is cut at max_jobs and shows earlier selections
+        assert hidden >= 3 and reselected >= 3
+
+
+REWARD_KWARGS = {"horizon": 40, "holding_costs": tuple(np.linspace(0.3, 2.5, 10)), "holding_cost_weight": 0.05,
+                 "gamma_env": 0.7, "noise_std": 0.2, "traffic_intensity": 2.0, "service_rate": 0.4}  # fmt: skip
+
+
+@pytest.mark.parametrize("reward_mode", ["noisy", "mean", "expected", "cost_adjusted"])
+def test_step_reward_is_the_documented_formula_of_the_step_info(reward_mode):
+    """noisy Σξ, mean Σ r_ij N_ij, expected Σ r_ij y_ij, cost_adjusted Σ(ξ − gamma_env) over the paid selections;
+    minus holding_cost_weight · Σ c_i Q_i(t) with the pre-decision Q, non-uniform c."""
+    env = gym.make(ENV_ID, reward_mode=reward_mode, **REWARD_KWARGS)
+    env.reset(seed=3)
+    r = env.unwrapped.true_mean_rewards
+    costs = np.asarray(REWARD_KWARGS["holding_costs"])
+    kappa, gamma = REWARD_KWARGS["holding_cost_weight"], REWARD_KWARGS["gamma_env"]
+    rng = np.random.default_rng(1)
+    many_paid = held = 0
+    for _ in range(40):
+        _, reward, terminated, truncated, info = env.step(rng.uniform(0, 1, 20))
+        rows = _assignment_rows(info)
+        base = {
+            "noisy": sum(row[4] for row in rows),
+            "mean": sum(r[row[1], row[2]] for row in rows),
+            "expected": float((r * info["y"]).sum()),
+            "cost_adjusted": sum(row[4] - gamma for row in rows),
+        }[reward_mode]
+        holding = float(costs @ info["Q"])
+        assert np.isclose(reward, base - kappa * holding, rtol=1e-10, atol=1e-12)
+        many_paid += len(rows) >= 2
+        held += holding > 0
+        if terminated or truncated:
+            break
+    assert truncated and many_paid >= 5 and held >= 5
+
+
+SUMMARY_CASES = [
+    ({"service_model": "paper"}, 1.0),
+    ({"service_model": "exclusive"}, 1.0),
+    ({"service_model": "paper", "action_mode": "server_choice"}, None),
+    ({"service_model": "exclusive", "action_mode": "server_choice"}, None),
+    ({"action_mode": "job_allocation", "max_jobs": 2}, 0.3),
+    ({"queue_cap": 6, "traffic_intensity": 3.0, "service_rate": 0.3, "horizon": 200}, 0.05),  # terminates early
+]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "scale"),
+    SUMMARY_CASES,
+    ids=["paper", "exclusive", "server_choice-paper", "server_choice-exclusive", "job_allocation", "queue_cap"],
+)
+def test_episode_summary_is_recomputed_from_the_step_infos(kwargs, scale):
+    """Every key of ``episode_summary`` from one episode's per-step infos (r from the privileged accessor): the
+    realized regret uses N, the means divide by the slots run; duplicates/collisions from the selections."""
+    kwargs = {"horizon": 40, "holding_costs": tuple(np.linspace(0.2, 3.0, 10)), "traffic_intensity": 2.0,
+              "service_rate": 0.5, "service_model": "paper", **kwargs}  # fmt: skip
+    env = gym.make(ENV_ID, **kwargs)
+    _, reset_info = env.reset(seed=5)
+    env.action_space.seed(5)
+    r, n_servers = env.unwrapped.true_mean_rewards, sum(env.unwrapped.problem.servers_per_class)
+    costs, max_jobs = np.asarray(kwargs["holding_costs"]), kwargs.get("max_jobs")
+    server_choice = kwargs.get("action_mode") == "server_choice"
+    rng = np.random.default_rng(2)
+    totals = dict.fromkeys(("regret", "regret_realized", "reward_noisy", "reward_mean", "reward_expected",
+                            "holding", "queue", "utilization", "duplicates", "collisions"), 0.0)  # fmt: skip
+    steps, max_hidden = 0, 0
+    for _ in range(kwargs["horizon"]):
+        action = env.action_space.sample() if server_choice else rng.uniform(0, scale, env.action_space.shape)
+        _, _, terminated, truncated, info = env.step(action)
+        steps += 1
+        rows = _assignment_rows(info)
+        y, counts = info["y"], np.zeros_like(r)
+        for row in rows:
+            counts[row[1], row[2]] += 1
+        totals["regret"] += reset_info["r_star"] - (r * y).sum()
+        totals["regret_realized"] += reset_info["r_star"] - (r * counts).sum()
+        totals["reward_noisy"] += sum(row[4] for row in rows)
+        totals["reward_mean"] += (r * counts).sum()
+        totals["reward_expected"] += (r * y).sum()
+        totals["holding"] += costs @ info["Q"]
+        totals["queue"] += info["Q"].sum()
+        totals["utilization"] += y.sum() / n_servers
+        extra = len(rows) - len({row[0] for row in rows})  # paid selections of an already selected job
+        if server_choice:  # servers choosing a non-empty class beyond its jobs duplicate ("paper") or collide
+            chosen = np.bincount(action[action < 10], minlength=10)
+            beyond = int(np.maximum(chosen - info["Q"], 0)[info["Q"] > 0].sum())
+            assert extra == (beyond if kwargs["service_model"] == "paper" else 0)
+            totals["collisions"] += beyond if kwargs["service_model"] == "exclusive" else 0
+        else:
+            totals["collisions"] += info["n_collisions"]
+        assert info["n_duplicates"] == extra
+        totals["duplicates"] += extra
+        if max_jobs is not None:
+            max_hidden = max(max_hidden, int(info["Q"].sum()) - max_jobs)
+        if terminated or truncated:
+            break
+    assert terminated or truncated
+    if "queue_cap" in kwargs:
+        assert terminated and steps < kwargs["horizon"]
+    if kwargs["service_model"] == "exclusive" and not server_choice:
+        assert totals["collisions"] > 0
+    summary = info["episode_summary"]
+    expected = {
+        "regret": totals["regret"],
+        "regret_realized": totals["regret_realized"],
+        "reward_noisy": totals["reward_noisy"],
+        "reward_mean": totals["reward_mean"],
+        "reward_expected": totals["reward_expected"],
+        "r_star": reset_info["r_star"],
+        "mean_holding_cost": totals["holding"] / steps,
+        "mean_queue_total": totals["queue"] / steps,
+        "final_queue_total": float(info["Q_next"].sum()),
+        "utilization": totals["utilization"] / steps,
+        "duplicates": totals["duplicates"],
+        "collisions": totals["collisions"],
+        "max_hidden_jobs": float(max(max_hidden, 0)),
+    }
+    assert set(summary) == set(expected)
+    assert len(info["jobs"]) == summary["final_queue_total"]
+    for key, value in expected.items():
+        assert np.isclose(summary[key], value, rtol=1e-9, atol=1e-9), (key, summary[key], value)
+    if not server_choice:  # (under server_choice y is the integer N of the chosen servers)
+        assert not np.isclose(summary["regret"], summary["regret_realized"])
+
+
+def _softmax_allocation(logits: np.ndarray, active: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """y_ij = n_j π_ij, π_·j the softmax of 10 × logits over the non-empty classes and idle (the last logit)."""
+    out = np.zeros((active.size, caps.size))
+    for j, row in enumerate(np.asarray(logits, dtype=np.float64).reshape(caps.size, -1)):
+        keep = np.append(active, True)
+        weights = np.where(keep, np.exp(10.0 * (row - row[keep].max())), 0.0)
+        out[:, j] = caps[j] * weights[:-1] / weights.sum()
+    return out
+
+
+def test_simplex_logits_map_to_a_masked_softmax_allocation():
+    """``simplex_logits``: logits × 10, per server class a softmax over the non-empty classes and idle, y = n_j π;
+    hand-made actions, including a large logit on an empty class (masked) and small gaps (the scale matters)."""
+    n_i = 4
+    sched = np.tile([[2, 3], [1, 3], [2, 1]], (20, 1))  # n_j(t) ≥ ρ, so the oracle LP stays feasible
+    env = gym.make(ENV_ID, action_mode="simplex_logits", num_job_classes=n_i, servers_per_class=(2, 3),
+                   traffic_intensity=1.5, service_rate=0.5, horizon=60, server_schedule=sched)  # fmt: skip
+    obs, _ = env.reset(seed=0)
+    hand = [
+        np.zeros((2, n_i + 1)),  # uniform over the non-empty classes and idle
+        np.array([[0.1, 0.0, -0.1, 0.05, 0.0], [0.0, 0.0, 0.0, 0.0, 0.2]]),  # gaps of 0.1: e^1 after the scale
+        np.array([[1.0, -1.0, -1.0, -1.0, -1.0], [-1.0, -1.0, -1.0, -1.0, 1.0]]),  # all on class 0 / all idle
+        np.array([[-0.3, 0.4, 0.2, -0.05, -0.5], [0.25, -0.25, 0.5, 0.45, -1.0]]),
+    ]
+    partial = 0
+    for t in range(60):
+        logits = hand[t % len(hand)].astype(np.float32)
+        active = obs[:n_i] > 0  # Q(t), the queues the action faces
+        if 0 < active.sum() < n_i:
+            logits[0, np.flatnonzero(~active)[0]] = 1.0  # an empty class's large logit must take no mass
+            partial += 1
+        obs, _, _, truncated, info = env.step(logits.ravel())
+        np.testing.assert_array_equal(info["Q"] > 0, active)
+        expected = _softmax_allocation(logits, active, sched[t].astype(np.float64))
+        np.testing.assert_allclose(info["y"], expected, rtol=1e-12, atol=1e-15)
+        if t % len(hand) == 0:  # equal logits: each non-empty class gets n_j(t) / (|non-empty| + 1)
+            np.testing.assert_allclose(info["y"][active], np.tile(sched[t] / (active.sum() + 1), (active.sum(), 1)))
+    assert truncated and partial >= 5
