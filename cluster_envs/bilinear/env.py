@@ -57,6 +57,22 @@ def _unit_bounded(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray |
     return arr
 
 
+def check_capacity(name: str, rho: Any, mu: Any, n: float, allow_unstable: bool) -> None:
+    """``ValueError`` naming ``name`` when n servers cannot carry the traffic: ρ > n leaves the oracle LP of eq. (1)
+    without a feasible allocation (always refused); Assumption II.1's stability, ρ < n (2λ/μ_min − ρ < n for
+    heterogeneous μ, App. D [L272]), is refused unless ``allow_unstable``."""
+    rho, mu = [float(r) for r in np.ravel(rho)], [float(m) for m in np.ravel(mu)]
+    load = sum(rho)
+    if load > n + 1e-9:
+        raise ValueError(f"{name}: the traffic ρ = {load:.4g} exceeds the n = {n:g} servers, so the oracle LP (eq. 1) "
+                         "has no feasible allocation (even with allow_unstable=True)")  # fmt: skip
+    lam = sum(r * m for r, m in zip(rho, mu, strict=True))
+    stat = load if len(set(mu)) == 1 else 2 * lam / min(mu) - load
+    if stat >= n - 1e-9 and not allow_unstable:
+        raise ValueError(f"{name} gives an unstable system ({stat:.4g} ≥ n = {n:g}; Assumption II.1); lower the load "
+                         "or pass allow_unstable=True")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class BilinearConfig:
     """Keyword arguments of ``ClusterBilinear-v0`` (defaults: the ``paper`` preset, Sec. V)."""
@@ -119,13 +135,7 @@ class BilinearConfig:
             )
         check_choice("allow_unstable", self.allow_unstable, (False, True))
         check_choice("info_level", self.info_level, INFO_LEVELS)
-        n, load = sum(servers), sum(rho)
-        stat = load if len(set(mu)) == 1 else 2 * lam / min(mu) - load  # Assumption II.1 / App. D [L272]
-        if stat >= n - 1e-9 and not self.allow_unstable:
-            raise ValueError(
-                f"traffic_intensity gives an unstable system ({stat:.4g} ≥ n = {n}; Assumption II.1); "
-                "lower the load or pass allow_unstable=True"
-            )
+        check_capacity("traffic_intensity", rho, mu, sum(servers), self.allow_unstable)
         check_number("noise_std", self.noise_std, low=0.0)
         object.__setattr__(self, "holding_costs", _per_class("holding_costs", self.holding_costs, n_i))
         if any(c < 0 for c in self.holding_costs):
@@ -174,9 +184,10 @@ class ClusterBilinearEnv(gym.Env):
     servers may select one job and each selection is paid (eq. 22); ``"exclusive"``: servers go in a
     random order and a server whose job is taken idles (a collision). Then A(t+1) (Bernoulli(λ), class i
     w.p. λ_i/λ; pre-drawn at reset) joins the queue.
-    λ_i = ρ_i μ_i; the config rejects λ > 1 and, unless ``allow_unstable``, ρ ≥ n (Assumption II.1;
-    2λ/μ_min − ρ ≥ n for heterogeneous μ). ``server_schedule`` (callable t ↦ n(t), or a (T, J) array)
-    makes only the first n_j(t) servers of class j available in slot t; capacities and r*(t) follow it.
+    λ_i = ρ_i μ_i; the config rejects λ > 1, ρ > n (the oracle LP is then infeasible) and, unless
+    ``allow_unstable``, ρ ≥ n (Assumption II.1; 2λ/μ_min − ρ ≥ n for heterogeneous μ). ``server_schedule``
+    (callable t ↦ n(t), or a (T, J) array) makes only the first n_j(t) servers of class j available in slot t;
+    capacities and r*(t) follow it; reset checks it at n_min = min_t n(t) in the same way (App. D.2).
 
     **Observation** ``Box(float32)``, parts in order (``env.unwrapped.problem.split(obs)`` names them):
     ``"queues"`` (default): Q(t) (I); the last slot's feedback, N_ij selection counts (I·J) and summed
@@ -341,6 +352,7 @@ class ClusterBilinearEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         check_reset_options(options)
+        schedule = self._schedule()  # checked before the episode changes
         super().reset(seed=seed)
         cfg = self.config
         n_i, n_j, d, t_max = cfg.num_job_classes, cfg.num_server_classes, cfg.feature_dim, cfg.horizon
@@ -370,7 +382,7 @@ class ClusterBilinearEnv(gym.Env):
             cfg.service_model,
             sample_arrivals(streams["arrivals"], self._rho * self._mu, t_max + 1),
             streams,
-            self._schedule(),
+            schedule,
             costs=self._costs,
             kappa=cfg.holding_cost_weight,
             gamma_env=cfg.gamma_env,
@@ -399,6 +411,14 @@ class ClusterBilinearEnv(gym.Env):
             raise ValueError(f"server_schedule must give {len(self._caps)} finite counts per slot")
         if (arr != np.round(arr)).any() or (arr < 0).any() or (arr > self._caps).any():
             raise ValueError("server_schedule: n_j(t) must be integers in [0, servers_per_class[j]]")
+        # App. D.2: stability at n_min = min_t n(t), and a feasible oracle LP in every slot
+        check_capacity(
+            "server_schedule (its smallest n(t))",
+            self._rho,
+            self._mu,
+            arr.sum(axis=1).min(),
+            self.config.allow_unstable,
+        )
         return arr.astype(np.int64)
 
     def step(self, action: Any):

@@ -275,7 +275,7 @@ def test_hidden_jobs_are_reported_under_job_allocation():
 
 def test_server_schedule_caps_each_slot():
     sched = np.tile([[1, 0], [2, 2]], (25, 1))
-    env = gym.make(ENV_ID, horizon=50, server_schedule=sched)
+    env = gym.make(ENV_ID, horizon=50, server_schedule=sched, allow_unstable=True)  # n_min = 1 = ρ
     env.reset(seed=1)
     r_stars = set()
     for t in range(50):
@@ -308,6 +308,37 @@ def test_bad_config_is_a_clear_error(kwargs, name):
 def test_unstable_traffic_allowed_on_request():
     env = gym.make(ENV_ID, traffic_intensity=4.0, service_rate=0.25, allow_unstable=True)
     env.reset(seed=0)
+
+
+def test_traffic_beyond_the_servers_is_refused_even_when_unstable_is_allowed():
+    """ρ > n leaves the oracle LP (eq. 1) infeasible: a clear error at construction, not at the first reset."""
+    with pytest.raises(ValueError, match="traffic_intensity.*no feasible allocation"):
+        gym.make(ENV_ID, traffic_intensity=4.5, service_rate=0.2, allow_unstable=True)
+
+
+SHRINKING = dict(num_job_classes=4, servers_per_class=(2, 3), service_rate=0.25, horizon=60)
+
+
+@pytest.mark.parametrize("as_callable", [False, True], ids=["array", "callable"])
+def test_a_schedule_is_checked_at_its_smallest_capacity(as_callable):
+    """App. D.2: stability at n_min = min_t n(t) (refused unless ``allow_unstable``) and a feasible oracle LP in every
+    slot (always refused otherwise), at reset, before the episode changes; stable schedules run to the end."""
+    rows = np.tile([[2, 3], [1, 3], [2, 1]], (20, 1))  # n(t) ∈ {5, 4, 3}
+
+    def make(traffic, allow_unstable=False):
+        schedule = (lambda t: rows[t - 1]) if as_callable else rows
+        return gym.make(ENV_ID, traffic_intensity=traffic, server_schedule=schedule, allow_unstable=allow_unstable,
+                        **SHRINKING)  # fmt: skip
+
+    with pytest.raises(ValueError, match="server_schedule.*no feasible allocation"):
+        make(3.5, allow_unstable=True).reset(seed=0)  # ρ = 3.5 > n(t) = 3 in every third slot
+    with pytest.raises(ValueError, match="server_schedule.*unstable"):
+        make(3.0).reset(seed=0)  # ρ = n_min
+    for env in (make(2.5), make(3.0, allow_unstable=True)):
+        env.reset(seed=0)
+        for _ in range(60):
+            terminated, truncated = env.step(env.action_space.sample())[2:4]
+        assert truncated and not terminated
 
 
 # -- the observation, the step reward and the episode summary rebuilt from the info and the public data --------
