@@ -190,8 +190,8 @@ def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
 
     The instance is random (``A ∈ {1, 2}``, every edge played 1–300 times, ``v̂ ~ U(0, 1)``, seeded).
     ``cartpole_steps`` = seconds × CartPole's rate: what one slot costs in CartPole steps, which cancels
-    most of the machine's load (0.3 s is 30,000 steps at the reference ≈100k steps/s of
-    specs/perf_reliability.md).
+    most of the machine's load (0.3 s is 30,000 steps at the ≈100k steps/s CartPole-v1 ran at on the 2-core
+    reference machines of issue 7).
     """
     from agents.multiserver.esdp import ESDP
     from cluster_envs.multiserver.env import MultiServerProblem

@@ -28,3 +28,15 @@ def test_sheet_examples_run(page):
     for code in blocks:
         with contextlib.redirect_stdout(io.StringIO()):
             exec(compile(code, str(page), "exec"), {})
+
+
+DOCS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[str(d.relative_to(ROOT)) for d in DOCS])
+def test_relative_links_resolve(doc):
+    """A pip user has only the repository: every relative Markdown link must name a file in it."""
+    targets = re.findall(r"\]\(([^)\s]+)\)", doc.read_text())
+    local = [t.split("#")[0] for t in targets if not t.startswith(("http://", "https://", "mailto:", "#"))]
+    missing = [t for t in local if not (doc.parent / t).exists()]
+    assert not missing, f"{doc.name} links to missing files: {missing}"

@@ -366,7 +366,7 @@ class ClusterApproxEnv(_ApproxEnvCore):
     """Approximation jobs share M machines of unknown, varying speed; rates are seen only where tasks ran.
 
     Paper: Xu, Liu, Lau, Zeng, Guo, Liu, "Online Resource Allocation with Machine Variability: A Bandit
-    Perspective" (paper 000; spec ``specs/approx_bandit.md``).
+    Perspective" (paper 000; spec ``docs/specs/approx_bandit.md``).
 
     **Dynamics.** Machine i delivers θ_i^t ∈ [0, 1] work in slot t and costs p_i. Job j is active in slots
     a_j < t ≤ d_j, has budget B_j and utility f_j(X_j) = v_j X_j^β (``utility="power"``; also ``"log"``,

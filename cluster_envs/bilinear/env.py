@@ -174,7 +174,7 @@ class ClusterBilinearEnv(gym.Env):
     """Jobs queue for classes of parallel servers; a class-i job on a class-j server pays u_iᵀΘv_j + noise.
 
     Paper: J.-h. Kim and M. Vojnović, "Learning to Schedule in Parallel-Server Queues with Stochastic
-    Bilinear Rewards" (paper 004; spec ``specs/bilinear_queues.md``).
+    Bilinear Rewards" (paper 004; spec ``docs/specs/bilinear_queues.md``).
 
     **Dynamics** (one step = one slot t). Q(t) includes the arrival A(t) (Q(0) = 0, so Q(1) = A(1)). The
     action becomes an expected allocation y (I × J, y ≥ 0, Σ_i y_ij ≤ n_j, rows of empty classes 0).

@@ -69,7 +69,7 @@ class ClusterMultiServerEnv(gym.Env):
     """Schedule multi-server jobs on a bipartite port–server graph under a cluster-wide device capacity.
 
     Paper: Zhao, Deng, Chen, Yin, Dustdar, Zomaya, "Learning to Schedule Multi-Server Jobs with Fluctuated
-    Processing Speeds" (paper 001/002; spec ``specs/multiserver_esdp.md``).
+    Processing Speeds" (paper 001/002; spec ``docs/specs/multiserver_esdp.md``).
 
     **Dynamics.** Ports (job types) ``l`` and servers ``r`` are joined by edges ``e = (l, r)`` (lexicographic
     order = action index). In slot ``t`` each port yields a job with probability ``ρ_l`` (revealed before

@@ -3,7 +3,7 @@
 One divisible resource of capacity 1 is shared by N users. In step t the allocator plays h_t, the
 load L_t arrives, and each user is served w_t = min(h_t, Q_t + L_t) (D1); the rest waits,
 Q_{t+1} = Q_t + L_t - w_t (D2). The allocator's feedback is a_t = 1[Q_{t+1} > 0] (convention A1 of
-specs/sla_mwu.md). The env (env.py) and the long-horizon runner (runner.py) both step
+docs/specs/sla_mwu.md). The env (env.py) and the long-horizon runner (runner.py) both step
 :class:`SLASimulator` through the compiled :func:`advance`, so there is one implementation of the physics.
 """
 

@@ -121,7 +121,7 @@ class ClusterSLAEnv(gym.Env):
     Rendering: ``"ansi"`` (a text line per user) or ``"rgb_array"`` (bars of allocations and queues).
 
     Paper: Perez-Salazar, Menache, Singh, Toriello, "Dynamic Resource Allocation in the Cloud with
-    Near-Optimal Efficiency" (paper 003; spec ``specs/sla_mwu.md``).
+    Near-Optimal Efficiency" (paper 003; spec ``docs/specs/sla_mwu.md``).
 
     **Dynamics.** In step t the agent's action becomes an allocation h_t (Σh ≤ 1), the load L_t arrives,
     user i is served w_t(i) = min(h_t(i), Q_t(i) + L_t(i)) and the rest queues: Q_{t+1} = Q_t + L_t - w_t.
