@@ -1,4 +1,5 @@
-"""ClusterSLA-v0 as a Gymnasium env: spaces and modes, info consistency, rewards, bad input, trace files."""
+"""ClusterSLA-v0 as a Gymnasium env: spaces and modes (observations rebuilt from info, check_env in every mode), info
+consistency, the episode summary, info levels, rewards, bad input, trace files."""
 
 from __future__ import annotations
 
