@@ -140,6 +140,47 @@ def test_runner_equals_env_stepping(name):
         assert trajectory.summary[key] == pytest.approx(episode.metrics[key], rel=1e-9, abs=1e-9)
 
 
+class _ActOnly:
+    """``agent`` without its compiled kernel, so that :func:`simulate` takes its Python loop."""
+
+    def __init__(self, agent):
+        self.agent, self.privileged = agent, agent.privileged
+
+    def act(self, observation):
+        return self.agent.act(observation)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("name", agent_names(ENV))
+def test_runner_trajectory_equals_the_envs_infos_step_by_step(name, compiled):
+    """With ``record_every=1`` every recorded row is the env's info of that step, for the same agent and seed:
+    w_t, Q_{t+1}, D_t, W_t, ‖Q_{t+1}‖₂, OPT_1(t), each user's max_t D_t (D_0 = 0) and the episode summary."""
+    horizon, seed = 300, 3
+    stepped, simulated = make_agent(ENV, name), make_agent(ENV, name)
+    env = ClusterSLAEnv(horizon=horizon, **stepped.env_kwargs)
+    obs, _ = env.reset(seed=seed)
+    stepped.reset(env if stepped.privileged else env.problem, seed=seed)
+    infos = []
+    for _ in range(horizon):
+        obs, _, _, _, info = env.step(stepped.act(obs))
+        infos.append(info)
+    runner_env = ClusterSLAEnv(horizon=horizon, **simulated.env_kwargs)
+    runner_env.reset(seed=seed)
+    simulated.reset(runner_env if simulated.privileged else runner_env.problem, seed=seed)
+    trajectory = simulate(simulated if compiled else _ActOnly(simulated), runner_env, record_every=1)
+    np.testing.assert_array_equal(trajectory.times, np.arange(1, horizon + 1))
+    close = {"rtol": 1e-9, "atol": 1e-9}
+    for field, key in [("work", "work"), ("queue", "queue"), ("deficit", "sla_deficit"), ("cum_work", "cum_work"),
+                       ("queue_l2", "queue_l2"), ("opt_cum_work", "opt_cum_work")]:  # fmt: skip
+        np.testing.assert_allclose(getattr(trajectory, field), [i[key] for i in infos], **close, err_msg=field)
+    deficits = np.array([i["sla_deficit"] for i in infos])
+    np.testing.assert_allclose(trajectory.max_deficit, np.maximum(deficits.max(axis=0), 0.0), **close)
+    summary = infos[-1]["episode_summary"]
+    assert trajectory.summary.keys() == summary.keys()
+    for key, value in summary.items():
+        assert trajectory.summary[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key
+
+
 def test_pg_attains_the_optimum_at_every_step_and_rest_pg_the_restricted_one():
     pg = rollout(ENV, "pg", 4, env_kwargs={"horizon": 600}, record=("regret",))
     assert np.abs(pg.trace["regret"]).max() < 1e-8

@@ -1,27 +1,51 @@
-"""ClusterSLA-v0 as a Gymnasium env: spaces and modes, info consistency, rewards, bad input, trace files."""
+"""ClusterSLA-v0 as a Gymnasium env: spaces and modes (observations rebuilt from info, check_env in every mode), info
+consistency, the episode summary, info levels, rewards, bad input, trace files."""
 
 from __future__ import annotations
 
 import copy
+import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
 
 from cluster_envs.sla.env import PRESETS, ClusterSLAEnv
 
 ENV = "ClusterSLA-v0"
 
 
+# β of each preset as documented in the spec's preset table (§3.1); "mean": the normalised mean load of the trace.
+PRESET_SLA = {
+    "paper_synthetic": (0.2, 0.3, 0.5),
+    "paper_synthetic_small": (0.2, 0.3, 0.5),
+    "paper_real_standin": "mean",
+    "example_1_1": (0.5, 0.2, 0.3),
+    "proportionality_3_4": (0.5, 0.3, 0.2),
+}
+
+
+def test_every_preset_has_a_documented_sla():
+    assert set(PRESET_SLA) == set(PRESETS)
+
+
 @pytest.mark.parametrize("preset", list(PRESETS))
-def test_every_preset_builds_with_the_documented_size(preset):
+def test_every_preset_builds_with_the_documented_size_and_sla(preset):
     env = gym.make(ENV, preset=preset).unwrapped
     expected_n = 6 if preset == "paper_real_standin" else 3
     assert env.observation_space.shape == (3 * expected_n,)
-    if preset != "paper_synthetic":  # 3·10⁶ steps: generating the loads is exercised by the slow tests
-        env.reset(seed=0)
-        assert env.loads.shape == (expected_n, env.config.horizon)
-        assert np.isclose(sum(env.problem.sla), 1.0) or preset != "paper_real_standin"
+    expected_sla = PRESET_SLA[preset]
+    if preset == "paper_synthetic":  # 3·10⁶ steps: generating the loads is exercised by the slow tests
+        assert env.config.sla == expected_sla
+        return
+    env.reset(seed=0)
+    assert env.loads.shape == (expected_n, env.config.horizon)
+    if expected_sla == "mean":
+        means = env.loads.mean(axis=1)
+        expected_sla = means / means.sum()
+        assert sum(env.problem.sla) == pytest.approx(1.0)
+    np.testing.assert_allclose(env.problem.sla, expected_sla, rtol=1e-12)
 
 
 def test_paper_synthetic_loads_are_critically_loaded_in_expectation():
@@ -35,17 +59,70 @@ def test_paper_synthetic_loads_are_critically_loaded_in_expectation():
     np.testing.assert_allclose(per_period, 1.0, atol=0.02)
 
 
+def _expected_observation(info, sla_bar, obs_mode, sla_tol, time):
+    """The documented observation pieces, in their box order, rebuilt from a step's full ``info`` (spec §3.2)."""
+    deficit = info["sla_deficit"]
+    parts = {"active": info["active"], "alloc": info["alloc"], "sla": sla_bar}
+    if obs_mode == "binary+sla":
+        parts["sla_flag"] = deficit > sla_tol
+    if obs_mode == "full":
+        parts["log_queue"] = np.log1p(info["queue"])
+        parts["log_load"] = np.log1p(info["load"])  # L_t: the load of the step just executed
+        parts["signed_log_deficit"] = np.sign(deficit) * np.log1p(np.abs(deficit))
+    if time is not None:
+        parts["time"] = [time]
+    return {key: np.asarray(value, dtype=np.float64) for key, value in parts.items()}
+
+
+def _assert_observation(obs, expected, obs_format):
+    if obs_format == "dict":
+        assert list(obs) == list(expected)
+        for key, value in expected.items():
+            np.testing.assert_allclose(obs[key], value, rtol=1e-6, atol=0, err_msg=key)
+    else:
+        np.testing.assert_allclose(obs, np.concatenate(list(expected.values())), rtol=1e-6, atol=0)
+
+
 @pytest.mark.parametrize("obs_mode", ["binary", "binary+sla", "full"])
 @pytest.mark.parametrize("obs_format", ["box", "dict"])
 @pytest.mark.parametrize("include_time", [False, True])
-def test_observation_modes_stay_in_their_spaces(obs_mode, obs_format, include_time):
-    env = gym.make(ENV, horizon=600, obs_mode=obs_mode, obs_format=obs_format, include_time=include_time)
-    obs, _ = env.reset(seed=1)
+def test_observation_modes_stay_in_their_spaces_and_match_the_steps_info(obs_mode, obs_format, include_time):
+    """Every piece of the observation is rebuilt from the same step's ``info``: the flag 1[D_t > sla_tol] (with a
+    non-zero sla_tol), log1p(Q_{t+1}), log1p(L_t) of the step just executed and sign(D_t)·log1p(|D_t|)."""
+    horizon, sla_tol = 600, 0.3
+    env = gym.make(ENV, horizon=horizon, obs_mode=obs_mode, obs_format=obs_format, include_time=include_time,
+                   sla_tol=sla_tol)  # fmt: skip
+    obs, reset_info = env.reset(seed=1)
+    sla_bar = reset_info["sla"] / max(1.0, reset_info["sla"].sum())
+    at_reset = {"active": np.zeros(3), "alloc": np.full(3, 1 / 3), "queue": np.zeros(3), "load": np.zeros(3),
+                "sla_deficit": np.zeros(3)}  # fmt: skip
+    _assert_observation(obs, _expected_observation(at_reset, sla_bar, obs_mode, sla_tol, 0.0 if include_time else None),
+                        obs_format)  # fmt: skip
     env.action_space.seed(1)
-    for _ in range(600):
+    threshold_decided = 0  # steps where 1[D > sla_tol] differs from 1[D > 0]
+    for _ in range(horizon):
         assert env.observation_space.contains(obs)
-        obs, *_ = env.step(env.action_space.sample())
+        obs, _, _, _, info = env.step(env.action_space.sample())
+        time = info["t"] / horizon if include_time else None
+        _assert_observation(obs, _expected_observation(info, sla_bar, obs_mode, sla_tol, time), obs_format)
+        threshold_decided += bool(((info["sla_deficit"] > 0) & (info["sla_deficit"] <= sla_tol)).any())
     assert env.observation_space.contains(obs)
+    assert threshold_decided > 0
+
+
+@pytest.mark.parametrize("obs_mode", ["binary", "binary+sla", "full"])
+@pytest.mark.parametrize("obs_format", ["box", "dict"])
+@pytest.mark.parametrize("action_mode", ["normalize", "sub_simplex", "softmax"])
+def test_gymnasium_env_checker_in_every_mode(obs_mode, obs_format, action_mode):
+    """gymnasium's ``check_env`` with warnings as errors, except the two warnings that are by design."""
+    env = gym.make(ENV, horizon=60, obs_mode=obs_mode, obs_format=obs_format, action_mode=action_mode).unwrapped
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if obs_mode == "full":  # log1p(Q), log1p(L) and the signed log deficit are unbounded (spec §3.2: high = +inf)
+            warnings.filterwarnings("ignore", message=r".*A Box observation space (maximum|minimum) value is")
+        if action_mode == "softmax":  # logits Box(-10, 10) (spec §3.3), wider than [-1, 1] for Gaussian policies
+            warnings.filterwarnings("ignore", message=r".*we recommend using a symmetric and normalized space")
+        check_env(env, skip_render_check=False)
 
 
 def test_paper_observation_is_feedback_own_allocation_and_sla():
@@ -101,6 +178,90 @@ def test_info_is_consistent_with_a_recomputation_from_the_trajectory():
     assert summary["regret"] == pytest.approx(info["regret"])
 
 
+def _lindley_cum_work(aggregate_load: np.ndarray, capacity: float) -> np.ndarray:
+    """OPT_c(t) for every t by the Lindley recursion (spec §2.6), independent of the env's closed form."""
+    queue, served, out = 0.0, 0.0, []
+    for load in aggregate_load:
+        work = min(capacity, queue + load)
+        queue += load - work
+        served += work
+        out.append(served)
+    return np.array(out)
+
+
+def _static_cum_work(loads: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """W'_t (T, N): each user alone on a server of rate ``share[i]`` (spec §2.6 (O2))."""
+    queue, cum, out = np.zeros(loads.shape[0]), np.zeros(loads.shape[0]), []
+    for load in loads.T:
+        work = np.minimum(share, queue + load)
+        queue += load - work
+        cum += work
+        out.append(cum.copy())
+    return np.array(out)
+
+
+@pytest.mark.parametrize(("kwargs", "loads"), [
+    ({"action_mode": "normalize", "reward_mode": "work_sla"}, None),
+    ({"action_mode": "sub_simplex", "reward_mode": "neg_regret", "sla": (0.1, 0.2, 0.3), "sla_tol": 0.05}, None),
+    ({"action_mode": "softmax", "reward_mode": "work_sla_level", "sla_tol": 0.3, "eps_ref": 0.1}, None),
+    ({"sla": (0.1, 0.1, 0.1)}, "light"),  # every user gets more than its share: D_t < 0 at every step
+    ({}, "zero"),  # OPT = 0: work_ratio is 1 by convention
+])  # fmt: skip
+def test_episode_summary_is_recomputed_from_the_steps_infos(kwargs, loads):
+    """Every ``episode_summary`` key from the per-step infos of one episode: the totals and OPT_1, OPT_{1-ε} by
+    the Lindley recursion on the loads, the SLA deficits against the static benchmarks with shares s and
+    (1 - 2 eps_ref)·s rebuilt from the loads (maxima over t = 0..T, D_0 = 0 as in spec §3.5), the fraction of
+    steps with some D_t(i) > sla_tol (some user not ``sla_ok``) and the queue norms from ``info["queue"]``."""
+    horizon = 120
+    env = gym.make(ENV, horizon=horizon, **kwargs).unwrapped
+    options = {}
+    if loads == "light":
+        options = {"loads": np.full((3, horizon), 0.3)}
+    elif loads == "zero":
+        options = {"loads": np.zeros((3, horizon))}
+    _, reset_info = env.reset(seed=6, options=options)
+    cfg = env.config
+    rng = np.random.default_rng(6)
+    infos = []
+    for _ in range(horizon):
+        action = rng.uniform(-3, 3, 3) if cfg.action_mode == "softmax" else rng.dirichlet(np.ones(3))
+        *_, truncated, info = env.step(action)
+        infos.append(info)
+    assert truncated
+    summary = info["episode_summary"]
+    load = np.array([i["load"] for i in infos]).T  # (N, T)
+    work = np.array([i["work"] for i in infos])  # (T, N)
+    cum_work = np.cumsum(work, axis=0)
+    share = reset_info["sla"] / max(1.0, reset_info["sla"].sum())
+    deficit = _static_cum_work(load, share) - cum_work
+    relaxed = _static_cum_work(load, (1 - 2 * cfg.eps_ref) * share) - cum_work
+    np.testing.assert_allclose([i["sla_deficit"] for i in infos], deficit, atol=1e-9)
+    np.testing.assert_allclose([i["sla_deficit_relaxed"] for i in infos], relaxed, atol=1e-9)
+    opt = _lindley_cum_work(load.sum(axis=0), 1.0)[-1]
+    opt_eps = _lindley_cum_work(load.sum(axis=0), 1.0 - cfg.eps_ref)[-1]
+    total = float(sum(i["total_work"] for i in infos))
+    queue_l2 = np.linalg.norm([i["queue"] for i in infos], axis=1)
+    expected = {
+        "total_work": work.sum(),
+        "opt_total_work": opt,
+        "opt_eps_total_work": opt_eps,
+        "regret": opt - total,
+        "work_ratio": total / opt if opt > 0 else 1.0,
+        "max_sla_deficit": max(0.0, deficit.max()),
+        "max_sla_deficit_relaxed": max(0.0, relaxed.max()),
+        "sla_violation_fraction": np.mean([(d > cfg.sla_tol).any() for d in deficit]),
+        "final_queue_l2": queue_l2[-1],
+        "mean_queue_l2": queue_l2.mean(),
+        "max_queue_l2": queue_l2.max(),
+    }
+    assert set(summary) == set(expected)
+    for key, value in expected.items():
+        assert summary[key] == pytest.approx(value, rel=1e-9, abs=1e-9), key
+    assert total == pytest.approx(work.sum(), rel=1e-12)
+    assert summary["sla_violation_fraction"] == pytest.approx(np.mean([not i["sla_ok"].all() for i in infos]))
+    assert (reset_info["opt_total_work"], reset_info["opt_eps_total_work"]) == pytest.approx((opt, opt_eps))
+
+
 @pytest.mark.parametrize("mode", ["work", "work_sla", "neg_regret", "neg_regret_sla", "work_sla_level"])
 def test_returns_telescope_as_documented(mode):
     env = gym.make(ENV, horizon=600, reward_mode=mode, reward_kappa=0.7).unwrapped
@@ -139,6 +300,40 @@ def test_minimal_info_keeps_only_the_cheap_keys():
     env.reset(seed=0)
     _, _, _, _, info = env.step(np.ones(3))
     assert set(info) == {"work", "active", "queue", "sla_deficit"}
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"obs_mode": "full", "obs_format": "dict", "action_mode": "softmax", "reward_mode": "neg_regret_sla"},
+    {"obs_mode": "binary+sla", "include_time": True, "action_mode": "sub_simplex", "reward_mode": "work_sla_level"},
+])  # fmt: skip
+def test_minimal_info_gives_the_same_trajectory_and_summary_as_full(kwargs):
+    """``info_level`` only thins ``info``: observations, rewards, flags, the minimal keys' values and the episode
+    summary are those of ``"full"`` (kept over the whole episode, so a later step cannot change an earlier info)."""
+    horizon = 120
+    full = gym.make(ENV, horizon=horizon, **kwargs)
+    minimal = gym.make(ENV, horizon=horizon, info_level="minimal", **kwargs)
+    steps = {"full": [full.reset(seed=8)], "minimal": [minimal.reset(seed=8)]}
+    full.action_space.seed(8)
+    for _ in range(horizon):
+        action = full.action_space.sample()
+        steps["full"].append(full.step(action))
+        steps["minimal"].append(minimal.step(action))
+    assert steps["full"][-1][3] and steps["minimal"][-1][3]
+    minimal_keys = {"work", "active", "queue", "sla_deficit"}
+    for t, (a, b) in enumerate(zip(steps["full"], steps["minimal"], strict=True)):
+        obs_a, obs_b = (a[0], b[0]) if isinstance(a[0], dict) else ({"": a[0]}, {"": b[0]})
+        assert obs_a.keys() == obs_b.keys()
+        for key in obs_a:
+            np.testing.assert_array_equal(obs_b[key], obs_a[key], err_msg=f"step {t} {key}")
+        if t == 0:
+            assert b[1].keys() == a[1].keys() and all(np.array_equal(b[1][k], a[1][k]) for k in a[1])  # reset info
+            continue
+        assert b[1:4] == a[1:4], t  # reward, terminated, truncated
+        assert set(b[4]) - {"episode_summary"} == minimal_keys, t
+        for key in minimal_keys:
+            np.testing.assert_array_equal(b[4][key], a[4][key], err_msg=f"step {t} {key}")
+    assert steps["minimal"][-1][4]["episode_summary"] == steps["full"][-1][4]["episode_summary"]
 
 
 def test_reset_options_loads_override_the_scenario():
