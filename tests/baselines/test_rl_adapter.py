@@ -97,6 +97,35 @@ def test_train_writes_the_run_and_resumes(tmp_path, tiny_hyperparams):
               load=True, progress=False)  # fmt: skip
 
 
+def _trained_parameters(out) -> dict[str, np.ndarray]:
+    """The saved run's policy parameters and VecNormalize statistics, as numpy arrays."""
+    from stable_baselines3 import PPO
+
+    params = {k: v.cpu().numpy() for k, v in PPO.load(out / "model.zip", device="cpu").policy.state_dict().items()}
+    with open(out / "vecnormalize.pkl", "rb") as f:
+        normalizer = pickle.load(f)
+    params.update(obs_mean=normalizer.obs_rms.mean, obs_var=normalizer.obs_rms.var, ret_var=normalizer.ret_rms.var)
+    return params
+
+
+def test_training_is_seeded_same_seed_same_parameters(tmp_path, tiny_hyperparams):
+    """``train`` (what ``cluster-envs train`` and the benchmark call, torch on the one thread it sets) with the
+    same seed gives bit-identical policy parameters and normalization statistics; another seed does not."""
+    import torch
+
+    runs = {}
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        train(ENV, "ppo", steps=256, seed=seed, env_overrides=SHORT, out_dir=tmp_path / name,
+              hyperparams=tiny_hyperparams, progress=False)  # fmt: skip
+        runs[name] = _trained_parameters(tmp_path / name)
+    assert torch.get_num_threads() == 1
+    assert runs["a"].keys() == runs["b"].keys() == runs["c"].keys()
+    for key, value in runs["a"].items():
+        np.testing.assert_array_equal(runs["b"][key], value, err_msg=key)
+    assert any(not np.array_equal(runs["c"][k], v) for k, v in runs["a"].items() if k.startswith("mlp_extractor"))
+    assert not np.array_equal(runs["c"]["obs_mean"], runs["a"]["obs_mean"])  # other training episodes
+
+
 def test_training_seeds_never_meet_evaluation_seeds():
     seeds = {training_seed(s, resumed) for s in range(50) for resumed in (0, 4096)}
     assert min(seeds) >= TRAIN_SEED_BASE and len(seeds) == 100
