@@ -131,6 +131,31 @@ def test_training_seeds_never_meet_evaluation_seeds():
     assert min(seeds) >= TRAIN_SEED_BASE and len(seeds) == 100
 
 
+def test_training_envs_reset_with_training_seeds_fresh_on_resume(tmp_path, tiny_hyperparams, monkeypatch):
+    """The training envs are reset with ``training_seed(seed, resumed_at) + i`` (≥ 10⁹, never an evaluation
+    seed), not with SB3's own ``seed + i``, and a resumed run gets fresh ones."""
+    import gymnasium as gym
+
+    env_class = type(gym.make(ENV).unwrapped)
+    original, seen = env_class.reset, []
+
+    def spy(self, *, seed=None, options=None):
+        seen.append(seed)
+        return original(self, seed=seed, options=options)
+
+    monkeypatch.setattr(env_class, "reset", spy)
+    out = tmp_path / "run"
+    first = train(ENV, "ppo", steps=128, seed=0, env_overrides=SHORT, out_dir=out, hyperparams=tiny_hyperparams,
+                  progress=False)  # fmt: skip
+    first_seeds, seen[:] = [s for s in seen if s is not None], []
+    train(ENV, "ppo", steps=128, seed=0, env_overrides=SHORT, out_dir=out, hyperparams=tiny_hyperparams,
+          load=True, progress=False)  # fmt: skip
+    resumed_seeds = [s for s in seen if s is not None]
+    assert first_seeds == [training_seed(0) + i for i in range(2)]  # n_envs = 2, one seeded reset each
+    assert resumed_seeds == [training_seed(0, first.total_timesteps) + i for i in range(2)]
+    assert min(first_seeds + resumed_seeds) >= TRAIN_SEED_BASE
+
+
 def test_short_ppo_beats_a_random_policy_on_the_default_preset(tmp_path):
     """4096 PPO steps with the shipped hyperparameters vs uniformly random logits, on two held-out seeds."""
 
