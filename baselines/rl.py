@@ -268,6 +268,9 @@ def train(
             raise ValueError(f"hyperparameters of {algo} for {env_id}: {err}") from None
     # The curve callback records training; SB3's default logger would leave an empty SB3-<date> folder in /tmp per run.
     model.set_logger(Logger(folder=None, output_formats=[]))
+    # SB3 reseeds its env with `seed` when it builds or loads the model (set_random_seed -> env.seed(seed)), which
+    # would reset the training envs with the evaluation seeds seed + i: seed them here, just before learning.
+    model.get_env().seed(training_seed(seed, previous))
     curve = _training_curve(require_setting(env_id).headline, steps, progress)
     start, cpu_start = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=steps, callback=curve, reset_num_timesteps=not load)

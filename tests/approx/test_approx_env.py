@@ -188,6 +188,56 @@ def test_info_keys_and_episode_summary():
     assert info["t"] == env.config.horizon
 
 
+def _summary_from_infos(reset_info: dict, infos: list[dict]) -> dict[str, float]:
+    """The episode summary's keys that the per-step infos determine (spec §5.3, docs/envs/ClusterApprox-v0.md)."""
+    last = infos[-1]
+    expected = {
+        "utility": last["utility_true"],
+        "utility_approx": last["utility_approx"],
+        "total_work": sum(float(np.sum(i["work"])) for i in infos),
+        "total_cost": sum(float(np.sum(i["cost"])) for i in infos),
+        "fit": last["fit"],
+        "fit_positive": last["fit_positive"],
+        "mean_migrations": sum(i["migrations"] for i in infos if i["t"] >= 2) / (len(infos) - 1),  # over t ≥ 2
+        "n_jobs": reset_info["n_jobs"],
+        "n_invalid": sum(i["n_invalid"] for i in infos),
+        "n_budget_blocked": sum(i["n_budget_blocked"] for i in infos),
+        "n_repaired": sum(i["n_repaired"] for i in infos),
+    }
+    if "regret" in last:
+        expected.update(regret=last["regret"], benchmark_total=reset_info["benchmark_total"])
+    return expected
+
+
+@pytest.mark.parametrize(
+    ("policy", "kwargs"),
+    [
+        ("random actions", {"horizon": 200, "q_range": (2.0, 5.0)}),
+        ("opm", {"preset": "common_deadline", "horizon": 200, "compute_benchmark": True}),
+    ],
+)
+def test_episode_summary_agrees_with_the_per_step_infos(policy, kwargs):
+    """Each summary key that the per-step infos determine, recomputed from them (sums, last values, means)."""
+    env = gym.make(MULTI, **kwargs).unwrapped
+    obs, reset_info = env.reset(seed=2)
+    env.action_space.seed(2)
+    agent = None if policy == "random actions" else agents.make_agent(MULTI, policy)
+    if agent is not None:
+        agent.reset(env.problem, seed=2)
+    infos = []
+    while True:
+        action = env.action_space.sample() if agent is None else agent.act(obs)
+        obs, _, terminated, truncated, info = env.step(action)
+        infos.append(info)
+        if terminated or truncated:
+            break
+    assert [i["t"] for i in infos] == list(range(1, len(infos) + 1))
+    assert infos[0]["migrations"] == 0 and sum(i["migrations"] for i in infos) > 0  # not vacuous
+    summary = info["episode_summary"]
+    for key, value in _summary_from_infos(reset_info, infos).items():
+        np.testing.assert_allclose(summary[key], value, rtol=1e-12, atol=1e-9, err_msg=key)
+
+
 def test_fractional_action_wrapper_keeps_capacity_and_is_unbiased_on_average():
     from cluster_envs.approx.wrappers import FractionalActionWrapper
 

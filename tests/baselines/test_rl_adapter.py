@@ -97,9 +97,63 @@ def test_train_writes_the_run_and_resumes(tmp_path, tiny_hyperparams):
               load=True, progress=False)  # fmt: skip
 
 
+def _trained_parameters(out) -> dict[str, np.ndarray]:
+    """The saved run's policy parameters and VecNormalize statistics, as numpy arrays."""
+    from stable_baselines3 import PPO
+
+    params = {k: v.cpu().numpy() for k, v in PPO.load(out / "model.zip", device="cpu").policy.state_dict().items()}
+    with open(out / "vecnormalize.pkl", "rb") as f:
+        normalizer = pickle.load(f)
+    params.update(obs_mean=normalizer.obs_rms.mean, obs_var=normalizer.obs_rms.var, ret_var=normalizer.ret_rms.var)
+    return params
+
+
+def test_training_is_seeded_same_seed_same_parameters(tmp_path, tiny_hyperparams):
+    """``train`` (what ``cluster-envs train`` and the benchmark call, torch on the one thread it sets) with the
+    same seed gives bit-identical policy parameters and normalization statistics; another seed does not."""
+    import torch
+
+    runs = {}
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        train(ENV, "ppo", steps=256, seed=seed, env_overrides=SHORT, out_dir=tmp_path / name,
+              hyperparams=tiny_hyperparams, progress=False)  # fmt: skip
+        runs[name] = _trained_parameters(tmp_path / name)
+    assert torch.get_num_threads() == 1
+    assert runs["a"].keys() == runs["b"].keys() == runs["c"].keys()
+    for key, value in runs["a"].items():
+        np.testing.assert_array_equal(runs["b"][key], value, err_msg=key)
+    assert any(not np.array_equal(runs["c"][k], v) for k, v in runs["a"].items() if k.startswith("mlp_extractor"))
+    assert not np.array_equal(runs["c"]["obs_mean"], runs["a"]["obs_mean"])  # other training episodes
+
+
 def test_training_seeds_never_meet_evaluation_seeds():
     seeds = {training_seed(s, resumed) for s in range(50) for resumed in (0, 4096)}
     assert min(seeds) >= TRAIN_SEED_BASE and len(seeds) == 100
+
+
+def test_training_envs_reset_with_training_seeds_fresh_on_resume(tmp_path, tiny_hyperparams, monkeypatch):
+    """The training envs are reset with ``training_seed(seed, resumed_at) + i`` (≥ 10⁹, never an evaluation
+    seed), not with SB3's own ``seed + i``, and a resumed run gets fresh ones."""
+    import gymnasium as gym
+
+    env_class = type(gym.make(ENV).unwrapped)
+    original, seen = env_class.reset, []
+
+    def spy(self, *, seed=None, options=None):
+        seen.append(seed)
+        return original(self, seed=seed, options=options)
+
+    monkeypatch.setattr(env_class, "reset", spy)
+    out = tmp_path / "run"
+    first = train(ENV, "ppo", steps=128, seed=0, env_overrides=SHORT, out_dir=out, hyperparams=tiny_hyperparams,
+                  progress=False)  # fmt: skip
+    first_seeds, seen[:] = [s for s in seen if s is not None], []
+    train(ENV, "ppo", steps=128, seed=0, env_overrides=SHORT, out_dir=out, hyperparams=tiny_hyperparams,
+          load=True, progress=False)  # fmt: skip
+    resumed_seeds = [s for s in seen if s is not None]
+    assert first_seeds == [training_seed(0) + i for i in range(2)]  # n_envs = 2, one seeded reset each
+    assert resumed_seeds == [training_seed(0, first.total_timesteps) + i for i in range(2)]
+    assert min(first_seeds + resumed_seeds) >= TRAIN_SEED_BASE
 
 
 def test_short_ppo_beats_a_random_policy_on_the_default_preset(tmp_path):

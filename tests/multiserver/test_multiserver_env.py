@@ -236,3 +236,32 @@ def test_explicit_instance_bypasses_generation():
         MultiServerInstance.from_arrays(2, 2, [(1, 1), (0, 0)], [[1, 1]], [2], [0.5] * 2, [0.1] * 2, [0.0] * 2, 1.0)
     with pytest.raises(ValueError, match="instance"):
         gym.make(ENV_ID, instance="not an instance")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [(ENV_ID, {}), (ENV_ID, {"binary_repair_order": "random"}), ("ClusterGang-v0", {})],
+)
+def test_minimal_info_keeps_the_trajectory_and_the_scalar_keys(env_id, kwargs):
+    """``info_level="minimal"`` gives the same observations, rewards and flags as ``"full"`` over 300 random
+    (repaired) actions; its info is the full info's scalar keys with the same values, and the same summary."""
+    full = gym.make(env_id, horizon=300, **kwargs)
+    minimal = gym.make(env_id, horizon=300, info_level="minimal", **kwargs)
+    obs_f, _ = full.reset(seed=7)
+    obs_m, _ = minimal.reset(seed=7)
+    full.action_space.seed(7)
+    dropped = 0
+    for t in range(300):
+        action = full.action_space.sample()
+        obs_f, reward_f, term_f, trunc_f, info_f = full.step(action)
+        obs_m, reward_m, term_m, trunc_m, info_m = minimal.step(action)
+        for key in obs_f:
+            np.testing.assert_array_equal(obs_m[key], obs_f[key], err_msg=f"{key} at step {t}")
+        assert (reward_m, term_m, trunc_m) == (reward_f, term_f, trunc_f), t
+        scalars = {k for k, v in info_f.items() if np.isscalar(v)}
+        assert {"x", "arrivals", "capacity_used", "oracle_x"} <= set(info_f) - scalars  # full adds the arrays
+        assert set(info_m) - {"episode_summary"} == scalars, t
+        assert all(info_m[k] == info_f[k] for k in scalars), t
+        dropped += info_f["n_dropped_arrival"] + info_f["n_dropped_capacity"]
+    assert trunc_f and info_m["episode_summary"] == info_f["episode_summary"]
+    assert dropped > 0  # the repair ran

@@ -165,21 +165,36 @@ def test_bad_actions_are_rejected_or_handled(env_id, kwargs):
     assert not problems, f"{env_id} ({kwargs}):\n  " + "\n  ".join(problems)
 
 
+def _container_variants(space: spaces.Space, action: np.ndarray) -> dict[str, Any]:
+    """The same valid action in other containers: float64, list, tuple and, for integer spaces, other integer
+    dtypes (and bool for MultiBinary)."""
+    variants = {"float64": action.astype(np.float64), "list": action.tolist(), "tuple": tuple(action.tolist())}
+    if isinstance(space, (spaces.MultiDiscrete, spaces.MultiBinary)):
+        for dtype in (np.int8, np.uint8, np.int32, np.int64):
+            variants[np.dtype(dtype).name] = action.astype(dtype)
+    if isinstance(space, spaces.MultiBinary):
+        variants["bool"] = action.astype(bool)
+        variants["list of bools"] = action.astype(bool).tolist()
+    return variants
+
+
 @pytest.mark.parametrize("env_id", IDS)
 def test_equal_actions_in_other_containers_give_the_same_step(env_id):
-    """A valid action as float64, list or tuple is the same action as the space's own dtype."""
+    """A valid action as float64, list, tuple, another integer dtype or bool (MultiBinary) is the same action
+    as the space's own dtype."""
     env = gym.make(env_id).unwrapped
-    if not isinstance(env.action_space, (spaces.Box, spaces.MultiDiscrete)):
-        pytest.skip("container variants are defined for array action spaces")
+    assert isinstance(env.action_space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary))
     rng = np.random.default_rng(1)
     env.reset(seed=4)
     run_actions(env, [sample_action(env.action_space, rng) for _ in range(3)])
     action = sample_action(env.action_space, rng)
+    while isinstance(env.action_space, spaces.MultiBinary) and np.unique(action).size < 2:
+        action = sample_action(env.action_space, rng)  # both values, so a dropped or flipped bit shows
     reference = step_record(copy.deepcopy(env).step(action))
-    for variant in (action.astype(np.float64), action.tolist(), tuple(action.tolist())):
+    for label, variant in _container_variants(env.action_space, action).items():
         got = step_record(copy.deepcopy(env).step(variant))
-        np.testing.assert_array_equal(got[0], reference[0])
-        assert got[1:] == reference[1:], f"{env_id}: {type(variant).__name__} action stepped differently"
+        np.testing.assert_array_equal(got[0], reference[0], err_msg=f"{env_id}: {label} action")
+        assert got[1:] == reference[1:], f"{env_id}: {label} action stepped differently"
 
 
 BAD_KWARG_VALUES = [math.nan, math.inf, -math.inf, -1, 0, 0.5, -0.5, "x"]

@@ -1,5 +1,6 @@
 """The robustness helpers on every space type a future id may use (no registered env has all of them yet):
-sampled actions are valid, and every bad action the adversarial test insists on rejecting is truly invalid."""
+sampled actions are valid, corner actions are the corners they promise, and every bad action the adversarial
+test insists on rejecting is truly invalid."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from gymnasium import spaces
 from robust_common import flatten, sample_action
 from test_robust_adversarial import REJECT, bad_actions
+from test_robust_hypothesis import corner_action
 
 SPACES = {
     "box": spaces.Box(0.0, 1.0, (4,), np.float32),
@@ -48,3 +50,30 @@ def test_actions_marked_reject_are_invalid(name):
     assert any(kind == REJECT for _, _, kind in cases)
     valid_but_marked = [label for label, action, kind in cases if kind == REJECT and _contains(space, action)]
     assert not valid_but_marked, f"{name}: marked for rejection but valid: {valid_but_marked}"
+
+
+CORNER_SPACES = ("box", "box_2d_unbounded", "box_int", "multidiscrete", "multibinary")
+
+
+def _bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray]:
+    """The values ``corner_action`` uses for ``low`` and ``high`` (±1 stands in for an infinite Box bound)."""
+    if isinstance(space, spaces.Box):
+        return np.where(np.isfinite(space.low), space.low, -1.0), np.where(np.isfinite(space.high), space.high, 1.0)
+    if isinstance(space, spaces.MultiDiscrete):
+        return space.start + 0 * space.nvec, space.start + space.nvec - 1
+    return np.zeros(space.shape), np.ones(space.shape)  # MultiBinary
+
+
+@pytest.mark.parametrize("name", CORNER_SPACES)
+def test_corner_actions_are_the_promised_corners(name):
+    """``["low"]`` is the all-low action, ``["high"]`` the all-high one (all zeros / all ones for MultiBinary),
+    ``["low", "high"]`` alternates; every corner action is valid."""
+    space = SPACES[name]
+    low, high = _bounds(space)
+    rng = np.random.default_rng(0)
+    for kinds in (["low"], ["high"], ["low", "high"], ["zero"], ["mid", "random"]):
+        assert _contains(space, corner_action(space, rng, kinds)), f"{name}: {kinds} outside {space}"
+    np.testing.assert_array_equal(corner_action(space, rng, ["low"]), low.astype(space.dtype))
+    np.testing.assert_array_equal(corner_action(space, rng, ["high"]), high.astype(space.dtype))
+    alternating = np.where(np.arange(low.size) % 2 == 0, low.ravel(), high.ravel()).reshape(space.shape)
+    np.testing.assert_array_equal(corner_action(space, rng, ["low", "high"]), alternating.astype(space.dtype))

@@ -20,7 +20,8 @@ CORNERS = ("low", "high", "zero", "mid", "random")
 
 
 def corner_action(space: spaces.Space, rng: np.random.Generator, kinds: list[str]):
-    """A valid action whose entries are taken, cyclically by ``kinds``, from the bounds, 0, the midpoint or random."""
+    """A valid action whose entries are taken, cyclically by ``kinds``, from the bounds, 0, the midpoint or random
+    (MultiBinary: ``low``/``zero`` give 0, ``high`` 1, ``mid`` random; so ``["high"]`` is all ones)."""
     action = sample_action(space, rng)
     if isinstance(space, spaces.Box):
         low = np.where(np.isfinite(space.low), space.low, -1.0).ravel()
@@ -38,6 +39,11 @@ def corner_action(space: spaces.Space, rng: np.random.Generator, kinds: list[str
         for k in range(flat.size):
             kind = kinds[k % len(kinds)]
             flat[k] = {"low": space.start.ravel()[k], "high": top[k]}.get(kind, flat[k])
+        return flat.reshape(space.shape).astype(space.dtype)
+    if isinstance(space, spaces.MultiBinary):  # low and zero are 0, high is 1; a 0/1 space has no midpoint
+        flat = action.ravel().copy()
+        for k in range(flat.size):
+            flat[k] = {"low": 0, "zero": 0, "high": 1}.get(kinds[k % len(kinds)], flat[k])
         return flat.reshape(space.shape).astype(space.dtype)
     return action  # other spaces: random valid actions only
 
