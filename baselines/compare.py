@@ -147,8 +147,6 @@ def compare(
     env kwargs and at least ``rl_steps`` steps is there, and trained there otherwise.
     """
     seeds = list(seeds)
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct and non-empty, got {seeds}")
     check_eval_seeds(seeds)
     setting = env_setting(env_id)
     env_kwargs = {**(setting.env_kwargs if setting else {}), **dict(env_kwargs or {})}

@@ -18,6 +18,7 @@ import numpy as np
 
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents import Agent, make_agent
+from baselines.rl import check_eval_seeds
 
 
 @dataclass
@@ -160,6 +161,7 @@ def evaluate(
 ) -> EvalTable:
     """Roll out every agent on every seed (the same seeds for all: common random numbers)."""
     seeds = list(seeds)
+    check_eval_seeds(seeds)  # the rules of ``compare``: distinct, below the training seeds
     agent_kwargs = dict(agent_kwargs or {})
     for name in agent_kwargs:
         if name not in [a for a in agents if isinstance(a, str)]:

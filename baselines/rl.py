@@ -24,6 +24,7 @@ import io
 import json
 import pickle
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,9 +67,16 @@ def algo_class(algo: str) -> type:
 
 
 def check_eval_seeds(seeds: list[int]) -> None:
-    bad = [s for s in seeds if s >= TRAIN_SEED_BASE]
+    """Evaluation seeds: at least one, distinct (a repeated seed is the same episode counted twice), non-negative
+    and below the training seeds."""
+    if not seeds:
+        raise ValueError("seeds must name at least one evaluation seed")
+    repeated = sorted(s for s, count in Counter(seeds).items() if count > 1)
+    if repeated:
+        raise ValueError(f"seeds must be distinct; repeated: {repeated[:3]}")
+    bad = [s for s in seeds if not 0 <= s < TRAIN_SEED_BASE]
     if bad:
-        raise ValueError(f"evaluation seeds {bad[:3]} must be below {TRAIN_SEED_BASE} (the training seeds start there)")
+        raise ValueError(f"seeds {bad[:3]} must be in [0, {TRAIN_SEED_BASE}) (the training seeds start there)")
 
 
 def training_seed(seed: int, resumed_at: int = 0) -> int:
