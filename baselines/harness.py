@@ -42,7 +42,7 @@ def build_agent(env_id: str, agent: str | Agent, agent_kwargs: Mapping[str, Any]
 def env_kwargs_for(agent: Agent, env_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     """The env kwargs merged with the settings the agent needs; a contradiction is an error."""
     merged = dict(env_kwargs or {})
-    for key, value in getattr(agent, "env_kwargs", {}).items():
+    for key, value in dict(getattr(agent, "env_kwargs", {})).items():  # a SavedPolicy's are (key, value) pairs
         if key in merged and merged[key] != value:
             raise ValueError(
                 f"env_kwargs[{key!r}]={merged[key]!r} conflicts with agent {agent.name!r}, which needs {value!r}"

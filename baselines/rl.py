@@ -76,7 +76,7 @@ def check_eval_seeds(seeds: list[int]) -> None:
         raise ValueError(f"seeds must be distinct; repeated: {repeated[:3]}")
     bad = [s for s in seeds if not 0 <= s < TRAIN_SEED_BASE]
     if bad:
-        raise ValueError(f"seeds {bad[:3]} must be in [0, {TRAIN_SEED_BASE}) (the training seeds start there)")
+        raise ValueError(f"seeds {bad[:3]} must be non-negative and below {TRAIN_SEED_BASE}, where training starts")
 
 
 def training_seed(seed: int, resumed_at: int = 0) -> int:
@@ -314,6 +314,21 @@ def save_run(out: str | Path, model: Any, config: RunConfig, seed: int, **facts:
 def as_json_value(value: Any) -> Any:
     """``value`` as it reads back from JSON (tuples become lists), so saved and live kwargs compare equal."""
     return json.loads(json.dumps(value, default=repr))
+
+
+def as_yaml_value(value: Any) -> Any:
+    """``value`` as it reads back from ``config.yml``, so saved and live hyperparameters compare equal."""
+    import yaml
+
+    return yaml.safe_load(yaml.safe_dump(value, sort_keys=False))
+
+
+def saved_config(out: Path) -> Any:
+    """The hyperparameters a run in ``out`` was trained with (its ``config.yml``), or None without one."""
+    import yaml
+
+    path = out / "config.yml"
+    return yaml.safe_load(path.read_text()) if path.is_file() else None
 
 
 def _write_config(path: Path, config: RunConfig) -> None:

@@ -34,7 +34,7 @@ def test_run_prints_json_metrics(capsys):
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "0", "--agent-set", "epz=0.1"],
      "unknown hyperparameter(s) ['epz'] for agent 'mwu'; allowed: ['eps', 'eta', 'initial', 'lambda_override']"),
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "0,0"], "--seeds '0,0': seeds must be distinct"),
-    (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "1000000000"], "training seeds"),
+    (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "1000000000"], "where training starts"),
     (["compare", "ClusterSLA-v0", "--agents", "mwu", "--seeds", "0-1000000000"], "--seeds"),
 ])  # fmt: skip
 def test_bad_input_is_a_one_line_error(capsys, argv, message):
@@ -52,7 +52,7 @@ def test_parse_seeds():
 
 @pytest.mark.parametrize(("text", "message"), [
     ("0-999999999", "at most"),  # refused from the count, before 10^9 seeds are expanded into memory
-    ("0-1000000000", "training seeds"),
+    ("0-1000000000", "where training starts"),
     ("5-3", "empty"),
     ("0-2,1", "repeated: [1]"),
     ("", "malformed"),
