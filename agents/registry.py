@@ -6,6 +6,7 @@ A new setting adds its table here; ``agent_names`` and ``make_agent`` serve the 
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 from agents.base import Agent
@@ -76,8 +77,28 @@ def agent_class(env_id: str, name: str) -> type:
 
 
 def make_agent(env_id: str, name: str, **kwargs: Any) -> Agent:
-    """Build the agent ``name`` of ``env_id`` with hyperparameters ``kwargs``."""
-    return agent_class(env_id, name)(**kwargs)
+    """Build the agent ``name`` of ``env_id`` with hyperparameters ``kwargs`` (a ``ValueError`` lists the
+    allowed ones when a name is not among them)."""
+    cls = agent_class(env_id, name)
+    allowed = hyperparameters(cls)
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown hyperparameter(s) {unknown} for agent {name!r}; allowed: {allowed}")
+    return cls(**kwargs)
+
+
+def hyperparameters(cls: type) -> list[str]:
+    """The keyword arguments an agent class takes: its ``__init__``'s, and up the class hierarchy while an
+    ``__init__`` forwards ``**kwargs`` to its parent's."""
+    names: dict[str, None] = {}
+    for klass in cls.__mro__[:-1]:  # object's own __init__ takes nothing
+        if "__init__" not in vars(klass):
+            continue
+        params = list(inspect.signature(klass.__init__).parameters.values())[1:]  # without self
+        names.update(dict.fromkeys(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)))
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return list(names)
 
 
 def _table(env_id: str) -> dict[str, str]:

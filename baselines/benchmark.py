@@ -1,11 +1,13 @@
-"""``cluster-envs benchmark``: ``compare`` on every registered id at its default preset, with all reference
-agents and a PPO baseline (trained on the spot, or loaded from ``<out>/models``), in one report.
+"""``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/settings.py``, at
+its default preset changed only by that entry's ``env_kwargs`` (shown in the headline table), with all
+reference agents and a PPO baseline (trained on the spot, or loaded from ``<out>/models``), in one report.
 
-The headline table gives, per env, the score on the env's headline metric normalized between the naive
-baseline (0) and the oracle (1) for the paper's algorithm, PPO, the best online heuristic and the
-oracle, with 95% bootstrap intervals over seeds. An env without an oracle agent is normalized by its
-own offline benchmark, which scores 1 by definition, or, without one, by the paper's algorithm. Ids without an entry in
-``baselines/settings.py`` are listed as skipped.
+The headline table gives, per env, the env kwargs every agent runs with and the score on the env's headline
+metric normalized between the naive baseline (0) and the oracle (1) for the paper's algorithm, PPO, the best
+online heuristic (the best online reference agent other than the paper's algorithm and the naive baseline;
+"—" when none is left) and the oracle, with 95% bootstrap intervals over seeds. An env without an oracle agent
+is normalized by its own offline benchmark, which scores 1 by definition, or, without one, by the paper's
+algorithm. Ids without an entry in ``baselines/settings.py`` are listed as skipped.
 """
 
 from __future__ import annotations
@@ -104,7 +106,11 @@ def benchmark(
                 "cpu_seconds": cpu_seconds,
                 "skipped": skipped,
                 "envs": {
-                    env_id: {"headline_metric": r.comparison.setting.headline, "scores": r.headline()}
+                    env_id: {
+                        "env_kwargs": r.comparison.env_kwargs,
+                        "headline_metric": r.comparison.setting.headline,
+                        "scores": r.headline(),
+                    }
                     for env_id, r in results.items()
                 },
             },
@@ -129,17 +135,20 @@ def markdown(
     lines = [
         f"# cluster-envs benchmark{' (quick)' if quick else ''}",
         "",
-        f"Every registered env at its default preset; {seeds} evaluation seeds per env, the same for every agent. "
+        f"Every registered env with an entry in `baselines/settings.py`, at its default preset changed by the env "
+        f"kwargs in the table (every agent's); {seeds} evaluation seeds per env, the same for every agent. "
         "Score: the env's headline metric normalized so that the naive baseline's mean is 0 and the oracle's is 1 "
         "(higher is better; above 1 beats the oracle's mean, below 0 is worse than naive). "
         "Brackets: 95% bootstrap intervals over seeds.",
         "",
-        "| env | headline metric | paper's algorithm | PPO | best heuristic | oracle |",
-        "|---|---|---|---|---|---|",
+        "| env | env kwargs | headline metric | paper's algorithm | PPO | best heuristic | oracle |",
+        "|---|---|---|---|---|---|---|",
     ]
     for env_id, result in results.items():
         cells = result.headline()
-        row = [f"[{env_id}]({result.report.relative_to(out)})", f"`{result.comparison.setting.headline}`"]
+        comparison = result.comparison
+        kwargs = f"`{comparison.env_kwargs}`" if comparison.env_kwargs else "defaults"
+        row = [f"[{env_id}]({result.report.relative_to(out)})", kwargs, f"`{comparison.setting.headline}`"]
         for role in ("paper", "ppo", "best heuristic", "oracle"):
             cell = cells.get(role)
             row.append(

@@ -23,8 +23,8 @@ from agents import agent_names
 from agents.registry import agent_class
 from baselines.backends import Task, run_tasks
 from baselines.harness import Episode, build_agent, env_kwargs_for
-from baselines.rl import RunConfig, SavedPolicy, as_json_value, check_eval_seeds, train
-from baselines.settings import EnvSetting, env_setting, require_setting
+from baselines.rl import RunConfig, SavedPolicy, as_json_value, as_yaml_value, check_eval_seeds, saved_config, train
+from baselines.settings import FORMAT_KWARGS, EnvSetting, env_setting, require_setting
 from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
 
 
@@ -35,7 +35,9 @@ class Comparison:
     agents: list[str]
     episodes: list[Episode]
     setting: EnvSetting | None
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    env_kwargs: dict[str, Any] = field(default_factory=dict)  # every agent's
+    agent_env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> the kwargs it ran with
+    excluded: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> the dynamics kwargs it needs
     privileged: set[str] = field(default_factory=set)
     rl_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # RL agent -> training facts
 
@@ -103,8 +105,10 @@ class Comparison:
         return rows
 
     def heuristics(self) -> list[str]:
-        """The online reference agents other than the paper's algorithm and the RL agents."""
-        return [a for a in self.agents if a not in self.privileged and a != self.paper_agent and a not in self.rl_runs]
+        """The online reference agents other than the paper's algorithm, the naive baseline and the RL agents."""
+        naive = self.setting.naive_agent if self.setting is not None else None
+        skip = {self.paper_agent, naive, *self.privileged, *self.rl_runs}
+        return [a for a in self.agents if a not in skip]
 
 
 def _describe(x: np.ndarray) -> dict[str, float]:
@@ -142,19 +146,23 @@ def compare(
 ) -> Comparison:
     """Run every agent on every seed and return the comparison (``write_report`` writes it out).
 
-    The settings entry's ``env_kwargs`` apply to every agent, under the caller's ``env_kwargs``.
+    The settings entry's ``env_kwargs`` apply to every agent, under the caller's ``env_kwargs``. An agent may
+    add kwargs of the action/observation format (``FORMAT_KWARGS``); one that needs other kwargs changes the
+    dynamics, so it is left out of ``"all"`` (listed in ``excluded``) and refused when named.
     ``rl`` names RL algorithms; each is loaded from ``models_dir/<algo>-<env_id>`` if a run with the same
     env kwargs and at least ``rl_steps`` steps is there, and trained there otherwise.
     """
     seeds = list(seeds)
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct and non-empty, got {seeds}")
     check_eval_seeds(seeds)
     setting = env_setting(env_id)
     env_kwargs = {**(setting.env_kwargs if setting else {}), **dict(env_kwargs or {})}
-    names = resolve_agents(env_id, agents)
-    for name in names:  # bad env kwargs or a conflict with an agent's needs fail before any work
-        gym.make(env_id, **env_kwargs_for(build_agent(env_id, name), env_kwargs)).close()
+    agent_env_kwargs: dict[str, dict[str, Any]] = {}
+    excluded: dict[str, dict[str, Any]] = {}
+    for name in resolve_agents(env_id, agents):  # bad env kwargs or a conflict with an agent's needs fail here
+        changes = admit(env_id, build_agent(env_id, name), env_kwargs, agent_env_kwargs, named=agents != "all")
+        if changes:
+            excluded[name] = changes
+    names = list(agent_env_kwargs)
     rl_runs: dict[str, dict[str, Any]] = {}
     policies = []
     if rl:
@@ -163,6 +171,7 @@ def compare(
             RunConfig.resolve(algo, env_id, env_kwargs)
         for algo in rl:
             policy, facts = obtain_policy(env_id, algo, env_kwargs, rl_steps, models_dir, progress)
+            admit(env_id, policy, env_kwargs, agent_env_kwargs, named=True)
             policies.append(policy)
             rl_runs[policy.name] = facts
     record = tuple(setting.curves) if setting else ()
@@ -179,9 +188,34 @@ def compare(
         episodes=episodes,
         setting=setting,
         env_kwargs=env_kwargs,
+        agent_env_kwargs=agent_env_kwargs,
+        excluded=excluded,
         privileged={n for n in names if agent_class(env_id, n).privileged},
         rl_runs=rl_runs,
     )
+
+
+def admit(
+    env_id: str, agent: Any, env_kwargs: Mapping[str, Any], admitted: dict[str, dict[str, Any]], named: bool
+) -> dict[str, Any]:
+    """Record in ``admitted`` the env kwargs ``agent`` runs with (checked by building the env), unless it needs
+    kwargs beyond the action/observation format that differ from ``env_kwargs``: those are returned (an
+    error when the agent was ``named``), since head to head it would be scored on another problem."""
+    changes = {
+        key: value
+        for key, value in dict(agent.env_kwargs).items()
+        if key not in FORMAT_KWARGS and (key not in env_kwargs or env_kwargs[key] != value)
+    }
+    if changes and named:
+        raise ValueError(
+            f"agent {agent.name!r} needs env kwargs {changes}, which change the dynamics of {env_id} (not only the "
+            f"action or observation format), so it cannot be compared with the others; evaluate it on its own "
+            f"with `cluster-envs run {env_id} --agent {agent.name}`"
+        )
+    if not changes:
+        admitted[agent.name] = env_kwargs_for(agent, env_kwargs)
+        gym.make(env_id, **admitted[agent.name]).close()
+    return changes
 
 
 def obtain_policy(
@@ -192,7 +226,8 @@ def obtain_policy(
     models_dir: str | Path | None,
     progress: bool,
 ):
-    """The run in ``models_dir/<algo>-<env_id>`` if it matches (same env kwargs, enough steps), else a new one."""
+    """The run in ``models_dir/<algo>-<env_id>`` if it matches (same env kwargs, same resolved hyperparameters,
+    enough steps), else a new one trained there (the folder is this comparison's cache, so it is overwritten)."""
     run_dir = Path(models_dir or "runs") / f"{algo}-{env_id.split(':')[-1]}"
     config = RunConfig.resolve(algo, env_id, env_kwargs)
     wanted = config.n_timesteps if steps is None else steps
@@ -202,6 +237,7 @@ def obtain_policy(
         meta is not None
         and meta["env_kwargs"] == as_json_value(config.env_kwargs)
         and meta["total_timesteps"] >= wanted
+        and saved_config(run_dir) == as_yaml_value(config.as_yaml_dict())  # e.g. an edited hyperparams/<algo>.yml
     )
     if not reused:
         train(env_id, algo, steps=wanted, env_overrides=env_kwargs, out_dir=run_dir, progress=progress)

@@ -18,6 +18,7 @@ import numpy as np
 
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents import Agent, make_agent
+from baselines.rl import check_eval_seeds
 
 
 @dataclass
@@ -41,7 +42,7 @@ def build_agent(env_id: str, agent: str | Agent, agent_kwargs: Mapping[str, Any]
 def env_kwargs_for(agent: Agent, env_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     """The env kwargs merged with the settings the agent needs; a contradiction is an error."""
     merged = dict(env_kwargs or {})
-    for key, value in getattr(agent, "env_kwargs", {}).items():
+    for key, value in dict(getattr(agent, "env_kwargs", {})).items():  # a SavedPolicy's are (key, value) pairs
         if key in merged and merged[key] != value:
             raise ValueError(
                 f"env_kwargs[{key!r}]={merged[key]!r} conflicts with agent {agent.name!r}, which needs {value!r}"
@@ -160,6 +161,7 @@ def evaluate(
 ) -> EvalTable:
     """Roll out every agent on every seed (the same seeds for all: common random numbers)."""
     seeds = list(seeds)
+    check_eval_seeds(seeds)  # the rules of ``compare``: distinct, below the training seeds
     agent_kwargs = dict(agent_kwargs or {})
     for name in agent_kwargs:
         if name not in [a for a in agents if isinstance(a, str)]:

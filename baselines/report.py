@@ -52,6 +52,8 @@ def to_json(comparison: Comparison, summary: list[dict[str, Any]]) -> dict[str, 
     return {
         "env_id": comparison.env_id,
         "env_kwargs": comparison.env_kwargs,
+        "agent_env_kwargs": comparison.agent_env_kwargs,
+        "excluded": comparison.excluded,
         "seeds": comparison.seeds,
         "agents": comparison.agents,
         "paper_agent": comparison.paper_agent,
@@ -96,12 +98,21 @@ def markdown(
     lines = [
         f"# {comparison.env_id}: agent comparison",
         "",
-        f"Env kwargs: `{comparison.env_kwargs or {}}` (plus each agent's own needs). "
+        f"Env kwargs of every agent: `{comparison.env_kwargs}`; with each agent's own (action and observation "
+        "format only) under *Env kwargs per agent*. "
         f"Evaluation seeds: {len(seeds)} ({_seed_text(seeds)}), the same for every agent (common random numbers). "
         "Intervals: 95% percentile bootstrap over seeds; Δ: per-seed paired difference to the paper's algorithm; "
         "P(better): fraction of seeds on which the agent beats it (ties count half).",
         "",
     ]
+    if comparison.excluded:
+        lines += [
+            "Not compared (their env kwargs change the dynamics, not only the action or observation format, so "
+            "they face another problem; `cluster-envs run` evaluates them alone): "
+            + ", ".join(f"`{a}` needs `{kw}`" for a, kw in comparison.excluded.items())
+            + ".",
+            "",
+        ]
     if setting is not None:
         lines += [
             f"Paper's algorithm: `{paper}`; naive baseline (score 0): `{setting.naive_agent}`; "
@@ -159,6 +170,14 @@ def markdown(
                 f"| {facts['steps_per_second']:.0f} | `{facts['path']}` | {'yes' if facts['reused'] else 'no'} |"
             )
         lines.append("")
+    lines += [
+        "## Env kwargs per agent",
+        "",
+        "| agent | env kwargs it ran with |",
+        "|---|---|",
+        *(f"| {label(comparison, a)} | `{kw}` |" for a, kw in comparison.agent_env_kwargs.items()),
+        "",
+    ]
     lines += ["Raw per-seed results: `results.csv`, `results.json`; the table above: `summary.csv`.", ""]
     return "\n".join(lines)
 

@@ -24,6 +24,7 @@ import io
 import json
 import pickle
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,9 +67,16 @@ def algo_class(algo: str) -> type:
 
 
 def check_eval_seeds(seeds: list[int]) -> None:
-    bad = [s for s in seeds if s >= TRAIN_SEED_BASE]
+    """Evaluation seeds: at least one, distinct (a repeated seed is the same episode counted twice), non-negative
+    and below the training seeds."""
+    if not seeds:
+        raise ValueError("seeds must name at least one evaluation seed")
+    repeated = sorted(s for s, count in Counter(seeds).items() if count > 1)
+    if repeated:
+        raise ValueError(f"seeds must be distinct; repeated: {repeated[:3]}")
+    bad = [s for s in seeds if not 0 <= s < TRAIN_SEED_BASE]
     if bad:
-        raise ValueError(f"evaluation seeds {bad[:3]} must be below {TRAIN_SEED_BASE} (the training seeds start there)")
+        raise ValueError(f"seeds {bad[:3]} must be non-negative and below {TRAIN_SEED_BASE}, where training starts")
 
 
 def training_seed(seed: int, resumed_at: int = 0) -> int:
@@ -309,6 +317,21 @@ def save_run(out: str | Path, model: Any, config: RunConfig, seed: int, **facts:
 def as_json_value(value: Any) -> Any:
     """``value`` as it reads back from JSON (tuples become lists), so saved and live kwargs compare equal."""
     return json.loads(json.dumps(value, default=repr))
+
+
+def as_yaml_value(value: Any) -> Any:
+    """``value`` as it reads back from ``config.yml``, so saved and live hyperparameters compare equal."""
+    import yaml
+
+    return yaml.safe_load(yaml.safe_dump(value, sort_keys=False))
+
+
+def saved_config(out: Path) -> Any:
+    """The hyperparameters a run in ``out`` was trained with (its ``config.yml``), or None without one."""
+    import yaml
+
+    path = out / "config.yml"
+    return yaml.safe_load(path.read_text()) if path.is_file() else None
 
 
 def _write_config(path: Path, config: RunConfig) -> None:

@@ -24,6 +24,11 @@ from types import MappingProxyType
 from typing import Any
 
 HIGHER, LOWER = 1, -1
+# Env kwargs that change only how an action is read or what the agent observes (and how an infeasible action
+# is handled, which a reference agent never sends), never the dynamics, the reward or the metrics. An agent
+# needing any other kwarg at a value the comparison does not use faces a different problem (e.g. opm_gc's
+# capacities on ClusterApprox-v0), so `compare` does not put it next to the others.
+FORMAT_KWARGS = frozenset({"action_mode", "observation_mode", "invalid_action", "max_jobs"})
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,11 @@ def test_run_prints_json_metrics(capsys):
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--set", "nokey"], "--set"),
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--set", "colour=3"], "colour"),
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--agent-set", "eps=2"], "eps"),
+    (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "0", "--agent-set", "epz=0.1"],
+     "unknown hyperparameter(s) ['epz'] for agent 'mwu'; allowed: ['eps', 'eta', 'initial', 'lambda_override']"),
+    (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "0,0"], "--seeds '0,0': seeds must be distinct"),
+    (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "1000000000"], "where training starts"),
+    (["compare", "ClusterSLA-v0", "--agents", "mwu", "--seeds", "0-1000000000"], "--seeds"),
 ])  # fmt: skip
 def test_bad_input_is_a_one_line_error(capsys, argv, message):
     assert main(argv) == 2
@@ -43,3 +48,27 @@ def test_parse_seeds():
     assert parse_seeds("0-4") == [0, 1, 2, 3, 4]
     assert parse_seeds("0,3,7") == [0, 3, 7]
     assert parse_seeds("1-2,9") == [1, 2, 9]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("0-999999999", "at most"),  # refused from the count, before 10^9 seeds are expanded into memory
+    ("0-1000000000", "where training starts"),
+    ("5-3", "empty"),
+    ("0-2,1", "repeated: [1]"),
+    ("", "malformed"),
+])  # fmt: skip
+def test_parse_seeds_refuses_before_expanding(text, message):
+    with pytest.raises(ValueError, match="--seeds") as err:
+        parse_seeds(text)
+    assert message in str(err.value)
+
+
+def test_make_agent_lists_the_hyperparameters_of_the_whole_constructor_chain():
+    from agents import make_agent
+
+    with pytest.raises(ValueError, match=r"unknown hyperparameter\(s\) \['beta_scle'\] for agent 'sabr'") as err:
+        make_agent("ClusterBilinear-v0", "sabr", beta_scle=0.3)
+    assert "'beta_scale'" in str(err.value)
+    with pytest.raises(ValueError, match="allowed: .*'alpha'.*'delta'"):  # OPM forwards **kwargs to its base
+        make_agent("ClusterApprox-v0", "opm", alpah=1.0)
+    assert make_agent("ClusterApprox-v0", "opm", delta=0.2).delta == 0.2

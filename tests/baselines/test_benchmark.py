@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from baselines import benchmark as bench
 from baselines import settings
+from baselines.compare import compare
 
 ENV = "ClusterSLA-v0"
 
@@ -26,7 +28,7 @@ def tiny(monkeypatch):
 def test_benchmark_report(tiny, tmp_path):
     report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=[ENV, "ClusterNotInSettings-v0"])
     text = report.read_text()
-    assert "| [ClusterSLA-v0](ClusterSLA-v0/report.md) | `regret` | `mwu_extended`" in text
+    assert "| [ClusterSLA-v0](ClusterSLA-v0/report.md) | defaults | `regret` | `mwu_extended`" in text
     assert "Skipped (no entry in `baselines/settings.py`): ClusterNotInSettings-v0." in text
     headline = json.loads((tmp_path / "headline.json").read_text())["envs"][ENV]["scores"]
     assert set(headline) == {"paper", "ppo", "best heuristic", "oracle"}
@@ -36,7 +38,7 @@ def test_benchmark_report(tiny, tmp_path):
         for a in {e["agent"] for e in episodes}
     }
     score = {a: (mean[a] - mean["static"]) / (mean["pg"] - mean["static"]) for a in mean}
-    heuristics = ["mwu", "static", "proportional", "owm"]  # online, neither the paper's algorithm nor RL
+    heuristics = ["mwu", "proportional", "owm"]  # online, not the paper's algorithm, the naive baseline or RL
     assert headline["best heuristic"]["agent"] == max(heuristics, key=score.get)
     for role, agent in (("paper", "mwu_extended"), ("ppo", "ppo"), ("oracle", "pg")):
         assert headline[role]["agent"] == agent
@@ -71,13 +73,15 @@ def test_benchmark_scores_envs_without_an_oracle_agent(tiny, monkeypatch, tmp_pa
         else:
             assert scores["oracle"]["agent"] == bench.BENCHMARK_ORACLE and scores["oracle"]["mean"] == 1.0
     text = report.read_text()
-    assert "| [ClusterApprox-v0](ClusterApprox-v0/report.md) | `utility` | `opm` 1 " in text
+    assert "| [ClusterApprox-v0](ClusterApprox-v0/report.md) | `{'horizon': 60}` | `utility` | `opm` 1 " in text
+    assert "| [ClusterApproxSingleJob-v0](ClusterApproxSingleJob-v0/report.md) | `{'reward_mode': 'approx', " in text
     assert "`env benchmark` 1 — |" in text
 
 
-def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path):
+def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path, monkeypatch):
     pytest.importorskip("stable_baselines3")
-    pytest.importorskip("yaml")
+    yaml = pytest.importorskip("yaml")
+    from baselines import rl
     from baselines.compare import obtain_policy
 
     small = {"horizon": 120}
@@ -88,6 +92,17 @@ def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path):
     assert facts["reused"] and again.model == first.model
     longer, facts = obtain_policy(ENV, "ppo", small, 3000, tmp_path, progress=False)
     assert not facts["reused"] and facts["total_timesteps"] >= 3000
+    # The same env kwargs and steps but other hyperparameters (an edited ppo.yml): retrained with them.
+    edited = tmp_path / "hyperparams"
+    edited.mkdir()
+    text = (rl.HYPERPARAMS_DIR / "ppo.yml").read_text()
+    (edited / "ppo.yml").write_text(text.replace("n_epochs: 10", "n_epochs: 3", 1))
+    monkeypatch.setattr(rl, "HYPERPARAMS_DIR", edited)
+    _, facts = obtain_policy(ENV, "ppo", small, 256, tmp_path, progress=False)
+    assert not facts["reused"]
+    assert yaml.safe_load((tmp_path / f"ppo-{ENV}" / "config.yml").read_text())[ENV]["n_epochs"] == 3
+    _, facts = obtain_policy(ENV, "ppo", small, 256, tmp_path, progress=False)
+    assert facts["reused"]
 
 
 def test_benchmark_without_any_entry_is_an_error(monkeypatch, tmp_path):
@@ -103,3 +118,15 @@ def test_quick_benchmark_from_the_command_line(tmp_path):
 
     assert main(["benchmark", "--quick", "--out", str(tmp_path), "--quiet"]) == 0
     assert (tmp_path / "report.md").is_file() and (tmp_path / "headline.png").is_file()
+
+
+def test_headline_shows_the_env_kwargs_and_no_naive_best_heuristic(tmp_path):
+    """An env whose only online agents are the paper's and the naive baseline (ClusterGang-v0's case) has no best
+    heuristic: "—", not the naive baseline's 0. The env kwargs every agent ran with are in the row."""
+    comparison = compare(ENV, [], seeds=[0, 1], env_kwargs={"horizon": 60}, progress=False)
+    result = bench.EnvResult(comparison, tmp_path / ENV / "report.md", 1.0)
+    assert result.best_heuristic() is None and "best heuristic" not in result.headline()
+    text = bench.markdown({ENV: result}, [], True, (1.0, 1.0), Path("headline.png"), tmp_path)
+    row = next(line for line in text.splitlines() if line.startswith(f"| [{ENV}]"))
+    assert row.startswith(f"| [{ENV}]({ENV}/report.md) | `{{'horizon': 60}}` | `regret` | `mwu_extended` ")
+    assert row.split(" | ")[-2] == "—" and "`static`" not in row

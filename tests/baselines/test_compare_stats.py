@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from baselines import settings
 from baselines.backends import Task, run_tasks
 from baselines.compare import compare
 from baselines.harness import rollout
-from baselines.report import write_report
+from baselines.report import markdown, to_json, write_report
 from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
 
 ENV = "ClusterSLA-v0"
@@ -159,3 +160,38 @@ def test_the_normalized_score_without_an_oracle_agent(two_seeds):
     assert "score 1 is the paper's algorithm `mwu_extended`" in by_paper.setting.oracle_text
     with pytest.raises(ValueError, match="at most one"):
         dataclasses.replace(setting, oracle_value=0.0)
+
+
+def test_each_agent_env_kwargs_are_stored_and_shown(two_seeds):
+    """The format kwargs an agent adds (static's idling action mode) are recorded per agent, in results.json and
+    in the report, next to the kwargs every agent shares."""
+    assert two_seeds.env_kwargs == SMALL
+    assert two_seeds.agent_env_kwargs["static"] == {**SMALL, "action_mode": "sub_simplex"}
+    assert two_seeds.agent_env_kwargs["mwu_extended"] == SMALL
+    summary = two_seeds.summary()
+    stored = to_json(two_seeds, summary)
+    assert stored["agent_env_kwargs"] == two_seeds.agent_env_kwargs and stored["excluded"] == {}
+    text = markdown(two_seeds, summary, {m: Path(f"/r/{m}.png") for m in two_seeds.metrics}, {}, Path("/r"))
+    assert f"| static | `{two_seeds.agent_env_kwargs['static']}` |" in text
+
+
+def test_an_agent_that_changes_the_dynamics_is_not_compared_head_to_head():
+    """opm_gc needs ClusterApprox-v0's Sec. V-C capacities, i.e. another problem: `all` leaves it out with a
+    note (so no paired difference and no best-heuristic candidacy), and naming it is an error."""
+    approx = "ClusterApprox-v0"
+    comparison = compare(approx, "all", seeds=[0], env_kwargs={"horizon": 5}, progress=False)
+    assert "opm_gc" not in comparison.agents and "opm_gc" not in comparison.heuristics()
+    assert comparison.excluded == {"opm_gc": {"capacity": 2, "parallelism": 4}}
+    assert comparison.agent_env_kwargs == {agent: {"horizon": 5} for agent in comparison.agents}
+    text = markdown(comparison, comparison.summary(), {m: Path(f"/r/{m}.png") for m in comparison.metrics}, {},
+                    Path("/r"))  # fmt: skip
+    assert "Not compared" in text and "`opm_gc` needs `{'capacity': 2, 'parallelism': 4}`" in text
+    with pytest.raises(ValueError, match="'opm_gc' needs env kwargs .* change the dynamics"):
+        compare(approx, "opm,opm_gc", seeds=[0], env_kwargs={"horizon": 5}, progress=False)
+
+
+def test_heuristics_exclude_the_reference_points(two_seeds):
+    """Neither the paper's algorithm, the naive baseline (score 0 by definition) nor the oracle is a heuristic."""
+    assert two_seeds.heuristics() == ["owm"]
+    only_references = dataclasses.replace(two_seeds, agents=["mwu_extended", "static", "pg"])
+    assert only_references.heuristics() == []
