@@ -14,6 +14,7 @@ from cluster_envs.approx.config import MULTI_PRESETS, SINGLE_PRESETS, ApproxConf
 from cluster_envs.approx.dynamics import ApproxProblem, ApproxSimulator, Instance
 from cluster_envs.approx.kernels import (
     BENCHMARK_ACCRUED,
+    CAPACITY,
     DECODE_MATRIX,
     DECODE_OCCUPANT,
     DECODE_SINGLE,
@@ -40,6 +41,7 @@ from cluster_envs.approx.workloads import (
     trace_jobs,
 )
 from cluster_envs.common.config import build_config, check_choice, check_reset_options
+from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
 from cluster_envs.common.seeding import episode_streams
 
 
@@ -85,7 +87,7 @@ def kernel_array(action: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
 class _ApproxEnvCore(gym.Env):
     """The shared core; the two registered classes below differ only in presets and space encodings."""
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     single_job = False
     presets: dict[str, dict[str, Any]] = MULTI_PRESETS
     env_name = "ClusterApprox-v0"
@@ -344,7 +346,9 @@ class _ApproxEnvCore(gym.Env):
             last = ("last_occupant", occupants(sim.executed))
         return observation_from(sim.c[0], self._horizon, sim.mf, sim.mi, rows, self.single_job, last)
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode == "rgb_array":
+            return self._render_bars()
         if self.render_mode != "ansi":
             return None
         sim = self._simulator
@@ -361,9 +365,28 @@ class _ApproxEnvCore(gym.Env):
                 )
         return "\n".join(lines) + "\n"
 
+    def _render_bars(self) -> np.ndarray:
+        """Top, per machine: last slot's use (tasks run / capacity, blue), its observed rate θ (green) and the
+        empirical mean of its observed rates (grey). Bottom, per job slot: the share of the job's lifetime elapsed
+        (orange) beside the share of its budget spent (red); an empty slot is empty."""
+        sim = self._simulator
+        n_obs = sim.n_obs
+        mean_rate = np.divide(sim.sum_obs, n_obs, out=np.zeros_like(n_obs), where=n_obs > 0)
+        use = sim.executed.sum(axis=0) / sim.mf[CAPACITY]
+        jobs = np.zeros((len(sim.slot_job), 2))
+        visible = sim.slot_job >= 0
+        j = sim.slot_job[visible]
+        jobs[visible, 0] = (sim.t - sim.arrival[j]) / sim.lifetime[j]
+        jobs[visible, 1] = sim.spent[j] / sim.budget[j]
+        return bar_chart((np.column_stack([use, sim.last_rate, mean_rate]), (BLUE, GREEN, GRAY)), (jobs, (ORANGE, RED)))
+
 
 class ClusterApproxEnv(_ApproxEnvCore):
     """Approximation jobs share M machines of unknown, varying speed; rates are seen only where tasks ran.
+
+    Rendering: ``"ansi"`` (a text line per visible job) or ``"rgb_array"`` (two panels of bars: per machine, the
+    last slot's use beside its observed rate and empirical mean rate; per job slot, lifetime elapsed beside budget
+    spent).
 
     Paper: Xu, Liu, Lau, Zeng, Guo, Liu, "Online Resource Allocation with Machine Variability: A Bandit
     Perspective" (paper 000; spec ``docs/specs/approx_bandit.md``).
@@ -424,6 +447,8 @@ class ClusterApproxEnv(_ApproxEnvCore):
 
 class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     """One approximation job over the whole horizon on M machines of unknown speed (Sec. IV, OPS).
+
+    Rendering: as ``ClusterApprox-v0`` (``"ansi"``, or ``"rgb_array"`` bars per machine and for the one job).
 
     The single-job case of ``ClusterApprox-v0`` (same dynamics, feedback, budget check, rewards, info keys):
     N = 1, a_1 = 0, d_1 = T, B = ρ M T (``budget_fraction`` ρ). Action ``MultiBinary(M)`` (run the job on

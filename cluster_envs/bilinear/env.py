@@ -25,6 +25,7 @@ from cluster_envs.bilinear.dynamics import (
 from cluster_envs.bilinear.instance import mean_rewards, oracle_lp, sample_instance
 from cluster_envs.bilinear.kernel import NOISE_CLIP, REWARD_MODES
 from cluster_envs.common.config import build_config, check_choice, check_number, check_reset_options
+from cluster_envs.common.render import RED, bar_chart, cycle_colors, log_levels
 from cluster_envs.common.seeding import episode_streams
 
 INFO_LEVELS = ("minimal", "full")
@@ -173,6 +174,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 class ClusterBilinearEnv(gym.Env):
     """Jobs queue for classes of parallel servers; a class-i job on a class-j server pays u_iᵀΘv_j + noise.
 
+    Rendering: ``"ansi"`` (one line: t, Q, regret) or ``"rgb_array"`` (bars per job class: its queue beside the
+    last slot's selections N_ij/n_j by each server class).
+
     Paper: J.-h. Kim and M. Vojnović, "Learning to Schedule in Parallel-Server Queues with Stochastic
     Bilinear Rewards" (paper 004; spec ``docs/specs/bilinear_queues.md``).
 
@@ -240,7 +244,7 @@ class ClusterBilinearEnv(gym.Env):
     ``true_mean_rewards`` (r), ``theta``, ``rho``, ``mu``, ``r_star``, ``oracle_allocation``, ``simulator``.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
         config = build_config(BilinearConfig, PRESETS, preset, overrides)
@@ -553,8 +557,18 @@ class ClusterBilinearEnv(gym.Env):
             parts += [cls, counts.ravel(), sums.ravel()]
         return np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts]).astype(np.float32)
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode == "rgb_array":
+            return self._render_bars()
         if self.render_mode != "ansi":
             return None
         sim = self.simulator
         return f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={sim.stats[kernel.TOTALS]:.2f}\n"
+
+    def _render_bars(self) -> np.ndarray:
+        """Per job class, its queue Q_i (red, log1p scaled to the largest) beside the last slot's selections
+        N_ij / n_j by each server class j (one colour per server class)."""
+        sim = self.simulator
+        selections = sim.slot_stats[kernel.COUNTS] / self._caps
+        colors = (RED, *cycle_colors(len(self._caps)))
+        return bar_chart((np.column_stack([log_levels(sim.queue()), selections]), colors))

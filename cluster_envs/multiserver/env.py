@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from cluster_envs.common.config import build_config, check_choice, check_reset_options
+from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
 from cluster_envs.multiserver.dynamics import (
@@ -68,6 +69,9 @@ def check_action_array(action: Any, size: int, binary: bool) -> np.ndarray:
 class ClusterMultiServerEnv(gym.Env):
     """Schedule multi-server jobs on a bipartite port–server graph under a cluster-wide device capacity.
 
+    Rendering: ``"ansi"`` (AOU, regret, arrivals, used edges) or ``"rgb_array"`` (three panels of bars: this slot's
+    arrivals per port; the last slot's action and observed utility per edge; its capacity use per device type).
+
     Paper: Zhao, Deng, Chen, Yin, Dustdar, Zomaya, "Learning to Schedule Multi-Server Jobs with Fluctuated
     Processing Speeds" (paper 001/002; spec ``docs/specs/multiserver_esdp.md``).
 
@@ -120,7 +124,7 @@ class ClusterMultiServerEnv(gym.Env):
     fast single-env setting.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     env_name = "ClusterMultiServer-v0"
 
     def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
@@ -192,6 +196,10 @@ class ClusterMultiServerEnv(gym.Env):
 
     def _capacity_used(self, x: np.ndarray) -> np.ndarray:
         return self.instance.A @ x
+
+    def _capacity(self) -> np.ndarray:
+        """The capacity ``_capacity_used`` is measured against."""
+        return self.instance.c
 
     # -- spaces ---------------------------------------------------------------------------------------
 
@@ -329,7 +337,9 @@ class ClusterMultiServerEnv(gym.Env):
         allow_one = np.asarray(observation["edge_mask"], dtype=bool) & cls._fits_alone(problem)
         return np.stack([np.ones(allow_one.size, bool), allow_one], axis=1).ravel()
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode == "rgb_array":
+            return self._render_bars()
         if self.render_mode != "ansi":
             return None
         sim = self.simulator
@@ -338,3 +348,19 @@ class ClusterMultiServerEnv(gym.Env):
         if self._last is not None:
             lines.append(f"last slot used: {np.flatnonzero(self._last.x).tolist()}")
         return "\n".join(lines) + "\n"
+
+    def _render_bars(self) -> np.ndarray:
+        """Top: per port, whether a job arrived for the slot about to be decided (green). Middle: per edge (arm),
+        the last slot's executed action (blue) beside its observed utility Z̃ (orange, clipped to [0, 1]). Bottom:
+        the last slot's capacity use, used / capacity per device type (one colour per type), in one group (per
+        server in ClusterGang-v0)."""
+        last, n_e = self._last, self._n_edges
+        x = np.zeros(n_e, np.int8) if last is None else last.x
+        utility = np.zeros(n_e) if last is None else last.feedback
+        capacity = self._capacity()
+        use = (self._capacity_used(x) / capacity).reshape(len(capacity), -1).T  # (groups, device types)
+        return bar_chart(
+            (self.simulator.arrivals[:, None], (GREEN,)),
+            (np.column_stack([x, utility]), (BLUE, ORANGE)),
+            (use, cycle_colors(len(capacity))),
+        )

@@ -36,6 +36,8 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     ``m_l`` of them are placed (``min_tasks="all"``: every task; ``"half"``: ⌈|Q_l|/2⌉), each task on one
     server of ``R_l``, within per-server capacities ``c_(k,r) ~ U{1,2}`` (task requests ``~ U{1,2}``).
 
+    Rendering: as ``ClusterMultiServer-v0``, with arms for edges and the capacity use per server and device type.
+
     Paper: Zhao et al., "Learning to Schedule Multi-Server Jobs with Fluctuated Processing Speeds", Section
     3.4 (constraints only; utility, feedback, draw order and repair are ours, spec §3.12). Shares the
     utility model, streams, spaces and info of ``ClusterMultiServer-v0``, with arms in place of edges.
@@ -106,3 +108,6 @@ class ClusterGangEnv(ClusterMultiServerEnv):
 
     def _capacity_used(self, x: np.ndarray) -> np.ndarray:
         return self.instance.server_load(x)
+
+    def _capacity(self) -> np.ndarray:
+        return self.instance.server_cap

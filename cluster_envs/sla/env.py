@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from cluster_envs.common.config import build_config, check_choice, check_number, check_reset_options
+from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.sla.dynamics import (
     ACTION_MODES,
@@ -387,12 +388,4 @@ class ClusterSLAEnv(gym.Env):
     def _render_bars(self) -> np.ndarray:
         """Per user, the allocation (blue, full height = 1) beside the queue (red, log1p scaled to the largest)."""
         sim = self.simulator
-        height, bar, gap = 120, 12, 8
-        image = np.full((height, self.config.n_users * (2 * bar + gap) + gap, 3), 255, dtype=np.uint8)
-        log_queue = np.log1p(sim.queue)
-        queue_level = log_queue / max(float(log_queue.max()), 1.0)
-        for i, (alloc, queue) in enumerate(zip(sim.alloc, queue_level, strict=True)):
-            left = gap + i * (2 * bar + gap)
-            image[height - round(alloc * (height - 1)) :, left : left + bar] = (31, 119, 180)
-            image[height - round(queue * (height - 1)) :, left + bar : left + 2 * bar] = (214, 39, 40)
-        return image
+        return bar_chart((np.column_stack([sim.alloc, log_levels(sim.queue)]), (BLUE, RED)))

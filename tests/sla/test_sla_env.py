@@ -408,13 +408,6 @@ def test_render_rgb_array_draws_one_bar_pair_per_user():
     assert blue[:, :40].sum() > 0 and blue[:, 40:].sum() == 0  # only user 1 is allocated
 
 
-def test_sb3_make_vec_env_works_with_its_default_render_mode():
-    env_util = pytest.importorskip("stable_baselines3.common.env_util")
-    vec = env_util.make_vec_env(ENV, n_envs=2, env_kwargs={"horizon": 60})
-    vec.reset()
-    vec.close()
-
-
 def test_render_ansi_shows_every_user():
     env = gym.make(ENV, horizon=6, render_mode="ansi")
     env.reset(seed=0)
