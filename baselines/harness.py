@@ -18,6 +18,7 @@ import numpy as np
 
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents import Agent, make_agent
+from baselines.progress import progress_bar
 
 
 @dataclass
@@ -168,10 +169,6 @@ def evaluate(
         built = build_agent(env_id, agent, agent_kwargs.get(agent) if isinstance(agent, str) else None)
         gym.make(env_id, **env_kwargs_for(built, env_kwargs)).close()
     tasks = [(agent, seed) for agent in agents for seed in seeds]
-    if progress:
-        from tqdm.auto import tqdm
-
-        tasks = tqdm(tasks, desc=env_id, unit="episode")
     episodes = [
         rollout(
             env_id,
@@ -181,6 +178,6 @@ def evaluate(
             agent_kwargs=agent_kwargs.get(agent) if isinstance(agent, str) else None,
             record=(),
         )
-        for agent, seed in tasks
+        for agent, seed in progress_bar(tasks, desc=env_id, unit="episode", enabled=progress)
     ]
     return EvalTable(env_id, episodes)

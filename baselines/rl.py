@@ -34,6 +34,7 @@ import numpy as np
 
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents.base import BaseAgent
+from baselines.progress import progress_bar
 from baselines.settings import require_setting
 
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
@@ -340,14 +341,11 @@ def _training_curve(headline: str, steps: int, progress: bool):
 
         def _on_training_start(self) -> None:
             self._next = self.num_timesteps + interval
-            if progress:
-                from tqdm.auto import tqdm
-
-                self.bar = tqdm(total=steps, desc=f"train {self.model.__class__.__name__}", unit="step")
+            name = self.model.__class__.__name__
+            self.bar = progress_bar(total=steps, desc=f"train {name}", unit="step", enabled=progress)
 
         def _on_step(self) -> bool:
-            if self.bar is not None:
-                self.bar.update(self.training_env.num_envs)
+            self.bar.update(self.training_env.num_envs)
             normalizer = self.model.get_vec_normalize_env()
             raw = normalizer.get_original_reward() if normalizer is not None else self.locals["rewards"]
             self._rewards.extend(np.asarray(raw, dtype=np.float64).ravel().tolist())
@@ -377,8 +375,7 @@ def _training_curve(headline: str, steps: int, progress: bool):
 
         def _on_training_end(self) -> None:
             self._flush()
-            if self.bar is not None:
-                self.bar.close()
+            self.bar.close()
 
         def write(self, out: Path, append: bool) -> None:
             write_training_curve(out, self.rows, headline, append)
