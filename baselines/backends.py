@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baselines.harness import Episode, rollout
+from baselines.progress import progress_bar
 
 BACKENDS = ("local", "ray")
 
@@ -69,15 +70,7 @@ def run_tasks(
         results = map(run_task, tasks)
     else:
         results = _run_processes(tasks, workers)
-    return list(_with_progress(results, len(tasks), progress, desc))
-
-
-def _with_progress(results: Iterator[Episode], total: int, progress: bool, desc: str) -> Iterator[Episode]:
-    if not progress:
-        return results
-    from tqdm.auto import tqdm
-
-    return iter(tqdm(results, total=total, desc=desc, unit="episode"))
+    return list(progress_bar(results, total=len(tasks), desc=desc, unit="episode", enabled=progress))
 
 
 def _run_processes(tasks: Sequence[Task], workers: int) -> Iterator[Episode]:

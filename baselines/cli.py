@@ -64,6 +64,11 @@ def parse_assignments(pairs: Sequence[str], flag: str) -> dict[str, Any]:
     return out
 
 
+def _show_progress(quiet: bool) -> bool:
+    """Progress bars go to stderr only when it is a terminal: redirected logs and pipes stay clean."""
+    return not quiet and sys.stderr.isatty()
+
+
 def _cmd_list(args: argparse.Namespace) -> None:
     from agents import agent_names
     from cluster_envs import env_ids
@@ -81,14 +86,16 @@ def _cmd_run(args: argparse.Namespace) -> None:
         parse_seeds(args.seeds),
         env_kwargs=parse_assignments(args.set, "--set"),
         agent_kwargs={args.agent: parse_assignments(args.agent_set, "--agent-set")},
-        progress=not args.json,
+        progress=_show_progress(quiet=args.json),
     )
     print(table.to_json() if args.json else table.to_markdown())
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> None:
     module = importlib.import_module(f"baselines.reproduce.{args.setting}")
-    report = module.run(scale=args.scale, out_dir=args.out or f"results/{args.setting}")
+    report = module.run(
+        scale=args.scale, out_dir=args.out or f"results/{args.setting}", progress=_show_progress(args.quiet)
+    )
     print(f"report written to {report}")
 
 
@@ -105,7 +112,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
         out_dir=out,
         load=args.load,
         hyperparams=args.hyperparams,
-        progress=not args.quiet,
+        progress=_show_progress(args.quiet),
     )
     print(
         f"trained for {result.seconds:.1f} s ({result.steps_per_second:.0f} env steps/s), "
@@ -141,7 +148,12 @@ def _cmd_benchmark(args: argparse.Namespace) -> None:
 def _scale_out(args: argparse.Namespace) -> dict[str, Any]:
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
-    return {"workers": args.workers, "backend": args.backend, "address": args.address, "progress": not args.quiet}
+    return {
+        "workers": args.workers,
+        "backend": args.backend,
+        "address": args.address,
+        "progress": _show_progress(args.quiet),
+    }
 
 
 def _add_scale_out(parser: argparse.ArgumentParser) -> None:
@@ -169,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("setting", choices=reproductions())
     rep.add_argument("--scale", choices=("small", "paper"), default="small")
     rep.add_argument("--out", default=None, help="output folder (default results/<setting>)")
+    rep.add_argument("--quiet", action="store_true", help="no progress bars")
     rep.set_defaults(func=_cmd_reproduce)
 
     tr = sub.add_parser("train", help="train an RL baseline (stable-baselines3) and save model, statistics, curve")

@@ -3,6 +3,8 @@
 An episode's metrics are the env's ``info["episode_summary"]`` at its last step plus ``return`` and
 ``steps``; its trace holds the per-step values of the scalar ``info`` keys. Every agent, reference or
 learned, faces the same exogenous sequence for a given seed (the envs draw it from the seed alone).
+An agent with ``check_spaces(observation_space, action_space)`` (a trained model) is shown the env's spaces
+before its reset, so it can refuse an env unlike its training env with a clear error.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents import Agent, make_agent
+from baselines.progress import progress_bar
 from baselines.rl import check_eval_seeds
 
 
@@ -66,6 +69,8 @@ def rollout(
     """
     agent = build_agent(env_id, agent, agent_kwargs)
     env = gym.make(env_id, **env_kwargs_for(agent, env_kwargs))
+    if hasattr(agent, "check_spaces"):  # a trained model: a clear error on an env unlike its training env
+        agent.check_spaces(env.observation_space, env.action_space)
     obs, _ = env.reset(seed=seed)
     agent.reset(env.unwrapped if agent.privileged else env.unwrapped.problem, seed=seed)
     traces: dict[str, list] | None = None if record is None else {key: [] for key in record}
@@ -170,10 +175,6 @@ def evaluate(
         built = build_agent(env_id, agent, agent_kwargs.get(agent) if isinstance(agent, str) else None)
         gym.make(env_id, **env_kwargs_for(built, env_kwargs)).close()
     tasks = [(agent, seed) for agent in agents for seed in seeds]
-    if progress:
-        from tqdm.auto import tqdm
-
-        tasks = tqdm(tasks, desc=env_id, unit="episode")
     episodes = [
         rollout(
             env_id,
@@ -183,6 +184,6 @@ def evaluate(
             agent_kwargs=agent_kwargs.get(agent) if isinstance(agent, str) else None,
             record=(),
         )
-        for agent, seed in tasks
+        for agent, seed in progress_bar(tasks, desc=env_id, unit="episode", enabled=progress)
     ]
     return EvalTable(env_id, episodes)

@@ -35,6 +35,7 @@ import numpy as np
 
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents.base import BaseAgent
+from baselines.progress import progress_bar
 from baselines.settings import require_setting
 
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
@@ -366,14 +367,11 @@ def _training_curve(headline: str, steps: int, progress: bool):
 
         def _on_training_start(self) -> None:
             self._next = self.num_timesteps + interval
-            if progress:
-                from tqdm.auto import tqdm
-
-                self.bar = tqdm(total=steps, desc=f"train {self.model.__class__.__name__}", unit="step")
+            name = self.model.__class__.__name__
+            self.bar = progress_bar(total=steps, desc=f"train {name}", unit="step", enabled=progress)
 
         def _on_step(self) -> bool:
-            if self.bar is not None:
-                self.bar.update(self.training_env.num_envs)
+            self.bar.update(self.training_env.num_envs)
             normalizer = self.model.get_vec_normalize_env()
             raw = normalizer.get_original_reward() if normalizer is not None else self.locals["rewards"]
             self._rewards.extend(np.asarray(raw, dtype=np.float64).ravel().tolist())
@@ -403,8 +401,7 @@ def _training_curve(headline: str, steps: int, progress: bool):
 
         def _on_training_end(self) -> None:
             self._flush()
-            if self.bar is not None:
-                self.bar.close()
+            self.bar.close()
 
         def write(self, out: Path, append: bool) -> None:
             write_training_curve(out, self.rows, headline, append)
@@ -449,7 +446,9 @@ class SB3Agent(BaseAgent):
     """A trained SB3 model as an ``Agent``: it sees the observation only, normalized with the training
     run's VecNormalize statistics (after the run's observation wrapper, if any), and acts
     deterministically. Recurrent policies keep their state within an episode; MaskablePPO gets the
-    env's action mask computed from the static problem and the observation."""
+    env's action mask computed from the static problem and the observation. ``observation_space`` is the
+    raw space the model's observations come from (before ``observation_wrapper``; default the model's own)
+    and ``trained_with`` the training env's kwargs: ``check_spaces`` names them when an env does not fit."""
 
     def __init__(
         self,
@@ -459,10 +458,14 @@ class SB3Agent(BaseAgent):
         env_kwargs=None,
         observation_wrapper=None,
         action_mask=None,
+        observation_space: gym.Space | None = None,
+        trained_with: Mapping[str, Any] | None = None,
     ):
         self.model = model
         self.obs_normalizer = obs_normalizer
         self.observation_wrapper = observation_wrapper
+        self.observation_space = model.observation_space if observation_space is None else observation_space
+        self.trained_with = trained_with
         self.action_mask = action_mask  # (problem, raw observation) -> mask, for MaskablePPO
         self._problem = None
         self.name = name
@@ -474,6 +477,18 @@ class SB3Agent(BaseAgent):
         self._problem = problem
         self._state = None
         self._episode_start = np.ones(1, dtype=bool)
+
+    def check_spaces(self, observation_space: gym.Space, action_space: gym.Space) -> None:
+        """Refuse an env whose spaces differ from the training env's (the harness calls this before ``reset``):
+        SB3 would fail later with only a shape, e.g. "Unexpected observation shape (108,) ... use (35,)"."""
+        differences = _space_differences("observation", observation_space, self.observation_space)
+        differences += _space_differences("action", action_space, self.model.action_space)
+        if differences:
+            trained = "" if self.trained_with is None else f" trained with env_kwargs {dict(self.trained_with)}"
+            raise ValueError(
+                f"agent {self.name!r}{trained} does not fit this env: {'; '.join(differences)}. "
+                "Make the env with the training kwargs that set these sizes (rollout(..., env_kwargs=...))"
+            )
 
     def act(self, observation: Any) -> np.ndarray:
         masks = {}
@@ -502,6 +517,7 @@ class SavedPolicy:
     vecnormalize: bytes | None = field(default=None, repr=False)
     wrapper: str | None = None  # the run's observation wrapper ...
     observation_space: bytes | None = field(default=None, repr=False)  # ... and the raw space it maps from
+    trained_with: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # training env kwargs
 
     @classmethod
     def from_dir(cls, path: str | Path, name: str | None = None) -> SavedPolicy:
@@ -519,6 +535,7 @@ class SavedPolicy:
             env_kwargs=tuple(sorted((k, meta["env_kwargs"][k]) for k in needs)),
             model=(path / "model.zip").read_bytes(),
             vecnormalize=vecnorm.read_bytes() if vecnorm.is_file() else None,
+            trained_with=meta["env_kwargs"],
             **_wrapping(meta["env_id"], meta["env_kwargs"], meta.get("env_wrapper")),
         )
 
@@ -540,14 +557,16 @@ class SavedPolicy:
             env_kwargs=tuple(sorted((k, v) for k, v in env_kwargs.items() if k in needs)),
             model=model.read_bytes(),
             vecnormalize=vecnorm.read_bytes() if vecnorm.is_file() else None,
+            trained_with=env_kwargs,
             **_wrapping(env_id, env_kwargs, config.get("env_wrapper")),
         )
 
     def build(self) -> SB3Agent:
         model, normalizer = _load_model(self)
-        mapper = None
+        mapper = raw_space = None
         if self.wrapper is not None:
-            mapper = observation_mapper(self.wrapper, pickle.loads(self.observation_space))
+            raw_space = pickle.loads(self.observation_space)
+            mapper = observation_mapper(self.wrapper, raw_space)
         return SB3Agent(
             model,
             normalizer,
@@ -555,7 +574,33 @@ class SavedPolicy:
             env_kwargs=dict(self.env_kwargs),
             observation_wrapper=mapper,
             action_mask=action_mask_function(self.env_id) if self.algo in MASKED else None,
+            observation_space=raw_space,
+            trained_with=self.trained_with,
         )
+
+
+def _space_size(space: gym.Space) -> str:
+    """What a policy network's input or output layer depends on: the kind of space and its sizes (not a Box's
+    bounds, which may legitimately change with e.g. the horizon)."""
+    if isinstance(space, gym.spaces.Discrete):
+        return f"Discrete({space.n})"
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return f"MultiDiscrete({space.nvec.tolist()})"
+    return f"{type(space).__name__}{space.shape}"
+
+
+def _space_differences(where: str, env_space: gym.Space, model_space: gym.Space) -> list[str]:
+    """Each place where the env's space and the model's differ in size, as "<where> is X here but Y in training"."""
+    if isinstance(env_space, gym.spaces.Dict) and isinstance(model_space, gym.spaces.Dict):
+        if list(env_space.spaces) != list(model_space.spaces):
+            return [f"{where} keys are {list(env_space.spaces)} here but {list(model_space.spaces)} in training"]
+        return [
+            difference
+            for key in env_space.spaces
+            for difference in _space_differences(f"{where}[{key!r}]", env_space[key], model_space[key])
+        ]
+    here, there = _space_size(env_space), _space_size(model_space)
+    return [] if here == there else [f"{where} is {here} here but {there} in training"]
 
 
 def action_mask_function(env_id: str):

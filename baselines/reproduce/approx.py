@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from agents import make_agent  # noqa: E402
+from baselines.progress import progress_bar  # noqa: E402
 from cluster_envs.approx.dynamics import utility  # noqa: E402
 from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv  # noqa: E402
 
@@ -96,12 +97,16 @@ def run_one(task: tuple) -> Run:
     return Run(key, seed, info["episode_summary"], ratio, sim.spent / sim.budget, time.perf_counter() - start)
 
 
-def run_tasks(tasks: list[tuple], workers: int) -> dict[tuple, list[Run]]:
+def run_tasks(tasks: list[tuple], workers: int, progress: bool = False) -> dict[tuple, list[Run]]:
+    def collect(results) -> list[Run]:
+        return list(progress_bar(results, total=len(tasks), desc="ClusterApprox episodes", unit="episode",
+                                 enabled=progress))  # fmt: skip
+
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
-            runs = list(pool.map(run_one, tasks, chunksize=1))
+            runs = collect(pool.map(run_one, tasks, chunksize=1))
     else:
-        runs = [run_one(t) for t in tasks]
+        runs = collect(map(run_one, tasks))
     grouped: dict[tuple, list[Run]] = {}
     for r in runs:
         grouped.setdefault(r.key, []).append(r)
@@ -358,8 +363,11 @@ def write_report(runs: dict[tuple, list[Run]], scale: str, workers: int, elapsed
     return report
 
 
-def run(scale: str = "small", out_dir: str | Path = "results/approx", *, workers: int = 2) -> Path:
-    """Run every experiment, write ``report.md``, the figures and ``runs.pkl`` into ``out_dir``; return the report."""
+def run(
+    scale: str = "small", out_dir: str | Path = "results/approx", *, workers: int = 2, progress: bool = True
+) -> Path:
+    """Run every experiment (a progress bar over the episodes with ``progress``), write ``report.md``, the figures
+    and ``runs.pkl`` into ``out_dir``; return the report."""
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r} is not allowed; choose one of {list(SCALES)}")
     config = SCALES[scale]
@@ -370,7 +378,7 @@ def run(scale: str = "small", out_dir: str | Path = "results/approx", *, workers
     tasks = scheduling_tasks(config["env"], seeds)
     tasks += [(("fig3", "fair"), "ClusterApprox-v0", "fair", {}, {**config["env"], "beta": 0.8}, s) for s in seeds]
     tasks += theory_tasks(config, seeds)
-    runs = run_tasks(tasks, workers)
+    runs = run_tasks(tasks, workers, progress)
     elapsed = time.perf_counter() - start
     (out / "runs.pkl").write_bytes(pickle.dumps(runs))
     return write_report(runs, scale, workers, elapsed, out)

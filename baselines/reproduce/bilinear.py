@@ -22,6 +22,7 @@ import numpy as np
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents.bilinear.distributed import iterate, solve_penalized, stability_bound
 from agents.registry import agent_class, make_agent
+from baselines.progress import progress_bar
 
 ENV_ID = "ClusterBilinear-v0"
 SCALES = {
@@ -86,8 +87,14 @@ def run_episode(
     )
 
 
-def runs(agent_name: str, reps: int, **kwargs: Any) -> list[Episode]:
-    return [run_episode(agent_name, r, **kwargs) for r in range(reps)]
+def runs(agent_name: str, reps: int, bar: Any = None, **kwargs: Any) -> list[Episode]:
+    """Repetitions 0 .. reps - 1 of one agent, each ticking ``bar`` (a progress bar) if given."""
+    episodes = []
+    for rep in range(reps):
+        episodes.append(run_episode(agent_name, rep, **kwargs))
+        if bar is not None:
+            bar.update()
+    return episodes
 
 
 def mean_se(values: Any) -> tuple[float, float]:
@@ -121,7 +128,7 @@ def loglog_slope(horizons: Any, values: Any) -> float:
 # -- experiments --------------------------------------------------------------------------------------
 
 
-def e1_fig3(reps: int, horizons: tuple[int, ...], out: pathlib.Path, plt) -> str:
+def e1_fig3(reps: int, horizons: tuple[int, ...], out: pathlib.Path, plt, progress: bool) -> str:
     """All agents at each horizon (table) and the Fig. 3 curves (SABR β as printed and ×0.3 vs UGDA-OL)."""
     agents = [
         ("sabr", {}, "SABR"),
@@ -134,15 +141,16 @@ def e1_fig3(reps: int, horizons: tuple[int, ...], out: pathlib.Path, plt) -> str
         ("uniform", {}, "Uniform-PF"),
     ]
     rows, curves = [], {}
-    for horizon in horizons:
-        for name, kw, label in agents:
-            eps = runs(name, reps, horizon=horizon, agent_kwargs=kw)
-            curves[(label, horizon)] = eps
-            col = {key: [e.summary[key] for e in eps] for key in eps[0].summary}
-            counts = [f"{np.mean(col['duplicates']):.1f}", f"{np.max(col['max_hidden_jobs']):.0f}"]
-            seconds = f"{np.mean([e.seconds for e in eps]):.2f}"
-            stats = [fmt(col["mean_queue_total"], 2), fmt(col["utilization"], 3), *counts, seconds]
-            rows.append([label, horizon, fmt(col["regret"]), fmt(col["regret_realized"]), *stats])
+    with progress_bar(total=len(horizons) * len(agents) * reps, desc="E1", unit="episode", enabled=progress) as bar:
+        for horizon in horizons:
+            for name, kw, label in agents:
+                eps = runs(name, reps, bar, horizon=horizon, agent_kwargs=kw)
+                curves[(label, horizon)] = eps
+                col = {key: [e.summary[key] for e in eps] for key in eps[0].summary}
+                counts = [f"{np.mean(col['duplicates']):.1f}", f"{np.max(col['max_hidden_jobs']):.0f}"]
+                seconds = f"{np.mean([e.seconds for e in eps]):.2f}"
+                stats = [fmt(col["mean_queue_total"], 2), fmt(col["utilization"], 3), *counts, seconds]
+                rows.append([label, horizon, fmt(col["regret"]), fmt(col["regret_realized"]), *stats])
     horizon = horizons[-1]
     fig, axes = plt.subplots(1, 4, figsize=(20, 4))
     for label in ("SABR", "SABR (beta_scale 0.3)", "UGDA-OL (reconstruction)", "Oracle-SABR (r̃ = r)"):
@@ -174,9 +182,11 @@ def e1_fig3(reps: int, horizons: tuple[int, ...], out: pathlib.Path, plt) -> str
     return table(header, rows) + "\n\n![Fig. 3](fig3_sabr_vs_ugda.png)\n"
 
 
-def e2_fig4(reps: int, out: pathlib.Path, plt, horizon: int = 500) -> tuple[str, dict[str, float]]:
+def e2_fig4(reps: int, out: pathlib.Path, plt, progress: bool, horizon: int = 500) -> tuple[str, dict[str, float]]:
     """SABR vs W-SABR with c = 7/4 (classes 1–5) and 1/4 (6–10)."""
-    res = {name: runs(name, reps, horizon=horizon, preset="paper_holding") for name in ("sabr", "w_sabr")}
+    names = ("sabr", "w_sabr")
+    with progress_bar(total=len(names) * reps, desc="E2", unit="episode", enabled=progress) as bar:
+        res = {name: runs(name, reps, bar, horizon=horizon, preset="paper_holding") for name in names}
     high, low = slice(0, 5), slice(5, 10)
     rows, ratios = [], {}
     for name, eps in res.items():
@@ -213,33 +223,43 @@ def e2_fig4(reps: int, out: pathlib.Path, plt, horizon: int = 500) -> tuple[str,
     return table(header, rows) + "\n\n![Fig. 4](fig4_sabr_vs_wsabr.png)\n", ratios
 
 
-def e3_alg2(reps: int, horizon: int = 500) -> str:
+def e3_alg2(reps: int, progress: bool, horizon: int = 500) -> str:
     rows = []
     d2 = 4
     bound = 1 + d2 * np.log(1 + horizon / d2) / np.log(2.0)
-    for name in ("sabr", "oful_rs"):
-        eps = runs(name, reps, horizon=horizon)
-        recomputations = [e.extra["recomputations"] for e in eps] if name == "oful_rs" else [horizon] * reps
-        rows.append([name, fmt([e.summary["regret"] for e in eps]), fmt(recomputations),
-                     f"{np.mean([e.seconds for e in eps]):.3f}"])  # fmt: skip
+    names = ("sabr", "oful_rs")
+    with progress_bar(total=len(names) * reps, desc="E3", unit="episode", enabled=progress) as bar:
+        for name in names:
+            eps = runs(name, reps, bar, horizon=horizon)
+            recomputations = [e.extra["recomputations"] for e in eps] if name == "oful_rs" else [horizon] * reps
+            rows.append([name, fmt([e.summary["regret"] for e in eps]), fmt(recomputations),
+                         f"{np.mean([e.seconds for e in eps]):.3f}"])  # fmt: skip
     return table(["agent", "R(T)", "index recomputations", "s/episode"], rows) + (
         f"\n\nRecomputation bound (d² = 4, T = {horizon}, C = 1): 1 + d² ln(1 + T/d²)/ln 2 = {bound:.1f}\n"
     )
 
 
-def e4_scaling(reps: int, horizons: tuple[int, ...], out: pathlib.Path, plt) -> str:
+def e4_scaling(reps: int, horizons: tuple[int, ...], out: pathlib.Path, plt, progress: bool) -> str:
     agents = [("oracle_sabr", {}), ("sabr", {}), ("sabr", {"beta_scale": 0.3}), ("ugda_ol", {})]
-    rows, series = [], {}
-    for name, kw in agents:
-        label = name + ("" if not kw else f" (beta_scale {kw['beta_scale']})")
-        means = []
-        cells = []
-        for horizon in horizons:
-            eps = runs(name, reps, horizon=horizon, agent_kwargs=kw)
-            means.append(np.mean([e.summary["regret"] for e in eps]))
-            cells.append(fmt([e.summary["regret"] for e in eps]))
-        series[label] = means
-        rows.append([label, *cells, f"{loglog_slope(horizons, means):.2f}"])
+    v_values, v_agents = (35.0, 70.71, 114.0, 141.0), ("sabr", "oracle_sabr")
+    rows, series, v_rows = [], {}, []
+    total = (len(agents) * len(horizons) + len(v_values) * len(v_agents)) * reps
+    with progress_bar(total=total, desc="E4", unit="episode", enabled=progress) as bar:
+        for name, kw in agents:
+            label = name + ("" if not kw else f" (beta_scale {kw['beta_scale']})")
+            means = []
+            cells = []
+            for horizon in horizons:
+                eps = runs(name, reps, bar, horizon=horizon, agent_kwargs=kw)
+                means.append(np.mean([e.summary["regret"] for e in eps]))
+                cells.append(fmt([e.summary["regret"] for e in eps]))
+            series[label] = means
+            rows.append([label, *cells, f"{loglog_slope(horizons, means):.2f}"])
+        for v in v_values:
+            for name in v_agents:
+                eps = runs(name, reps, bar, horizon=500, agent_kwargs={"V": v})
+                v_rows.append([name, v, fmt([e.summary["regret"] for e in eps]),
+                               fmt([e.summary["mean_queue_total"] for e in eps], 2)])  # fmt: skip
     text = table(["agent", *[f"R({t})" for t in horizons], "log-log slope"], rows)
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, means in series.items():
@@ -250,17 +270,11 @@ def e4_scaling(reps: int, horizons: tuple[int, ...], out: pathlib.Path, plt) -> 
     fig.tight_layout()
     fig.savefig(out / "e4_scaling.png", dpi=110)
     plt.close(fig)
-    v_rows = []
-    for v in (35.0, 70.71, 114.0, 141.0):
-        for name in ("sabr", "oracle_sabr"):
-            eps = runs(name, reps, horizon=500, agent_kwargs={"V": v})
-            v_rows.append([name, v, fmt([e.summary["regret"] for e in eps]),
-                           fmt([e.summary["mean_queue_total"] for e in eps], 2)])  # fmt: skip
     text += "\n\n![T scaling](e4_scaling.png)\n\nV sweep at T = 500:\n\n"
     return text + table(["agent", "V", "R(500)", "mean ΣQ"], v_rows) + "\n"
 
 
-def e5_distributed(iterations: int, out: pathlib.Path, plt) -> str:
+def e5_distributed(iterations: int, out: pathlib.Path, plt, progress: bool) -> str:
     rng = np.random.default_rng(7)
     k, n_j, beta = 4, 2, 8.0
     rt = rng.uniform(0, 1, (k, n_j))
@@ -270,10 +284,12 @@ def e5_distributed(iterations: int, out: pathlib.Path, plt) -> str:
     trip = up + down
     target = solve_penalized(rt, a, caps, 1.2, beta)
     rows = []
+    nodes, factors, updates = ("job", "server"), (0.25, 0.5, 0.9, 3.0, 10.0), ("kelly_voice", "literal")
+    bar = progress_bar(total=len(nodes) * len(factors) * len(updates), desc="E5", unit="run", enabled=progress)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-    for ax, node in zip(axes, ("job", "server"), strict=True):
-        for factor in (0.25, 0.5, 0.9, 3.0, 10.0):
-            for update in ("kelly_voice", "literal"):
+    for ax, node in zip(axes, nodes, strict=True):
+        for factor in factors:
+            for update in updates:
                 alpha = factor * stability_bound(beta) / trip
                 hist = iterate(rt, a, caps, 1.2, node=node, beta=beta, alpha=alpha, delays=(up, down),
                                iterations=iterations, update=update)  # fmt: skip
@@ -281,11 +297,13 @@ def e5_distributed(iterations: int, out: pathlib.Path, plt) -> str:
                 tail = float(err[-iterations // 10 :].max())
                 trend = "decaying" if err[-1] < err[len(err) // 2] else "not decaying"
                 rows.append([node, update, factor, f"{tail:.2e}", "yes" if tail < 1e-4 else "no", trend])
+                bar.update()
                 if update == "kelly_voice":
                     ax.semilogy(np.maximum(err, 1e-16), label=f"α = {factor} × bound (13)")
         ax.set_title(f"{node}-node iteration: max_i |y_i† − y*_i†|")
         ax.set_xlabel("iteration")
         ax.legend(fontsize=8)
+    bar.close()
     fig.tight_layout()
     fig.savefig(out / "e5_distributed.png", dpi=110)
     plt.close(fig)
@@ -301,8 +319,9 @@ def e5_distributed(iterations: int, out: pathlib.Path, plt) -> str:
     return table(header, rows) + note + "\n![E5](e5_distributed.png)\n"
 
 
-def run(scale: str = "small", out_dir: str | pathlib.Path = "results/bilinear") -> pathlib.Path:
-    """Run E1–E5 at ``scale`` ("small" or "paper"); write Markdown and PNGs; return the report's path."""
+def run(scale: str = "small", out_dir: str | pathlib.Path = "results/bilinear", progress: bool = True) -> pathlib.Path:
+    """Run E1–E5 at ``scale`` ("small" or "paper"), with a progress bar per experiment if ``progress``; write
+    ``report.md`` and PNGs into ``out_dir``; return the report's path."""
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r} is not allowed; choose one of {sorted(SCALES)}")
     import matplotlib
@@ -317,22 +336,22 @@ def run(scale: str = "small", out_dir: str | pathlib.Path = "results/bilinear") 
     sections = [f"# ClusterBilinear-v0 reproduction (scale {scale}, {cfg['reps']} repetitions, mean ± s.e.)\n"]
     sections += [
         "## E1: Fig. 3, all agents (Sec. V setting)\n",
-        e1_fig3(cfg["reps"], cfg["horizons"], out, plt),
+        e1_fig3(cfg["reps"], cfg["horizons"], out, plt, progress),
     ]
-    fig4, ratios = e2_fig4(cfg["reps"], out, plt)
+    fig4, ratios = e2_fig4(cfg["reps"], out, plt, progress)
     sections += ["## E2: Fig. 4, SABR vs W-SABR (c = 7/4 for classes 1–5, 1/4 for 6–10)\n", fig4]
     sections += [f"\nPer-class queue ratio high/low: SABR {ratios['sabr']:.2f}, W-SABR {ratios['w_sabr']:.2f}.\n"]
-    sections += ["## E3: Algorithm 2 (OFUL-RS) vs Algorithm 1\n", e3_alg2(cfg["reps"])]
+    sections += ["## E3: Algorithm 2 (OFUL-RS) vs Algorithm 1\n", e3_alg2(cfg["reps"], progress)]
     sections += [
         "## E4: T scaling (V = √(IT)) and V sweep\n",
-        e4_scaling(cfg["reps"], cfg["scaling"], out, plt),
+        e4_scaling(cfg["reps"], cfg["scaling"], out, plt, progress),
     ]
     sections += [
         "## E5: distributed allocators vs condition (13)\n",
-        e5_distributed(cfg["iterations"], out, plt),
+        e5_distributed(cfg["iterations"], out, plt, progress),
     ]
     sections += [f"\nWall time: {time.perf_counter() - start:.0f} s.\n"]
-    report = out / "bilinear.md"
+    report = out / "report.md"
     report.write_text("\n".join(sections))
     return report
 

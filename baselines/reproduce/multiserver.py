@@ -23,6 +23,7 @@ from scipy import stats
 
 import cluster_envs  # noqa: F401
 from agents import make_agent
+from baselines.progress import progress_bar
 
 ENV_ID = "ClusterMultiServer-v0"
 BASELINES = ("hauf", "lcf", "lwtf")
@@ -98,11 +99,14 @@ def run_one(agent_name: str, seed: int, env_kwargs: dict, agent_kwargs: dict) ->
     return Run(agent_name, seed, **out, cells=cells / horizon, oracle_cardinality=cardinality / horizon)
 
 
-def run_many(tasks: list[tuple[str, int, dict, dict]], workers: int) -> list[Run]:
+def run_many(tasks: list[tuple[str, int, dict, dict]], workers: int, progress: bool, desc: str) -> list[Run]:
+    def collect(runs) -> list[Run]:
+        return list(progress_bar(runs, total=len(tasks), desc=desc, unit="episode", enabled=progress))
+
     if workers <= 1:
-        return [run_one(*task) for task in tasks]
+        return collect(run_one(*task) for task in tasks)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(run_one, *zip(*tasks, strict=True)))
+        return collect(pool.map(run_one, *zip(*tasks, strict=True)))
 
 
 def mean_ci(values) -> tuple[float, float]:
@@ -205,7 +209,7 @@ def _checkpoints(horizon: int) -> list[int]:
 # -- Figs. 6–12: sweeps --------------------------------------------------------------------------------
 
 
-def sweeps(cfg: dict, workers: int, out: Path) -> list[str]:
+def sweeps(cfg: dict, workers: int, out: Path, progress: bool) -> list[str]:
     base = {"preset": cfg["preset"], "horizon": cfg["sweep_horizon"]}
     seeds = list(cfg["seeds"])
     plan = [
@@ -226,7 +230,7 @@ def sweeps(cfg: dict, workers: int, out: Path) -> list[str]:
                 for seed in seeds:
                     tasks.append((agent, seed, {**base, **env_kw}, agent_kw))
                     keys.append((name, label, agent))
-    runs = run_many(tasks, workers)
+    runs = run_many(tasks, workers, progress, "Figs. 6-12 sweeps")
     results: dict[tuple, list[Run]] = {}
     for key, run in zip(keys, runs, strict=True):
         results.setdefault(key, []).append(run)
@@ -292,7 +296,11 @@ def overhead(cfg: dict, out: Path, t_probe: int = 2000, repeats: int = 3) -> lis
     return [*lines, ""]
 
 
-def run(scale: str = "small", out_dir: str | Path = "results/multiserver", workers: int | None = None) -> Path:
+def run(
+    scale: str = "small", out_dir: str | Path = "results/multiserver", workers: int | None = None, progress: bool = True
+) -> Path:
+    """Write ``report.md`` and the figures into ``out_dir`` (a progress bar per batch of episodes with ``progress``);
+    return the report's path."""
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r} is not known; allowed: {sorted(SCALES)}")
     cfg = SCALES[scale]
@@ -302,7 +310,8 @@ def run(scale: str = "small", out_dir: str | Path = "results/multiserver", worke
     seeds = list(cfg["seeds"])
     start = time.perf_counter()
     env_kwargs = {"preset": cfg["preset"], "horizon": cfg["horizon"]}
-    runs = run_many([(a, s, env_kwargs, {}) for a in MAIN_AGENTS for s in seeds], workers)
+    tasks = [(a, s, env_kwargs, {}) for a in MAIN_AGENTS for s in seeds]
+    runs = run_many(tasks, workers, progress, "Figs. 2-4 and 13")
     prob_all = 0.9 ** gym.make(ENV_ID, preset=cfg["preset"]).unwrapped.instance.n_ports
     lines = [f"# Paper 001 reproduction ({ENV_ID}, scale={scale})", "",
              f"Preset `{cfg['preset']}`, instance seeds = episode seeds = {seeds[0]}–{seeds[-1]}, "
@@ -310,7 +319,7 @@ def run(scale: str = "small", out_dir: str | Path = "results/multiserver", worke
              ""]  # fmt: skip
     lines += main_figures(runs, seeds, cfg["horizon"], out)
     lines += overhead(cfg, out)
-    lines += sweeps(cfg, workers, out)
+    lines += sweeps(cfg, workers, out, progress)
     lines.append(f"Total wall time: {time.perf_counter() - start:.0f} s with {workers} worker(s).")
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")

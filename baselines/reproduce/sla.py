@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from agents import make_agent
+from baselines.progress import progress_bar
 from cluster_envs.sla.dynamics import windowed_sla_gap
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.runner import Trajectory, simulate
@@ -72,19 +73,9 @@ def run_experiment(
         for name in agents
         for eps in (eps_values if name in EPS_AGENTS else eps_values[:1])
     ]
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(tasks), desc="ClusterSLA-v0 policies", unit="run")
-    runs = []
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        for run in pool.map(run_policy, *zip(*tasks, strict=True)):
-            runs.append(run)
-            if progress:
-                bar.update()
-    if progress:
-        bar.close()
-    return runs
+        runs = pool.map(run_policy, *zip(*tasks, strict=True))
+        return list(progress_bar(runs, total=len(tasks), desc="ClusterSLA-v0 policies", unit="run", enabled=progress))
 
 
 def find_run(runs: list[Run], agent: str, seed: int, eps: float) -> Run:
@@ -313,8 +304,10 @@ def run(
     seeds=(0, 1, 2),
     real_seeds=range(6),
     workers: int = 1,
+    progress: bool = True,
 ) -> Path:
-    """Write ``report.md`` and the figures into ``out_dir``; return the report's path."""
+    """Write ``report.md`` and the figures into ``out_dir``; return the report's path (a progress bar per
+    experiment with ``progress``)."""
     if scale not in ("small", "paper"):
         raise ValueError(f"scale={scale!r} is not allowed; choose 'small' or 'paper'")
     out = Path(out_dir)
@@ -323,13 +316,15 @@ def run(
     eps_values = (0.01, 0.02)
     start = time.perf_counter()
     synthetic_kwargs = {"preset": "paper_synthetic", "horizon": horizon}
-    runs = run_experiment(synthetic_kwargs, list(seeds), eps_values, workers=workers)
+    runs = run_experiment(synthetic_kwargs, list(seeds), eps_values, workers=workers, progress=progress)
     lines = ["# Reproduction of paper 003 (ClusterSLA-v0)", ""]
     lines += synthetic_report(runs, list(seeds), eps_values, horizon, out)
     lines += ["", "Wall time per policy run (long-horizon runner):", ""]
     lines += [f"- {r.agent} (ε = {r.eps}, seed {r.seed}): {r.seconds:.1f} s" for r in runs]
     real_kwargs = {"preset": "paper_real_standin"}
-    real_runs = run_experiment(real_kwargs, list(real_seeds), (0.01,), record_every=1, workers=workers)
+    real_runs = run_experiment(
+        real_kwargs, list(real_seeds), (0.01,), record_every=1, workers=workers, progress=progress
+    )
     lines += [""] + real_report(real_runs, list(real_seeds), 0.01, real_kwargs, out)
     lines += ["", f"Total wall time: {time.perf_counter() - start:.0f} s.", "", "## Figures", ""]
     lines += [f"![{png.stem}]({png.name})" for png in sorted(out.glob("fig*.png"))]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import gymnasium as gym
 import numpy as np
 from numba import njit
 
@@ -91,8 +92,12 @@ def _run_compiled(kernel, params, memory, privileged, sim_arrays, mode, empty_to
         index = _record(times, rows, queue_l2, index, t + 1, state, stats[0])
 
 
-def simulate(agent, env: ClusterSLAEnv, *, record_every: int = 1000) -> Trajectory:
-    """Run ``agent`` (already reset) on ``env`` (already reset, at t = 0) until the horizon."""
+def simulate(agent, env: gym.Env, *, record_every: int = 1000) -> Trajectory:
+    """Run ``agent`` (already reset) on ``env`` (already reset, at t = 0) until the horizon. ``env`` is a
+    ``ClusterSLAEnv`` or ``gym.make("ClusterSLA-v0", ...)``: the runner steps the simulator under the wrappers."""
+    env = getattr(env, "unwrapped", env)
+    if not isinstance(env, ClusterSLAEnv):
+        raise ValueError(f"env must be a ClusterSLA-v0 env (gym.make or ClusterSLAEnv), got {env!r}")
     cfg = env.config
     if cfg.obs_mode != "binary" or cfg.obs_format != "box" or cfg.include_time:
         raise ValueError("simulate() supports obs_mode='binary', obs_format='box', include_time=False only")

@@ -292,3 +292,38 @@ def test_maskable_ppo_never_requests_a_masked_edge(tmp_path):
     episode = rollout(env_id, agent, seed=4, env_kwargs={**SETTINGS[env_id].env_kwargs, **short})
     assert episode.trace["n_dropped_arrival"].sum() == 0  # no bit on an idle port's edge, though PPO samples freely
     assert episode.metrics["aou"] > 0
+
+
+def test_a_model_refuses_an_env_whose_spaces_differ_from_its_training_env(tmp_path):
+    """Audit 13: a run trained on the 'small' preset, rolled out on the default preset, fails with a ValueError
+    naming the training kwargs (meta.json) and each size that differs, not SB3's bare "Unexpected observation
+    shape"; a Box's bounds (they follow the horizon) do not count."""
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+
+    env_id = "ClusterMultiServer-v0"
+    config = RunConfig.resolve("ppo", env_id, {"horizon": 20})
+    model = PPO(env=make_vec_env(config, training_seed(0)), seed=0, device="cpu", **config.model_kwargs)
+    save_run(tmp_path / "run", model, config, seed=0)
+    agent = load_agent(tmp_path / "run")
+    assert rollout(env_id, agent, seed=0, env_kwargs={"preset": "small", "horizon": 30}).metrics["steps"] == 30
+    expected = (
+        r"'ppo' trained with env_kwargs \{'preset': 'small', 'action_mode': 'scores', 'horizon': 20\} does not fit "
+        r"this env: observation\['arrivals'\] is MultiBinary\(8,\) here but MultiBinary\(4,\) in training; .*"
+        r"action is Box\(33,\) here but Box\(10,\) in training"
+    )
+    with pytest.raises(ValueError, match=expected):
+        rollout(env_id, agent, seed=0)
+
+    bilinear = {**SETTINGS["ClusterBilinear-v0"].rl_training_kwargs, "horizon": 20}
+    live = SB3Agent(PPO("MlpPolicy", gym.make("ClusterBilinear-v0", **bilinear), n_steps=64, device="cpu"))
+    longer = gym.make("ClusterBilinear-v0", **{**bilinear, "horizon": 40})
+    assert longer.observation_space != live.observation_space  # the bounds grow with the horizon ...
+    live.check_spaces(longer.observation_space, longer.action_space)  # ... and the model still fits
+    with pytest.raises(
+        ValueError,
+        match=r"^agent 'rl' does not fit this env: observation is Box\(49,\) here but Box\(115,\) in training",
+    ):
+        live.check_spaces(
+            gym.make("ClusterBilinear-v0", num_job_classes=4, **bilinear).observation_space, longer.action_space
+        )

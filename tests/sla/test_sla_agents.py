@@ -231,3 +231,25 @@ def test_proportional_online_corrected_algorithm_4():
     agent.reset(SLAProblem(3, (0.2, 0.3, 0.5), 10))
     np.testing.assert_allclose(agent.act(np.array([0, 1, 1, 0, 0, 0, 0, 0, 0], np.float32)), [0, 0.375, 0.625])
     np.testing.assert_allclose(agent.act(np.zeros(9, np.float32)), [0.2, 0.3, 0.5])
+
+
+# -- simulate() on a gym.make env (audit 12) --------------------------------------------------------
+
+
+def test_simulate_accepts_a_wrapped_env_as_in_the_readme():
+    """The README's three lines (at a short horizon) run on gym.make's wrapped env, with the unwrapped env's result."""
+    results = []
+    for make in (lambda **kw: gym.make(ENV, **kw), ClusterSLAEnv):
+        agent = make_agent(ENV, "static")
+        env = make(horizon=3000, **agent.env_kwargs)
+        env.reset(seed=1)
+        agent.reset(env.unwrapped.problem, seed=1)
+        results.append(simulate(agent, env).summary)
+    assert results[0] == results[1] and results[0]["total_work"] > 0
+
+
+def test_simulate_refuses_an_env_of_another_id():
+    env = gym.make("ClusterBilinear-v0")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="env must be a ClusterSLA-v0 env"):
+        simulate(make_agent(ENV, "mwu"), env)
