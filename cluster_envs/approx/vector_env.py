@@ -179,15 +179,14 @@ class ClusterApproxVectorEnv(BatchedCopies):
 
     def _infos(self, stepping: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
         f = self._batch["f"]
-        infos: dict[str, Any] = {
-            "t": self._batch["c"][:, kernels.T].copy(),
-            "utility_true": f[:, kernels.UTILITY_TRUE].copy(),
-            "utility_approx": f[:, kernels.UTILITY_APPROX].copy(),
-        }
+        values = [
+            ("t", self._batch["c"][:, kernels.T].copy()),
+            ("utility_true", f[:, kernels.UTILITY_TRUE].copy()),
+            ("utility_approx", f[:, kernels.UTILITY_APPROX].copy()),
+        ]
         if self._p[kernels.P_HAS_OPT]:
-            infos["regret"] = f[:, kernels.BENCHMARK_ACCRUED] - f[:, kernels.UTILITY_APPROX]
-        for key in list(infos):
-            infos[f"_{key}"] = stepping.copy()  # own masks: _add_info writes into them
+            values.append(("regret", f[:, kernels.BENCHMARK_ACCRUED] - f[:, kernels.UTILITY_APPROX]))
+        infos = self.masked(values, stepping)
         if ended.any():
             summaries = self.batched_summaries(ended, lambda b: self.envs[b]._simulator.summary())
             infos["episode_summary"], infos["_episode_summary"] = summaries, ended.copy()

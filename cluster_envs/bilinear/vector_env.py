@@ -105,10 +105,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         if cfg.queue_cap is not None:
             terminated = stepping & (stats[:, kernel.QUEUE_TOTAL_NEXT] > cfg.queue_cap)
         truncated = stepping & (self._batch["counters"][:, kernel.T] >= cfg.horizon) & ~terminated
-        infos: dict[str, Any] = {}
-        for key in MINIMAL_INFO_KEYS:  # masks are copies: _add_info below writes into them
-            infos[key], infos[f"_{key}"] = stats[:, kernel.STAT_NAMES.index(key)].copy(), stepping.copy()
-        infos["regret"], infos["_regret"] = stats[:, kernel.TOTALS].copy(), stepping.copy()
+        values = [(key, stats[:, kernel.STAT_NAMES.index(key)].copy()) for key in MINIMAL_INFO_KEYS]
+        infos = self.masked([*values, ("regret", stats[:, kernel.TOTALS].copy())], stepping)
         if reset_info is not None:
             self._add_reset_info(infos, reset_copies, *reset_info)
         ended = terminated | truncated

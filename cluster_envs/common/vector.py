@@ -92,6 +92,17 @@ class BatchedCopies(VectorEnv):
             raise ValueError("actions must be finite (no NaN or inf)")
         return actions, stepping
 
+    @staticmethod
+    def masked(values: Iterable[tuple[str, Any]], mask: np.ndarray) -> dict[str, Any]:
+        """``values`` (key, (B, ...) array) as info entries, each with its own ``_key`` mask (``_add_info`` writes
+        into masks); none when no copy has them, as ``SyncVectorEnv`` adds a key only for copies that have it."""
+        if not mask.any():
+            return {}
+        infos: dict[str, Any] = {}
+        for key, value in values:
+            infos[key], infos[f"_{key}"] = value, mask.copy()
+        return infos
+
     def copy_seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
         """Copy i of ``reset(seed=s)`` is seeded s + i, as in ``SyncVectorEnv``; a list gives one seed per copy."""
         if seed is None or isinstance(seed, (int, np.integer)):

@@ -162,13 +162,12 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
 
     def _infos(self, stepping: np.ndarray, truncated: np.ndarray, values: np.ndarray, counts: np.ndarray):
         """The step's info: rows of the kernel's fresh outputs, each with its own mask."""
-        infos: dict[str, Any] = {"t": counts[batch.SLOT], "_t": stepping.copy()}
-        keys = [(key, values[row]) for key, row in INFO_KEYS.items()]
+        keys = [("t", counts[batch.SLOT])]
+        keys += [(key, values[row]) for key, row in INFO_KEYS.items()]
         keys += [(key, counts[row]) for key, row in COUNT_KEYS.items()]
         if self.config.compute_regret:
             keys += [(key, values[row]) for key, row in REGRET_KEYS.items()]
-        for key, value in keys:
-            infos[key], infos[f"_{key}"] = value, stepping.copy()  # own masks: _add_info writes into them
+        infos = self.masked(keys, stepping)
         if truncated.any():
             infos["episode_summary"] = self.batched_summaries(truncated, self._summary)
             infos["_episode_summary"] = truncated.copy()

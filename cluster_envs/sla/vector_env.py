@@ -77,11 +77,9 @@ class ClusterSLAVectorEnv(BatchedCopies):
                     self.envs[0]._action_mode, self.envs[0]._reward_mode, cfg.reward_kappa, cfg.empty_tol, cfg.sla_tol,
                     self._sla_bar, self._obs, rewards)  # fmt: skip
         truncated = stepping & (self._ts == cfg.horizon)
-        infos: dict[str, Any] = {}
         work, queue, deficit = self._states.take(MINIMAL_INFO_ROWS, axis=1).transpose(1, 0, 2)  # one copy
-        for key, value in (("work", work), ("active", queue > 0.0), ("queue", queue), ("sla_deficit", deficit)):
-            infos[key] = value
-            infos[f"_{key}"] = stepping.copy()  # own masks: _add_info writes into them
+        infos = self.masked((("work", work), ("active", queue > 0.0), ("queue", queue), ("sla_deficit", deficit)),
+                            stepping)  # fmt: skip
         if truncated.any():
             infos["episode_summary"] = self.batched_summaries(truncated, self._summary)
             infos["_episode_summary"] = truncated.copy()

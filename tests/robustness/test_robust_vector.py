@@ -82,3 +82,17 @@ def test_full_info_level_is_refused_not_silently_reduced(env_id):
         gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", info_level="full")
     minimal = gym.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", info_level="minimal")
     assert all(copy.unwrapped.config.info_level == "minimal" for copy in minimal.unwrapped.envs)
+
+
+@pytest.mark.parametrize("env_id", sorted(VECTOR_ENTRY_POINTS))
+def test_a_step_where_every_copy_autoresets_carries_only_the_reset_info(env_id):
+    """As ``SyncVectorEnv``: no step keys (with all-False masks) on a step where no copy steps."""
+    kwargs = {"num_envs": 2, "horizon": HORIZON, "info_level": "minimal"}
+    native = gym.make_vec(env_id, vectorization_mode="vector_entry_point", **kwargs)
+    sync = gym.make_vec(env_id, vectorization_mode="sync", **kwargs)
+    native.reset(seed=0), sync.reset(seed=0)
+    for _ in range(HORIZON + 1):  # the last step autoresets both copies
+        info, expected = native.step(_actions(native))[4], sync.step(_actions(sync))[4]
+    assert info.keys() == expected.keys()
+    for key, value in expected.items():
+        np.testing.assert_array_equal(info[key], value, err_msg=key)
