@@ -409,3 +409,153 @@ def test_minimal_info_keeps_the_trajectory_and_the_scalar_totals(env_id, kwargs)
 def test_info_level_is_validated():
     with pytest.raises(ValueError, match="info_level"):
         gym.make(MULTI, info_level="none")
+
+
+def _per_job_and_queue_summary_from_infos(env, first_slot_jobs: np.ndarray, infos: list[dict]) -> dict[str, float]:
+    """The per-job summary keys (spec §5.3) and the queue counters, recomputed from the per-step infos and the
+    instance's job data: the job in slot k during slot t is ``slot_job_ids[k]`` of step t − 1's info (the first
+    slot's from ``first_slot_jobs``); it spends ``cost[k]``, gains ``work[k]``, is exhausted if ``exhausted[k]``,
+    and is scheduled if a machine executed slot k. A job waits in slot t if it is active (a_j < t ≤ d_j) but not
+    visible, and has not been visible before; concurrency after slot t is the visible plus the waiting jobs."""
+    jobs = env._instance.jobs
+    n = jobs.count
+    spent, work = np.zeros(n), np.zeros(n)
+    exhausted, scheduled, seen = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, bool)
+    slot_jobs = first_slot_jobs
+    seen[slot_jobs[slot_jobs >= 0]] = True
+
+    def queue(t: int, visible: np.ndarray) -> tuple[int, int]:
+        waiting = (jobs.arrival <= t) & (t < jobs.deadline) & ~seen
+        return int(waiting.sum()), int(waiting.sum()) + int((visible >= 0).sum())
+
+    n_waited, max_concurrency = queue(0, slot_jobs)
+    for info in infos:
+        executed = np.asarray(info["executed"])
+        for k, j in enumerate(slot_jobs):
+            if j < 0:
+                continue
+            spent[j] += info["cost"][k]
+            work[j] += info["work"][k]
+            exhausted[j] |= bool(info["exhausted"][k])
+            scheduled[j] |= bool(executed[k].any()) if executed.ndim == 2 else bool((executed == k + 1).any())
+        slot_jobs = info["slot_job_ids"]
+        seen[slot_jobs[slot_jobs >= 0]] = True
+        waited, concurrency = queue(info["t"], slot_jobs)
+        n_waited += waited
+        max_concurrency = max(max_concurrency, concurrency)
+    f = utility(env.config.utility, jobs.value, env.config.beta, work)
+    ratio = np.full(n, np.inf)
+    ratio[f > 0] = spent[f > 0] / f[f > 0]
+    consumed = spent / jobs.budget
+    return {
+        "n_exhausted": exhausted.sum(),
+        "n_never_scheduled": (~scheduled).sum(),
+        "mean_consumed_budget": consumed.mean(),
+        "frac_consumed_below_0.9": (consumed < 0.9).mean(),
+        "frac_cost_utility_below_50": (ratio < 50).mean(),
+        "max_concurrency": max_concurrency,
+        "n_waited_slots": n_waited,
+    }
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"horizon": 200, "q_range": (2.0, 5.0), "max_visible_jobs": 3},
+        {"horizon": 200, "q_range": (2.0, 5.0), "max_visible_jobs": 3, "capacity": 1, "parallelism": 4},
+    ],
+)
+def test_per_job_and_queue_summary_keys_agree_with_the_per_step_infos(kwargs):
+    """n_exhausted, n_never_scheduled, the consumed-budget and cost/utility shares, max_concurrency and
+    n_waited_slots, recomputed job by job from the per-step infos of a random-action episode (few slots: jobs
+    queue; tight budgets: jobs exhaust), in both action encodings."""
+    env = gym.make(MULTI, **kwargs).unwrapped
+    env.reset(seed=5)
+    env.action_space.seed(5)
+    first_slot_jobs = env._sim.slot_job.copy()
+    infos = []
+    while True:
+        *_, terminated, truncated, info = env.step(env.action_space.sample())
+        infos.append(info)
+        if terminated or truncated:
+            break
+    summary = info["episode_summary"]
+    expected = _per_job_and_queue_summary_from_infos(env, first_slot_jobs, infos)
+    # not vacuous: every count and share strictly between its extremes
+    assert 0 < expected["n_exhausted"] < summary["n_jobs"]
+    assert 0 < expected["n_never_scheduled"] < summary["n_jobs"]
+    assert expected["n_waited_slots"] > 0 and expected["max_concurrency"] > kwargs["max_visible_jobs"]
+    for key in ("frac_consumed_below_0.9", "frac_cost_utility_below_50"):
+        assert 0 < expected[key] < 1, key
+    for key, value in expected.items():
+        np.testing.assert_allclose(summary[key], value, rtol=1e-12, atol=1e-12, err_msg=key)
+
+
+def test_episode_summary_of_a_hand_built_episode():
+    """Every per-job and queue summary key on a 5-job, 2-machine, 2-slot episode with θ ≡ 1 and linear utility,
+    derived by hand from the jobs and the actions (each step's info confirms the plan as it unfolds).
+
+    Jobs (a, d, B, v), ids in arrival order: 0 (0, 6, 2, 1), 1 (0, 4, 10, 0.01), 2 (0, 6, 2.75, 2),
+    3 (1, 2, 5, 1), 4 (3, 5, 5, 1); prices p = (1, 0.5); capacity 1 per machine (Sec. V-C actions).
+    At t = 0 jobs 0, 1 take slots 1, 2 and job 2 queues. Slot 1: job 0 runs both machines (spends 1.5);
+    job 3 arrives and queues (4 jobs present: the maximum). Slot 2: job 0 asks machine 0 again, 1.5 + 1 ≥ 2:
+    blocked and exhausted; job 1 runs machine 1; job 3 reaches its deadline in the queue; job 2 takes slot 1.
+    Slot 3: both slots ask machine 0, the repair drops slot 2's task; job 2 runs both machines; job 4 arrives
+    and queues. Slot 4: job 1 runs both machines and departs; job 4 takes slot 2. Slot 5: job 2 runs machine 0
+    (2.5 < 2.75), job 4 nothing and departs. Slot 6: a proposal to the empty slot 2 only.
+    """
+    p0, p1 = 1.0, 0.5
+    jobs = ((0, 6, 2.0, 1.0), (0, 4, 10.0, 0.01), (0, 6, 2.75, 2.0), (1, 2, 5.0, 1.0), (3, 5, 5.0, 1.0))
+    env = gym.make(
+        MULTI,
+        job_source="list",
+        jobs=jobs,
+        horizon=6,
+        n_machines=2,
+        max_visible_jobs=2,
+        rate_process="iid_bernoulli",
+        iid_mean_range=(1.0, 1.0),  # θ_i^t = 1: work = machines run
+        prices=(p0, p1),
+        utility="linear",
+        capacity=(1, 1),
+    ).unwrapped
+    env.reset(seed=0)
+    plan = [  # (action, n_budget_blocked, n_repaired, n_invalid, slot_job_ids after the step)
+        ([[1, 1], [0, 0]], 0, 0, 0, [0, 1]),
+        ([[1, 0], [0, 1]], 1, 0, 0, [2, 1]),
+        ([[1, 1], [1, 0]], 0, 1, 0, [2, 1]),
+        ([[0, 0], [1, 1]], 0, 0, 0, [2, 4]),
+        ([[1, 0], [0, 0]], 0, 0, 0, [2, -1]),
+        ([[0, 0], [0, 1]], 0, 0, 1, [-1, -1]),
+    ]
+    for action, blocked, repaired, invalid, slot_jobs in plan:
+        *_, info = env.step(np.array(action))
+        assert (info["n_budget_blocked"], info["n_repaired"], info["n_invalid"]) == (blocked, repaired, invalid)
+        assert info["slot_job_ids"].tolist() == slot_jobs, info["t"]
+    summary = info["episode_summary"]
+    # per job: spend and work (θ = 1) of the slots above
+    spent = np.array([p0 + p1, p1 + (p0 + p1), (p0 + p1) + p0, 0.0, 0.0])
+    work = np.array([2.0, 1.0 + 2.0, 2.0 + 1.0, 0.0, 0.0])
+    budget, value = np.array([j[2] for j in jobs]), np.array([j[3] for j in jobs])
+    consumed = spent / budget  # 0.75, 0.2, 0.909, 0, 0
+    cost_per_utility = [spent[j] / (value[j] * work[j]) for j in range(3)] + [np.inf, np.inf]  # 0.75, 66.7, 0.42
+    expected = {
+        "n_exhausted": 1,  # job 0 (slot 2)
+        "n_never_scheduled": 2,  # job 3 (never visible), job 4 (visible, never run)
+        "mean_consumed_budget": consumed.sum() / 5,
+        "frac_consumed_below_0.9": 4 / 5,  # all but job 2
+        "frac_cost_utility_below_50": 2 / 5,  # jobs 0 and 2 (job 1 pays 66.7 per unit of utility)
+        "n_budget_blocked": 1,
+        "n_repaired": 1,
+        "n_invalid": 1,
+        "max_concurrency": 4,  # after slot 1: jobs 0, 1 visible, 2, 3 queued
+        "n_waited_slots": 4,  # job 2 for slots 1, 2; job 3 for slot 2; job 4 for slot 4
+        "utility": float((value * work).sum()),
+        "total_cost": float(spent.sum()),
+        "total_work": float(work.sum()),
+        "fit": float((spent - budget).sum()),
+    }
+    assert [c < 0.9 for c in consumed] == [True, True, False, True, True]
+    assert [r < 50 for r in cost_per_utility] == [True, False, True, False, False]
+    for key, want in expected.items():
+        np.testing.assert_allclose(summary[key], want, rtol=1e-12, err_msg=key)
