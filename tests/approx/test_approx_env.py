@@ -496,16 +496,17 @@ def test_episode_summary_of_a_hand_built_episode():
     derived by hand from the jobs and the actions (each step's info confirms the plan as it unfolds).
 
     Jobs (a, d, B, v), ids in arrival order: 0 (0, 6, 2, 1), 1 (0, 4, 10, 0.01), 2 (0, 6, 2.75, 2),
-    3 (1, 2, 5, 1), 4 (3, 5, 5, 1); prices p = (1, 0.5); capacity 1 per machine (Sec. V-C actions).
+    3 (1, 2, 5, 1), 4 (3, 5, 0.5, 1); prices p = (1, 0.5); capacity 1 per machine (Sec. V-C actions).
     At t = 0 jobs 0, 1 take slots 1, 2 and job 2 queues. Slot 1: job 0 runs both machines (spends 1.5);
     job 3 arrives and queues (4 jobs present: the maximum). Slot 2: job 0 asks machine 0 again, 1.5 + 1 ≥ 2:
     blocked and exhausted; job 1 runs machine 1; job 3 reaches its deadline in the queue; job 2 takes slot 1.
     Slot 3: both slots ask machine 0, the repair drops slot 2's task; job 2 runs both machines; job 4 arrives
     and queues. Slot 4: job 1 runs both machines and departs; job 4 takes slot 2. Slot 5: job 2 runs machine 0
-    (2.5 < 2.75), job 4 nothing and departs. Slot 6: a proposal to the empty slot 2 only.
+    (2.5 < 2.75); job 4 asks machine 1, 0 + 0.5 ≥ 0.5: exhausted without ever running. Slot 6: a proposal to
+    the empty slot 2 only.
     """
     p0, p1 = 1.0, 0.5
-    jobs = ((0, 6, 2.0, 1.0), (0, 4, 10.0, 0.01), (0, 6, 2.75, 2.0), (1, 2, 5.0, 1.0), (3, 5, 5.0, 1.0))
+    jobs = ((0, 6, 2.0, 1.0), (0, 4, 10.0, 0.01), (0, 6, 2.75, 2.0), (1, 2, 5.0, 1.0), (3, 5, 0.5, 1.0))
     env = gym.make(
         MULTI,
         job_source="list",
@@ -525,7 +526,7 @@ def test_episode_summary_of_a_hand_built_episode():
         ([[1, 0], [0, 1]], 1, 0, 0, [2, 1]),
         ([[1, 1], [1, 0]], 0, 1, 0, [2, 1]),
         ([[0, 0], [1, 1]], 0, 0, 0, [2, 4]),
-        ([[1, 0], [0, 0]], 0, 0, 0, [2, -1]),
+        ([[1, 0], [0, 1]], 1, 0, 0, [2, -1]),
         ([[0, 0], [0, 1]], 0, 0, 1, [-1, -1]),
     ]
     for action, blocked, repaired, invalid, slot_jobs in plan:
@@ -540,12 +541,12 @@ def test_episode_summary_of_a_hand_built_episode():
     consumed = spent / budget  # 0.75, 0.2, 0.909, 0, 0
     cost_per_utility = [spent[j] / (value[j] * work[j]) for j in range(3)] + [np.inf, np.inf]  # 0.75, 66.7, 0.42
     expected = {
-        "n_exhausted": 1,  # job 0 (slot 2)
-        "n_never_scheduled": 2,  # job 3 (never visible), job 4 (visible, never run)
+        "n_exhausted": 2,  # job 0 (slot 2), job 4 (slot 5)
+        "n_never_scheduled": 2,  # job 3 (never visible), job 4 (blocked on its only proposal)
         "mean_consumed_budget": consumed.sum() / 5,
         "frac_consumed_below_0.9": 4 / 5,  # all but job 2
         "frac_cost_utility_below_50": 2 / 5,  # jobs 0 and 2 (job 1 pays 66.7 per unit of utility)
-        "n_budget_blocked": 1,
+        "n_budget_blocked": 2,
         "n_repaired": 1,
         "n_invalid": 1,
         "max_concurrency": 4,  # after slot 1: jobs 0, 1 visible, 2, 3 queued
