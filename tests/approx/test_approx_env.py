@@ -415,8 +415,8 @@ def _per_job_and_queue_summary_from_infos(env, first_slot_jobs: np.ndarray, info
     """The per-job summary keys (spec §5.3) and the queue counters, recomputed from the per-step infos and the
     instance's job data: the job in slot k during slot t is ``slot_job_ids[k]`` of step t − 1's info (the first
     slot's from ``first_slot_jobs``); it spends ``cost[k]``, gains ``work[k]``, is exhausted if ``exhausted[k]``,
-    and is scheduled if a machine executed slot k. A job waits in slot t if it is active (a_j < t ≤ d_j) but not
-    visible, and has not been visible before; concurrency after slot t is the visible plus the waiting jobs."""
+    and is scheduled if a machine executed slot k. After slot t (0: the reset) a job waits for slot t + 1 if
+    a_j ≤ t < d_j and it has never been visible; the concurrency is then the visible plus the waiting jobs."""
     jobs = env._instance.jobs
     n = jobs.count
     spent, work = np.zeros(n), np.zeros(n)
