@@ -222,9 +222,6 @@ class ApproxSimulator:
     total_repaired = property(lambda self: int(self.c[kernels.TOTAL_REPAIRED]))
     n_waited = property(lambda self: int(self.c[kernels.N_WAITED]))
 
-    def visible_mask(self) -> np.ndarray:
-        return self.slot_job >= 0
-
     # ------------------------------------------------------------------ stepping
     def step(self, assign: np.ndarray) -> dict[str, float]:
         """Play slot t = self.t + 1 with the proposed (K, M) assignment; return the rewards of the three modes."""
