@@ -158,7 +158,7 @@ def theory_tasks(scale: dict, seeds: list[int]) -> list[tuple]:
     return tasks
 
 
-def table_one(runs, out: Path) -> list[str]:
+def table_one(runs) -> list[str]:
     lines = ["## E1: Table I (heavy load, overall utility Σ_j f_j(X_j), mean ± sd over seeds)", ""]
     lines += ["| scheme | " + " | ".join(f"β={b} ours | β={b} paper" for b in TABLE_BETAS) + " |"]
     lines += ["|---" * (1 + 2 * len(TABLE_BETAS)) + "|"]
@@ -350,7 +350,7 @@ def write_report(runs: dict[tuple, list[Run]], scale: str, workers: int, elapsed
         + ".",
         "",
     ]
-    lines += table_one(runs, out) + [""]
+    lines += table_one(runs) + [""]
     lines += figure_one(runs, out) + [""]
     lines += figure_two(runs, out) + [""]
     lines += figure_three(runs, out) + [""]

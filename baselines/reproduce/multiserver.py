@@ -272,7 +272,7 @@ def sweeps(cfg: dict, workers: int, out: Path, progress: bool) -> list[str]:
 # -- Fig. 5: overhead ----------------------------------------------------------------------------------
 
 
-def overhead(cfg: dict, out: Path, t_probe: int = 2000, repeats: int = 3) -> list[str]:
+def overhead(cfg: dict, t_probe: int = 2000, repeats: int = 3) -> list[str]:
     """ESDP's decision time and DP cell count at slot ``t_probe`` (the DP size depends only on t, |E|, c, m)."""
     lines = [f"## Fig. 5: ESDP overhead at t = {t_probe} (instance seed 0; time = mean of {repeats} decisions)", "",
              "| |L| | |R| | |E| | c | DP cells | seconds per slot |", "|---:|---:|---:|---|---:|---:|"]  # fmt: skip
@@ -318,7 +318,7 @@ def run(
              f"ρ = 0.9 (Pr[all ports arrive] = {prob_all:.3f}), default δ and g, first-fail heuristics.",
              ""]  # fmt: skip
     lines += main_figures(runs, seeds, cfg["horizon"], out)
-    lines += overhead(cfg, out)
+    lines += overhead(cfg)
     lines += sweeps(cfg, workers, out, progress)
     lines.append(f"Total wall time: {time.perf_counter() - start:.0f} s with {workers} worker(s).")
     report = out / "report.md"

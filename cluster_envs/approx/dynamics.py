@@ -1,9 +1,10 @@
-"""Approximation jobs on machines of unknown, varying speed (paper 000) as plain numpy, without gymnasium.
+"""Approximation jobs on machines of unknown, varying speed (paper 000), without gymnasium.
 
 Machine i delivers θ_i^t ∈ [0, 1] work in slot t and costs p_i per slot of use. Job j is active in slots
 a_j < t ≤ d_j, has budget B_j and utility f_j(X_j) of its total work. Each slot the scheduler gives every
 machine to at most one visible job (Eq. 3); it observes θ_i^t only on machines that ran a task
-(semi-bandit feedback). The env (env.py) and the test runners step :class:`ApproxSimulator`.
+(semi-bandit feedback). The env (env.py) and the test runners step :class:`ApproxSimulator`, whose slot
+runs in the compiled :mod:`~cluster_envs.approx.kernels`.
 
 Slot semantics follow spec §3.3: invalid proposals idle, then the hard budget check of Alg. 1 lines 7-12
 (strict C_j + Σ_{i≤k} p_i < B_j in machine-index order; the first failure exhausts the job for good),
@@ -221,9 +222,6 @@ class ApproxSimulator:
     fit_positive = property(lambda self: float(self.f[kernels.FIT_POSITIVE]))
     total_repaired = property(lambda self: int(self.c[kernels.TOTAL_REPAIRED]))
     n_waited = property(lambda self: int(self.c[kernels.N_WAITED]))
-
-    def visible_mask(self) -> np.ndarray:
-        return self.slot_job >= 0
 
     # ------------------------------------------------------------------ stepping
     def step(self, assign: np.ndarray) -> dict[str, float]:

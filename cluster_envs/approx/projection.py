@@ -1,4 +1,4 @@
-"""Projection P4 and the unbiased roundings of Eqs. 21 and 72 (spec §4.0 P, S), compiled per machine column.
+"""Projection P4 and the unbiased rounding of Eq. 72 (Eq. 21 for K = 1; spec §4.0 P, S), compiled per machine column.
 
 The kernels reproduce the vectorized numpy formulation bit for bit (sequential column sums, the sort-based
 threshold, ``a if a >= b else b`` as ``np.maximum``), so agents built on them keep their decisions.
@@ -85,11 +85,6 @@ def categorical_round(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     occupant = np.empty(x.shape[1], dtype=np.int64)
     _occupants(np.ascontiguousarray(x, dtype=np.float64), u, occupant)
     return occupant
-
-
-def bernoulli_round(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Independent x̃_i ~ Bernoulli(x_i) (Eq. 21)."""
-    return (rng.random(x.shape) < x).astype(np.int8)
 
 
 def occupant_to_assignment(occupant: np.ndarray, n_slots: int) -> np.ndarray:

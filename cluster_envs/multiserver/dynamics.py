@@ -1,4 +1,4 @@
-"""Multi-server jobs under service locality with fluctuating speeds (paper 001) as plain numpy.
+"""Multi-server jobs under service locality with fluctuating speeds (paper 001).
 
 The model (spec §2): ports (job types) ``L`` and servers ``R`` joined by edges ``E ⊆ L×R`` (channels, in
 lexicographic order, which is also the action index). In each slot every port independently yields a job

@@ -1,4 +1,4 @@
-"""Gang scheduling (Section 3.4 of paper 001, completed in spec §3.12) as plain numpy/scipy.
+"""Gang scheduling (Section 3.4 of paper 001, completed in spec §3.12) in numpy, scipy and numba.
 
 A type-``l`` job has tasks ``q ∈ Q_l``; an arm is a placement ``(l, q, r)`` with ``r ∈ R_l``. Constraints:
 (G1) a task is placed at most once; (G2) nothing for an idle port; (G3) all-or-nothing: a port places 0 or

@@ -153,7 +153,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
             raise ValueError(f"actions[{b}] must be finite (no NaN or inf)")
         if code == 2:
             raise ValueError(f"actions[{b}] must be binary (0/1 per edge) in action_mode='binary'")
-        # the batch holds this slot's arrivals (the copies' simulators have drawn theirs further ahead)
+        # the batch holds this slot's arrivals (the copies' simulators are not stepped: theirs are those of slot 1)
         problem = self.envs[b]._violation((action > 0.5).astype(np.int8), self._arrivals[b])
         raise ValueError(f"actions[{b}]: infeasible action (invalid_action='raise') violates {problem}")
 
