@@ -40,8 +40,7 @@ def flatten_batch(space: gym.Space, batch: Any) -> np.ndarray:
     if isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):
         array = np.asarray(batch, dtype=space.dtype)
         return array.reshape(array.shape[0], -1)
-    rows = [gym.spaces.flatten(space, row) for row in gym.vector.utils.iterate(space, batch)]
-    return np.stack(rows)
+    return np.stack([gym.spaces.flatten(space, row) for row in batch])
 
 
 class NativeVecEnv(VecEnv):
