@@ -67,8 +67,11 @@ def benchmark(
     address: str | None = None,
     progress: bool = True,
     env_ids: list[str] | None = None,
+    retrain: bool = False,
+    threads: int = 1,
 ) -> Path:
-    """Run the benchmark and return the path of ``report.md``."""
+    """Run the benchmark and return the path of ``report.md``. PPO comes from ``<out>/models`` or the package's
+    shipped models when they match, else it is trained (``retrain`` always trains; ``threads``: torch's)."""
     out = Path(out_dir)
     start, cpu_start = time.perf_counter(), time.process_time()
     results: dict[str, EnvResult] = {}
@@ -90,6 +93,8 @@ def benchmark(
             backend=backend,
             address=address,
             progress=progress,
+            retrain=retrain,
+            threads=threads,
         )
         report = write_report(comparison, out / env_id)
         results[env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
@@ -165,7 +170,7 @@ def markdown(
     for env_id, result in results.items():
         facts = result.comparison.rl_runs.get(RL_ALGO, {})
         nan = float("nan")
-        trained = "loaded" if facts.get("reused") else f"{facts.get('train_seconds', nan):.1f}"
+        trained = facts.get("source", "loaded") if facts.get("reused") else f"{facts.get('train_seconds', nan):.1f}"
         lines.append(
             f"| {env_id} | {result.seconds:.1f} | {facts.get('total_timesteps', '—')} | {trained} "
             f"| {facts.get('steps_per_second', nan):.0f} | {facts.get('steps_per_cpu_second', nan):.0f} "

@@ -113,6 +113,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
         load=args.load,
         hyperparams=args.hyperparams,
         progress=_show_progress(args.quiet),
+        threads=args.threads,
     )
     print(
         f"trained for {result.seconds:.1f} s ({result.steps_per_second:.0f} env steps/s), "
@@ -134,6 +135,7 @@ def _cmd_compare(args: argparse.Namespace) -> None:
         rl_steps=args.rl_steps,
         models_dir=f"{out}/models",
         **_scale_out(args),
+        **_training(args),
     )
     print(f"report written to {write_report(comparison, out)}")
 
@@ -141,7 +143,7 @@ def _cmd_compare(args: argparse.Namespace) -> None:
 def _cmd_benchmark(args: argparse.Namespace) -> None:
     from baselines.benchmark import benchmark
 
-    report = benchmark(args.out, quick=args.quick, **_scale_out(args))
+    report = benchmark(args.out, quick=args.quick, **_scale_out(args), **_training(args))
     print(f"report written to {report}")
 
 
@@ -154,6 +156,28 @@ def _scale_out(args: argparse.Namespace) -> dict[str, Any]:
         "address": args.address,
         "progress": _show_progress(args.quiet),
     }
+
+
+def _training(args: argparse.Namespace) -> dict[str, Any]:
+    return {"retrain": args.retrain, "threads": args.threads}
+
+
+def _add_threads(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=_positive, default=1,
+                        help="torch threads per training process (default 1: faster for small networks)")  # fmt: skip
+
+
+def _add_training(parser: argparse.ArgumentParser) -> None:
+    _add_threads(parser)
+    parser.add_argument("--retrain", action="store_true",
+                        help="train RL models even where a matching cached or shipped model exists")  # fmt: skip
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
 
 
 def _add_scale_out(parser: argparse.ArgumentParser) -> None:
@@ -194,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--load", action="store_true", help="resume the run saved in --out")
     tr.add_argument("--hyperparams", default=None, help="an rl-zoo3 YAML file (default baselines/hyperparams/)")
     tr.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_threads(tr)
     tr.set_defaults(func=_cmd_train)
 
     cmp = sub.add_parser("compare", help="every agent on the same seeds: intervals, paired differences, report")
@@ -205,12 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
     cmp.add_argument("--out", default=None, help="output folder (default results/compare/<env_id>)")
     _add_scale_out(cmp)
+    _add_training(cmp)
     cmp.set_defaults(func=_cmd_compare)
 
     bench = sub.add_parser("benchmark", help="compare on every env with PPO; one report with the headline table")
     bench.add_argument("--quick", action="store_true", help="fewer seeds and PPO steps")
     bench.add_argument("--out", default="results/benchmark", help="output folder (default results/benchmark)")
     _add_scale_out(bench)
+    _add_training(bench)
     bench.set_defaults(func=_cmd_benchmark)
 
     # Step-rate benchmark (issue 7): options and run live in baselines/bench.py, shared with benchmarks/bench.py.

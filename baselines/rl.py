@@ -39,6 +39,8 @@ from baselines.progress import progress_bar
 from baselines.settings import require_setting
 
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
+# Trained runs shipped with the package: models/<env_id>/<algo>/ holds a run folder as `train` saves it.
+SHIPPED_MODELS_DIR = Path(__file__).parent / "models"
 TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
 
 # name -> (module, class). rl-zoo3 calls RecurrentPPO "ppo_lstm"; we keep its names. It has no MaskablePPO
@@ -343,6 +345,49 @@ def _logger(out: Path):
     except ImportError:
         return Logger(folder=None, output_formats=[])
     return configure(str(out / "tensorboard"), ["tensorboard"])
+
+
+@dataclass(frozen=True)
+class TrainTask:
+    """One ``train`` call as a task of ``baselines.backends.run_tasks`` (picklable): it trains in a scratch folder
+    and returns the run's files as {relative path: bytes}, so a run trained on a remote Ray worker reaches the
+    caller's disk (:func:`write_run_files`)."""
+
+    env_id: str
+    algo: str
+    steps: int | None
+    seed: int = 0
+    env_overrides: tuple[tuple[str, Any], ...] = ()
+    threads: int = 1
+    progress: bool = False
+
+    def run(self) -> dict[str, bytes]:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="cluster-envs-train-") as tmp:
+            train(self.env_id, self.algo, steps=self.steps, seed=self.seed, env_overrides=dict(self.env_overrides),
+                  out_dir=tmp, progress=self.progress, threads=self.threads)  # fmt: skip
+            return {str(p.relative_to(tmp)): p.read_bytes() for p in sorted(Path(tmp).rglob("*")) if p.is_file()}
+
+
+def write_run_files(files: Mapping[str, bytes], out: str | Path) -> Path:
+    """Write a run returned by ``TrainTask.run`` into ``out``, replacing the run there (a cache folder)."""
+    import shutil
+
+    out = Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    for name, data in files.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return out
+
+
+def shipped_run(env_id: str, algo: str) -> Path | None:
+    """The folder of the run shipped with the package for ``env_id`` and ``algo``, if there is one."""
+    path = SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo
+    return path if (path / "meta.json").is_file() else None
 
 
 def save_run(out: str | Path, model: Any, config: RunConfig, seed: int, **facts: Any) -> None:
