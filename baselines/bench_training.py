@@ -109,6 +109,17 @@ def null_vec_env(observation_space: gym.Space, action_space: gym.Space, num_envs
     return NullVecEnv()
 
 
+def rl_spaces(config) -> tuple[gym.Space, gym.Space]:
+    """The observation and action spaces PPO sees: the single env's, through the config's observation wrapper."""
+    from baselines.rl import wrapper_class
+
+    env = gym.make(config.env_id, **config.env_kwargs)
+    env = wrapper_class(config.wrapper)(env) if config.wrapper else env
+    spaces = env.observation_space, env.action_space
+    env.close()
+    return spaces
+
+
 def variants(config, copies: int = COPIES) -> list[Variant]:
     """The configurations timed for one id (``config``: the shipped PPO ``RunConfig``)."""
     rollout = config.n_envs * int(config.model_kwargs.get("n_steps", 2048))
@@ -129,17 +140,15 @@ def _build(env_id: str, variant: Variant, seed: int = 0):
     """The variant's model (warmed up by one rollout) and the vectorization it runs on."""
     from stable_baselines3.common.logger import Logger
 
-    from baselines.rl import RunConfig, make_vec_env, new_model, wrapper_class
+    from baselines.rl import RunConfig, make_vec_env, new_model
 
     config = RunConfig.resolve("ppo", env_id)
     config.n_envs = variant.n_envs
     config.model_kwargs.update(variant.model_overrides)
     if variant.source == "null":
-        env = gym.make(env_id, **config.env_kwargs)
-        env = wrapper_class(config.wrapper)(env) if config.wrapper else env
         from stable_baselines3.common.vec_env import VecMonitor
 
-        vec_env, used = VecMonitor(null_vec_env(env.observation_space, env.action_space, variant.n_envs)), "null"
+        vec_env, used = VecMonitor(null_vec_env(*rl_spaces(config), variant.n_envs)), "null"
     else:
         vec_env, used = make_vec_env(config, seed, variant.source)
     model = new_model(config, vec_env, seed)
