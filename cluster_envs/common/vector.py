@@ -49,12 +49,15 @@ class BatchedCopies(VectorEnv):
         reset infos, as ``SyncVectorEnv`` returns them. ``options["reset_mask"]`` (a bool array of shape
         (num_envs,)) resets only those copies, as Gymnasium's ``SyncVectorEnv`` does: SB3's same-step autoreset
         (``baselines/vec_env.py``) resets the copies that ended without stepping the others."""
-        options = dict(options or {})
-        mask = self._reset_mask(options.pop("reset_mask", None))
+        mask = None
+        if isinstance(options, dict) and "reset_mask" in options:  # other options go to the copies, which check them
+            mask = options["reset_mask"]
+            options = {key: value for key, value in options.items() if key != "reset_mask"} or None
+        mask = self._reset_mask(mask)
         seeds = self.copy_seeds(seed)
         infos: dict[str, Any] = {}
         for b in np.flatnonzero(mask):
-            infos = self._add_info(infos, self._reset_copy(int(b), seeds[b], options or None), int(b))
+            infos = self._add_info(infos, self._reset_copy(int(b), seeds[b], options), int(b))
         return self._batch_observation(), infos
 
     def _reset_mask(self, mask: Any) -> np.ndarray:
