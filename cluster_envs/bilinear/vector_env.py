@@ -26,8 +26,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
     ``reset`` would make, compiled for all the copies resetting together (:meth:`_autoreset`); the copies' env
     objects then hold their generator and simulator (current), not their problem or oracle (those of their last
     ``reset``). Supported: ``action_mode`` ``"allocation"`` or ``"simplex_logits"`` (each copy's logits become its
-    class allocation as the single env computes it, then the kernel's class-level slot), every ``observation_mode``
-    and no ``server_schedule``. ``info`` holds the ``info_level="minimal"`` keys
+    class allocation as the single env's ``logits_to_allocation`` computes it, then the kernel's class-level
+    slot), every ``observation_mode`` and no ``server_schedule``. ``info`` holds the ``info_level="minimal"`` keys
     as (B,) arrays with ``_key`` masks and, for copies whose episode ends, ``episode_summary``.
     """
 
@@ -104,14 +104,14 @@ class ClusterBilinearVectorEnv(BatchedCopies):
 
     def _class_allocations(self, logits: np.ndarray, stepping: np.ndarray) -> np.ndarray:
         """Each stepping copy's ``simplex_logits`` action as the class allocation y (I·J, row-major) the single env
-        computes from it (:func:`logits_to_allocation` over the classes with waiting jobs)."""
+        computes from it (:func:`logits_to_allocation` over the classes with waiting jobs, on the whole batch)."""
         n_i, n_j = self.config.num_job_classes, self.config.num_server_classes
         jobs, counters = self._batch["jobs"], self._batch["counters"]
-        y = np.zeros((self.num_envs, n_i * n_j))
-        for b in np.flatnonzero(stepping):
-            queue = np.bincount(jobs[b, 0, : counters[b, kernel.N_JOBS]], minlength=n_i)
-            y[b] = logits_to_allocation(logits[b].reshape(n_j, -1), queue > 0, self._caps, LOGIT_SCALE).ravel()
-        return y
+        waiting = np.arange(jobs.shape[2]) < counters[:, kernel.N_JOBS, None]
+        active = np.zeros((self.num_envs, n_i), dtype=bool)
+        active[np.nonzero(waiting)[0], jobs[:, 0][waiting]] = True
+        logits = np.where(stepping[:, None], logits, 0.0).reshape(self.num_envs, n_j, n_i + 1)
+        return logits_to_allocation(logits, active, self._caps, LOGIT_SCALE).reshape(self.num_envs, -1)
 
     def step(self, actions: Any):
         actions, stepping = self.finite_actions(actions)
