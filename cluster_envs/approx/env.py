@@ -9,7 +9,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.approx.benchmark import opt_per_job
 from cluster_envs.approx.config import MULTI_PRESETS, SINGLE_PRESETS, ApproxConfig
 from cluster_envs.approx.kernel import (
     BENCHMARK_ACCRUED,
@@ -30,16 +29,19 @@ from cluster_envs.approx.kernel import (
     occupants,
 )
 from cluster_envs.approx.model import (
+    ApproxProblem,
+    Instance,
     common_deadline_jobs,
     listed_jobs,
     make_rate_process,
+    opt_per_job,
     prior_mean_rate,
     read_job_trace,
     single_job,
     synthetic_jobs,
     trace_jobs,
 )
-from cluster_envs.approx.simulator import ApproxProblem, ApproxSimulator, Instance
+from cluster_envs.approx.simulator import ApproxSimulator
 from cluster_envs.common.config import build_config, check_choice, check_reset_options
 from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
 from cluster_envs.common.seeding import episode_streams

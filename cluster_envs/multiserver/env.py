@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -13,38 +12,15 @@ from cluster_envs.common.config import build_config, check_choice, check_reset_o
 from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
+from cluster_envs.multiserver.kernel import action_problem
 from cluster_envs.multiserver.model import (
     KnapsackOracle,
     MultiServerInstance,
-    MultiServerSimulator,
-    SlotResult,
-    action_problem,
+    MultiServerProblem,
     generate_instance,
     violations,
 )
-
-
-@dataclass(frozen=True, eq=False)
-class MultiServerProblem:
-    """The static public data a scheduler is given (inputs of Algorithm 1): graph, ``A``, ``c``, costs."""
-
-    n_ports: int
-    n_servers: int
-    n_device_types: int
-    edges: np.ndarray  # (|E|, 2) rows (l, r); the row index is the action index
-    A: np.ndarray  # (K, |E|)
-    c: np.ndarray  # (K,)
-    cost: np.ndarray  # (|E|,) C_e = Σ_k f_k(a_k^e)
-    horizon: int
-    normalization: str
-
-    @property
-    def n_edges(self) -> int:
-        return self.edges.shape[0]
-
-    @property
-    def port_of_edge(self) -> np.ndarray:
-        return self.edges[:, 0]
+from cluster_envs.multiserver.simulator import MultiServerSimulator, SlotResult
 
 
 def check_action_array(action: Any, size: int, binary: bool) -> np.ndarray:

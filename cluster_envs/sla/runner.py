@@ -30,9 +30,9 @@ from cluster_envs.sla.kernel import (
     WORK,
     advance,
     allocate,
-    feedback_vector,
     to_allocation,
 )
+from cluster_envs.sla.simulator import feedback_vector
 
 NO_HIDDEN_STATE = np.empty(0)
 
