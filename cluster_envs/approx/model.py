@@ -12,12 +12,13 @@ the single job of Sec. IV, or an explicit list.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 from scipy.optimize import minimize
+
+from cluster_envs.common.traces import read_table
 
 # Paper's on/off model (L677, L691): period lengths ~ Gamma(shape, scale), rates uniform per period type.
 AP_SHAPE, AP_SCALE = 0.34, 94.35
@@ -251,13 +252,8 @@ def read_job_trace(path: str, horizon: int) -> tuple[np.ndarray, np.ndarray]:
 
     Jobs arriving at or after the horizon are dropped; d_j is clipped to the horizon and raised to a_j + 1.
     """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": the shape check says so
-            data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", dtype=np.float64, skiprows=_header_rows(path))
-    except (OSError, ValueError) as err:
-        raise ValueError(f"trace_path={path!r} is not a readable CSV of job_id,a,d ({err})") from None
-    if data.shape[1] != 3 or data.shape[0] == 0:
+    data = read_table(path, "trace_path", "CSV of job_id,a,d", header=True)
+    if data.shape[1] != 3:
         raise ValueError(f"trace_path={path!r} must hold rows job_id,a,d; got shape {data.shape}")
     arrival, deadline = data[:, 1], data[:, 2]
     if not np.isfinite(data).all():
@@ -273,18 +269,6 @@ def read_job_trace(path: str, horizon: int) -> tuple[np.ndarray, np.ndarray]:
     d = np.maximum(np.minimum(deadline[keep], horizon).astype(np.int64), a + 1)  # clip first: d may exceed int64
     order = np.argsort(a, kind="stable")
     return a[order], d[order]
-
-
-def _header_rows(path: str) -> int:
-    """1 if the first line is a header (a field that is no number, like ``job_id``), else 0: a data row such as
-    ``1,0,1e3`` or ``1,0,nan`` is data (its letters once made it a skipped header)."""
-    with open(path) as handle:
-        first = handle.readline().partition("#")[0]
-    try:
-        [float(field) for field in first.split(",")]
-    except ValueError:
-        return 1
-    return 0
 
 
 def trace_jobs(

@@ -12,8 +12,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import warnings
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ import numpy as np
 from scipy.signal import lfilter
 
 from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.traces import read_table
 
 LoadGenerator = Callable[[np.random.Generator], np.ndarray]
 
@@ -136,28 +135,8 @@ def read_trace(path: str | Path, n_users: int) -> np.ndarray:
 
     Either orientation is accepted: the axis of length N is taken as the user axis.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"scenario_kwargs['path']: no trace file at {str(path)!r}")
-    suffix = path.suffix.lower()
-    check_choice("scenario_kwargs['path'] suffix", suffix, (".npy", ".npz", ".csv"))
-    try:
-        if suffix == ".npy":
-            data = np.load(path, allow_pickle=False)
-        elif suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                if not archive.files:
-                    raise ValueError("the .npz archive holds no array")
-                data = archive[archive.files[0]]
-        else:
-            with warnings.catch_warnings():  # an empty file is reported below as an error, not a warning
-                warnings.simplefilter("ignore", UserWarning)
-                data = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
-        data = np.asarray(data, dtype=np.float64)
-    except (ValueError, EOFError, OSError, zipfile.BadZipFile) as err:  # empty, truncated or corrupt files too
-        raise ValueError(f"scenario_kwargs['path']: {str(path)!r} is not a numeric trace ({err})") from None
-    if data.ndim != 2 or data.size == 0:
-        raise ValueError(f"scenario_kwargs['path']: the trace must be a non-empty 2-D array, got shape {data.shape}")
+    check_choice("scenario_kwargs['path'] suffix", Path(path).suffix.lower(), (".npy", ".npz", ".csv"))
+    data = read_table(path, "scenario_kwargs['path']", "numeric trace")
     if data.shape[0] != n_users:
         if data.shape[1] != n_users:
             raise ValueError(
