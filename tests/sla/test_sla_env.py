@@ -504,8 +504,8 @@ def test_trace_rho_scaling(tmp_path):
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (None, "no trace file"),
-    ("a,b,c\n1,2,3\n", "not a numeric trace"),
+    (None, "no file at"),
+    ("a,b,c\n1,2,3\n", "not a readable numeric trace"),
     ("0.1,0.2\n0.3,0.4\n", "neither axis"),
     ("0.1,-0.2,0.3\n0.1,0.2,0.3\n", "negative"),
     ("0.1,nan,0.3\n0.1,0.2,0.3\n", "NaN"),
