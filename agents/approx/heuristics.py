@@ -22,6 +22,8 @@ from cluster_envs.common.config import check_number
 class _Scheduler(BaseAgent):
     """Common state: problem, RNG, per-slot exhaustion memory (cleared when a new job takes the slot)."""
 
+    problem_type = ApproxProblem
+
     def reset(self, problem: ApproxProblem, seed: int | None = None) -> None:
         self.problem = problem
         self.rng = np.random.default_rng(seed)

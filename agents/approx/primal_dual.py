@@ -46,6 +46,7 @@ class PrimalDualAgent(BaseAgent):
     ``rate_constant`` = None estimates rates with UCB; a number c replaces θ̂ by c everywhere (B1).
     """
 
+    problem_type = ApproxProblem
     name = "primal_dual"
 
     def __init__(

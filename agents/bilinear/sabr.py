@@ -36,6 +36,7 @@ class SABR(BaseAgent):
     beta, alpha, delays, iterations, update).
     """
 
+    problem_type = BilinearProblem
     name: ClassVar[str] = "sabr"
     env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "allocation"}
 

@@ -14,6 +14,8 @@ from cluster_envs.sla.runner import NO_HIDDEN_STATE
 class _KernelAgent(BaseAgent):
     """An online agent whose decision rule is a compiled ``kernel(params, memory, active, queue, load)``."""
 
+    problem_type = SLAProblem
+
     def act(self, observation: np.ndarray) -> np.ndarray:
         active = (np.asarray(observation[: self.params.size]) > 0.5).astype(np.float64)
         return self.kernel(self.params, self.memory, active, NO_HIDDEN_STATE, NO_HIDDEN_STATE)

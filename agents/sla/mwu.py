@@ -49,6 +49,7 @@ class MWU(BaseAgent):
     h_1 ("uniform" or "sla": π_Δε(β̄)), ``lambda_override`` (non-paper; default λ = ε²/(8N)).
     """
 
+    problem_type = SLAProblem
     name = "mwu"
     kernel = staticmethod(mwu_kernel)
     extended = False
