@@ -11,8 +11,7 @@ import numpy as np
 from cluster_envs.bilinear.kernel import REWARD_MODES
 from cluster_envs.bilinear.simulator import ACTION_MODES, OBSERVATION_MODES, SERVICE_MODELS
 from cluster_envs.common.config import check_choice, check_number
-
-INFO_LEVELS = ("minimal", "full")
+from cluster_envs.common.env import INFO_LEVELS
 
 
 def _per_class(name: str, value: Any, size: int) -> tuple[float, ...]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
@@ -18,7 +17,8 @@ from cluster_envs.bilinear.simulator import (
     logits_to_allocation,
     project_allocation,
 )
-from cluster_envs.common.config import build_config, check_choice, check_reset_options
+from cluster_envs.common.config import check_reset_options
+from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.render import RED, bar_chart, cycle_colors, log_levels
 from cluster_envs.common.seeding import episode_streams
 
@@ -27,7 +27,7 @@ LOGIT_SCALE = 10.0  # simplex_logits actions in [-1, 1] are logits in [-10, 10]
 STREAMS = ("instance", "arrivals", "assign", "service", "noise", "choice")
 
 
-class ClusterBilinearEnv(gym.Env):
+class ClusterBilinearEnv(ClusterEnv):
     """Jobs queue for classes of parallel servers; a class-i job on a class-j server pays u_iᵀΘv_j + noise.
 
     Rendering: ``"ansi"`` (one line: t, Q, regret) or ``"rgb_array"`` (bars per job class: its queue beside the
@@ -100,13 +100,13 @@ class ClusterBilinearEnv(gym.Env):
     ``true_mean_rewards`` (r), ``theta``, ``rho``, ``mu``, ``r_star``, ``oracle_allocation``, ``simulator``.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    env_id = "ClusterBilinear-v0"
+    config_class = BilinearConfig
+    presets = PRESETS
 
     def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
-        config = build_config(BilinearConfig, PRESETS, preset, overrides)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
-        self.config, self.preset, self.render_mode = config, preset, render_mode
+        super().__init__(preset, render_mode, overrides)
+        config = self.config
         n_i, n_j = config.num_job_classes, config.num_server_classes
         self._caps = np.asarray(config.servers_per_class, dtype=np.float64)
         self._rho = np.asarray(config.traffic_intensity)
@@ -126,7 +126,6 @@ class ClusterBilinearEnv(gym.Env):
         self._minimal_rows = [kernel.STAT_NAMES.index(key) for key in MINIMAL_INFO_KEYS]
         # the kernel writes the whole observation itself in the default observation and action modes
         self._queues_only = config.observation_mode == "queues" and config.action_mode != "job_allocation"
-        self._sim: BilinearSimulator | None = None
         self.observation_space = self._build_observation_space()
 
     def _build_observation_space(self) -> spaces.Box:
@@ -167,12 +166,6 @@ class ClusterBilinearEnv(gym.Env):
         if self._problem is None:
             raise RuntimeError("ClusterBilinear-v0: call reset() before using the env")
         return self._problem
-
-    @property
-    def simulator(self) -> BilinearSimulator:
-        if self._sim is None:
-            raise RuntimeError("ClusterBilinear-v0: call reset() before using the env")
-        return self._sim
 
     @property
     def true_mean_rewards(self) -> np.ndarray:
@@ -281,19 +274,20 @@ class ClusterBilinearEnv(gym.Env):
         )
         return arr.astype(np.int64)
 
-    def step(self, action: Any):
-        sim, cfg = self.simulator, self.config
+    def _episode_over(self) -> bool:
+        return self._sim.t >= self.config.horizon
+
+    def _step(self, action: Any):
+        sim, cfg = self._sim, self.config
         t = sim.t
-        if t >= cfg.horizon:
-            raise RuntimeError("ClusterBilinear-v0: the episode ended; call reset()")
         caps = sim.caps_now()
         r_star = self._r_star if cfg.server_schedule is None else self._oracle(caps)[0]
         mode = cfg.action_mode
         projected = None  # the projected allocation, when the action is one (for action_projection_dist)
         if mode == "allocation":
-            a = self._as_real_array(action)
+            a = self._float_action(action)
             if not sim.step_fractions(a, r_star):
-                raise ValueError("action must be finite (no NaN or inf)")
+                raise invalid_action("must be finite (no NaN or inf)")
             projected = sim.slot_stats[kernel.Y]
         else:
             a = self._checked_action(action)
@@ -325,31 +319,20 @@ class ClusterBilinearEnv(gym.Env):
         obs = sim.obs.copy() if self._queues_only else self._observation()
         return obs, float(stats[kernel.REWARD]), bool(terminated), bool(truncated), info
 
-    def _as_real_array(self, action: Any) -> np.ndarray:
+    def _float_action(self, action: Any) -> np.ndarray:
         """The action as a contiguous float64 array of the action space's shape (finiteness is the caller's)."""
-        if not (isinstance(action, np.ndarray) and action.dtype.kind == "f"):  # the fast path skips these checks
-            try:
-                raw = np.asarray(action)
-                if raw.dtype.kind in "cUS":  # complex would lose its imaginary part, strings would be parsed
-                    raise TypeError(f"dtype {raw.dtype} is not real-valued")
-                action = raw.astype(np.float64, copy=False)
-            except (TypeError, ValueError) as err:
-                raise ValueError(f"action must be real numbers, got {type(action).__name__}: {err}") from err
-        if action.shape != self.action_space.shape:
-            raise ValueError(
-                f"action must have shape {self.action_space.shape} (action_mode={self.config.action_mode!r}), "
-                f"got {action.shape}"
-            )
+        shape = self.action_space.shape
+        action = as_real_array(action, shape, f"action (action_mode={self.config.action_mode!r})")
         return np.ascontiguousarray(action, dtype=np.float64)
 
     def _checked_action(self, action: Any) -> np.ndarray:
-        a = self._as_real_array(action)
+        a = self._float_action(action)
         if not np.isfinite(a).all():
-            raise ValueError("action must be finite (no NaN or inf)")
+            raise invalid_action("must be finite (no NaN or inf)")
         if self.config.action_mode == "server_choice":
             top = self.config.num_job_classes
             if (a != np.round(a)).any() or (a < 0).any() or (a > top).any():
-                raise ValueError(f"action (server_choice) must hold integers in [0, {top}] (I = idle)")
+                raise invalid_action(f"must hold integers in [0, {top}] (I = idle) in action_mode='server_choice'")
         return a
 
     def _record(self, action: np.ndarray, r_star: float, caps: np.ndarray, projected: np.ndarray | None):
@@ -413,15 +396,11 @@ class ClusterBilinearEnv(gym.Env):
             parts += [cls, counts.ravel(), sums.ravel()]
         return np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts]).astype(np.float32)
 
-    def render(self) -> str | np.ndarray | None:
-        if self.render_mode == "rgb_array":
-            return self._render_bars()
-        if self.render_mode != "ansi":
-            return None
+    def _render_ansi(self) -> str:
         sim = self.simulator
         return f"t={sim.t}/{self.config.horizon} Q={sim.queue().tolist()} regret={sim.stats[kernel.TOTALS]:.2f}\n"
 
-    def _render_bars(self) -> np.ndarray:
+    def _render_rgb(self) -> np.ndarray:
         """Per job class, its queue Q_i (red, log1p scaled to the largest) beside the last slot's selections
         N_ij / n_j by each server class j (one colour per server class)."""
         sim = self.simulator

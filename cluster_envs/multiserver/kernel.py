@@ -210,7 +210,11 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
     ``values`` and ``counts`` rows of the stepping copies are written (``values``/``counts``: zero for the
     others, ``counts[SLOT]`` = t − 1 for all). With ``regret``, ``oracle_values`` holds the oracle's value per
     arrival pattern (NaN: not solved yet); ``missing[b]`` says whether copy b's next pattern is not solved
-    yet, and the return value counts them."""
+    yet, and the return value counts them.
+
+    One function with the whole slot inside (repair, utilities, observation and sums): it runs once per copy in
+    the batch's inner loop, where a call to a compiled helper passing these arrays costs a reference count per
+    array, more than a copy's slot (the repair kernels it does call are those the single env calls too)."""
     n_copies, n_edges = actions.shape
     n_ports = arrivals.shape[1]
     few_types = A.shape[0] <= 4

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.sla.kernel import ACTION_MODES, REWARD_MODES
 
-OBS_MODES = ("binary", "binary+sla", "full")
+OBSERVATION_MODES = ("binary", "binary+sla", "full")
 OBS_FORMATS = ("box", "dict")
-INFO_LEVELS = ("minimal", "full")
 MAX_EMPTY_TOL = 1e-6
 
 
@@ -21,13 +21,15 @@ MAX_EMPTY_TOL = 1e-6
 class SLAConfig:
     """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``paper_synthetic_small`` preset)."""
 
+    RENAMED: ClassVar[dict[str, str]] = {"obs_mode": "observation_mode"}  # deprecated in 0.2 (CHANGELOG)
+
     n_users: int = 3
     sla: tuple[float, ...] | str = (0.2, 0.3, 0.5)
     horizon: int = 6000
     scenario: str | Callable = "paper_synthetic"
     scenario_kwargs: dict[str, Any] = field(default_factory=dict)
     action_mode: str = "normalize"
-    obs_mode: str = "binary"
+    observation_mode: str = "binary"
     obs_format: str = "box"
     include_time: bool = False
     reward_mode: str | Callable = "work_sla"
@@ -56,7 +58,7 @@ class SLAConfig:
                 raise ValueError("sla must have a positive sum")
             object.__setattr__(self, "sla", tuple(float(b) for b in sla))
         check_choice("action_mode", self.action_mode, ACTION_MODES)
-        check_choice("obs_mode", self.obs_mode, OBS_MODES)
+        check_choice("observation_mode", self.observation_mode, OBSERVATION_MODES)
         check_choice("obs_format", self.obs_format, OBS_FORMATS)
         check_choice("include_time", self.include_time, (False, True))
         if not callable(self.reward_mode):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.common.config import build_config, check_choice, check_reset_options
+from cluster_envs.common.config import check_reset_options
+from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.sla.config import PRESETS, SLAConfig
@@ -28,19 +28,7 @@ from cluster_envs.sla.simulator import SLASimulator, feedback_vector
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
-def _as_real_array(action: Any) -> np.ndarray:
-    """``action`` as float64, or a ``ValueError`` naming it (complex values would lose their imaginary part,
-    strings would be parsed as numbers)."""
-    try:
-        raw = np.asarray(action)
-        if raw.dtype.kind in "cUS":
-            raise TypeError(f"dtype {raw.dtype} is not real-valued")
-        return raw.astype(np.float64, copy=False)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"action must be a real numeric array, got {type(action).__name__}: {err}") from err
-
-
-class ClusterSLAEnv(gym.Env):
+class ClusterSLAEnv(ClusterEnv):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
 
     Rendering: ``"ansi"`` (a text line per user) or ``"rgb_array"`` (bars of allocations and queues).
@@ -56,7 +44,7 @@ class ClusterSLAEnv(gym.Env):
     ``"scenario_kwargs"``, merged over the config's for this episode. Reset info: ``sla, horizon, scenario,
     opt_total_work, opt_eps_total_work``.
 
-    **Observation** (``obs_mode="binary"``, the paper's feedback): ``Box(0, 1, (3N,), float32)`` holding
+    **Observation** (``observation_mode="binary"``, the paper's feedback): ``Box(0, 1, (3N,), float32)`` holding
     [a_t, h_t, β̄] with a_t = 1[Q_{t+1} > 0] (which queues are non-empty after the step), h_t the
     allocation just applied and β̄ = β / max(1, Σβ). At reset a_0 = 0 and h_0 = 1/N.
     ``include_time=True`` appends t/T. Non-paper ablations: ``"binary+sla"`` appends 1[D_t > sla_tol]
@@ -95,15 +83,13 @@ class ClusterSLAEnv(gym.Env):
     B copies in one compiled call (``vector_env.ClusterSLAVectorEnv``; paper observation, built-in rewards).
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    env_id = "ClusterSLA-v0"
+    config_class = SLAConfig
+    presets = PRESETS
 
     def __init__(self, preset: str = "paper_synthetic_small", render_mode: str | None = None, **overrides: Any):
-        config = build_config(SLAConfig, PRESETS, preset, overrides)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
-        self.config = config
-        self.preset = preset
-        self.render_mode = render_mode
+        super().__init__(preset, render_mode, overrides)
+        config = self.config
         self._generate_loads = make_load_generator(
             config.scenario, config.n_users, config.horizon, config.sla, config.scenario_kwargs
         )
@@ -114,22 +100,25 @@ class ClusterSLAEnv(gym.Env):
             else spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)
         )
         self.observation_space = self._build_observation_space()
-        self._sim: SLASimulator | None = None
         self._sla_bar = np.zeros(n)
         self._action_mode = ACTION_MODES.index(config.action_mode)
         self._reward_mode = -1 if callable(config.reward_mode) else REWARD_MODES.index(config.reward_mode)
         self._minimal_info = config.info_level == "minimal"
         # step_copies' t, stepping mask and reward for this env as a batch of one
         self._batch_of_one = (np.zeros(1, dtype=np.int64), np.ones(1, dtype=bool), np.zeros(1))
-        self._paper_observation = (config.obs_mode, config.obs_format, config.include_time) == ("binary", "box", False)
+        self._paper_observation = (config.observation_mode, config.obs_format, config.include_time) == (
+            "binary",
+            "box",
+            False,
+        )
 
     def _build_observation_space(self) -> spaces.Space:
         n, cfg = self.config.n_users, self.config
         unit = spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)
         parts: dict[str, spaces.Box] = {"active": unit, "alloc": unit, "sla": unit}
-        if cfg.obs_mode == "binary+sla":
+        if cfg.observation_mode == "binary+sla":
             parts["sla_flag"] = unit
-        if cfg.obs_mode == "full":
+        if cfg.observation_mode == "full":
             parts["log_queue"] = spaces.Box(0.0, np.inf, shape=(n,), dtype=np.float32)
             parts["log_load"] = spaces.Box(0.0, np.inf, shape=(n,), dtype=np.float32)
             parts["signed_log_deficit"] = spaces.Box(-np.inf, np.inf, shape=(n,), dtype=np.float32)
@@ -163,13 +152,6 @@ class ClusterSLAEnv(gym.Env):
     def next_load(self) -> np.ndarray:
         """Privileged: the load L_t of the next step."""
         return self.simulator.next_load
-
-    @property
-    def simulator(self) -> SLASimulator:
-        """The episode's simulator (privileged: it holds the hidden state)."""
-        if self._sim is None:
-            raise RuntimeError("ClusterSLA-v0: call reset() before using the env")
-        return self._sim
 
     # -- gymnasium API ---------------------------------------------------------------------------------
 
@@ -219,13 +201,12 @@ class ClusterSLAEnv(gym.Env):
             raise ValueError(f"{name} is too large: its total load overflows float64 (rescale the loads)")
         return loads
 
-    def step(self, action: Any):
-        sim, cfg = self.simulator, self.config
-        if sim.t >= cfg.horizon:
-            raise RuntimeError(f"ClusterSLA-v0: the episode ended at t = {sim.t}; call reset()")
-        action = _as_real_array(action)
-        if action.shape != self.action_space.shape:
-            raise ValueError(f"action must have shape ({cfg.n_users},), got {action.shape}")
+    def _episode_over(self) -> bool:
+        return self._sim.t >= self.config.horizon
+
+    def _step(self, action: Any):
+        sim, cfg = self._sim, self.config
+        action = as_real_array(action, self.action_space.shape).astype(np.float64, copy=False)
         obs = np.empty((1, 3 * cfg.n_users), dtype=np.float32)
         ts, stepping, rewards = self._batch_of_one
         ts[0] = sim.t
@@ -234,7 +215,7 @@ class ClusterSLAEnv(gym.Env):
                     self._sla_bar_rows, obs, rewards)  # fmt: skip
         reward = float(rewards[0])
         if reward != reward:  # NaN: the kernel rejected the action before changing anything
-            raise ValueError(f"action must be finite, got {action}")
+            raise invalid_action(f"must be finite (no NaN or inf), got {action}")
         sim.t += 1
         info = self._info(action)
         if self._reward_mode < 0:
@@ -275,9 +256,9 @@ class ClusterSLAEnv(gym.Env):
     def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
         sim, cfg = self.simulator, self.config
         parts = {"active": sim.active, "alloc": sim.alloc, "sla": self._sla_bar}
-        if cfg.obs_mode == "binary+sla":
+        if cfg.observation_mode == "binary+sla":
             parts["sla_flag"] = (sim.deficit > cfg.sla_tol).astype(np.float64)
-        if cfg.obs_mode == "full":
+        if cfg.observation_mode == "full":
             last_load = sim.loads[:, sim.t - 1] if sim.t else np.zeros(cfg.n_users)
             parts["log_queue"] = np.log1p(sim.queue)
             parts["log_load"] = np.log1p(last_load)
@@ -292,11 +273,7 @@ class ClusterSLAEnv(gym.Env):
             return feedback_vector(sim.active, sim.alloc, self._sla_bar)
         return np.concatenate(list(parts.values())).astype(np.float32)
 
-    def render(self) -> str | np.ndarray | None:
-        if self.render_mode == "rgb_array":
-            return self._render_bars()
-        if self.render_mode != "ansi":
-            return None
+    def _render_ansi(self) -> str:
         sim = self.simulator
         lines = [
             f"t={sim.t}/{sim.horizon}  work={sim.total_work:.2f}  regret={sim.opt_total_work - sim.total_work:.2f}"
@@ -309,7 +286,7 @@ class ClusterSLAEnv(gym.Env):
             )
         return "\n".join(lines) + "\n"
 
-    def _render_bars(self) -> np.ndarray:
+    def _render_rgb(self) -> np.ndarray:
         """Per user, the allocation (blue, full height = 1) beside the queue (red, log1p scaled to the largest)."""
         sim = self.simulator
         return bar_chart((np.column_stack([sim.alloc, log_levels(sim.queue)]), (BLUE, RED)))
