@@ -18,9 +18,9 @@ from cluster_envs.sla.kernel import (
     REWARD_MODES,
     STATE_ROWS,
     WORK,
-    feedback_vector,
     step_copies,
 )
+from cluster_envs.sla.simulator import feedback_vector
 
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
