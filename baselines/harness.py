@@ -23,6 +23,8 @@ from agents import Agent, make_agent
 from baselines.progress import progress_bar
 from baselines.rl import check_eval_seeds
 
+STEP_BAR_DELAY = 3.0  # seconds: shorter episodes show no step bar
+
 
 @dataclass
 class Episode:
@@ -62,10 +64,13 @@ def rollout(
     env_kwargs: Mapping[str, Any] | None = None,
     agent_kwargs: Mapping[str, Any] | None = None,
     record: Sequence[str] | None = None,
+    progress: bool = False,
 ) -> Episode:
     """Run one episode of ``agent`` on ``gym.make(env_id, **env_kwargs)`` reset with ``seed``.
 
     ``record`` names the scalar ``info`` keys to trace per step (default: all of them; ``()`` for none).
+    ``progress``: a bar over the episode's steps with a time estimate, shown once the episode has run for
+    ``STEP_BAR_DELAY`` seconds (a paper-scale episode can take minutes).
     """
     agent = build_agent(env_id, agent, agent_kwargs)
     env = gym.make(env_id, **env_kwargs_for(agent, env_kwargs))
@@ -75,16 +80,21 @@ def rollout(
     agent.reset(env.unwrapped if agent.privileged else env.unwrapped.problem, seed=seed)
     traces: dict[str, list] | None = None if record is None else {key: [] for key in record}
     total_reward, steps = 0.0, 0
+    horizon = getattr(getattr(env.unwrapped, "config", None), "horizon", None)
+    bar = progress_bar(total=horizon, desc=f"{agent.name} seed {seed}", unit="step", enabled=progress,
+                       delay=STEP_BAR_DELAY, leave=False)  # fmt: skip
     while True:
         obs, reward, terminated, truncated, info = env.step(agent.act(obs))
         total_reward += float(reward)
         steps += 1
+        bar.update()
         if traces is None:
             traces = {key: [] for key, value in info.items() if _is_scalar(value)}
         for key, values in traces.items():
             values.append(info[key])
         if terminated or truncated:
             break
+    bar.close()
     env.close()
     metrics = {key: float(value) for key, value in info.get("episode_summary", {}).items()}
     metrics.update({"return": total_reward, "steps": float(steps)})
@@ -164,7 +174,8 @@ def evaluate(
     agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
     progress: bool = False,
 ) -> EvalTable:
-    """Roll out every agent on every seed (the same seeds for all: common random numbers)."""
+    """Roll out every agent on every seed (the same seeds for all: common random numbers). ``progress``: a bar
+    over the episodes, and one over the steps of an episode that runs longer than ``STEP_BAR_DELAY`` seconds."""
     seeds = list(seeds)
     check_eval_seeds(seeds)  # the rules of ``compare``: distinct, below the training seeds
     agent_kwargs = dict(agent_kwargs or {})
@@ -183,6 +194,7 @@ def evaluate(
             env_kwargs=env_kwargs,
             agent_kwargs=agent_kwargs.get(agent) if isinstance(agent, str) else None,
             record=(),
+            progress=progress,
         )
         for agent, seed in progress_bar(tasks, desc=env_id, unit="episode", enabled=progress)
     ]
