@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from baselines.compare import Comparison, compare
-from baselines.outputs import check, claim
+from baselines.outputs import claim
 from baselines.report import fmt, interval, write_report
 from baselines.settings import env_setting
 from baselines.stats import bootstrap_ci
@@ -74,8 +74,8 @@ def benchmark(
 ) -> Path:
     """Run the benchmark and return the path of ``report.md``. PPO models are trained in, or loaded from,
     ``models_dir`` (default ``results/models``, the cache ``compare`` uses). ``out_dir`` may not hold another
-    command's outputs unless ``force`` (checked before anything runs)."""
-    out = check(out_dir or "results/benchmark", "benchmark", force=force)
+    command's outputs unless ``force`` (claimed before anything runs)."""
+    out = claim(out_dir or "results/benchmark", "benchmark", force=force)
     start, cpu_start = time.perf_counter(), time.process_time()
     results: dict[str, EnvResult] = {}
     skipped = []
@@ -102,7 +102,6 @@ def benchmark(
     if not results:
         raise ValueError(f"no registered env id has an entry in baselines/settings.py (skipped: {skipped})")
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    claim(out, "benchmark", force=force)
     figure = plot_headline(results, out / "headline.png")
     (out / "headline.json").write_text(
         json.dumps(

@@ -118,13 +118,14 @@ def _describe(x: np.ndarray) -> dict[str, float]:
 
 
 def resolve_agents(env_id: str, agents: str | Sequence[str]) -> list[str]:
-    """``"all"`` or names (a comma-separated string or a list) -> the reference agents to run, in order,
-    with the paper's algorithm, the naive baseline and the oracle added when the env has a settings entry."""
+    """``"all"`` or names (a comma-separated string, or a list) -> the reference agents to run, in order, with
+    the paper's algorithm, the naive baseline and the oracle added when the env has a settings entry (an empty
+    list runs just those; a string naming no agent is an error)."""
     known = agent_names(env_id)
     if isinstance(agents, str):
-        agents = known if agents == "all" else [a.strip() for a in agents.split(",") if a.strip()]
-    if not agents:
-        raise ValueError(f"agents names no agent; give 'all' or a comma-separated list of agents of {env_id}: {known}")
+        text, agents = agents, known if agents == "all" else [a.strip() for a in agents.split(",") if a.strip()]
+        if not agents:  # e.g. `--agents ""`: a typo, not a request for the reference agents only (pass [] for that)
+            raise ValueError(f"agents={text!r} names no agent; give 'all' or a comma-separated list of {known}")
     for name in agents:
         if name not in known:
             raise ValueError(f"agent={name!r} is not an agent of {env_id}; allowed: {known}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_a_usage_error_is_one_line(capsys):
 
 def test_an_empty_agent_list_is_an_error(capsys):
     assert main(["compare", "ClusterSLA-v0", "--agents", " , "]) == 2
-    assert "agents names no agent" in capsys.readouterr().err
+    assert "agents=' , ' names no agent" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", [
@@ -150,3 +151,10 @@ def test_a_missing_dependency_is_a_one_line_error(monkeypatch, capsys):
     monkeypatch.setattr(baselines.harness, "evaluate", missing)
     assert main(["run", "ClusterSLA-v0", "--agent", "mwu"]) == 2
     assert capsys.readouterr().err.strip() == "cluster-envs: error: pygame is not installed"
+
+
+def test_the_missing_extra_hint_is_the_command_that_works_from_a_clone(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "stable_baselines3", None)  # import stable_baselines3 -> ImportError
+    assert main(["train", "ClusterSLA-v0", "--steps", "64", "--out", "unused"]) == 2
+    err = capsys.readouterr().err
+    assert """needs the 'rl' extra: pip install torch==2.13.0 && pip install -e ".[rl]" """ in err
