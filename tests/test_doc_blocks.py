@@ -5,7 +5,9 @@ kernels are already loaded); each shell block runs in bash with ``set -euo pipef
 folder laid out like a clone of the repository (its files linked, no results/), where ``cluster-envs`` and
 ``python`` are this test's interpreter. A block
 preceded by ``<!-- no-run: reason -->`` is skipped (the reason is required), one preceded by ``<!-- slow -->``
-runs only with ``pytest -m slow`` (a page with a slow Python block runs all its Python blocks there).
+runs only with ``pytest -m slow`` (a page with a slow Python block runs all its Python blocks there). A block made
+only of ``--8<--`` includes (pymdownx.snippets) shows a file that has its own test (docs/tutorial.py:
+tests/test_tutorial.py) and is not code as written.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def blocks(page: Path) -> list[Block]:
     found = []
     for match in FENCE.finditer(text):
         kind = LANGUAGES.get(match["lang"])
-        if kind is None:
+        if kind is None or all(line.strip().startswith("--8<--") for line in match["code"].strip().splitlines()):
             continue
         before = text[: match.start()].rstrip("\n ").rsplit("\n", 1)[-1]
         mark = MARK.search(before)

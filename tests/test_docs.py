@@ -3,9 +3,11 @@ pages' code blocks run in tests/test_doc_blocks.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cluster_envs.registration import ENV_ENTRY_POINTS
@@ -29,3 +31,20 @@ def test_relative_links_resolve(doc):
     local = [t.split("#")[0] for t in targets if not t.startswith(("http://", "https://", "mailto:", "#"))]
     missing = [t for t in local if not (doc.parent / t).exists()]
     assert not missing, f"{doc.name} links to missing files: {missing}"
+
+
+def _frames_module():
+    spec = importlib.util.spec_from_file_location("docs_frames", ROOT / "docs" / "frames.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("env_id", sorted(ENV_ENTRY_POINTS))
+def test_the_sheets_frame_is_what_the_renderer_draws(env_id):
+    """docs/envs/img/<id>.png is the env's rgb_array frame now (rerun `python docs/frames.py` after a change)."""
+    image = pytest.importorskip("matplotlib.image")
+    committed = image.imread(ROOT / "docs" / "envs" / "img" / f"{env_id}.png")[..., :3]
+    drawn = _frames_module().frame(env_id)
+    np.testing.assert_array_equal(np.round(committed * 255).astype(np.uint8), drawn)
+    assert f"(img/{env_id}.png)" in (ROOT / "docs" / "envs" / f"{env_id}.md").read_text()
