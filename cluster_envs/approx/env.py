@@ -40,8 +40,8 @@ from cluster_envs.approx.model import (
     trace_jobs,
 )
 from cluster_envs.approx.simulator import ApproxProblem, ApproxSimulator, Instance
-from cluster_envs.common.config import build_config, check_choice, check_reset_options
-from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
+from cluster_envs.common.config import build_config, check_reset_options
+from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart, check_render_mode, render_metadata
 from cluster_envs.common.seeding import episode_streams
 
 
@@ -87,15 +87,14 @@ def kernel_array(action: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
 class _ApproxEnvCore(gym.Env):
     """The shared core; the two registered classes below differ only in presets and space encodings."""
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = render_metadata()
     single_job = False
     presets: dict[str, dict[str, Any]] = MULTI_PRESETS
     env_name = "ClusterApprox-v0"
 
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         config = build_config(ApproxConfig, self.presets, preset, overrides)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        check_render_mode(render_mode)
         if self.single_job and (config.job_source != "single" or config.max_visible_jobs != 1):
             raise ValueError(f"{self.env_name} has one job: job_source must be 'single' and max_visible_jobs 1")
         if self.single_job and config.capacity is not None:

@@ -25,7 +25,7 @@ from cluster_envs.bilinear.simulator import (
     sample_arrivals,
 )
 from cluster_envs.common.config import build_config, check_choice, check_number, check_reset_options
-from cluster_envs.common.render import RED, bar_chart, cycle_colors, log_levels
+from cluster_envs.common.render import RED, bar_chart, check_render_mode, cycle_colors, log_levels, render_metadata
 from cluster_envs.common.seeding import episode_streams
 
 INFO_LEVELS = ("minimal", "full")
@@ -244,12 +244,11 @@ class ClusterBilinearEnv(gym.Env):
     ``true_mean_rewards`` (r), ``theta``, ``rho``, ``mu``, ``r_star``, ``oracle_allocation``, ``simulator``.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = render_metadata()
 
     def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
         config = build_config(BilinearConfig, PRESETS, preset, overrides)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        check_render_mode(render_mode)
         self.config, self.preset, self.render_mode = config, preset, render_mode
         n_i, n_j = config.num_job_classes, config.num_server_classes
         self._caps = np.asarray(config.servers_per_class, dtype=np.float64)

@@ -9,8 +9,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.common.config import build_config, check_choice, check_reset_options
-from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
+from cluster_envs.common.config import build_config, check_reset_options
+from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, check_render_mode, cycle_colors, render_metadata
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
 from cluster_envs.multiserver.model import (
@@ -124,13 +124,12 @@ class ClusterMultiServerEnv(gym.Env):
     fast single-env setting.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = render_metadata()
     env_name = "ClusterMultiServer-v0"
 
     def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
         config = self._build_config(preset, overrides)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        check_render_mode(render_mode)
         self.config, self.preset, self.render_mode = config, preset, render_mode
         self.instance = self._make_instance()
         self.problem = self._make_problem()

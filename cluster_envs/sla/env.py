@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from cluster_envs.common.config import build_config, check_choice, check_number, check_reset_options
-from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
+from cluster_envs.common.render import BLUE, RED, bar_chart, check_render_mode, log_levels, render_metadata
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.sla.kernel import (
     ACTION_MODES,
@@ -171,12 +171,11 @@ class ClusterSLAEnv(gym.Env):
     B copies in one compiled call (``vector_env.ClusterSLAVectorEnv``; paper observation, built-in rewards).
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = render_metadata()
 
     def __init__(self, preset: str = "paper_synthetic_small", render_mode: str | None = None, **overrides: Any):
         config = build_config(SLAConfig, PRESETS, preset, overrides)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        check_render_mode(render_mode)
         self.config = config
         self.preset = preset
         self.render_mode = render_mode
