@@ -17,7 +17,7 @@ def test_the_tutorial_runs_end_to_end(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     namespace = runpy.run_path(str(ROOT / "docs" / "tutorial.py"), run_name="__main__")
     out = capsys.readouterr().out
-    assert namespace["TINY"] and "PPO - mwu_extended:" in out and "PPO on seed 0: regret" in out
+    assert namespace["TINY"] and "PPO - mwu_extended, regret:" in out and "PPO on seed 0: regret" in out
     assert (tmp_path / "results" / "tutorial" / "report.md").is_file()
     assert (tmp_path / "results" / "models" / "ppo-ClusterSLA-v0" / "model.zip").is_file()
 

@@ -32,3 +32,20 @@ def test_iterating_counts_every_item_and_disabled_is_silent(monkeypatch):
     stream.truncate(0)
     assert list(progress.progress_bar(range(2), desc="runs", unit="run", enabled=False)) == [0, 1]
     assert stream.getvalue() == ""
+
+
+def test_a_long_episode_of_run_shows_a_step_bar_with_its_horizon(monkeypatch, capsys):
+    """`cluster-envs run` on a slow episode: the bar counts the episode's steps out of its horizon (an estimate);
+    episodes shorter than STEP_BAR_DELAY show none."""
+    from baselines import harness
+    from baselines.cli import main
+
+    monkeypatch.setattr(harness, "STEP_BAR_DELAY", 0.0)
+    argv = ["run", "ClusterSLA-v0", "--agent", "owm", "--seeds", "0", "--set", "preset=example_1_1", "--set",
+            "horizon=300"]  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err  # pytest's capture is not a terminal: plain lines
+    assert "owm seed 0:" in err and "/300 [" in err
+    monkeypatch.setattr(harness, "STEP_BAR_DELAY", 60.0)
+    assert main(argv) == 0
+    assert "owm seed 0:" not in capsys.readouterr().err
