@@ -27,8 +27,9 @@ def progress_bar(iterable: Iterable | None = None, *, total: int | None = None, 
         return tqdm(iterable, total=total, disable=True)
     if sys.stderr.isatty() or auto_tqdm is not tqdm:  # a terminal, or a notebook (tqdm.auto picked its widget)
         return auto_tqdm(iterable, total=total, desc=desc, unit=unit, delay=delay, leave=leave)
+    # maxinterval too: tqdm's monitor thread would otherwise force a line every 10 s
     return LogBar(iterable, total=total, desc=desc, unit=unit, delay=delay, file=_Lines(sys.stderr),
-                  mininterval=LOG_INTERVAL, ascii=True)  # fmt: skip
+                  mininterval=LOG_INTERVAL, maxinterval=LOG_INTERVAL, ascii=True)  # fmt: skip
 
 
 class LogBar(tqdm):

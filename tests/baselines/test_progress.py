@@ -49,3 +49,17 @@ def test_a_long_episode_of_run_shows_a_step_bar_with_its_horizon(monkeypatch, ca
     monkeypatch.setattr(harness, "STEP_BAR_DELAY", 60.0)
     assert main(argv) == 0
     assert "owm seed 0:" not in capsys.readouterr().err
+
+
+def test_a_log_gets_no_more_than_a_line_per_interval(monkeypatch):
+    monkeypatch.setattr(progress, "LOG_INTERVAL", 0.5)
+    stream = io.StringIO()
+    monkeypatch.setattr(progress.sys, "stderr", stream)
+    bar = progress.progress_bar(total=10_000, desc="train", unit="step")
+    start = time.monotonic()
+    while time.monotonic() - start < 2.2:  # frequent updates for about four intervals
+        bar.update()
+        time.sleep(0.0002)
+    bar.close()
+    lines = stream.getvalue().splitlines()
+    assert 3 <= len(lines) <= 2 + 5, lines  # the first and the last line, and about one per interval between
