@@ -98,9 +98,10 @@ def test_a_usage_error_is_one_line(capsys):
     ]
 
 
-def test_an_empty_agent_list_is_an_error(capsys):
-    assert main(["compare", "ClusterSLA-v0", "--agents", " , "]) == 2
-    assert "agents=' , ' names no agent" in capsys.readouterr().err
+@pytest.mark.parametrize("agents", ["", " , "])
+def test_an_empty_agent_list_is_an_error(capsys, agents):
+    assert main(["compare", "ClusterSLA-v0", "--agents", agents]) == 2
+    assert f"agents={agents!r} names no agent" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", [

@@ -48,3 +48,19 @@ def test_the_sheets_frame_is_what_the_renderer_draws(env_id):
     drawn = _frames_module().frame(env_id)
     np.testing.assert_array_equal(np.round(committed * 255).astype(np.uint8), drawn)
     assert f"(img/{env_id}.png)" in (ROOT / "docs" / "envs" / f"{env_id}.md").read_text()
+
+
+def test_citation_and_licence():
+    """CITATION.cff has the keys CFF 1.2.0 requires and credits the four papers of the README's table; LICENSE is
+    the MIT licence pyproject.toml declares."""
+    yaml = pytest.importorskip("yaml")
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and {"message", "title", "authors"} <= set(cff)
+    readme = (ROOT / "README.md").read_text()
+    assert len(cff["references"]) == 4
+    for reference in cff["references"]:
+        assert {"type", "title", "authors"} <= set(reference)
+        assert f"*{reference['title']}*" in readme
+        assert all(author["family-names"] in readme for author in reference["authors"])
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert 'license = { text = "MIT" }' in (ROOT / "pyproject.toml").read_text()
