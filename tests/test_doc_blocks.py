@@ -3,11 +3,10 @@
 A page's Python blocks run in order in one namespace (as pasted into one session; in this process, whose numba
 kernels are already loaded); each shell block runs in bash with ``set -euo pipefail``. Both run in a temporary
 folder laid out like a clone of the repository (its files linked, no results/), where ``cluster-envs`` and
-``python`` are this test's interpreter. A block
-preceded by ``<!-- no-run: reason -->`` is skipped (the reason is required), one preceded by ``<!-- slow -->``
-runs only with ``pytest -m slow`` (a page with a slow Python block runs all its Python blocks there). A block made
-only of ``--8<--`` includes (pymdownx.snippets) shows a file that has its own test (docs/tutorial.py:
-tests/test_tutorial.py) and is not code as written.
+``python`` are this test's interpreter. A block preceded by ``<!-- no-run: reason -->`` is skipped (the reason is
+required); one preceded by ``<!-- slow -->`` runs only with ``pytest -m slow``, where all of its page's Python
+blocks run in page order. A block made only of ``--8<--`` includes (pymdownx.snippets) shows a file that has its
+own test (docs/tutorial.py: tests/test_tutorial.py) and is not code as written.
 """
 
 from __future__ import annotations
@@ -97,13 +96,15 @@ def _run(argv: list[str], code: str, where: str, clone: tuple[Path, dict[str, st
 
 
 def _python_params() -> list:
+    """Per page: its fast Python blocks in the default run, and all of them (fast and slow) with ``-m slow``."""
     params = []
     for page in PAGES:
         runnable = [b for b in blocks(page) if b.kind == "python" and b.mark != "no-run"]
-        if runnable:
-            slow = any(b.mark == "slow" for b in runnable)
-            marks = [pytest.mark.slow] if slow else []
-            params.append(pytest.param(page, runnable, id=_name(page), marks=marks))
+        fast = [b for b in runnable if b.mark != "slow"]
+        if fast:
+            params.append(pytest.param(page, fast, id=_name(page)))
+        if len(fast) < len(runnable):
+            params.append(pytest.param(page, runnable, id=f"{_name(page)}-all", marks=[pytest.mark.slow]))
     return params
 
 
