@@ -156,6 +156,15 @@ def _cmd_benchmark(args: argparse.Namespace) -> None:
     print(f"report written to {report}")
 
 
+def _cmd_bench(args: argparse.Namespace) -> None:
+    from baselines.bench import run_from_args
+    from baselines.outputs import check, claim
+
+    check(args.out, "bench", force=args.force)
+    run_from_args(args)
+    claim(args.out, "bench", force=True)
+
+
 def _scale_out(args: argparse.Namespace) -> dict[str, Any]:
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
@@ -289,11 +298,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Step-rate benchmark (issue 7): options and run live in baselines/bench.py, shared with benchmarks/bench.py.
     from baselines.bench import add_arguments as add_speed_arguments
-    from baselines.bench import run_from_args as run_speed_bench
 
     speed = command("bench", "steps/s of every env id next to CartPole in the same run (Markdown, JSON)")
     add_speed_arguments(speed)
-    speed.set_defaults(func=run_speed_bench)
+    speed.add_argument(
+        "--force", action="store_true", help="write into --out even if another command's outputs are there"
+    )
+    speed.set_defaults(func=_cmd_bench)
     return parser
 
 

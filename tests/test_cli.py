@@ -109,6 +109,7 @@ def test_an_empty_agent_list_is_an_error(capsys, agents):
     ["benchmark", "--quick"],
     ["reproduce", "sla"],
     ["train", "ClusterSLA-v0", "--steps", "64"],
+    ["bench", "--ids", "ClusterSLA-v0"],
 ])  # fmt: skip
 def test_out_naming_a_file_or_another_commands_folder_is_refused_before_running(tmp_path, capsys, command):
     (tmp_path / "file").write_text("")
