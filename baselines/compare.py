@@ -1,6 +1,6 @@
 """``cluster-envs compare``: every agent on the same evaluation seeds, with honest statistics.
 
-Reference agents and RL agents (trained on the spot or loaded from ``<out>/models``) run through the
+Reference agents and RL agents (trained on the spot or loaded from the cache ``results/models``) run through the
 same ``rollout`` on the same seeds (common random numbers). Per agent and metric the report gives the
 mean, the interquartile mean and a 95% bootstrap interval; against the paper's algorithm the paired
 per-seed difference with its interval and the probability of improvement (the fraction of seeds on
@@ -23,6 +23,7 @@ from agents import agent_names
 from agents.registry import agent_class
 from baselines.backends import Task, run_tasks
 from baselines.harness import Episode, build_agent, env_kwargs_for
+from baselines.outputs import MODELS_DIR
 from baselines.rl import (
     RunConfig,
     SavedPolicy,
@@ -127,11 +128,14 @@ def _describe(x: np.ndarray) -> dict[str, float]:
 
 
 def resolve_agents(env_id: str, agents: str | Sequence[str]) -> list[str]:
-    """``"all"`` or names (a comma-separated string or a list) -> the reference agents to run, in order,
-    with the paper's algorithm, the naive baseline and the oracle added when the env has a settings entry."""
+    """``"all"`` or names (a comma-separated string, or a list) -> the reference agents to run, in order, with
+    the paper's algorithm, the naive baseline and the oracle added when the env has a settings entry (an empty
+    list runs just those; a string naming no agent is an error)."""
     known = agent_names(env_id)
     if isinstance(agents, str):
-        agents = known if agents == "all" else [a.strip() for a in agents.split(",") if a.strip()]
+        text, agents = agents, known if agents == "all" else [a.strip() for a in agents.split(",") if a.strip()]
+        if not agents:  # e.g. `--agents ""`: a typo, not a request for the reference agents only (pass [] for that)
+            raise ValueError(f"agents={text!r} names no agent; give 'all' or a comma-separated list of {known}")
     for name in agents:
         if name not in known:
             raise ValueError(f"agent={name!r} is not an agent of {env_id}; allowed: {known}")
@@ -162,8 +166,8 @@ def compare(
     add kwargs of the action/observation format (``FORMAT_KWARGS``); one that needs other kwargs changes the
     dynamics, so it is left out of ``"all"`` (listed in ``excluded``) and refused when named.
     ``rl`` names RL algorithms; each comes from ``obtain_policy``: a matching run in ``models_dir/<algo>-<env_id>``
-    or shipped with the package (unless ``retrain``), else one trained there (with ``threads`` torch threads, on
-    the same backend as the episodes).
+    (default ``results/models``, the cache the command line uses too) or shipped with the package (unless
+    ``retrain``), else one trained there (with ``threads`` torch threads, on the same backend as the episodes).
     """
     seeds = list(seeds)
     check_eval_seeds(seeds)
@@ -250,7 +254,7 @@ def obtain_policy(
     else the run shipped with the package (``baselines/models/<env_id>/<algo>``) if it matches. Otherwise a new run,
     trained as a task of ``backend`` (in this process, or on Ray with ``address``) with ``threads`` torch threads,
     and saved in the cache folder (overwritten)."""
-    run_dir = Path(models_dir or "runs") / f"{algo}-{env_id.split(':')[-1]}"
+    run_dir = Path(models_dir or MODELS_DIR) / f"{algo}-{env_id.split(':')[-1]}"
     config = RunConfig.resolve(algo, env_id, env_kwargs)
     wanted = config.n_timesteps if steps is None else steps
     sources = {} if retrain else {"cache": run_dir, "shipped": shipped_run(env_id, algo)}
