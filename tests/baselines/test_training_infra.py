@@ -66,13 +66,13 @@ def test_benchmark_quick_evaluates_the_shipped_model_without_training(shipped, t
         bench.benchmark(tmp_path / "again", quick=True, progress=False, env_ids=[ENV], retrain=True)
 
 
-def test_the_cli_passes_retrain_and_threads(monkeypatch, tmp_path):
+def test_the_cli_passes_retrain_and_threads(monkeypatch, tmp_path, capsys):
     seen = {}
     monkeypatch.setattr(bench, "benchmark", lambda out, **kwargs: seen.update(kwargs) or tmp_path / "report.md")
     assert main(["benchmark", "--quick", "--retrain", "--threads", "2", "--out", str(tmp_path)]) == 0
     assert seen["retrain"] is True and seen["threads"] == 2
-    with pytest.raises(SystemExit):
-        main(["train", ENV, "--threads", "0"])
+    assert main(["train", ENV, "--threads", "0"]) == 2
+    assert "--threads: must be a positive integer, got 0" in capsys.readouterr().err
 
 
 def test_threads_and_tensorboard(tmp_path, monkeypatch):
