@@ -122,7 +122,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> None:
     from baselines.compare import compare
-    from baselines.report import write_report
+    from baselines.report import headline, write_report
 
     out = args.out or f"results/compare/{args.env_id.split(':')[-1]}"
     comparison = compare(
@@ -133,15 +133,21 @@ def _cmd_compare(args: argparse.Namespace) -> None:
         env_kwargs=parse_assignments(args.set, "--set"),
         rl_steps=args.rl_steps,
         models_dir=f"{out}/models",
+        held_out=args.held_out,
         **_scale_out(args),
     )
-    print(f"report written to {write_report(comparison, out)}")
+    path = write_report(comparison, out)
+    if comparison.setting is not None:
+        print(headline(comparison))
+    print(f"report written to {path}")
 
 
 def _cmd_benchmark(args: argparse.Namespace) -> None:
     from baselines.benchmark import benchmark
+    from baselines.report import headline_text
 
     report = benchmark(args.out, quick=args.quick, **_scale_out(args))
+    print(headline_text(report))
     print(f"report written to {report}")
 
 
@@ -204,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--seeds", default="0-9", help="evaluation seeds (default 0-9)")
     cmp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
     cmp.add_argument("--out", default=None, help="output folder (default results/compare/<env_id>)")
+    held_out = "MultiServer/Gang: seed s on the held-out instance 1000+s (no RL), not the preset's instance"
+    cmp.add_argument("--held-out", action="store_true", help=held_out)
     _add_scale_out(cmp)
     cmp.set_defaults(func=_cmd_compare)
 

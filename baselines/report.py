@@ -1,5 +1,7 @@
 """Write a comparison out: ``report.md`` (tables and figures), ``results.csv`` (per agent and seed),
-``summary.csv`` and ``results.json`` (everything), and matplotlib figures under ``figures/``."""
+``summary.csv`` and ``results.json`` (everything, with the evaluation and training instances), and matplotlib
+figures under ``figures/``. ``headline`` is the normalized-score table with its sanity flags, which
+``cluster-envs compare`` also prints."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from baselines import sanity
 from baselines.compare import Comparison
 
 DIRECTION_WORDS = {1: "higher is better", -1: "lower is better", 0: "direction not set"}
@@ -61,6 +64,9 @@ def to_json(comparison: Comparison, summary: list[dict[str, Any]]) -> dict[str, 
         "oracle_agent": setting.oracle_agent if setting else None,
         "oracle_value": setting.oracle_value if setting else None,
         "headline": setting.headline if setting else None,
+        "track": comparison.track,
+        "evaluation_instances": {str(s): i for s, i in comparison.instances.items()},
+        "training_instances": comparison.training_instances(),
         "summary": summary,
         "normalized": comparison.normalized_summary(),
         "rl_runs": comparison.rl_runs,
@@ -79,6 +85,8 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 def label(comparison: Comparison, agent: str) -> str:
     if agent == comparison.paper_agent:
         return f"{agent} (paper)"
+    if comparison.setting is not None and agent in comparison.setting.ablations:
+        return f"{agent} (ablation)"
     if agent in comparison.privileged:
         return f"{agent} (oracle)"
     if agent in comparison.rl_runs:
@@ -114,21 +122,7 @@ def markdown(
             "",
         ]
     if setting is not None:
-        lines += [
-            f"Paper's algorithm: `{paper}`; naive baseline (score 0): `{setting.naive_agent}`; "
-            f"oracle (score 1): {setting.oracle_text}. {setting.notes}",
-            "",
-            f"## Normalized score on `{setting.headline}`",
-            "",
-            "| agent | mean | IQM | 95% CI |",
-            "|---|---:|---:|---|",
-        ]
-        for row in comparison.normalized_summary():
-            lines.append(
-                f"| {label(comparison, row['agent'])} | {fmt(row['mean'])} | {fmt(row['iqm'])} "
-                f"| {interval(row['ci_low'], row['ci_high'])} |"
-            )
-        lines.append("")
+        lines += [headline(comparison), ""]
     lines += ["## Metrics", ""]
     for metric, direction in comparison.metrics.items():
         lines += [f"### `{metric}` ({DIRECTION_WORDS[direction]})", ""]
@@ -180,6 +174,37 @@ def markdown(
     ]
     lines += ["Raw per-seed results: `results.csv`, `results.json`; the table above: `summary.csv`.", ""]
     return "\n".join(lines)
+
+
+def headline(comparison: Comparison) -> str:
+    """The anchors, the normalized scores on the headline metric and the sanity flags (markdown)."""
+    setting = comparison.setting
+    instances = sorted({str(i) for i in comparison.instances.values()})
+    lines = [
+        f"Track: {comparison.track} (instances: {', '.join(instances)}). Paper's algorithm: "
+        f"`{comparison.paper_agent}`; 0-anchor (naive): `{setting.naive_agent}`; 1-anchor (clairvoyant): "
+        f"{setting.oracle_text}. {setting.notes}",
+        "",
+        *(f"- `{agent}` left out: {reason}." for agent, reason in setting.left_out.items()),
+        *(f"- `{agent}`: {what}." for agent, what in setting.ablations.items() if agent in comparison.agents),
+        "",
+        f"## Normalized score on `{setting.headline}`",
+        "",
+        "| agent | mean | IQM | 95% CI |",
+        "|---|---:|---:|---|",
+    ]
+    for row in comparison.normalized_summary():
+        lines.append(
+            f"| {label(comparison, row['agent'])} | {fmt(row['mean'])} | {fmt(row['iqm'])} "
+            f"| {interval(row['ci_low'], row['ci_high'])} |"
+        )
+    lines += ["", "### Sanity notes", "", *sanity.markdown(sanity.flags(comparison))]
+    return "\n".join(lines)
+
+
+def headline_text(benchmark_report: Path) -> str:
+    """What ``cluster-envs benchmark`` prints when it ends: the headline its run wrote beside ``report.md``."""
+    return (Path(benchmark_report).parent / "headline.md").read_text()
 
 
 def _seed_text(seeds: list[int]) -> str:
