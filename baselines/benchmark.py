@@ -29,7 +29,7 @@ import numpy as np
 
 from baselines import sanity
 from baselines.compare import Comparison, compare
-from baselines.report import fmt, interval, write_report
+from baselines.report import fmt, interval, read_comparison, rewrite_markdown, write_report
 from baselines.settings import env_setting
 from baselines.stats import aggregate_iqm, bootstrap_ci, performance_profiles
 from cluster_envs import env_ids as registered
@@ -93,6 +93,7 @@ class EnvResult:
             "clairvoyant_anchor": setting.oracle_agent or setting.oracle_value_name,
             "scores": self.headline(),
             "rl_budget": self.rl_budget(),
+            "seconds": self.seconds,
             "evaluation_seeds": comparison.seeds,
             "evaluation_instances": {str(s): i for s, i in comparison.instances.items()},
             "training_instances": comparison.training_instances(),
@@ -141,34 +142,45 @@ def benchmark(
             tracks[comparison.track][env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
     if not tracks["held-out instances"]:
         raise ValueError(f"no registered env id has an entry in baselines/settings.py (skipped: {skipped})")
-    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    times = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu_start}
+    return write_headline(out, tracks, {"quick": quick, **times, "skipped": skipped})
+
+
+def render(out_dir: str | Path) -> Path:
+    """Rewrite the headline and every report of a finished run in ``out_dir`` from its saved per-seed results,
+    under today's settings entries (e.g. a sanity flag explained after the run); no episode is run again."""
+    out = Path(out_dir)
+    stored = json.loads((out / "headline.json").read_text())
+    tracks: dict[str, dict[str, EnvResult]] = {}
+    for track, results in stored["tracks"].items():
+        tracks[track] = {}
+        for env_id, facts in results.items():
+            folder = out / env_id if track == "held-out instances" else out / "fixed-instance" / env_id
+            comparison = read_comparison(folder)
+            report = rewrite_markdown(comparison, folder)
+            tracks[track][env_id] = EnvResult(comparison, report, facts.get("seconds", float("nan")))
+    run = {key: stored[key] for key in ("quick", "seconds", "cpu_seconds", "skipped")}
+    return write_headline(out, tracks, run)
+
+
+def write_headline(out: Path, tracks: dict[str, dict[str, EnvResult]], run: dict[str, Any]) -> Path:
+    """Write ``headline.json``, ``headline.md``, the figures and ``report.md``; return the latter's path."""
     out.mkdir(parents=True, exist_ok=True)
     headline = tracks["held-out instances"]
     aggregate = aggregate_roles(headline)
     figure = plot_headline(headline, out / "headline.png")
     profile = plot_profiles(headline, out / "profiles.png")
-    (out / "headline.json").write_text(
-        json.dumps(
-            {
-                "quick": quick,
-                "seconds": seconds,
-                "cpu_seconds": cpu_seconds,
-                "skipped": skipped,
-                "tracks": {track: {e: r.to_json() for e, r in results.items()} for track, results in tracks.items()},
-                "aggregate": aggregate,
-            },
-            indent=2,
-            default=repr,
-        )
-    )
-    head = headline_markdown(tracks, aggregate, quick, out)
+    stored_tracks = {track: {e: r.to_json() for e, r in results.items()} for track, results in tracks.items()}
+    stored = {**run, "tracks": stored_tracks, "aggregate": aggregate}
+    (out / "headline.json").write_text(json.dumps(stored, indent=2, default=repr))
+    head = headline_markdown(tracks, aggregate, run["quick"], out)
     (out / "headline.md").write_text(head)
     figures = [
         f"![normalized scores]({figure.relative_to(out)})",
         f"![performance profiles]({profile.relative_to(out)})",
     ]
     path = out / "report.md"
-    path.write_text(head + "\n" + runs_markdown(tracks, skipped, (seconds, cpu_seconds), figures))
+    path.write_text(head + "\n" + runs_markdown(tracks, run["skipped"], (run["seconds"], run["cpu_seconds"]), figures))
     return path
 
 

@@ -12,8 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from agents.registry import agent_class
 from baselines import sanity
 from baselines.compare import Comparison
+from baselines.harness import Episode
+from baselines.settings import env_setting
 
 DIRECTION_WORDS = {1: "higher is better", -1: "lower is better", 0: "direction not set"}
 MAX_CURVE_POINTS = 400
@@ -72,6 +75,38 @@ def to_json(comparison: Comparison, summary: list[dict[str, Any]]) -> dict[str, 
         "rl_runs": comparison.rl_runs,
         "episodes": [{"agent": e.agent, "seed": e.seed, "metrics": e.metrics} for e in comparison.episodes],
     }
+
+
+def read_comparison(folder: str | Path) -> Comparison:
+    """The comparison a ``results.json`` holds (without the per-step traces), under today's settings entry: its
+    anchors, flags and explanations are re-derived from the stored per-seed metrics."""
+    stored = json.loads((Path(folder) / "results.json").read_text())
+    env_id, rl_runs = stored["env_id"], stored["rl_runs"]
+    return Comparison(
+        env_id=env_id,
+        seeds=stored["seeds"],
+        agents=stored["agents"],
+        episodes=[Episode(env_id, e["agent"], e["seed"], e["metrics"], {}) for e in stored["episodes"]],
+        setting=env_setting(env_id),
+        env_kwargs=stored["env_kwargs"],
+        agent_env_kwargs=stored["agent_env_kwargs"],
+        excluded=stored["excluded"],
+        privileged={a for a in stored["agents"] if a not in rl_runs and agent_class(env_id, a).privileged},
+        rl_runs=rl_runs,
+        held_out=stored["track"] == "held-out instances",
+        instances={int(seed): instance for seed, instance in stored["evaluation_instances"].items()},
+    )
+
+
+def rewrite_markdown(comparison: Comparison, folder: str | Path) -> Path:
+    """Rewrite ``report.md`` of a written report from ``comparison`` (e.g. ``read_comparison``'s), keeping its
+    figures: what changes is only what the settings entry says (explanations, labels)."""
+    out = Path(folder)
+    bars = {metric: out / "figures" / f"{metric}.png" for metric in comparison.metrics}
+    curves = {p.stem.removeprefix("curve_"): p for p in sorted((out / "figures").glob("curve_*.png"))}
+    path = out / "report.md"
+    path.write_text(markdown(comparison, comparison.summary(), bars, curves, out))
+    return path
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -37,7 +37,7 @@ def _means(folder: Path, metric: str) -> dict[str, float]:
     return {a: float(np.mean([e["metrics"][metric] for e in episodes if e["agent"] == a])) for a in agents}
 
 
-def test_benchmark_report(tiny, tmp_path):
+def test_benchmark_report(tiny, monkeypatch, tmp_path):
     report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=[ENV, "ClusterNotInSettings-v0"])
     text = report.read_text()
     assert "| [ClusterSLA-v0](ClusterSLA-v0/report.md) | defaults | `regret` | `static` | `mwu_extended`" in text
@@ -65,6 +65,14 @@ def test_benchmark_report(tiny, tmp_path):
     assert stored["aggregate"]["paper"]["iqm"] == pytest.approx(float(iqm(np.array(paper))))
     assert stored["aggregate"]["paper"]["envs"] == [ENV]
     assert (tmp_path / "models" / f"ppo-{ENV}" / "model.zip").is_file() and (tmp_path / "profiles.png").is_file()
+    # the entry's text edited after the run: render rewrites the reports from the saved results, same numbers
+    edited = dataclasses.replace(settings.SETTINGS[ENV], notes="Rendered again.")
+    monkeypatch.setitem(settings.SETTINGS, ENV, edited)
+    assert bench.render(tmp_path) == report
+    again = json.loads((tmp_path / "headline.json").read_text())
+    assert again["tracks"] == stored["tracks"] and again["aggregate"] == stored["aggregate"]
+    assert "Rendered again." in (tmp_path / ENV / "report.md").read_text()
+    assert (tmp_path / ENV / "figures" / "curve_regret.png").is_file()  # the run's figures are kept
 
 
 def test_no_headline_agent_trained_on_an_evaluation_instance(tiny, monkeypatch, tmp_path):
