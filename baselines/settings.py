@@ -176,8 +176,10 @@ SETTINGS: dict[str, EnvSetting] = {
             "identical:random=greedy": "One job arrives per slot and Greedy-LinUCB's indices are clipped at 1 "
             "(r̃ ≡ 1, as SABR's) for most of the episode, so its choice is its random server order, drawn from "
             "the same seeded generator in the same order as the random matching's.",
-            "identical:sabr=w_sabr=oful_rs": "With β as printed every index is clipped at 1 until about slot "
-            "1400, so OFUL-RS's cached indices equal SABR's recomputed ones, and W-SABR is SABR (w = c = 1).",
+            "below_random:ugda_ol": "UGDA-OL (the spec's reconstruction; the paper does not define it) never sees "
+            "a job twice with μ = 1, so it is Alg. 1 with r̃ ≡ 1: it holds SABR's backlog (the V term of Thm "
+            "III.1) and loses service to the collisions of its randomised server choices without learning r, "
+            "while the random matching serves every job at once.",
         },
         rl_env_kwargs={"action_mode": "simplex_logits", "observation_mode": "full"},
         rl_steps=200_000,
@@ -199,9 +201,9 @@ SETTINGS: dict[str, EnvSetting] = {
         rl_steps=200_000,
         rl_steps_quick=30_000,
         explanations={
-            "above_oracle:greedy_ucb": "The 1-anchor is a clairvoyant policy, not the offline optimum: OPM told the "
-            "true mean rates. Rate estimation costs OPM little here (known rates: +0.2% utility, measured), so "
-            "heuristics that spend the budget faster than OPM's primal-dual step can beat it.",
+            "below_naive:ppo": "PPO's per-machine discrete actions are not work-conserving: at this budget its "
+            "policy spreads the machines over the job slots, most of them empty, instead of the jobs present "
+            "(docs/baselines.md); the RL rows' budgets and actions are the subject of the RL-baselines work.",
         },
         notes="The 1-anchor is `known_rates` (OPM with the true mean rates, privileged), a clairvoyant policy and "
         "not an upper bound: the exact offline optimum (the env's `compute_benchmark=True`, P1 over the horizon) "
