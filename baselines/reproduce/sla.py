@@ -16,8 +16,8 @@ import numpy as np
 
 from agents import make_agent
 from baselines.progress import progress_bar
-from cluster_envs.sla.dynamics import windowed_sla_gap
 from cluster_envs.sla.env import ClusterSLAEnv
+from cluster_envs.sla.kernel import windowed_sla_gap
 from cluster_envs.sla.runner import Trajectory, simulate
 
 # The paper's reported numbers [L409-L463]; sign convention X - Alg2 (A21).
