@@ -18,7 +18,7 @@ from scipy.optimize import linear_sum_assignment
 
 from agents.base import BaseAgent
 from agents.bilinear.sabr import check_action_mode
-from cluster_envs.bilinear.dynamics import BilinearProblem
+from cluster_envs.bilinear.simulator import BilinearProblem
 
 
 class RandomMatching(BaseAgent):
