@@ -97,7 +97,14 @@ def _below_random_flags(comparison: Comparison) -> list[tuple[str, str]]:
 
 
 def markdown(found: list[Flag]) -> list[str]:
-    """The report's lines: one bullet per flag, its explanation or a loud "not explained"."""
+    """The report's lines: one bullet per flag, its explanation (once; a repeat points up) or a loud "not
+    explained"."""
     if not found:
         return ["No sanity flag."]
-    return [f"- {flag.text}. {flag.explanation or '**Not explained yet.**'}" for flag in found]
+    lines, said = [], set()
+    for flag in found:
+        explanation = flag.explanation or "**Not explained yet.**"
+        lines.append(f"- {flag.text}. {'Explained above.' if explanation in said else explanation}")
+        if flag.explanation:
+            said.add(explanation)
+    return lines

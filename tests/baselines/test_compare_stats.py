@@ -16,7 +16,7 @@ from baselines.backends import Task, run_tasks
 from baselines.compare import compare
 from baselines.harness import rollout
 from baselines.report import markdown, to_json, write_report
-from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
+from baselines.stats import aggregate_iqm, bootstrap_ci, improvement_indicator, iqm, normalized
 
 ENV = "ClusterSLA-v0"
 SMALL = {"horizon": 240}
@@ -193,3 +193,15 @@ def test_heuristics_exclude_the_reference_points(two_seeds):
     assert two_seeds.heuristics() == ["owm"]
     only_references = dataclasses.replace(two_seeds, agents=["mwu_extended", "static", "pg"])
     assert only_references.heuristics() == []
+
+
+def test_the_aggregate_is_rliables_iqm_with_a_reproducible_stratified_interval():
+    """The point is the IQM of every run of every task pooled; the interval resamples runs within each task
+    (a task whose runs are all equal adds no spread) and is the same on every call."""
+    rng = np.random.default_rng(5)
+    scores = {"a": rng.normal(size=(6, 3)), "flat": np.tile([0.2, 0.5, 0.9], (6, 1))}
+    first = aggregate_iqm(scores)
+    assert first == aggregate_iqm(scores)
+    assert first["a"][0] == pytest.approx(float(iqm(scores["a"].ravel())))
+    assert first["a"][1] < first["a"][0] < first["a"][2]
+    assert first["flat"][1] == pytest.approx(first["flat"][2])

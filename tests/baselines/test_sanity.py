@@ -74,6 +74,8 @@ def test_the_explanation_comes_from_the_entry_and_an_unexplained_flag_says_so():
     assert [f.explanation for f in found] == [None, "Because."]
     lines = sanity.markdown(found)
     assert lines[0].endswith("**Not explained yet.**") and lines[1].endswith("Because.")
+    twice = sanity.flags(comparison(regrets, {"below_random:hauf": "Because.", "below_naive:hauf": "Because."}))
+    assert [line.split(". ")[-1] for line in sanity.markdown(twice)] == ["Because.", "Explained above."]
 
 
 @pytest.mark.parametrize("env_id", sorted(SETTINGS))
