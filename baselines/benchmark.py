@@ -360,7 +360,7 @@ def plot_profiles(results: dict[str, EnvResult], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     labels = {"xlabel": "normalized score τ", "ylabel": "fraction of runs with score > τ"}
     plot_utils.plot_performance_profiles(profiles, TAUS, performance_profile_cis=bands, ax=ax, **labels)
-    ax.legend(list(profiles), fontsize=8)
+    ax.legend(ax.get_lines()[-len(profiles) :], list(profiles), fontsize=8)  # the lines, not their bands
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
