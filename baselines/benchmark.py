@@ -86,7 +86,6 @@ class EnvResult:
         comparison = self.comparison
         setting = comparison.setting
         return {
-            "track": comparison.track,
             "env_kwargs": comparison.env_kwargs,
             "headline_metric": setting.headline,
             "naive_anchor": setting.naive_agent,
@@ -95,8 +94,7 @@ class EnvResult:
             "rl_budget": self.rl_budget(),
             "seconds": self.seconds,
             "evaluation_seeds": comparison.seeds,
-            "evaluation_instances": {str(s): i for s, i in comparison.instances.items()},
-            "training_instances": comparison.training_instances(),
+            **comparison.instance_record(),
             "flags": [{"key": f.key, "text": f.text, "explanation": f.explanation} for f in self.flags()],
         }
 

@@ -142,6 +142,14 @@ class Comparison:
         """Per RL agent, the instances it trained on (``obtain_policy``'s record)."""
         return {name: facts["training_instances"] for name, facts in self.rl_runs.items()}
 
+    def instance_record(self) -> dict[str, Any]:
+        """The track, the instance of every evaluation seed and RL's training instances (for results files)."""
+        return {
+            "track": self.track,
+            "evaluation_instances": {str(s): i for s, i in self.instances.items()},
+            "training_instances": self.training_instances(),
+        }
+
 
 def _describe(x: np.ndarray) -> dict[str, float]:
     low, high = bootstrap_ci(x)
