@@ -158,18 +158,14 @@ def _describe(x: np.ndarray) -> dict[str, float]:
 
 def resolve_agents(env_id: str, agents: str | Sequence[str]) -> list[str]:
     """``"all"`` or names (a comma-separated string or a list) -> the reference agents to run, in order,
-    with the paper's algorithm, the naive baseline and the oracle added when the env has a settings entry;
-    ``"all"`` leaves out the agents the entry's ``left_out`` names."""
+    with the paper's algorithm, the naive baseline and the oracle added when the env has a settings entry."""
     known = agent_names(env_id)
-    setting = env_setting(env_id)
     if isinstance(agents, str):
-        if agents == "all":
-            agents = [a for a in known if setting is None or a not in setting.left_out]
-        else:
-            agents = [a.strip() for a in agents.split(",") if a.strip()]
+        agents = known if agents == "all" else [a.strip() for a in agents.split(",") if a.strip()]
     for name in agents:
         if name not in known:
             raise ValueError(f"agent={name!r} is not an agent of {env_id}; allowed: {known}")
+    setting = env_setting(env_id)
     required = setting.reference_agents if setting else []
     return list(dict.fromkeys([*required, *agents]))
 

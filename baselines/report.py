@@ -218,7 +218,6 @@ def headline(comparison: Comparison) -> str:
         f"`{comparison.paper_agent}`; 0-anchor (naive): `{setting.naive_agent}`; 1-anchor (clairvoyant): "
         f"{setting.oracle_text}. {setting.notes}",
         "",
-        *(f"- `{agent}` left out: {reason}." for agent, reason in setting.left_out.items()),
         *(f"- `{agent}`: {what}." for agent, what in setting.ablations.items() if agent in comparison.agents),
         "",
         f"## Normalized score on `{setting.headline}`",

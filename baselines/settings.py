@@ -6,7 +6,7 @@ privileged agent that knows the hidden parameters and never learns, or, where th
 and closed-form, its headline value (``oracle_value``, e.g. regret 0 of Lemma 4's benchmark). It says how the
 instance is drawn (``instance_kwarg``: the env kwarg that fixes it, which the held-out track sets per evaluation
 seed; None when the reset seed draws it), which agents are ablations of the paper's algorithm (another reading of
-the printed text) and which are left out, and explains each sanity flag of the benchmark's table
+the printed text), and explains each sanity flag of the benchmark's table
 (``explanations``, keyed as ``baselines.sanity`` names the flags; the report prints them). It also gives
 the metrics to report with their direction,
 the per-step ``info`` keys to plot as curves, the env kwargs every agent runs with (where the default
@@ -52,7 +52,6 @@ class EnvSetting:
     oracle_value_name: str = "the env's offline benchmark"  # what oracle_value is the headline value of
     instance_kwarg: str | None = None  # the env kwarg fixing the instance; None: the reset seed draws it
     ablations: Mapping[str, str] = field(default_factory=dict)  # agent -> which reading of the paper it is
-    left_out: Mapping[str, str] = field(default_factory=dict)  # agent -> why the benchmark does not run it
     explanations: Mapping[str, str] = field(default_factory=dict)  # sanity flag -> its explanation
     rl_steps: int = 200_000  # PPO training steps of `benchmark`
     rl_steps_quick: int = 50_000  # ... and of `benchmark --quick`
@@ -66,7 +65,7 @@ class EnvSetting:
         object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
         object.__setattr__(self, "env_kwargs", MappingProxyType(dict(self.env_kwargs)))
         object.__setattr__(self, "rl_env_kwargs", MappingProxyType(dict(self.rl_env_kwargs)))
-        for name in ("ablations", "left_out", "explanations"):
+        for name in ("ablations", "explanations"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         algo_kwargs = {algo: MappingProxyType(dict(kw)) for algo, kw in self.rl_algo_env_kwargs.items()}
         object.__setattr__(self, "rl_algo_env_kwargs", MappingProxyType(algo_kwargs))

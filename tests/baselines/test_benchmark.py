@@ -130,7 +130,7 @@ def test_every_entry_has_a_named_naive_anchor_and_a_clairvoyant_one():
         for online in (setting.naive_agent, setting.paper_agent, *setting.ablations):
             assert not agent_class(env_id, online).privileged, (env_id, online)
         named = [name for key in setting.explanations for name in key.split(":", 1)[1].split("=")]
-        assert set(named) | set(setting.left_out) <= set(agent_names(env_id)) | {"ppo"}, env_id
+        assert set(named) <= set(agent_names(env_id)) | {"ppo"}, env_id
 
 
 def test_rl_is_refused_on_the_held_out_instances_of_an_instance_fixed_env():
