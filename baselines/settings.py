@@ -115,9 +115,7 @@ MULTISERVER_NOTES = (
     "edge), so the held-out track runs evaluation seed s on instance 1000 + s without RL, and the fixed-instance "
     "track runs every agent and PPO on the preset's instance PPO trained on (spec §3.11's offline protocol, with "
     "far more data than ESDP's one episode). PPO's actions are repaired by the env (`dropped`); the reference "
-    "agents' never need it. The paper's algorithm is ESDP solving P3 over the edges of ports with a job, Ω(t) "
-    "(P3's own definition); the literal printed ESDP, which solves over every edge and then drops the idle ports' "
-    "edges, is an ablation row."
+    "agents' never need it."
 )
 HAUF = ("hauf", "hswf")
 HAUF_BELOW_RANDOM = (
@@ -259,7 +257,9 @@ SETTINGS: dict[str, EnvSetting] = {
             # the naive anchor is `random`, so HAUF below it is flagged twice; HSWF is HAUF
             **{f"{flag}:{agent}": HAUF_BELOW_RANDOM for flag in ("below_naive", "below_random") for agent in HAUF},
         },
-        notes=MULTISERVER_NOTES + " Preset `small` (not `paper`) for every agent: ESDP's dynamic program.",
+        notes=MULTISERVER_NOTES + " Preset `small` (not `paper`) for every agent: ESDP's dynamic program. The paper's "
+        "algorithm is ESDP solving P3 over the edges of ports with a job, Ω(t) (P3's own definition); the literal "
+        "printed ESDP, which solves over every edge and then drops the idle ports' edges, is an ablation row.",
     ),
     "ClusterGang-v0": EnvSetting(
         paper_agent="esdp_gang",
