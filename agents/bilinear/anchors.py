@@ -18,7 +18,7 @@ from scipy.optimize import linear_sum_assignment
 
 from agents.base import BaseAgent
 from agents.bilinear.sabr import check_action_mode
-from cluster_envs.bilinear.simulator import BilinearProblem
+from cluster_envs.bilinear.model import BilinearProblem
 
 
 class RandomMatching(BaseAgent):
@@ -27,6 +27,7 @@ class RandomMatching(BaseAgent):
 
     name: ClassVar[str] = "random"
     env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "server_choice"}
+    problem_type = BilinearProblem
 
     def reset(self, problem: BilinearProblem, seed: int | None = None) -> None:
         check_action_mode(problem, "server_choice", self.name)
@@ -48,6 +49,7 @@ class ClairvoyantMatching(BaseAgent):
     name: ClassVar[str] = "clairvoyant"
     privileged: ClassVar[bool] = True
     env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "server_choice"}
+    problem_type = BilinearProblem
 
     def reset(self, env: Any, seed: int | None = None) -> None:
         problem = env.problem
