@@ -1,6 +1,6 @@
 """``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/settings.py``, under
 the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (trained on the spot, or
-loaded from ``<out>/models``), in one report.
+loaded from the model cache ``results/models``), in one report.
 
 Two tracks. The headline, **held-out instances**: every agent runs on the same evaluation seeds, whose instances
 RL never trained on (where the reset seed draws the instance, RL trains on seeds above every evaluation seed;
@@ -29,6 +29,7 @@ import numpy as np
 
 from baselines import sanity
 from baselines.compare import Comparison, compare
+from baselines.outputs import claim
 from baselines.report import fmt, interval, read_comparison, rewrite_markdown, write_report
 from baselines.settings import env_setting
 from baselines.stats import aggregate_iqm, bootstrap_ci, performance_profiles
@@ -103,14 +104,18 @@ def benchmark(
     out_dir: str | Path = "results/benchmark",
     *,
     quick: bool = False,
+    models_dir: str | Path | None = None,
+    force: bool = False,
     workers: int = 1,
     backend: str = "local",
     address: str | None = None,
     progress: bool = True,
     env_ids: list[str] | None = None,
 ) -> Path:
-    """Run the benchmark and return the path of ``report.md`` (its headline is also ``headline.md``)."""
-    out = Path(out_dir)
+    """Run the benchmark and return the path of ``report.md`` (its headline is also ``headline.md``). PPO models
+    are trained in, or loaded from, ``models_dir`` (default ``results/models``, the cache ``compare`` uses).
+    ``out_dir`` may not hold another command's outputs unless ``force`` (claimed before anything runs)."""
+    out = claim(out_dir or "results/benchmark", "benchmark", force=force)
     start, cpu_start = time.perf_counter(), time.process_time()
     tracks: dict[str, dict[str, EnvResult]] = {"held-out instances": {}, "fixed instance": {}}
     skipped = []
@@ -128,7 +133,7 @@ def benchmark(
                 rl=[] if held_out and fixed else [RL_ALGO],
                 seeds=SEEDS["quick" if quick else "full"],
                 rl_steps=setting.rl_steps_quick if quick else setting.rl_steps,
-                models_dir=out / "models",
+                models_dir=models_dir,
                 workers=workers,
                 backend=backend,
                 address=address,
@@ -136,7 +141,7 @@ def benchmark(
                 held_out=held_out,
             )
             folder = out / env_id if held_out else out / "fixed-instance" / env_id
-            report = write_report(comparison, folder)
+            report = write_report(comparison, folder, force=force, command="benchmark")
             tracks[comparison.track][env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
     if not tracks["held-out instances"]:
         raise ValueError(f"no registered env id has an entry in baselines/settings.py (skipped: {skipped})")

@@ -38,7 +38,8 @@ def _means(folder: Path, metric: str) -> dict[str, float]:
 
 
 def test_benchmark_report(tiny, monkeypatch, tmp_path):
-    report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=[ENV, "ClusterNotInSettings-v0"])
+    ids = [ENV, "ClusterNotInSettings-v0"]
+    report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=ids, models_dir=tmp_path / "models")
     text = report.read_text()
     assert "| [ClusterSLA-v0](ClusterSLA-v0/report.md) | defaults | `regret` | `static` | `mwu_extended`" in text
     assert "Skipped (no entry in `baselines/settings.py`): ClusterNotInSettings-v0." in text
@@ -83,7 +84,7 @@ def test_no_headline_agent_trained_on_an_evaluation_instance(tiny, monkeypatch, 
     entry = settings.SETTINGS[multi]
     short = dataclasses.replace(entry, env_kwargs={**entry.env_kwargs, "horizon": 30}, rl_steps_quick=256)
     monkeypatch.setitem(settings.SETTINGS, multi, short)
-    bench.benchmark(tmp_path, quick=True, progress=False, env_ids=[ENV, multi])
+    bench.benchmark(tmp_path, quick=True, progress=False, env_ids=[ENV, multi], models_dir=tmp_path / "models")
     tracks = json.loads((tmp_path / "headline.json").read_text())["tracks"]
     headline, fixed = tracks["held-out instances"], tracks["fixed instance"]
     assert set(headline) == {ENV, multi} and set(fixed) == {multi}
@@ -178,7 +179,7 @@ def test_quick_benchmark_from_the_command_line(tmp_path, capsys):
     pytest.importorskip("stable_baselines3")
     from baselines.cli import main
 
-    assert main(["benchmark", "--quick", "--out", str(tmp_path), "--quiet"]) == 0
+    assert main(["benchmark", "--quick", "--out", str(tmp_path), "--models", str(tmp_path / "models"), "--quiet"]) == 0
     assert (tmp_path / "report.md").is_file() and (tmp_path / "headline.png").is_file()
     assert (tmp_path / "headline.md").read_text() in capsys.readouterr().out
 
