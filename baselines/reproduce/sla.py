@@ -34,7 +34,7 @@ PAPER_TABLE_1 = [(-31.1, 21.7, -4.6, 13.8), (-122.3, 46.9, -31.2, 49.2), (-90.8,
                  (-49.7, 18.5, -0.8, 12.9), (-42.6, 22.6, -5.85, 14.0), (-21.9, 14.9, -0.6, 6.4)]  # fmt: skip
 ONLINE_AND_ORACLES = ("mwu", "mwu_extended", "static", "proportional", "owm", "pg", "rest_pg")
 EPS_AGENTS = ("mwu", "mwu_extended", "rest_pg")
-READING_AGENTS = ("mwu_extended", "static", "pg", "rest_pg")  # the policies the paper gives numbers for
+READING_AGENTS = ("mwu_extended", "static", "pg", "rest_pg", "proportional", "owm")  # those the paper gives numbers for
 DEFAULT_PAIRS = ((1, 2), (1, 3))  # our reading of the generator's P2/P3 (burst, stream) users
 A16_PAIRS = ((1, 2), (1, 2))  # spec A16: the reading closest to the paper's Static numbers
 
@@ -243,6 +243,29 @@ def readings_report(
             cells = [f"{m:+,.0f} ± {d:,.0f}" for m, d in zip(gaps.mean(0), gaps.std(0), strict=True)]
             cells += [f"{m:,.0f} ± {d:,.0f}" for m, d in zip(queues.mean(0), queues.std(0), strict=True)]
             lines.append(f"| {pairs[0]}, {pairs[1]} | {eps} | " + " | ".join(cells) + " |")
+        if pairs == DEFAULT_PAIRS:
+            queue_lines = queue_norms_per_seed(runs, seeds, eps_values, horizon)
+    return [*lines, "", *queue_lines]
+
+
+def queue_norms_per_seed(runs: list[Run], seeds, eps_values, horizon: int) -> list[str]:
+    """Final ‖Q‖₂ per seed of Alg2 at each ε and of PO and OWM (which do not depend on ε), with the seed's total
+    load minus T: the final queues follow the load's excess over the horizon, so a seed is comparable with the
+    paper's run only where PO and OWM are."""
+    lines = ["Final ‖Q‖₂ per seed (our P2/P3 reading):", "",
+             "| seed | " + " | ".join(f"Alg2 ε = {e}" for e in eps_values) + " | PO | OWM | ΣL − T |",
+             "|---:|" + "---:|" * (len(eps_values) + 3)]  # fmt: skip
+    paper = [f"{PAPER_SYNTHETIC_QUEUE['mwu_extended']:,} (ε = 0.02)" if e == 0.02 else "" for e in eps_values]
+    lines.append("| paper | " + " | ".join(paper) + f" | {PAPER_SYNTHETIC_QUEUE['proportional']:,} | "
+                 f"{PAPER_SYNTHETIC_QUEUE['owm']:,} | |")  # fmt: skip
+    for seed in seeds:
+        alg2 = [find_run(runs, "mwu_extended", seed, e).trajectory for e in eps_values]
+        load = alg2[0].cum_work[-1].sum() + alg2[0].queue[-1].sum() - horizon
+        cells = [f"{tr.queue_l2[-1]:,.0f}" for tr in alg2]
+        cells += [
+            f"{find_run(runs, a, seed, eps_values[0]).trajectory.queue_l2[-1]:,.0f}" for a in ("proportional", "owm")
+        ]
+        lines.append(f"| {seed} | " + " | ".join(cells) + f" | {load:+,.0f} |")
     return lines
 
 
