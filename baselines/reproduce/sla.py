@@ -376,9 +376,9 @@ def run(
     runs = run_experiment(synthetic_kwargs, list(seeds), eps_values, workers=workers, progress=progress)
     lines = ["# Reproduction of paper 003 (ClusterSLA-v0)", ""]
     lines += synthetic_report(runs, list(seeds), eps_values, horizon, out)
-    lines += [""] + readings_report(horizon, list(seeds), eps_values, workers=workers, progress=progress)
     lines += ["", "Wall time per policy run (long-horizon runner):", ""]
     lines += [f"- {r.agent} (ε = {r.eps}, seed {r.seed}): {r.seconds:.1f} s" for r in runs]
+    lines += [""] + readings_report(horizon, list(seeds), eps_values, workers=workers, progress=progress)
     real_kwargs = {"preset": "paper_real_standin"}
     real_runs = run_experiment(
         real_kwargs, list(real_seeds), (0.01,), record_every=1, workers=workers, progress=progress
