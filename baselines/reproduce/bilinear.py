@@ -328,9 +328,10 @@ EXTENSIONS = {  # App. D settings on the paper preset; ``None`` marks the horizo
 }
 
 
-def e6_extensions(reps: int, horizons: tuple[int, ...], progress: bool) -> str:
+def e6_extensions(reps: int, horizons: tuple[int, ...], progress: bool, base: dict[str, Any] | None = None) -> str:
     """App. D: SABR's and Oracle-SABR's regret R(T) (eq. 45) and mean queue under per-class service rates (D.1)
-    and a time-varying set of server classes (D.2), next to Sec. V's setting; log-log slope of R over T."""
+    and a time-varying set of server classes (D.2), next to Sec. V's setting; log-log slope of R over T.
+    ``base``: env kwargs under every setting (e.g. ``{"service_model": "exclusive"}``)."""
     agents = ("sabr", "oracle_sabr")
     rows = []
     with progress_bar(total=len(EXTENSIONS) * len(agents) * len(horizons) * reps, desc="E6", unit="episode",
@@ -339,7 +340,8 @@ def e6_extensions(reps: int, horizons: tuple[int, ...], progress: bool) -> str:
             for name in agents:
                 regrets, queues = [], []
                 for horizon in horizons:
-                    env_kwargs = {k: server_cycle(horizon) if v is None else v for k, v in kwargs.items()}
+                    env_kwargs = {**(base or {})}
+                    env_kwargs.update({k: server_cycle(horizon) if v is None else v for k, v in kwargs.items()})
                     eps = runs(name, reps, bar, horizon=horizon, env_kwargs=env_kwargs)
                     regrets.append([e.summary["regret"] for e in eps])
                     queues.append([e.summary["mean_queue_total"] for e in eps])
