@@ -189,7 +189,7 @@ def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
     reference machines of issue 7).
     """
     from agents.multiserver.esdp import ESDP
-    from cluster_envs.multiserver.env import MultiServerProblem
+    from cluster_envs.multiserver.model import MultiServerProblem
 
     scale = ESDP_DP_SCALE
     rng = np.random.default_rng(seed)

@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 from baselines import harness  # noqa: E402
 from baselines.progress import progress_bar  # noqa: E402
-from cluster_envs.approx.simulator import utility  # noqa: E402
+from cluster_envs.approx.model import utility  # noqa: E402
 
 SCHEMES = ("opm", "opm_no_estimation", "fair", "deadline_aware")
 LABELS = {"opm": "OPM", "opm_no_estimation": "OPM w/o estimation", "fair": "Fair", "deadline_aware": "Deadline-aware"}
