@@ -336,7 +336,10 @@ def overhead(cfg: dict, window: int = 100) -> list[str]:
 
 
 def run(
-    scale: str = "small", out_dir: str | Path = "results/multiserver", workers: int | None = None, progress: bool = True
+    scale: str = "small",
+    out_dir: str | Path = "results/reproduce/multiserver",
+    workers: int | None = None,
+    progress: bool = True,
 ) -> Path:
     """Write ``report.md`` and the figures into ``out_dir`` (a progress bar per batch of episodes with ``progress``);
     return the report's path."""
