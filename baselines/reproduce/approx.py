@@ -356,7 +356,7 @@ def write_report(runs: dict[tuple, list[Run]], scale: str, workers: int, elapsed
 
 
 def run(
-    scale: str = "small", out_dir: str | Path = "results/approx", *, workers: int = 2, progress: bool = True
+    scale: str = "small", out_dir: str | Path = "results/reproduce/approx", *, workers: int = 2, progress: bool = True
 ) -> Path:
     """Run every experiment (a progress bar over the episodes with ``progress``), write ``report.md``, the figures
     and ``runs.pkl`` into ``out_dir``; return the report."""

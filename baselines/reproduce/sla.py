@@ -296,7 +296,7 @@ def real_report(runs: list[Run], seeds, eps: float, env_kwargs: dict, out: Path,
 
 def run(
     scale: str = "small",
-    out_dir: str | Path = "results/sla",
+    out_dir: str | Path = "results/reproduce/sla",
     *,
     seeds=(0, 1, 2),
     real_seeds=range(6),

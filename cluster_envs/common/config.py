@@ -28,7 +28,8 @@ def build_config(
     allowed = {f.name for f in dataclasses.fields(config_cls)}
     unknown = sorted(set(overrides) - allowed)
     if unknown:
-        raise ValueError(f"unknown keyword argument(s) {unknown}; allowed: {sorted(allowed)}")
+        listed = sorted(allowed | {"preset", "render_mode"})  # the constructor's own keywords are allowed too
+        raise ValueError(f"unknown keyword argument(s) {unknown}; allowed: {listed}")
     return config_cls(**{**presets[preset], **overrides})
 
 

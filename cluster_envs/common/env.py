@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from cluster_envs.common.config import build_config, check_choice
+from cluster_envs.common.config import build_config
+from cluster_envs.common.render import check_render_mode, render_metadata
 
 INFO_LEVELS = ("minimal", "full")
 
@@ -50,15 +51,14 @@ def invalid_action(detail: str, name: str = "action") -> ValueError:
 class ClusterEnv(gym.Env):
     """The common shell: config, render mode, and the guards of ``step``, ``simulator`` and ``render``."""
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = render_metadata()  # a property: gym.make then passes render_mode="human" here, to be refused
     env_id: ClassVar[str]
     config_class: ClassVar[type]
     presets: ClassVar[dict[str, dict[str, Any]]]
 
     def __init__(self, preset: str, render_mode: str | None, overrides: dict[str, Any]):
         self.config = build_config(self.config_class, self.presets, preset, overrides)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        check_render_mode(render_mode)
         self.preset = preset
         self.render_mode = render_mode
         self._sim: Any = None
