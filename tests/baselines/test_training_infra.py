@@ -69,6 +69,7 @@ def test_benchmark_quick_evaluates_the_shipped_model_without_training(shipped, t
 def test_the_cli_passes_retrain_and_threads(monkeypatch, tmp_path, capsys):
     seen = {}
     monkeypatch.setattr(bench, "benchmark", lambda out, **kwargs: seen.update(kwargs) or tmp_path / "report.md")
+    monkeypatch.setattr("baselines.report.headline_text", lambda report: "")
     assert main(["benchmark", "--quick", "--retrain", "--threads", "2", "--out", str(tmp_path)]) == 0
     assert seen["retrain"] is True and seen["threads"] == 2
     assert main(["train", ENV, "--threads", "0"]) == 2
