@@ -1,8 +1,10 @@
-"""Run rollout tasks in this process, in local worker processes, or as Ray tasks, with identical results.
+"""Run tasks in this process, in local worker processes, or as Ray tasks, with identical results.
 
 A task is everything one episode needs (env id, agent, seed, kwargs), picklable, so any worker can run
-it; an RL agent travels as a ``SavedPolicy`` (the model's bytes). The result of a task depends on the
-task alone, so every backend returns the same episodes in the order of the tasks.
+it; an RL agent travels as a ``SavedPolicy`` (the model's bytes). Any other picklable object with a ``run()``
+method is a task too: ``baselines.rl.TrainTask`` trains an RL baseline and returns the run's files, so the
+benchmark's training goes through the same backends as its episodes. The result of a task depends on the
+task alone, so every backend returns the same results in the order of the tasks.
 """
 
 from __future__ import annotations
@@ -28,17 +30,21 @@ class Task:
     agent_kwargs: Mapping[str, Any] = field(default_factory=dict)
     record: tuple[str, ...] | None = ()
 
+    def run(self) -> Episode:
+        agent = self.agent if isinstance(self.agent, str) else self.agent.build()
+        return rollout(
+            self.env_id,
+            agent,
+            self.seed,
+            env_kwargs=self.env_kwargs,
+            agent_kwargs=self.agent_kwargs or None,
+            record=self.record,
+        )
 
-def run_task(task: Task) -> Episode:
-    agent = task.agent if isinstance(task.agent, str) else task.agent.build()
-    return rollout(
-        task.env_id,
-        agent,
-        task.seed,
-        env_kwargs=task.env_kwargs,
-        agent_kwargs=task.agent_kwargs or None,
-        record=task.record,
-    )
+
+def run_task(task: Any) -> Any:
+    """The result of one task (an episode for a ``Task``)."""
+    return task.run()
 
 
 def _init_worker() -> None:
@@ -50,16 +56,18 @@ def _init_worker() -> None:
 
 
 def run_tasks(
-    tasks: Sequence[Task],
+    tasks: Sequence[Any],
     *,
     workers: int = 1,
     backend: str = "local",
     address: str | None = None,
     progress: bool = False,
     desc: str = "episodes",
-) -> list[Episode]:
-    """Every task's episode, in task order. ``workers`` > 1 runs local processes (``backend="local"``);
-    ``backend="ray"`` runs Ray tasks on the cluster at ``address`` (or a local Ray with ``workers`` CPUs)."""
+    unit: str = "episode",
+) -> list[Any]:
+    """Every task's result (a ``Task``'s episode), in task order. ``workers`` > 1 runs local processes
+    (``backend="local"``); ``backend="ray"`` runs Ray tasks on the cluster at ``address`` (or a local Ray with
+    ``workers`` CPUs)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend={backend!r} is not allowed; allowed: {list(BACKENDS)}")
     if workers < 1:
@@ -70,10 +78,10 @@ def run_tasks(
         results = map(run_task, tasks)
     else:
         results = _run_processes(tasks, workers)
-    return list(progress_bar(results, total=len(tasks), desc=desc, unit="episode", enabled=progress))
+    return list(progress_bar(results, total=len(tasks), desc=desc, unit=unit, enabled=progress))
 
 
-def _run_processes(tasks: Sequence[Task], workers: int) -> Iterator[Episode]:
+def _run_processes(tasks: Sequence[Any], workers: int) -> Iterator[Any]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -83,7 +91,7 @@ def _run_processes(tasks: Sequence[Task], workers: int) -> Iterator[Episode]:
         yield from pool.map(run_task, tasks)
 
 
-def _run_ray(tasks: Sequence[Task], workers: int, address: str | None) -> Iterator[Episode]:
+def _run_ray(tasks: Sequence[Any], workers: int, address: str | None) -> Iterator[Any]:
     ray = _import_ray()
     started = not ray.is_initialized()
     if started:
@@ -101,7 +109,7 @@ def _run_ray(tasks: Sequence[Task], workers: int, address: str | None) -> Iterat
             ray.shutdown()
 
 
-def _ray_task(task: Task) -> Episode:
+def _ray_task(task: Any) -> Any:
     _init_worker()
     return run_task(task)
 

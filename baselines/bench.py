@@ -225,11 +225,13 @@ def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
 
 def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_sizes=BATCH_SIZES,
               batch_env_steps: int = 2_000_000, long_horizon: int | None = 3_000_000, paper_episodes: bool = False,
-              esdp_dp: bool = True, progress=None) -> dict[str, Any]:  # fmt: skip
+              esdp_dp: bool = True, training: dict[str, int] | None = None,
+              progress=None) -> dict[str, Any]:  # fmt: skip
     """Every measurement as a JSON-ready dict. ``batch_env_steps`` sets each batched timing's length
     (steps = batch_env_steps / B, at least 20 and at most ``steps``); ``long_horizon=None`` skips the SLA
     long-horizon runs; ``paper_episodes=True`` adds the (long) ``PAPER_EPISODES`` runs; ``esdp_dp`` times
-    ESDP's DP at paper scale when ClusterMultiServer-v0 is among the ids."""
+    ESDP's DP at paper scale when ClusterMultiServer-v0 is among the ids; ``training`` (the keyword arguments of
+    ``baselines.bench_training.run``: copies, iterations, repeats) adds the PPO training section."""
     say = progress or (lambda message: None)
     env_ids = list(env_ids or cluster_envs.env_ids())
     long_horizon_result = None
@@ -277,6 +279,10 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
                     "target_seconds": target,
                     **run,
                 }
+    if training is not None:
+        from baselines import bench_training
+
+        result["training"] = bench_training.run(env_ids, **training, progress=say)
     result["targets"] = targets(result)
     return result
 
@@ -332,6 +338,10 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
                      "measured": run["seconds"], "met": run["seconds"] <= run["target_seconds"]})  # fmt: skip
         rows.append({"target": f"{env_id} {run['env_kwargs']} peak memory ≤ {MEMORY_TARGET_MB:.0f} MB",
                      "measured": run["peak_rss_mb"], "met": run["peak_rss_mb"] <= MEMORY_TARGET_MB})  # fmt: skip
+    if "training" in result:
+        from baselines import bench_training
+
+        rows += bench_training.targets(result["training"])
     return rows
 
 
@@ -368,6 +378,10 @@ def to_markdown(result: dict[str, Any]) -> str:
     for env_id, run in result.get("paper_episodes", {}).items():
         lines.append(f"\n{env_id} {run['env_kwargs']} with {run['agent']}: {run['steps']:,} steps in "
                      f"{run['seconds']:.1f} s, peak memory {run['peak_rss_mb']:,.0f} MB.")  # fmt: skip
+    if "training" in result:
+        from baselines import bench_training
+
+        lines += bench_training.to_markdown(result["training"])
     lines += ["", "| target | measured | met |", "|---|---:|---|"]
     for row in result["targets"]:
         measured = "—" if row["measured"] is None else f"{row['measured']:.3f}"
@@ -397,9 +411,23 @@ def add_arguments(parser) -> None:
     parser.add_argument("--paper-episodes", action="store_true",
                         help="also time the paper-scale episodes (ClusterApprox M=1000 with OPM: minutes)")  # fmt: skip
     parser.add_argument("--no-esdp-dp", action="store_true", help="skip the paper-scale ESDP DP timing")
+    parser.add_argument("--no-training", action="store_true", help="skip the PPO training throughput section")
+    parser.add_argument("--training-copies", type=int, default=128,
+                        help="copies of the native and null envs in the training section (default 128)")  # fmt: skip
+    parser.add_argument("--training-repeats", type=int, default=3, help="interleaved repeats per training rate")
     parser.add_argument(
         "--out", default="results/bench", help="output folder for bench.md and bench.json (default: results/bench)"
     )
+
+
+def _training(args) -> dict[str, int] | None:
+    """The training section's settings, or None with ``--no-training``."""
+    if args.no_training:
+        return None
+    for name in ("training_copies", "training_repeats"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
+    return {"copies": args.training_copies, "repeats": args.training_repeats}
 
 
 def run_from_args(args) -> Path:
@@ -412,7 +440,7 @@ def run_from_args(args) -> Path:
         raise ValueError(f"--ids: unknown env id(s) {unknown}; registered: {cluster_envs.env_ids()}")
     result = run_bench(args.ids, steps=args.steps, repeats=args.repeats, batch_sizes=args.sizes,
                        batch_env_steps=args.batch_env_steps, long_horizon=args.long_horizon or None,
-                       paper_episodes=args.paper_episodes, esdp_dp=not args.no_esdp_dp,
+                       paper_episodes=args.paper_episodes, esdp_dp=not args.no_esdp_dp, training=_training(args),
                        progress=lambda message: print(message, file=sys.stderr))  # fmt: skip
     md, js = write(result, args.out)
     print(md.read_text())

@@ -111,10 +111,13 @@ def benchmark(
     address: str | None = None,
     progress: bool = True,
     env_ids: list[str] | None = None,
+    retrain: bool = False,
+    threads: int = 1,
 ) -> Path:
     """Run the benchmark and return the path of ``report.md`` (its headline is also ``headline.md``). PPO models
-    are trained in, or loaded from, ``models_dir`` (default ``results/models``, the cache ``compare`` uses).
-    ``out_dir`` may not hold another command's outputs unless ``force`` (claimed before anything runs)."""
+    are loaded from ``models_dir`` (default ``results/models``, the cache ``compare`` uses) or from the package's
+    shipped models when they match, else trained into ``models_dir`` (``retrain`` always trains; ``threads``:
+    torch's). ``out_dir`` may not hold another command's outputs unless ``force`` (claimed before anything runs)."""
     out = claim(out_dir or "results/benchmark", "benchmark", force=force)
     start, cpu_start = time.perf_counter(), time.process_time()
     tracks: dict[str, dict[str, EnvResult]] = {"held-out instances": {}, "fixed instance": {}}
@@ -139,6 +142,8 @@ def benchmark(
                 address=address,
                 progress=progress,
                 held_out=held_out,
+                retrain=retrain,
+                threads=threads,
             )
             folder = out / env_id if held_out else out / "fixed-instance" / env_id
             report = write_report(comparison, folder, force=force, command="benchmark")
@@ -308,7 +313,7 @@ def runs_markdown(
     for track, results in tracks.items():
         for env_id, result in results.items():
             facts = result.comparison.rl_runs.get(RL_ALGO, {})
-            trained = "loaded" if facts.get("reused") else f"{facts.get('train_seconds', nan):.1f}"
+            trained = facts.get("source", "loaded") if facts.get("reused") else f"{facts.get('train_seconds', nan):.1f}"
             lines.append(
                 f"| {env_id} | {track} | {result.seconds:.1f} | {facts.get('total_timesteps', '—')} | {trained} "
                 f"| {facts.get('steps_per_second', nan):.0f} | {facts.get('steps_per_cpu_second', nan):.0f} "

@@ -122,6 +122,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
         load=args.load,
         hyperparams=args.hyperparams,
         progress=_show_progress(args.quiet),
+        threads=args.threads,
     )
     claim(out, "train", force=True)
     print(
@@ -146,6 +147,7 @@ def _cmd_compare(args: argparse.Namespace) -> None:
         models_dir=args.models,
         held_out=args.held_out,
         **_scale_out(args),
+        **_training(args),
     )
     path = write_report(comparison, out, force=args.force)
     if comparison.setting is not None:
@@ -157,7 +159,8 @@ def _cmd_benchmark(args: argparse.Namespace) -> None:
     from baselines.benchmark import benchmark
     from baselines.report import headline_text
 
-    report = benchmark(args.out, quick=args.quick, models_dir=args.models, force=args.force, **_scale_out(args))
+    report = benchmark(args.out, quick=args.quick, models_dir=args.models, force=args.force, **_scale_out(args),
+                       **_training(args))  # fmt: skip
     print(headline_text(report))
     print(f"report written to {report}")
 
@@ -180,6 +183,28 @@ def _scale_out(args: argparse.Namespace) -> dict[str, Any]:
         "address": args.address,
         "progress": _show_progress(args.quiet),
     }
+
+
+def _training(args: argparse.Namespace) -> dict[str, Any]:
+    return {"retrain": args.retrain, "threads": args.threads}
+
+
+def _add_threads(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--threads", type=_positive, default=1,
+                        help="torch threads per training process (default 1: faster for small networks)")  # fmt: skip
+
+
+def _add_training(parser: argparse.ArgumentParser) -> None:
+    _add_threads(parser)
+    parser.add_argument("--retrain", action="store_true",
+                        help="train RL models even where a matching cached or shipped model exists")  # fmt: skip
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
 
 
 def _add_outputs(parser: argparse.ArgumentParser, default: str, models: bool = False) -> None:
@@ -282,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--load", action="store_true", help="resume the run saved in --out")
     tr.add_argument("--hyperparams", default=None, help="an rl-zoo3 YAML file (default: baselines/hyperparams/)")
     tr.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _add_threads(tr)
     tr.set_defaults(func=_cmd_train)
 
     cmp = command("compare", "every agent on the same seeds: intervals, paired differences, report",
@@ -297,12 +323,14 @@ def build_parser() -> argparse.ArgumentParser:
     held_out = "MultiServer/Gang: seed s on the held-out instance 1000+s (no RL), not the preset's instance"
     cmp.add_argument("--held-out", action="store_true", help=held_out)
     _add_scale_out(cmp)
+    _add_training(cmp)
     cmp.set_defaults(func=_cmd_compare)
 
     bench = command("benchmark", "compare on every env with PPO; one report with the headline table")
     bench.add_argument("--quick", action="store_true", help=_quick_help())
     _add_outputs(bench, "results/benchmark", models=True)
     _add_scale_out(bench)
+    _add_training(bench)
     bench.set_defaults(func=_cmd_benchmark)
 
     # Step-rate benchmark (issue 7): options and run live in baselines/bench.py, shared with benchmarks/bench.py.

@@ -35,12 +35,14 @@ from baselines.outputs import MODELS_DIR
 from baselines.rl import (
     RunConfig,
     SavedPolicy,
+    TrainTask,
     as_json_value,
     as_yaml_value,
     check_eval_seeds,
     saved_config,
-    train,
+    shipped_run,
     training_seed,
+    write_run_files,
 )
 from baselines.settings import FORMAT_KWARGS, EnvSetting, env_setting, require_setting
 from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
@@ -188,15 +190,17 @@ def compare(
     address: str | None = None,
     progress: bool = True,
     held_out: bool = False,
+    retrain: bool = False,
+    threads: int = 1,
 ) -> Comparison:
     """Run every agent on every seed and return the comparison (``write_report`` writes it out).
 
     The settings entry's ``env_kwargs`` apply to every agent, under the caller's ``env_kwargs``. An agent may
     add kwargs of the action/observation format (``FORMAT_KWARGS``); one that needs other kwargs changes the
     dynamics, so it is left out of ``"all"`` (listed in ``excluded``) and refused when named.
-    ``rl`` names RL algorithms; each is loaded from ``models_dir/<algo>-<env_id>`` (default ``results/models``,
-    the cache the command line uses too) if a run with the same env kwargs and hyperparameters and at least
-    ``rl_steps`` steps is there, and trained there otherwise.
+    ``rl`` names RL algorithms; each comes from ``obtain_policy``: a matching run in ``models_dir/<algo>-<env_id>``
+    (default ``results/models``, the cache the command line uses too) or shipped with the package (unless
+    ``retrain``), else one trained there (with ``threads`` torch threads, on the same backend as the episodes).
     ``held_out`` runs seed ``s`` of an env whose instance an env kwarg fixes on the held-out instance
     ``HELD_OUT_INSTANCE_BASE + s``; by default every seed runs on the env kwargs' instance (see the module doc).
     """
@@ -227,7 +231,8 @@ def compare(
         for algo in rl:  # fail on an unknown algorithm or missing hyperparameters before training anything
             RunConfig.resolve(algo, env_id, env_kwargs)
         for algo in rl:
-            policy, facts = obtain_policy(env_id, algo, env_kwargs, rl_steps, models_dir, progress)
+            policy, facts = obtain_policy(env_id, algo, env_kwargs, rl_steps, models_dir, progress, retrain=retrain,
+                                          threads=threads, backend=backend, address=address)  # fmt: skip
             admit(env_id, policy, env_kwargs, agent_env_kwargs, named=True)
             policies.append(policy)
             rl_runs[policy.name] = facts
@@ -299,27 +304,34 @@ def obtain_policy(
     steps: int | None,
     models_dir: str | Path | None,
     progress: bool,
+    *,
+    retrain: bool = False,
+    threads: int = 1,
+    backend: str = "local",
+    address: str | None = None,
 ):
-    """The run in ``models_dir/<algo>-<env_id>`` if it matches (same env kwargs, same resolved hyperparameters,
-    enough steps), else a new one trained there (the folder is this comparison's cache, so it is overwritten)."""
+    """A policy of ``algo`` for ``env_id`` and its training facts. Unless ``retrain``: the run in
+    ``models_dir/<algo>-<env_id>`` if it matches (same env kwargs, same resolved hyperparameters, enough steps),
+    else the run shipped with the package (``baselines/models/<env_id>/<algo>``) if it matches. Otherwise a new run,
+    trained as a task of ``backend`` (in this process, or on Ray with ``address``) with ``threads`` torch threads,
+    and saved in the cache folder (overwritten)."""
     run_dir = Path(models_dir or MODELS_DIR) / f"{algo}-{env_id.split(':')[-1]}"
     config = RunConfig.resolve(algo, env_id, env_kwargs)
     wanted = config.n_timesteps if steps is None else steps
-    meta_path = run_dir / "meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
-    reused = (
-        meta is not None
-        and meta["env_kwargs"] == as_json_value(config.env_kwargs)
-        and meta["total_timesteps"] >= wanted
-        and saved_config(run_dir) == as_yaml_value(config.as_yaml_dict())  # e.g. an edited hyperparams/<algo>.yml
-    )
-    if not reused:
-        train(env_id, algo, steps=wanted, env_overrides=env_kwargs, out_dir=run_dir, progress=progress)
-        meta = json.loads(meta_path.read_text())
+    sources = {} if retrain else {"cache": run_dir, "shipped": shipped_run(env_id, algo)}
+    source = next((name for name, path in sources.items() if _matches(path, config, wanted)), "trained")
+    if source == "trained":
+        task = TrainTask(env_id, algo, wanted, env_overrides=tuple(sorted(dict(env_kwargs).items())), threads=threads,
+                         progress=progress and backend == "local")  # fmt: skip
+        (files,) = run_tasks([task], backend=backend, address=address, desc=f"train {algo}", unit="run")
+        write_run_files(files, run_dir)
+    path = sources.get(source, run_dir)
+    meta = json.loads((path / "meta.json").read_text())
     kwarg = require_setting(env_id).instance_kwarg
     facts = {
-        "path": str(run_dir),
-        "reused": reused,
+        "path": str(path),
+        "source": source,
+        "reused": source != "trained",
         # RL trains on envs reset with these seeds (each env then continues its own RNG), on the instance the
         # env kwargs fix where a kwarg fixes it
         "training_instances": {
@@ -331,5 +343,20 @@ def obtain_policy(
         "train_seconds": meta["train_seconds"],
         "steps_per_second": meta["steps_per_second"],
         "steps_per_cpu_second": meta.get("steps_per_cpu_second", float("nan")),
+        "vectorization": meta.get("vectorization", "dummy"),
     }
-    return SavedPolicy.from_dir(run_dir), facts
+    return SavedPolicy.from_dir(path), facts
+
+
+def _matches(path: Path | None, config: RunConfig, steps: int) -> bool:
+    """Whether the run in ``path`` was trained with ``config`` (env kwargs and resolved hyperparameters, e.g. not
+    before an edit of hyperparams/<algo>.yml) for at least ``steps`` steps."""
+    meta_path = None if path is None else path / "meta.json"
+    if meta_path is None or not meta_path.is_file():
+        return False
+    meta = json.loads(meta_path.read_text())
+    return (
+        meta["env_kwargs"] == as_json_value(config.env_kwargs)
+        and meta["total_timesteps"] >= steps
+        and saved_config(path) == as_yaml_value(config.as_yaml_dict())
+    )

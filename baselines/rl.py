@@ -39,6 +39,8 @@ from baselines.progress import progress_bar
 from baselines.settings import require_setting
 
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
+# Trained runs shipped with the package: models/<env_id>/<algo>/ holds a run folder as `train` saves it.
+SHIPPED_MODELS_DIR = Path(__file__).parent / "models"
 TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
 
 # name -> (module, class). rl-zoo3 calls RecurrentPPO "ppo_lstm"; we keep its names. It has no MaskablePPO
@@ -210,19 +212,44 @@ def observation_mapper(wrapper: str, observation_space: gym.Space):
     return wrapper_class(wrapper)(_SpacesOnly(observation_space)).observation
 
 
-def make_vec_env(config: RunConfig, seed: int):
-    """``n_envs`` Monitor-wrapped copies of the env (inside the observation wrapper, as rl-zoo3 stacks
-    them) in a DummyVecEnv, seeded from ``seed``."""
-    from stable_baselines3.common.monitor import Monitor
-    from stable_baselines3.common.vec_env import DummyVecEnv
+VECTORIZATIONS = ("native", "dummy")
 
-    def factory():
-        env = Monitor(gym.make(config.env_id, **config.env_kwargs), info_keywords=("episode_summary",))
-        return wrapper_class(config.wrapper)(env) if config.wrapper else env
 
-    vec_env = DummyVecEnv([factory] * config.n_envs)
+def make_vec_env(config: RunConfig, seed: int, vectorization: str = "native") -> tuple[Any, str]:
+    """``n_envs`` copies of the env as an SB3 VecEnv with episode statistics, seeded from ``seed`` (copy i
+    with ``seed + i``), and the vectorization used. ``"native"``: the id's batched env (``vector_entry_point``)
+    through ``baselines.vec_env.NativeVecEnv``, which flattens the observation itself; it falls back to
+    ``"dummy"`` when the batched env cannot run the config (no vector entry point, env kwargs it refuses, an
+    observation wrapper other than FlattenObservation, or an algorithm that needs action masks, which only the
+    single envs compute). ``"dummy"``: Monitor-wrapped single envs (inside the observation wrapper, as rl-zoo3
+    stacks them) in a DummyVecEnv."""
+    if vectorization not in VECTORIZATIONS:
+        raise ValueError(f"vectorization={vectorization!r} is not allowed; allowed: {list(VECTORIZATIONS)}")
+    vec_env = _native_vec_env(config) if vectorization == "native" else None
+    used = "native" if vec_env is not None else "dummy"
+    if vec_env is None:
+        from stable_baselines3.common.monitor import Monitor
+        from stable_baselines3.common.vec_env import DummyVecEnv
+
+        def factory():
+            env = Monitor(gym.make(config.env_id, **config.env_kwargs), info_keywords=("episode_summary",))
+            return wrapper_class(config.wrapper)(env) if config.wrapper else env
+
+        vec_env = DummyVecEnv([factory] * config.n_envs)
     vec_env.seed(seed)
-    return vec_env
+    return vec_env, used
+
+
+def _native_vec_env(config: RunConfig):
+    """The native VecEnv of ``config``, or None where the batched env cannot run it (see ``make_vec_env``)."""
+    from baselines.vec_env import make_native
+
+    if config.algo in MASKED:
+        return None
+    try:
+        return make_native(config.env_id, config.n_envs, config.env_kwargs, config.wrapper)
+    except ValueError:  # the env kwargs themselves were checked on a single env before, so this is a refusal
+        return None
 
 
 @dataclass
@@ -244,14 +271,22 @@ def train(
     load: bool = False,
     hyperparams: str | Path | None = None,
     progress: bool = True,
+    threads: int = 1,
+    vectorization: str = "native",
 ) -> TrainResult:
-    """Train ``algo`` on ``env_id`` and save the run in ``out_dir`` (resume the run found there with ``load``)."""
+    """Train ``algo`` on ``env_id`` and save the run in ``out_dir`` (resume the run found there with ``load``).
+
+    ``threads``: torch's intra-op threads. One by default: the networks are small, and torch's default (every
+    core) ran rl-zoo3 at 115–213 steps/s against ≈ 5,000 with one thread on a busy 2-core machine (issue 15).
+    ``vectorization``: ``"native"`` (the id's batched env, see ``make_vec_env``) or ``"dummy"``. SB3 logs to
+    TensorBoard in ``out_dir/tensorboard`` when the ``tensorboard`` package is installed."""
     cls = algo_class(algo)  # a clear error without the 'rl' extra
     import torch
-    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
-    torch.set_num_threads(1)  # the envs are cheap; one thread is faster on small machines and leaves cores free
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    torch.set_num_threads(threads)
     out = Path(out_dir)
     config = RunConfig.resolve(algo, env_id, env_overrides, hyperparams)
     gym.make(env_id, **config.env_kwargs).close()  # bad env kwargs fail here, with the env's own message
@@ -264,21 +299,14 @@ def train(
         if (meta["algo"], meta["env_id"], meta["env_kwargs"]) != (algo, env_id, as_json_value(config.env_kwargs)):
             raise ValueError(f"--load: {out} holds {meta['algo']} on {meta['env_id']} with {meta['env_kwargs']}")
         previous, previous_seconds = meta["total_timesteps"], meta["train_seconds"]
-    vec_env = make_vec_env(config, training_seed(seed, previous))
-    if config.normalize is not None:
-        if load and (out / "vecnormalize.pkl").is_file():
-            vec_env = VecNormalize.load(str(out / "vecnormalize.pkl"), vec_env)
-        else:
-            vec_env = VecNormalize(vec_env, gamma=config.model_kwargs.get("gamma", 0.99), **config.normalize)
+    vec_env, used = make_vec_env(config, training_seed(seed, previous), vectorization)
     if load:
+        if config.normalize is not None and (out / "vecnormalize.pkl").is_file():
+            vec_env = VecNormalize.load(str(out / "vecnormalize.pkl"), vec_env)
         model = cls.load(out / "model.zip", env=vec_env, device="cpu")
     else:
-        try:
-            model = cls(env=vec_env, seed=seed, device="cpu", verbose=0, **config.model_kwargs)
-        except TypeError as err:  # a misspelt hyperparameter
-            raise ValueError(f"hyperparameters of {algo} for {env_id}: {err}") from None
-    # The curve callback records training; SB3's default logger would leave an empty SB3-<date> folder in /tmp per run.
-    model.set_logger(Logger(folder=None, output_formats=[]))
+        model = new_model(config, vec_env, seed)
+    model.set_logger(_logger(out))
     # SB3 reseeds its env with `seed` when it builds or loads the model (set_random_seed -> env.seed(seed)), which
     # would reset the training envs with the evaluation seeds seed + i: seed them here, just before learning.
     model.get_env().seed(training_seed(seed, previous))
@@ -286,14 +314,82 @@ def train(
     start, cpu_start = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=steps, callback=curve, reset_num_timesteps=not load)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    model.logger.close()  # flushes TensorBoard's event file
     rate = (model.num_timesteps - previous) / seconds
     # Per CPU-second too (torch runs one thread): on a shared machine the wall rate measures the load.
     cpu_rate = (model.num_timesteps - previous) / max(cpu_seconds, 1e-9)
     save_run(out, model, config, seed, train_seconds=previous_seconds + seconds, steps_per_second=rate,
-             steps_per_cpu_second=cpu_rate)  # fmt: skip
+             steps_per_cpu_second=cpu_rate, vectorization=used, threads=threads)  # fmt: skip
     vec_env.close()
     curve.write(out, append=load)
     return TrainResult(out, int(model.num_timesteps), seconds, rate)
+
+
+def new_model(config: RunConfig, vec_env: Any, seed: int) -> Any:
+    """A fresh ``config.algo`` model on ``vec_env`` (inside VecNormalize when the config normalizes)."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    if config.normalize is not None:
+        vec_env = VecNormalize(vec_env, gamma=config.model_kwargs.get("gamma", 0.99), **config.normalize)
+    try:
+        return algo_class(config.algo)(env=vec_env, seed=seed, device="cpu", verbose=0, **config.model_kwargs)
+    except TypeError as err:  # a misspelt hyperparameter
+        raise ValueError(f"hyperparameters of {config.algo} for {config.env_id}: {err}") from None
+
+
+def _logger(out: Path):
+    """SB3's logger: TensorBoard in ``out/tensorboard`` when installed, else none (the curve callback records
+    training; SB3's default would leave an empty SB3-<date> folder in /tmp per run)."""
+    from stable_baselines3.common.logger import Logger, configure
+
+    try:
+        import tensorboard  # noqa: F401  (SB3 writes through torch's SummaryWriter, which needs it)
+    except ImportError:
+        return Logger(folder=None, output_formats=[])
+    return configure(str(out / "tensorboard"), ["tensorboard"])
+
+
+@dataclass(frozen=True)
+class TrainTask:
+    """One ``train`` call as a task of ``baselines.backends.run_tasks`` (picklable): it trains in a scratch folder
+    and returns the run's files as {relative path: bytes}, so a run trained on a remote Ray worker reaches the
+    caller's disk (:func:`write_run_files`)."""
+
+    env_id: str
+    algo: str
+    steps: int | None
+    seed: int = 0
+    env_overrides: tuple[tuple[str, Any], ...] = ()
+    threads: int = 1
+    progress: bool = False
+
+    def run(self) -> dict[str, bytes]:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="cluster-envs-train-") as tmp:
+            train(self.env_id, self.algo, steps=self.steps, seed=self.seed, env_overrides=dict(self.env_overrides),
+                  out_dir=tmp, progress=self.progress, threads=self.threads)  # fmt: skip
+            return {str(p.relative_to(tmp)): p.read_bytes() for p in sorted(Path(tmp).rglob("*")) if p.is_file()}
+
+
+def write_run_files(files: Mapping[str, bytes], out: str | Path) -> Path:
+    """Write a run returned by ``TrainTask.run`` into ``out``, replacing the run there (a cache folder)."""
+    import shutil
+
+    out = Path(out)
+    if out.exists():
+        shutil.rmtree(out)
+    for name, data in files.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return out
+
+
+def shipped_run(env_id: str, algo: str) -> Path | None:
+    """The folder of the run shipped with the package for ``env_id`` and ``algo``, if there is one."""
+    path = SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo
+    return path if (path / "meta.json").is_file() else None
 
 
 def save_run(out: str | Path, model: Any, config: RunConfig, seed: int, **facts: Any) -> None:

@@ -185,12 +185,17 @@ def project(frac, work, b, n_rows, n_cols):
 @njit(cache=True)
 def prepare(kind, actions, trow, schedule, caps_nominal, jobs, counters, slot_stats, classes, work, b):
     """Q(t) of copy b and, for ``kind`` ``ALLOCATION``, y = its projected allocation fractions ``actions[b]``
-    (I·J, row-major, :func:`project_column`) times n_j. False, changing nothing, if a fraction is NaN or inf."""
+    (I·J, row-major, :func:`project_column`) times n_j; for ``CLASSES`` with a non-empty ``actions`` (a batch), y =
+    ``actions[b]`` (I·J, row-major; a simulator sets y itself). False, changing nothing, if a fraction is NaN or inf."""
     n_cls, n_cols = classes.shape[2], caps_nominal.size
     for i in range(n_cls):
         classes[0, QUEUE, i] = 0
     for k in range(counters[b, N_JOBS]):
         classes[0, QUEUE, jobs[b, 0, k]] += 1
+    if kind == CLASSES and actions.shape[1] > 0:
+        for i in range(n_cls):
+            for j in range(n_cols):
+                slot_stats[0, Y, i, j] = actions[b, i * n_cols + j]
     if kind != ALLOCATION:
         return True
     for k in range(n_cls * n_cols):
@@ -466,7 +471,8 @@ def slot_batch(kind, actions, stepping, r_star, rewards, status, r, mu, costs, a
     (:func:`write_observation`). The single env steps its one copy with it.
 
     ``kind`` ``ALLOCATION``: ``actions[b]`` holds fractions y_ij/n_j (I·J, row-major), projected; ``CLASSES``:
-    y (I, J) is in ``slot_stats[b, Y]``; ``JOBS``: ``actions[b]`` is x (waiting jobs × J, flat). Selections by
+    y (I, J) is ``actions[b]`` (row-major) or, with an empty ``actions`` (a simulator), already in
+    ``slot_stats[0, Y]``; ``JOBS``: ``actions[b]`` is x (waiting jobs × J, flat). Selections by
     servers (``server_choice``) call :func:`begin_slot` and :func:`end_slot` around their NumPy selection instead.
     The status is ``DONE``, or the copy is unchanged and it is ``NOT_FINITE`` (an allocation fraction is NaN or
     inf) or ``FULL`` (the job arrays have no room for an arrival: grow them and step it again).

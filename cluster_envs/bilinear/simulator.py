@@ -71,16 +71,18 @@ def project_allocation(y: np.ndarray, active: np.ndarray, caps: np.ndarray) -> n
 
 
 def logits_to_allocation(logits: np.ndarray, active: np.ndarray, caps: np.ndarray, scale: float = 1.0) -> np.ndarray:
-    """(J, I+1) logits, the last one "idle": y_ij = n_j softmax(scale·logits) over {active classes, idle} (§3.3).
+    """(J, I+1) logits, the last one "idle": y_ij = n_j softmax(scale·logits) over {active classes, idle} (§3.3),
+    as (I, J). Leading axes are a batch (logits (..., J, I+1), active (..., I) -> (..., I, J)), computed with the
+    same operations per copy, so the batched env's allocations equal the single env's bit for bit.
 
     ``scale`` multiplies after the max is subtracted, so finite logits of any size cannot overflow to NaN.
     """
-    mask = np.append(active, True)
-    z = np.where(mask[None, :], logits, -np.inf)
+    mask = np.concatenate([active, np.ones((*active.shape[:-1], 1), dtype=bool)], axis=-1)
+    z = np.where(mask[..., None, :], logits, -np.inf)
     with np.errstate(over="ignore"):  # a gap beyond the float max is exp(-inf) = 0, as it should be
-        z = np.exp(scale * (z - z.max(axis=1, keepdims=True)))
-    pi = z / z.sum(axis=1, keepdims=True)
-    return (pi[:, :-1] * caps[:, None]).T
+        z = np.exp(scale * (z - z.max(axis=-1, keepdims=True)))
+    pi = z / z.sum(axis=-1, keepdims=True)
+    return np.swapaxes(pi[..., :-1] * caps[:, None], -1, -2)
 
 
 @dataclass

@@ -7,10 +7,12 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.bilinear import episodes, kernel
-from cluster_envs.bilinear.env import MINIMAL_INFO_KEYS, ClusterBilinearEnv
+from cluster_envs.bilinear.env import LOGIT_SCALE, MINIMAL_INFO_KEYS, ClusterBilinearEnv
 from cluster_envs.bilinear.model import assignment_optima, mean_rewards, normalised, oracle_lp, sample_instance
-from cluster_envs.bilinear.simulator import ARRAYS, SHARED_ARRAYS, episode_summary
+from cluster_envs.bilinear.simulator import ARRAYS, SHARED_ARRAYS, episode_summary, logits_to_allocation
 from cluster_envs.common.vector import BatchedCopies
+
+BATCHED_ACTION_MODES = ("allocation", "simplex_logits")
 
 
 class ClusterBilinearVectorEnv(BatchedCopies):
@@ -23,8 +25,9 @@ class ClusterBilinearVectorEnv(BatchedCopies):
     ends resets it (its action is ignored, its reward 0, its info that of ``reset``) with the draws its env's
     ``reset`` would make, compiled for all the copies resetting together (:meth:`_autoreset`); the copies' env
     objects then hold their generator and simulator (current), not their problem or oracle (those of their last
-    ``reset``). Supported: ``action_mode="allocation"``,
-    ``observation_mode="queues"`` and no ``server_schedule``. ``info`` holds the ``info_level="minimal"`` keys
+    ``reset``). Supported: ``action_mode`` ``"allocation"`` or ``"simplex_logits"`` (each copy's logits become its
+    class allocation as the single env's ``logits_to_allocation`` computes it, then the kernel's class-level
+    slot), every ``observation_mode`` and no ``server_schedule``. ``info`` holds the ``info_level="minimal"`` keys
     as (B,) arrays with ``_key`` masks and, for copies whose episode ends, ``episode_summary``.
     """
 
@@ -33,13 +36,13 @@ class ClusterBilinearVectorEnv(BatchedCopies):
             num_envs, lambda **kw: ClusterBilinearEnv(preset, **kw), overrides, render_mode, "ClusterBilinear-v0"
         )
         cfg = self.config
-        self.require(
-            (
-                ("action_mode", cfg.action_mode, "allocation"),
-                ("observation_mode", cfg.observation_mode, "queues"),
-                ("server_schedule", cfg.server_schedule, None),  # under a schedule r*(t) differs per copy and slot
-            )
-        )
+        if cfg.action_mode not in BATCHED_ACTION_MODES:
+            raise ValueError(f"action_mode={cfg.action_mode!r} is not supported by the batched env; use one of "
+                             f"{list(BATCHED_ACTION_MODES)}")  # fmt: skip
+        self.require((("server_schedule", cfg.server_schedule, None),))  # under a schedule r*(t) differs per slot
+        self._kind = kernel.ALLOCATION if cfg.action_mode == "allocation" else kernel.CLASSES
+        n_features = (cfg.num_job_classes + cfg.num_server_classes) * cfg.feature_dim
+        self._features = np.zeros((num_envs, n_features))  # u and v of each copy's episode (the "full" observation)
         self._batch: dict[str, np.ndarray] = {}
         self._r_star = np.zeros(num_envs)
         env = self.envs[0]  # the model's constants, as every copy's reset uses them
@@ -81,16 +84,41 @@ class ClusterBilinearVectorEnv(BatchedCopies):
                 self._batch[name][copy] = sim.arrays[name][0]
         sim.bind(self._batch, copy)
         self._r_star[copy] = env.r_star
+        self._features[copy] = np.concatenate([env.problem.job_features.ravel(), env.problem.server_features.ravel()])
         self._needs_reset[copy] = False
         return info
 
     def _batch_observation(self) -> np.ndarray:
-        return self._batch["obs"].copy()
+        """``ClusterBilinearEnv._observation`` of every copy: the kernel's Q, N and Σξ, then (``queues_stats``,
+        ``full``) t/T, log1p of the total selections and the empirical means, then (``full``) u and v."""
+        cfg, batch = self.config, self._batch
+        if cfg.observation_mode == "queues":
+            return batch["obs"].copy()
+        counts, sums = batch["slot_stats"][:, kernel.TOTAL_COUNTS], batch["slot_stats"][:, kernel.TOTAL_SUMS]
+        means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+        parts = [batch["obs"], batch["counters"][:, kernel.T] / cfg.horizon, np.log1p(counts), means]
+        if cfg.observation_mode == "full":
+            parts.append(self._features)
+        flat = [np.asarray(p, dtype=np.float64).reshape(self.num_envs, -1) for p in parts]
+        return np.concatenate(flat, axis=1).astype(np.float32)
+
+    def _class_allocations(self, logits: np.ndarray, stepping: np.ndarray) -> np.ndarray:
+        """Each stepping copy's ``simplex_logits`` action as the class allocation y (I·J, row-major) the single env
+        computes from it (:func:`logits_to_allocation` over the classes with waiting jobs, on the whole batch)."""
+        n_i, n_j = self.config.num_job_classes, self.config.num_server_classes
+        jobs, counters = self._batch["jobs"], self._batch["counters"]
+        waiting = np.arange(jobs.shape[2]) < counters[:, kernel.N_JOBS, None]
+        active = np.zeros((self.num_envs, n_i), dtype=bool)
+        active[np.nonzero(waiting)[0], jobs[:, 0][waiting]] = True
+        logits = np.where(stepping[:, None], logits, 0.0).reshape(self.num_envs, n_j, n_i + 1)
+        return logits_to_allocation(logits, active, self._caps, LOGIT_SCALE).reshape(self.num_envs, -1)
 
     def step(self, actions: Any):
         actions, stepping = self.finite_actions(actions)
         reset_copies = np.flatnonzero(~stepping)
         reset_info = self._autoreset(reset_copies) if reset_copies.size else None
+        if self._kind == kernel.CLASSES:
+            actions = self._class_allocations(actions, stepping)
         rewards = np.zeros(self.num_envs)
         status = np.full(self.num_envs, kernel.DONE, dtype=np.int64)
         pending = stepping
@@ -145,6 +173,7 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         for i in np.flatnonzero(~found):
             r_star[i], alloc[i] = oracle_lp(r[copies[i]], self._rho, self._caps)
         self._r_star[copies] = r_star
+        self._features[copies] = np.concatenate([u.reshape(copies.size, -1), v.reshape(copies.size, -1)], axis=1)
         episodes.start_episodes(copies, *(batch[name] for name in episodes.START_ARRAYS))
         self._needs_reset[copies] = False
         return r_star, alloc
@@ -174,7 +203,7 @@ class ClusterBilinearVectorEnv(BatchedCopies):
 
     def _run(self, actions: np.ndarray, stepping: np.ndarray, rewards: np.ndarray, status: np.ndarray) -> None:
         args = self.envs[0].simulator.kernel_args  # every copy's simulator is bound to the batch arrays
-        kernel.slot_batch(kernel.ALLOCATION, actions, stepping, self._r_star, rewards, status, *args)
+        kernel.slot_batch(self._kind, actions, stepping, self._r_star, rewards, status, *args)
 
     @property
     def simulators(self) -> list:

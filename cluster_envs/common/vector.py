@@ -46,11 +46,29 @@ class BatchedCopies(VectorEnv):
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
         """Reset every copy through its own env (which checks ``options``); the batch's observation and the copies'
-        reset infos, as ``SyncVectorEnv`` returns them."""
+        reset infos, as ``SyncVectorEnv`` returns them. ``options["reset_mask"]`` (a bool array of shape
+        (num_envs,)) resets only those copies, as Gymnasium's ``SyncVectorEnv`` does: SB3's same-step autoreset
+        (``baselines/vec_env.py``) resets the copies that ended without stepping the others."""
+        mask = None
+        if isinstance(options, dict) and "reset_mask" in options:  # other options go to the copies, which check them
+            mask = options["reset_mask"]
+            options = {key: value for key, value in options.items() if key != "reset_mask"} or None
+        mask = self._reset_mask(mask)
+        seeds = self.copy_seeds(seed)
         infos: dict[str, Any] = {}
-        for b, s in enumerate(self.copy_seeds(seed)):
-            infos = self._add_info(infos, self._reset_copy(b, s, options), b)
+        for b in np.flatnonzero(mask):
+            infos = self._add_info(infos, self._reset_copy(int(b), seeds[b], options), int(b))
         return self._batch_observation(), infos
+
+    def _reset_mask(self, mask: Any) -> np.ndarray:
+        """The copies a reset resets: all without a mask, else the mask (checked as ``SyncVectorEnv`` checks it)."""
+        if mask is None:
+            return np.ones(self.num_envs, dtype=bool)
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+            raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), got {mask!r}")
+        if not mask.any():
+            raise ValueError("options['reset_mask'] must select at least one copy")
+        return mask
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         """Reset copy b through its own env and move its state into row b of the batch; its reset info."""

@@ -58,7 +58,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         if cfg.compute_regret and inst.n_ports > MAX_PORTS:
             raise ValueError(f"n_ports={inst.n_ports} > {MAX_PORTS} with compute_regret=True is not supported by "
                              "the batched env; use SyncVectorEnv")  # fmt: skip
-        self._obs = {  # each copy's observation at its last reset
+        self._obs = {  # each copy's current observation (its reset's until it steps)
             key: np.zeros((num_envs, *space.shape), space.dtype) for key, space in self.single_observation_space.items()
         }
         self._arrivals = np.zeros((num_envs, inst.n_ports), np.int8)  # of the slot about to be decided
@@ -139,9 +139,10 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         if missing:
             for b in np.flatnonzero(self._missing):
                 self._fill_oracle(int(b))
-        if reset_infos:  # as SyncVectorEnv: a copy just reset shows its reset observation
-            for key, value in obs.items():
+        for key, value in obs.items():
+            if reset_infos:  # as SyncVectorEnv: a copy just reset shows its reset observation
                 value[resetting] = self._obs[key][resetting]
+            self._obs[key][:] = value  # kept: a masked reset returns the other copies' observations as they are
         truncated = stepping & (self._t > cfg.horizon)
         infos = self._infos(stepping, truncated, values, counts)
         for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info

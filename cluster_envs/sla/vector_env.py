@@ -10,13 +10,17 @@ from cluster_envs.common.vector import BatchedCopies
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.kernel import (
     ACTION_MODES,
+    ACTIVE,
+    ALLOC,
     DEFICIT,
+    LOAD,
     QUEUE,
     REWARD_MODES,
     STATE_ROWS,
     WORK,
     step_copies,
 )
+from cluster_envs.sla.simulator import feedback_vector
 
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
@@ -29,17 +33,18 @@ class ClusterSLAVectorEnv(BatchedCopies):
     the single env's compiled step (:func:`~cluster_envs.sla.kernel.step_copies`, which the single env
     calls with a batch of one) steps all at once, so there is one implementation of the dynamics. Autoreset is
     Gymnasium's ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its
-    reward 0). Supported: the paper's observation (``observation_mode="binary"``, ``obs_format="box"``, no time)
-    and the built-in reward modes. ``info`` holds the ``info_level="minimal"`` keys as (B, N) arrays with
-    ``_key`` masks and, for copies that end, ``episode_summary``.
+    reward 0). Supported: every observation (the paper's, written by the kernel, or the ablations'
+    ``observation_mode``, ``obs_format`` and ``include_time``, assembled from the batch's state as
+    :meth:`ClusterSLAEnv._observation` does per copy) and the built-in reward modes. ``info`` holds the
+    ``info_level="minimal"`` keys as (B, N) arrays with ``_key`` masks and, for copies that end,
+    ``episode_summary``.
     """
 
     def __init__(self, num_envs: int, preset: str = "paper_synthetic_small", render_mode: str | None = None,
                  **overrides: Any):  # fmt: skip
         super().__init__(num_envs, lambda **kw: ClusterSLAEnv(preset, **kw), overrides, render_mode, "ClusterSLA-v0")
         cfg = self.config
-        self.require((("observation_mode", cfg.observation_mode, "binary"), ("obs_format", cfg.obs_format, "box"),
-                      ("include_time", cfg.include_time, False)))  # fmt: skip
+        self._paper_observation = (cfg.observation_mode, cfg.obs_format, cfg.include_time) == ("binary", "box", False)
         if callable(cfg.reward_mode):
             raise ValueError("reward_mode must be a built-in mode for the batched env, not a callable")
         n, horizon = cfg.n_users, cfg.horizon
@@ -63,13 +68,32 @@ class ClusterSLAVectorEnv(BatchedCopies):
             view[...] = own
         sim.bind(*batch)  # the simulator, a batch of one, now reads and writes its slice of the batch
         self._sla_bar[b] = env.problem.static_share
-        self._obs[b] = obs
+        self._obs[b] = obs if self._paper_observation else feedback_vector(sim.active, sim.alloc, self._sla_bar[b])
         self._ts[b] = 0
         self._needs_reset[b] = False
         return info
 
-    def _batch_observation(self) -> np.ndarray:
-        return self._obs.copy()
+    def _batch_observation(self) -> np.ndarray | dict[str, np.ndarray]:
+        """The paper's feedback (the kernel's), or every copy's ``ClusterSLAEnv._observation`` from the batch."""
+        if self._paper_observation:
+            return self._obs.copy()
+        cfg, states, t = self.config, self._states, self._ts
+        parts = {"active": states[:, ACTIVE], "alloc": states[:, ALLOC], "sla": self._sla_bar}
+        if cfg.observation_mode == "binary+sla":
+            parts["sla_flag"] = (states[:, DEFICIT] > cfg.sla_tol).astype(np.float64)
+        if cfg.observation_mode == "full":
+            last_load = self._series[np.maximum(t - 1, 0), np.arange(self.num_envs), LOAD]
+            last_load[t == 0] = 0.0
+            deficit = states[:, DEFICIT]
+            parts["log_queue"] = np.log1p(states[:, QUEUE])
+            parts["log_load"] = np.log1p(last_load)
+            parts["signed_log_deficit"] = np.sign(deficit) * np.log1p(np.abs(deficit))
+        if cfg.include_time:
+            parts["time"] = (t / cfg.horizon)[:, None]
+        if cfg.obs_format == "dict":
+            parts["active"] = states[:, ACTIVE].astype(np.int8)
+            return {key: parts[key].astype(space.dtype) for key, space in self.single_observation_space.items()}
+        return np.concatenate(list(parts.values()), axis=1).astype(np.float32)
 
     def step(self, actions: Any):
         actions, stepping = self.finite_actions(actions)

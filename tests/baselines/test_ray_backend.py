@@ -51,3 +51,21 @@ def _tiny_policy(tmp_path):
 
     train(ENV, "ppo", steps=512, env_overrides=SMALL, out_dir=tmp_path / "ppo", progress=False)
     return SavedPolicy.from_dir(tmp_path / "ppo")
+
+
+def test_a_training_task_on_ray_trains_the_same_policy_as_locally(local_ray, tmp_path):
+    """The benchmark's training runs through the backends too: a TrainTask on a Ray worker returns the run's files,
+    with the same network weights as the same task run in this process (seeded; one torch thread)."""
+    pytest.importorskip("stable_baselines3")
+    from baselines.rl import SavedPolicy, TrainTask, write_run_files
+
+    task = TrainTask(ENV, "ppo", 256, env_overrides=tuple(SMALL.items()))
+    (remote,) = run_tasks([task], backend="ray", workers=2)
+    (local,) = run_tasks([task])
+    assert {"model.zip", "meta.json"} <= set(remote) and len(remote) == len(local)  # event files name host and time
+    weights = [
+        SavedPolicy.from_dir(write_run_files(files, tmp_path / name)).build().model.policy.state_dict()
+        for files, name in ((remote, "remote"), (local, "local"))
+    ]
+    for key, value in weights[0].items():
+        np.testing.assert_array_equal(value.numpy(), weights[1][key].numpy(), err_msg=key)

@@ -57,7 +57,7 @@ def test_save_load_round_trip_keeps_actions_and_statistics(tmp_path, tiny_hyperp
     from stable_baselines3.common.vec_env import VecNormalize
 
     config = RunConfig.resolve("ppo", ENV, SHORT, tiny_hyperparams)
-    vec_env = VecNormalize(make_vec_env(config, training_seed(0)), **config.normalize)
+    vec_env = VecNormalize(make_vec_env(config, training_seed(0))[0], **config.normalize)
     model = PPO(env=vec_env, seed=0, device="cpu", **config.model_kwargs)
     model.learn(256)
     live = SB3Agent(model, vec_env, name="ppo", env_kwargs=config.env_kwargs)
@@ -308,7 +308,7 @@ def test_a_model_refuses_an_env_whose_spaces_differ_from_its_training_env(tmp_pa
 
     env_id = "ClusterMultiServer-v0"
     config = RunConfig.resolve("ppo", env_id, {"horizon": 20})
-    model = PPO(env=make_vec_env(config, training_seed(0)), seed=0, device="cpu", **config.model_kwargs)
+    model = PPO(env=make_vec_env(config, training_seed(0))[0], seed=0, device="cpu", **config.model_kwargs)
     save_run(tmp_path / "run", model, config, seed=0)
     agent = load_agent(tmp_path / "run")
     assert rollout(env_id, agent, seed=0, env_kwargs={"preset": "small", "horizon": 30}).metrics["steps"] == 30

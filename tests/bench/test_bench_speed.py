@@ -39,7 +39,7 @@ def test_single_env_ratio_to_cartpole_is_at_least_half_the_target(env_id):
 
 def test_bench_command_writes_markdown_and_json(tmp_path, capsys):
     argv = ["bench", "--ids", "ClusterSLA-v0", "--steps", "200", "--repeats", "2", "--sizes", "1", "4",
-            "--batch-env-steps", "200", "--long-horizon", "0", "--out", str(tmp_path)]  # fmt: skip
+            "--batch-env-steps", "200", "--long-horizon", "0", "--no-training", "--out", str(tmp_path)]  # fmt: skip
     assert main(argv) == 0
     result = json.loads((tmp_path / "bench.json").read_text())
     assert [m["variant"] for m in result["single"]] == ["single, info_level=minimal", "single, info_level=full"]

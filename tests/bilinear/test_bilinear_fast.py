@@ -65,9 +65,10 @@ B = 4
 HORIZON = 40
 
 
-def _actions(rng, steps):
-    """Random fractions; copy 0 idles for the first 70 steps, so its queue outgrows the initial job arrays."""
-    out = rng.uniform(0, 1, (steps, B, 20))
+def _actions(rng, steps, width=20):
+    """Random fractions (or logits); copy 0 idles (or sends zero logits) for the first 70 steps, so its queue
+    outgrows the initial job arrays."""
+    out = rng.uniform(0, 1, (steps, B, width))
     out[:70, 0] = 0.0
     out[rng.random((steps, B)) < 0.1] = 0.0
     return out.astype(np.float32)
@@ -80,6 +81,8 @@ def _actions(rng, steps):
     {"preset": "paper_holding", "reward_mode": "mean", "horizon": 90},
     {"instance_seed": 3, "job_features": np.full((10, 2), 0.6)},  # the instance fixed, part of it overridden
     {"servers_per_class": 1, "traffic_intensity": 1.9, "service_rate": 0.5, "theta": (0.5,) * 4},  # binds: HiGHS
+    {"action_mode": "simplex_logits", "observation_mode": "full", "service_model": "exclusive"},  # the RL setting
+    {"action_mode": "simplex_logits", "observation_mode": "queues_stats", "instance_seed": 5},
 ])  # fmt: skip
 def test_batched_env_equals_single_envs_step_for_step(kwargs):
     kwargs = {"horizon": HORIZON, "info_level": "minimal", **kwargs}  # sync then has the reset info keys only on resets
@@ -91,7 +94,8 @@ def test_batched_env_equals_single_envs_step_for_step(kwargs):
     np.testing.assert_array_equal(obs, obs_sync)
     np.testing.assert_array_equal(info["queue_total"], info_sync["queue_total"])
     ended = 0
-    for actions in _actions(np.random.default_rng(0), 2 * kwargs["horizon"] + 15):
+    width = sync.single_action_space.shape[0]
+    for actions in _actions(np.random.default_rng(0), 2 * kwargs["horizon"] + 15, width):
         step, expected = native.step(actions), sync.step(actions)
         for a, b in zip(step[:4], expected[:4], strict=True):
             np.testing.assert_array_equal(a, b)
@@ -119,7 +123,7 @@ def test_batched_env_equals_single_envs_step_for_step(kwargs):
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [
-    ({"action_mode": "simplex_logits"}, "action_mode"), ({"observation_mode": "full"}, "observation_mode"),
+    ({"action_mode": "job_allocation"}, "action_mode"), ({"action_mode": "server_choice"}, "action_mode"),
     ({"server_schedule": np.full((500, 2), 2)}, "server_schedule"), ({"num_envs": 0}, "num_envs"),
     ({"render_mode": "ansi"}, "render_mode"),
 ])  # fmt: skip

@@ -1,0 +1,105 @@
+"""Training infrastructure (issue 15): shipped models used unless --retrain, training as a backend task, TensorBoard
+logs, torch's thread count, and the package data that ships models."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+from baselines import benchmark as bench  # noqa: E402
+from baselines import rl, settings  # noqa: E402
+from baselines.cli import main  # noqa: E402
+from baselines.compare import obtain_policy  # noqa: E402
+
+ENV = "ClusterSLA-v0"
+STEPS = 512
+
+
+@pytest.fixture(scope="module")
+def tiny_run_files():
+    """A tiny PPO run of the benchmark's config for ENV, as TrainTask returns it."""
+    return rl.TrainTask(ENV, "ppo", STEPS).run()
+
+
+@pytest.fixture
+def shipped(tmp_path, monkeypatch, tiny_run_files):
+    root = tmp_path / "package_models"
+    rl.write_run_files(tiny_run_files, root / ENV / "ppo")
+    monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", root)
+    return root / ENV / "ppo"
+
+
+def test_a_train_task_returns_a_complete_run(tiny_run_files):
+    assert {"model.zip", "vecnormalize.pkl", "meta.json", "config.yml", "training.csv"} <= set(tiny_run_files)
+    meta = json.loads(tiny_run_files["meta.json"])
+    assert meta["vectorization"] == "native" and meta["threads"] == 1 and meta["total_timesteps"] >= STEPS
+
+
+def test_a_matching_shipped_model_is_used_unless_retrain(shipped, tmp_path):
+    policy, facts = obtain_policy(ENV, "ppo", {}, STEPS, tmp_path / "cache", progress=False)
+    assert facts["source"] == "shipped" and facts["path"] == str(shipped)
+    assert policy.model == (shipped / "model.zip").read_bytes()
+    assert not (tmp_path / "cache").exists()  # nothing was trained
+    _, facts = obtain_policy(ENV, "ppo", {}, STEPS, tmp_path / "cache", progress=False, retrain=True)
+    assert facts["source"] == "trained" and (tmp_path / "cache" / f"ppo-{ENV}" / "model.zip").is_file()
+    # Asked for more steps than the shipped run had: trained (the cache now matches the smaller request only).
+    _, facts = obtain_policy(ENV, "ppo", {}, 10 * STEPS, tmp_path / "other", progress=False)
+    assert facts["source"] == "trained"
+
+
+def test_benchmark_quick_evaluates_the_shipped_model_without_training(shipped, tmp_path, monkeypatch):
+    monkeypatch.setitem(bench.SEEDS, "quick", range(2))
+    monkeypatch.setitem(settings.SETTINGS, ENV, dataclasses.replace(settings.SETTINGS[ENV], rl_steps_quick=STEPS))
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the benchmark trained although a matching model ships with the package")
+
+    monkeypatch.setattr(rl, "train", no_training)
+    report = bench.benchmark(tmp_path / "out", quick=True, progress=False, env_ids=[ENV])
+    assert f"| {ENV} |" in report.read_text() and "| shipped |" in report.read_text()
+    with pytest.raises(AssertionError, match="trained although"):
+        bench.benchmark(tmp_path / "again", quick=True, progress=False, env_ids=[ENV], retrain=True)
+
+
+def test_the_cli_passes_retrain_and_threads(monkeypatch, tmp_path, capsys):
+    seen = {}
+    monkeypatch.setattr(bench, "benchmark", lambda out, **kwargs: seen.update(kwargs) or tmp_path / "report.md")
+    monkeypatch.setattr("baselines.report.headline_text", lambda report: "")
+    assert main(["benchmark", "--quick", "--retrain", "--threads", "2", "--out", str(tmp_path)]) == 0
+    assert seen["retrain"] is True and seen["threads"] == 2
+    assert main(["train", ENV, "--threads", "0"]) == 2
+    assert "--threads: must be a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_threads_and_tensorboard(tmp_path, monkeypatch):
+    """``threads`` reaches torch (recorded, not applied: two threads would only slow a loaded test machine), and SB3
+    logs the episode statistics to TensorBoard."""
+    pytest.importorskip("tensorboard")
+    import torch
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    with pytest.raises(ValueError, match="threads"):
+        rl.train(ENV, steps=STEPS, out_dir=tmp_path / "bad", threads=0, progress=False)
+    calls = []
+    monkeypatch.setattr(torch, "set_num_threads", calls.append)
+    rl.train(ENV, steps=STEPS, env_overrides={"horizon": 120}, out_dir=tmp_path / "run", threads=2, progress=False)
+    assert calls == [2] and json.loads((tmp_path / "run" / "meta.json").read_text())["threads"] == 2
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    assert "rollout/ep_rew_mean" in events.Tags()["scalars"]  # VecMonitor's episode statistics reach SB3's logger
+
+
+def test_the_package_data_ships_model_folders(tiny_run_files):
+    """pyproject's package data covers a run folder at models/<env_id>/<algo>/ (not its TensorBoard logs)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["baselines"]
+    shipped = {name for name in tiny_run_files if any(PurePosixPath("models", ENV, "ppo", name).match(p)
+                                                       for p in patterns)}  # fmt: skip
+    assert {"model.zip", "vecnormalize.pkl", "meta.json", "config.yml"} <= shipped
+    assert not any(name.startswith("tensorboard") for name in shipped)
