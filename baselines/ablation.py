@@ -305,7 +305,7 @@ def summarize(rows: list[dict[str, str]], refs: References) -> list[dict[str, An
     """Per variant and checkpoint: mean and interval over training seeds of the per-seed means."""
     groups: dict[tuple[str, int], dict[int, list[float]]] = {}
     for r in rows:
-        checkpoint = _checkpoint(int(r["timesteps"]))
+        checkpoint = int(r["timesteps"])  # PPO stops at the end of a rollout, past the checkpoint asked for
         groups.setdefault((r["variant"], checkpoint), {}).setdefault(int(r["train_seed"]), []).append(float(r["value"]))
     table = []
     for (variant, checkpoint), by_seed in groups.items():
@@ -326,11 +326,6 @@ def summarize(rows: list[dict[str, str]], refs: References) -> list[dict[str, An
     return table
 
 
-def _checkpoint(timesteps: int) -> int:
-    """A run's step count rounded to the checkpoint asked for (PPO stops at the end of a rollout)."""
-    return int(round(timesteps, -3 if timesteps < 100_000 else -4))
-
-
 def markdown(study: str, table: list[dict[str, Any]], refs: References) -> str:
     env_id, _ = study_of(study)
     lines = [
@@ -345,7 +340,7 @@ def markdown(study: str, table: list[dict[str, Any]], refs: References) -> str:
     for role, agent in refs.roles.items():
         value = refs.means[agent]
         lines.append(
-            f"| {role}: `{agent}` | — | — | {value:.4g} | {float(normalized(value, refs.naive, refs.top)):.3f} |"
+            f"| {role}: `{agent}` | — | — | {value:.4g} | {float(normalized(value, refs.naive, refs.top)) + 0.0:.3f} |"
         )
     return "\n".join(lines)
 

@@ -69,7 +69,7 @@ def test_save_load_round_trip_keeps_actions_and_statistics(tmp_path, tiny_hyperp
         np.testing.assert_array_equal(stats.var, vec_env.obs_rms.var)
         assert stats.count == vec_env.obs_rms.count
     assert np.any(vec_env.obs_rms.var != 1.0)  # the statistics were really updated by training
-    assert loaded.env_kwargs == {"action_mode": "softmax"}
+    assert loaded.env_kwargs == dict(SETTINGS[ENV].rl_env_kwargs)
 
     observations = np.random.default_rng(0).uniform(0, 1, size=(50, vec_env.observation_space.shape[0]))
     for obs in observations.astype(np.float32):
@@ -86,7 +86,7 @@ def test_train_writes_the_run_and_resumes(tmp_path, tiny_hyperparams):
     for name in ("model.zip", "vecnormalize.pkl", "config.yml", "meta.json", "training.csv", "training.png"):
         assert (out / name).is_file(), name
     config = yaml.safe_load((out / "config.yml").read_text())[ENV]
-    assert config["env_kwargs"] == {"action_mode": "softmax", "horizon": 300}
+    assert config["env_kwargs"] == {**SETTINGS[ENV].rl_env_kwargs, **SHORT}
     rows = (out / "training.csv").read_text().splitlines()
     resumed = train(ENV, "ppo", steps=128, env_overrides=SHORT, out_dir=out, hyperparams=tiny_hyperparams,
                     load=True, progress=False)  # fmt: skip
