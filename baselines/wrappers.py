@@ -92,6 +92,11 @@ class WorkConservingAction(_SlotAware):
     def action(self, action: Any) -> np.ndarray:
         return work_conserving(self.present, action)
 
+    @staticmethod
+    def action_from(observation: dict[str, np.ndarray], action: Any) -> np.ndarray:
+        """The env action for a policy ``action`` taken on the raw ``observation`` (for an adapter outside an env)."""
+        return work_conserving(observation["jobs"][:, PRESENT] > 0, action)
+
 
 class SlotMaskAction(_SlotAware):
     """MaskablePPO's ``action_masks()``: per machine, idle and the occupied slots (flat, K + 1 per machine)."""

@@ -30,6 +30,7 @@ def test_a_work_conserving_policy_never_sends_a_machine_to_an_empty_slot():
     for _ in range(SMALL["horizon"]):
         action = rng.integers(1, env.action_space.nvec, size=env.action_space.shape)  # never idle
         sent += int(np.any(obs["jobs"][:, 0] > 0)) * action.size
+        np.testing.assert_array_equal(WorkConservingAction.action_from(obs, action), env.action(action))
         obs, _, terminated, truncated, info = env.step(action)
         assert info["n_invalid"] == 0
         if terminated or truncated:
