@@ -53,12 +53,12 @@ AGENTS: dict[str, dict[str, str]] = {
         "lcf": "agents.multiserver.heuristics:LCF",
         "lwtf": "agents.multiserver.heuristics:LWTF",
         "random": "agents.multiserver.heuristics:RandomFit",
-        "oracle": "agents.multiserver.oracle:KnapsackOracleAgent",
+        "oracle": "agents.multiserver.oracles:KnapsackOracleAgent",
     },
     "ClusterGang-v0": {
         "esdp_gang": "agents.multiserver.gang:ESDPGang",
         "random": "agents.multiserver.gang:GangRandom",
-        "oracle": "agents.multiserver.oracle:KnapsackOracleAgent",
+        "oracle": "agents.multiserver.oracles:KnapsackOracleAgent",
     },
 }
 

@@ -168,18 +168,13 @@ def bench_sla_long_horizon(horizon: int = 3_000_000, seed: int = 0, policies=SLA
     Each time covers the env reset (drawing T loads and the benchmarks) and the run; the first policy
     also pays the runner's compilation (numba cannot cache it).
     """
-    from baselines.harness import build_agent
-    from cluster_envs.sla.env import ClusterSLAEnv
-    from cluster_envs.sla.runner import simulate
+    from baselines.harness import simulate
 
     seconds = {}
     for name in policies:
         start = time.perf_counter()
-        agent = build_agent("ClusterSLA-v0", name)
-        env = ClusterSLAEnv("paper_synthetic", horizon=horizon, **agent.env_kwargs)
-        env.reset(seed=seed)
-        agent.reset(env if agent.privileged else env.problem, seed=seed)
-        simulate(agent, env, record_every=max(1, horizon // 1000))
+        simulate("ClusterSLA-v0", name, seed, env_kwargs={"preset": "paper_synthetic", "horizon": horizon},
+                 record_every=max(1, horizon // 1000))  # fmt: skip
         seconds[name] = time.perf_counter() - start
     return seconds
 

@@ -1,16 +1,39 @@
-"""Roll out any agent on any registered env id over seeds, and aggregate the per-episode metrics.
+"""The one episode loop of the project: roll out any agent on any registered env id, over seeds, and aggregate.
 
-An episode's metrics are the env's ``info["episode_summary"]`` at its last step plus ``return`` and
-``steps``; its trace holds the per-step values of the scalar ``info`` keys. Every agent, reference or
-learned, faces the same exogenous sequence for a given seed (the envs draw it from the seed alone).
-An agent with ``check_spaces(observation_space, action_space)`` (a trained model) is shown the env's spaces
-before its reset, so it can refuse an env unlike its training env with a clear error.
+Every episode here runs through this module: ``cluster-envs run``, ``compare`` and ``benchmark``, the four paper
+reproductions (``baselines/reproduce/``) and the step-rate bench. Its layers, each built on the one before:
+
+- :func:`start` builds the agent (a registered name with hyperparameters, or an instance) and its env
+  (``gym.make`` with the kwargs of the precedence rule below), shows a trained model the env's spaces (an agent
+  with ``check_spaces(observation_space, action_space)`` refuses an env unlike its training env with a clear
+  error), then resets the env with ``seed`` and the agent with what it may see: ``env.unwrapped.problem`` (the
+  static public data), or the unwrapped env itself for an offline oracle (``privileged``).
+- :func:`play` steps the agent until the episode ends; an ``on_step`` hook sees every :class:`Step` (the
+  observation acted on, the action and the agent's decision time, the reward and ``info``), which is how the
+  reproductions record their per-step series without a loop of their own.
+- :func:`rollout` is ``start`` + ``play``: an :class:`Episode` whose metrics are the env's
+  ``info["episode_summary"]`` at its last step plus ``return`` and ``steps``, and whose trace holds the per-step
+  values of the scalar ``info`` keys. :func:`evaluate` rolls out agents × seeds into an :class:`EvalTable`.
+- :func:`simulate` is ``start`` + the env's compiled long-horizon runner (ClusterSLA-v0:
+  :func:`cluster_envs.sla.runner.simulate`, whose results equal stepping the env), for horizons where Python's
+  per-step cost is too slow (T = 3·10⁶ in seconds per policy).
+
+Every agent, reference or learned, faces the same exogenous sequence for a given seed (the envs draw it from the
+seed alone).
+
+**Env kwargs, one rule for every caller.** The env is made with the caller's ``env_kwargs`` merged with the
+agent's ``env_kwargs`` (the settings it needs to run faithfully, e.g. an action mode that allows idling). A key
+that both set to different values is a ``ValueError`` naming the key, both values and the agent; equal values are
+fine. Neither side silently wins: the caller's value would run the agent outside what it needs, the agent's would
+run another experiment than the one asked for.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Real
 from typing import Any
@@ -22,6 +45,9 @@ import cluster_envs  # noqa: F401  (registers the ids)
 from agents import Agent, make_agent
 from baselines.progress import progress_bar
 from baselines.rl import check_eval_seeds
+
+# The compiled long-horizon runner of each id that has one, "module:function"; see ``simulate``.
+LONG_HORIZON_RUNNERS = {"ClusterSLA-v0": "cluster_envs.sla.runner:simulate"}
 
 
 @dataclass
@@ -54,6 +80,71 @@ def env_kwargs_for(agent: Agent, env_kwargs: Mapping[str, Any] | None) -> dict[s
     return merged
 
 
+@dataclass(slots=True)
+class Step:
+    """One step as an ``on_step`` hook sees it: ``t`` (0-based), the ``observation`` the agent acted on, its
+    ``action`` and the wall seconds its ``act`` took, then the env's ``reward`` and ``info``, and whether the
+    episode ended with this step."""
+
+    t: int
+    observation: Any
+    action: Any
+    act_seconds: float
+    reward: float
+    info: dict[str, Any]
+    done: bool
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How an episode ended: the last step's ``info`` (with ``episode_summary``), the sum of the rewards, the
+    number of steps and the wall seconds of the steps (decisions and env steps; the resets are not counted)."""
+
+    info: dict[str, Any]
+    total_reward: float
+    steps: int
+    seconds: float
+
+
+def start(
+    env_id: str,
+    agent: str | Agent,
+    seed: int,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_kwargs: Mapping[str, Any] | None = None,
+) -> tuple[gym.Env, Agent, Any]:
+    """The env (``gym.make(env_id, ...)`` under the precedence rule), the agent and the first observation, both
+    reset with ``seed``: the agent with ``env.unwrapped`` if it is ``privileged``, else ``env.unwrapped.problem``."""
+    agent = build_agent(env_id, agent, agent_kwargs)
+    env = gym.make(env_id, **env_kwargs_for(agent, env_kwargs))
+    if hasattr(agent, "check_spaces"):  # a trained model: a clear error on an env unlike its training env
+        agent.check_spaces(env.observation_space, env.action_space)
+    observation, _ = env.reset(seed=seed)
+    agent.reset(env.unwrapped if agent.privileged else env.unwrapped.problem, seed=seed)
+    return env, agent, observation
+
+
+def play(env: gym.Env, agent: Agent, observation: Any, *, on_step: Callable[[Step], None] | None = None) -> Ending:
+    """Step ``agent`` on ``env`` (both as :func:`start` left them) from ``observation`` until the episode ends,
+    calling ``on_step`` after every step; the env is left open (its final state is the caller's to read)."""
+    total_reward, steps = 0.0, 0
+    begin = time.perf_counter()
+    while True:
+        tick = time.perf_counter()
+        action = agent.act(observation)
+        act_seconds = time.perf_counter() - tick
+        next_observation, reward, terminated, truncated, info = env.step(action)
+        total_reward += float(reward)
+        done = terminated or truncated
+        if on_step is not None:
+            on_step(Step(steps, observation, action, act_seconds, float(reward), info, done))
+        steps += 1
+        observation = next_observation
+        if done:
+            return Ending(info, total_reward, steps, time.perf_counter() - begin)
+
+
 def rollout(
     env_id: str,
     agent: str | Agent,
@@ -67,28 +158,44 @@ def rollout(
 
     ``record`` names the scalar ``info`` keys to trace per step (default: all of them; ``()`` for none).
     """
-    agent = build_agent(env_id, agent, agent_kwargs)
-    env = gym.make(env_id, **env_kwargs_for(agent, env_kwargs))
-    if hasattr(agent, "check_spaces"):  # a trained model: a clear error on an env unlike its training env
-        agent.check_spaces(env.observation_space, env.action_space)
-    obs, _ = env.reset(seed=seed)
-    agent.reset(env.unwrapped if agent.privileged else env.unwrapped.problem, seed=seed)
+    env, agent, observation = start(env_id, agent, seed, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
     traces: dict[str, list] | None = None if record is None else {key: [] for key in record}
-    total_reward, steps = 0.0, 0
-    while True:
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs))
-        total_reward += float(reward)
-        steps += 1
+
+    def trace(step: Step) -> None:
+        nonlocal traces
         if traces is None:
-            traces = {key: [] for key, value in info.items() if _is_scalar(value)}
+            traces = {key: [] for key, value in step.info.items() if _is_scalar(value)}
         for key, values in traces.items():
-            values.append(info[key])
-        if terminated or truncated:
-            break
-    env.close()
-    metrics = {key: float(value) for key, value in info.get("episode_summary", {}).items()}
-    metrics.update({"return": total_reward, "steps": float(steps)})
+            values.append(step.info[key])
+
+    with env:
+        end = play(env, agent, observation, on_step=None if traces == {} else trace)
+    metrics = {key: float(value) for key, value in end.info.get("episode_summary", {}).items()}
+    metrics.update({"return": end.total_reward, "steps": float(end.steps)})
     return Episode(env_id, agent.name, seed, metrics, {key: np.asarray(v) for key, v in traces.items()})
+
+
+def simulate(
+    env_id: str,
+    agent: str | Agent,
+    seed: int,
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_kwargs: Mapping[str, Any] | None = None,
+    record_every: int = 1000,
+) -> tuple[Any, float]:
+    """One episode through ``env_id``'s compiled long-horizon runner (``LONG_HORIZON_RUNNERS``), started as
+    :func:`start` does: the runner's result (ClusterSLA-v0: a ``Trajectory`` recorded every ``record_every``
+    steps) and the wall seconds of the run (the resets are not counted)."""
+    if env_id not in LONG_HORIZON_RUNNERS:
+        raise ValueError(f"env_id={env_id!r} has no long-horizon runner; ids with one: {list(LONG_HORIZON_RUNNERS)}")
+    module, function = LONG_HORIZON_RUNNERS[env_id].split(":")
+    runner = getattr(importlib.import_module(module), function)
+    env, agent, _ = start(env_id, agent, seed, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
+    with env:
+        begin = time.perf_counter()
+        result = runner(agent, env, record_every=record_every)
+        return result, time.perf_counter() - begin
 
 
 def _is_scalar(value: Any) -> bool:

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from cluster_envs.approx.dynamics import JOB_FIELDS, ApproxProblem, budget_check
-from cluster_envs.approx.kernels import occupants
+from cluster_envs.approx.kernel import occupants
+from cluster_envs.approx.simulator import JOB_FIELDS, ApproxProblem, budget_check
 from cluster_envs.common.config import check_choice, check_number
 
 COL = {name: i for i, name in enumerate(JOB_FIELDS)}

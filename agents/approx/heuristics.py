@@ -14,8 +14,8 @@ import numpy as np
 
 from agents.approx.common import COL, affordable, default_gamma, encode, encode_assignment, job_rows, ucb
 from agents.base import BaseAgent
-from cluster_envs.approx.dynamics import ApproxProblem, utility_derivative
 from cluster_envs.approx.projection import occupant_to_assignment
+from cluster_envs.approx.simulator import ApproxProblem, utility_derivative
 from cluster_envs.common.config import check_number
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from agents.base import BaseAgent
 from agents.bilinear.estimator import RidgeUCB
 from agents.bilinear.sabr import check_action_mode
-from cluster_envs.bilinear.dynamics import BilinearProblem
+from cluster_envs.bilinear.simulator import BilinearProblem
 from cluster_envs.common.config import check_number
 
 

@@ -15,7 +15,7 @@ from agents.base import BaseAgent
 from agents.bilinear.distributed import NODES, solve_distributed
 from agents.bilinear.estimator import RidgeUCB
 from agents.bilinear.solver import solve_allocation
-from cluster_envs.bilinear.dynamics import BilinearProblem
+from cluster_envs.bilinear.simulator import BilinearProblem
 from cluster_envs.common.config import check_choice, check_number
 
 SOLVERS = ("centralized", "distributed_job", "distributed_server")

@@ -18,7 +18,7 @@ import numpy as np
 from agents.base import BaseAgent
 from agents.bilinear.sabr import check_action_mode
 from agents.bilinear.solver import solve_allocation
-from cluster_envs.bilinear.dynamics import BilinearProblem
+from cluster_envs.bilinear.simulator import BilinearProblem
 from cluster_envs.common.config import check_number
 
 

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from agents.multiserver.base import SemiBanditAgent
+from agents.multiserver.common import SemiBanditAgent
 from cluster_envs.common.config import check_choice, check_number
 from cluster_envs.multiserver import knapsack
 

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from agents.multiserver.base import SemiBanditAgent
+from agents.multiserver.common import SemiBanditAgent
 from agents.multiserver.esdp import ESDP
 from cluster_envs.multiserver.gang import gang_milp, gang_repair
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.multiserver.base import SemiBanditAgent, check_stop_rule, greedy_fill
+from agents.multiserver.common import SemiBanditAgent, check_stop_rule, greedy_fill
 from cluster_envs.common.config import check_choice
 
 

@@ -7,7 +7,7 @@ from numba import njit
 
 from agents.base import BaseAgent
 from cluster_envs.common.config import check_choice
-from cluster_envs.sla.dynamics import SLAProblem
+from cluster_envs.sla.kernel import SLAProblem
 from cluster_envs.sla.runner import NO_HIDDEN_STATE
 
 

@@ -11,7 +11,7 @@ from numba import njit
 from agents.base import BaseAgent
 from agents.sla.projection import kl_project
 from cluster_envs.common.config import check_choice, check_number
-from cluster_envs.sla.dynamics import SLAProblem
+from cluster_envs.sla.kernel import SLAProblem
 from cluster_envs.sla.runner import NO_HIDDEN_STATE
 
 

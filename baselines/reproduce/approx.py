@@ -22,10 +22,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from agents import make_agent  # noqa: E402
+from baselines import harness  # noqa: E402
 from baselines.progress import progress_bar  # noqa: E402
-from cluster_envs.approx.dynamics import utility  # noqa: E402
-from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv  # noqa: E402
+from cluster_envs.approx.simulator import utility  # noqa: E402
 
 SCHEMES = ("opm", "opm_no_estimation", "fair", "deadline_aware")
 LABELS = {"opm": "OPM", "opm_no_estimation": "OPM w/o estimation", "fair": "Fair", "deadline_aware": "Deadline-aware"}
@@ -79,22 +78,15 @@ class Run:
 
 
 def run_one(task: tuple) -> Run:
-    """One (agent, env kwargs, seed) episode; picklable for process pools."""
+    """One (agent, env kwargs, seed) episode through the harness; picklable for process pools."""
     key, env_id, agent_name, agent_kwargs, env_kwargs, seed = task
-    agent = make_agent(env_id, agent_name, **agent_kwargs)
-    env_cls = ClusterApproxEnv if env_id == "ClusterApprox-v0" else ClusterApproxSingleJobEnv
-    env = env_cls(**{**env_kwargs, **agent.env_kwargs})
-    obs, _ = env.reset(seed=seed)
-    agent.reset(env.problem, seed=seed)
-    start = time.perf_counter()
-    while True:
-        obs, _, terminated, truncated, info = env.step(agent.act(obs))
-        if terminated or truncated:
-            break
-    sim = env._sim
-    f = utility(sim.kind, sim.value, sim.beta, sim.work)
-    ratio = np.where(f > 0, sim.spent / np.where(f > 0, f, 1.0), np.inf)
-    return Run(key, seed, info["episode_summary"], ratio, sim.spent / sim.budget, time.perf_counter() - start)
+    env, agent, observation = harness.start(env_id, agent_name, seed, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
+    with env:
+        end = harness.play(env, agent, observation)
+        sim = env.unwrapped._sim
+        f = utility(sim.kind, sim.value, sim.beta, sim.work)
+        ratio = np.where(f > 0, sim.spent / np.where(f > 0, f, 1.0), np.inf)
+        return Run(key, seed, end.info["episode_summary"], ratio, sim.spent / sim.budget, end.seconds)
 
 
 def run_tasks(tasks: list[tuple], workers: int, progress: bool = False) -> dict[tuple, list[Run]]:

@@ -16,12 +16,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
-import cluster_envs  # noqa: F401  (registers the ids)
 from agents.bilinear.distributed import iterate, solve_penalized, stability_bound
-from agents.registry import agent_class, make_agent
+from baselines import harness
 from baselines.progress import progress_bar
 
 ENV_ID = "ClusterBilinear-v0"
@@ -58,31 +56,28 @@ def run_episode(
     env_kwargs: dict[str, Any] | None = None,
     agent_kwargs: dict[str, Any] | None = None,
 ) -> Episode:
-    """Roll out one agent on repetition ``rep`` through ``gym.make`` (no agent sees ``info``)."""
-    kwargs = {**agent_class(ENV_ID, agent_name).env_kwargs, **(env_kwargs or {})}
-    env = gym.make(ENV_ID, preset=preset, horizon=horizon, instance_seed=1000 + rep, **kwargs)
-    agent = make_agent(ENV_ID, agent_name, **(agent_kwargs or {}))
-    start = time.perf_counter()
-    obs, _ = env.reset(seed=rep)
-    agent.reset(env.unwrapped if agent.privileged else env.unwrapped.problem, seed=rep)
+    """Roll out one agent on repetition ``rep`` through the harness (no agent sees ``info``)."""
+    kwargs = {"preset": preset, "horizon": horizon, "instance_seed": 1000 + rep, **(env_kwargs or {})}
+    env, agent, observation = harness.start(ENV_ID, agent_name, rep, env_kwargs=kwargs, agent_kwargs=agent_kwargs)
     rows, queues = [], []
-    while True:
-        obs, _, terminated, truncated, info = env.step(agent.act(obs))
+
+    def record(step: harness.Step) -> None:
+        info = step.info
         rows.append((info["regret_inc"], info["regret_inc_realized"], info["reward_noisy"], info["holding_cost"]))
         queues.append(info["Q"])
-        if terminated or truncated:
-            break
-    seconds = time.perf_counter() - start
+
+    with env:
+        end = harness.play(env, agent, observation, on_step=record)
     arr = np.cumsum(np.array(rows), axis=0)
     extra = {"recomputations": getattr(agent, "recomputations", np.nan)}
     return Episode(
-        info["episode_summary"],
+        end.info["episode_summary"],
         arr[:, 0],
         arr[:, 1],
         arr[:, 2],
         np.array(queues),
         np.diff(arr[:, 3], prepend=0.0),
-        seconds,
+        end.seconds,
         extra,
     )
 

@@ -21,8 +21,7 @@ import gymnasium as gym
 import numpy as np
 from scipy import stats
 
-import cluster_envs  # noqa: F401
-from agents import make_agent
+from baselines import harness
 from baselines.progress import progress_bar
 
 ENV_ID = "ClusterMultiServer-v0"
@@ -77,26 +76,27 @@ class Run:
 
 
 def run_one(agent_name: str, seed: int, env_kwargs: dict, agent_kwargs: dict) -> Run:
-    """One agent on instance ``seed`` with episode seed ``seed`` (picklable, for process pools)."""
-    agent = make_agent(ENV_ID, agent_name, **agent_kwargs)
-    env = gym.make(ENV_ID, instance_seed=seed, info_level="minimal", **{**env_kwargs, **agent.env_kwargs})
+    """One agent on instance ``seed`` with episode seed ``seed`` through the harness (picklable, for process
+    pools)."""
+    kwargs = {**env_kwargs, "instance_seed": seed, "info_level": "minimal"}
+    env, agent, observation = harness.start(ENV_ID, agent_name, seed, env_kwargs=kwargs, agent_kwargs=agent_kwargs)
     horizon = env.unwrapped.config.horizon
-    obs, _ = env.reset(seed=seed)
-    agent.reset(env.unwrapped if agent.privileged else env.unwrapped.problem, seed=seed)
     out = {key: np.empty(horizon) for key in ("utility", "expected", "oracle", "seconds")}
-    cells = cardinality = 0.0
-    for t in range(horizon):
-        arrivals = obs["arrivals"]
-        start = time.perf_counter()
-        action = agent.act(obs)
-        out["seconds"][t] = time.perf_counter() - start
-        cells += getattr(agent, "last_cells", 0)
-        cardinality += env.unwrapped.oracle(arrivals)[0].sum()
-        obs, _, _, _, info = env.step(action)
-        out["utility"][t], out["expected"][t], out["oracle"][t] = (
+    totals = {"cells": 0.0, "cardinality": 0.0}
+
+    def record(step: harness.Step) -> None:
+        out["seconds"][step.t] = step.act_seconds
+        totals["cells"] += getattr(agent, "last_cells", 0)
+        totals["cardinality"] += env.unwrapped.oracle(step.observation["arrivals"])[0].sum()
+        info = step.info
+        out["utility"][step.t], out["expected"][step.t], out["oracle"][step.t] = (
             info["utility"], info["expected_utility"], info["oracle_utility"],
         )  # fmt: skip
-    return Run(agent_name, seed, **out, cells=cells / horizon, oracle_cardinality=cardinality / horizon)
+
+    with env:
+        harness.play(env, agent, observation, on_step=record)
+    return Run(agent_name, seed, **out, cells=totals["cells"] / horizon,
+               oracle_cardinality=totals["cardinality"] / horizon)  # fmt: skip
 
 
 def run_many(tasks: list[tuple[str, int, dict, dict]], workers: int, progress: bool, desc: str) -> list[Run]:
@@ -280,10 +280,8 @@ def overhead(cfg: dict, t_probe: int = 2000, repeats: int = 3) -> list[str]:
     grid = [(n, base_servers) for n in cfg["overhead_ports"]]
     grid += [(base_ports, r) for r in cfg["overhead_servers"] if r != base_servers]
     for n_ports, n_servers in grid:
-        env = gym.make(ENV_ID, preset=cfg["preset"], n_ports=n_ports, n_servers=n_servers)
-        obs, _ = env.reset(seed=0)
-        agent = make_agent(ENV_ID, "esdp")
-        agent.reset(env.unwrapped.problem)
+        kwargs = {"preset": cfg["preset"], "n_ports": n_ports, "n_servers": n_servers}
+        env, agent, obs = harness.start(ENV_ID, "esdp", 0, env_kwargs=kwargs)
         times = []
         for _ in range(repeats):
             agent.t = t_probe - 1

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from agents import make_agent
+from baselines import harness
 from baselines.progress import progress_bar
-from cluster_envs.sla.dynamics import windowed_sla_gap
 from cluster_envs.sla.env import ClusterSLAEnv
-from cluster_envs.sla.runner import Trajectory, simulate
+from cluster_envs.sla.kernel import windowed_sla_gap
+from cluster_envs.sla.runner import Trajectory
 
 # The paper's reported numbers [L409-L463]; sign convention X - Alg2 (A21).
 PAPER_SYNTHETIC = {"pg": 10_000, "rest_pg": -20_000, "static": -700_000}
@@ -46,14 +46,11 @@ class Run:
 
 
 def run_policy(agent_name: str, seed: int, eps: float, env_kwargs: dict, record_every: int) -> Run:
-    """One policy on one seed through the long-horizon runner (picklable, for process pools)."""
-    agent = make_agent("ClusterSLA-v0", agent_name, **({"eps": eps} if agent_name in EPS_AGENTS else {}))
-    env = ClusterSLAEnv(**{**env_kwargs, **agent.env_kwargs})
-    env.reset(seed=seed)
-    agent.reset(env if agent.privileged else env.problem, seed=seed)
-    start = time.perf_counter()
-    trajectory = simulate(agent, env, record_every=record_every)
-    return Run(agent_name, seed, eps, trajectory, time.perf_counter() - start)
+    """One policy on one seed through the harness's long-horizon runner (picklable, for process pools)."""
+    agent_kwargs = {"eps": eps} if agent_name in EPS_AGENTS else {}
+    trajectory, seconds = harness.simulate("ClusterSLA-v0", agent_name, seed, env_kwargs=env_kwargs,
+                                           agent_kwargs=agent_kwargs, record_every=record_every)  # fmt: skip
+    return Run(agent_name, seed, eps, trajectory, seconds)
 
 
 def run_experiment(

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
-from cluster_envs.approx.dynamics import perspective, utility, utility_derivative
-from cluster_envs.approx.workloads import Jobs
+from cluster_envs.approx.model import Jobs
+from cluster_envs.approx.simulator import perspective, utility, utility_derivative
 
 BENCHMARK_KINDS = ("eq6", "p1", "thm3")
 WORK_FLOOR = 1e-9

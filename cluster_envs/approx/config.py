@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from cluster_envs.approx.benchmark import BENCHMARK_KINDS
-from cluster_envs.approx.dynamics import UTILITIES
-from cluster_envs.approx.workloads import RATE_PROCESSES
+from cluster_envs.approx.model import RATE_PROCESSES
+from cluster_envs.approx.simulator import UTILITIES
 from cluster_envs.common.config import check_choice, check_number
 
 JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")

@@ -11,8 +11,7 @@ from gymnasium import spaces
 
 from cluster_envs.approx.benchmark import opt_per_job
 from cluster_envs.approx.config import MULTI_PRESETS, SINGLE_PRESETS, ApproxConfig
-from cluster_envs.approx.dynamics import ApproxProblem, ApproxSimulator, Instance
-from cluster_envs.approx.kernels import (
+from cluster_envs.approx.kernel import (
     BENCHMARK_ACCRUED,
     CAPACITY,
     DECODE_MATRIX,
@@ -30,7 +29,7 @@ from cluster_envs.approx.kernels import (
     UTILITY_TRUE,
     occupants,
 )
-from cluster_envs.approx.workloads import (
+from cluster_envs.approx.model import (
     common_deadline_jobs,
     listed_jobs,
     make_rate_process,
@@ -40,6 +39,7 @@ from cluster_envs.approx.workloads import (
     synthetic_jobs,
     trace_jobs,
 )
+from cluster_envs.approx.simulator import ApproxProblem, ApproxSimulator, Instance
 from cluster_envs.common.config import build_config, check_choice, check_reset_options
 from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
 from cluster_envs.common.seeding import episode_streams
@@ -432,7 +432,7 @@ class ClusterApproxEnv(_ApproxEnvCore):
     utility_true, utility_approx`` (and ``regret``) per step, plus ``episode_summary``; the trajectory is the same.
 
     **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (``vector_env.py``) steps B
-    copies through the same compiled slot transition (``kernels.py``); not for the Sec. V-C mode.
+    copies through the same compiled slot transition (``kernel.py``); not for the Sec. V-C mode.
 
     **Presets**: ``default`` (M = 20, T = 2000, K = 8, on/off machines, synthetic Google-like jobs at offered
     load 2, β = 0.5), ``medium`` / ``medium_light`` (M = 100, T = 3600, K = 64, load 3), ``paper`` /

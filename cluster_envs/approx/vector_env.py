@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from cluster_envs.approx import kernels
-from cluster_envs.approx.dynamics import ApproxSimulator
+from cluster_envs.approx import kernel
 from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv, kernel_array
-from cluster_envs.approx.workloads import CHUNK
+from cluster_envs.approx.model import CHUNK
+from cluster_envs.approx.simulator import ApproxSimulator
 from cluster_envs.common.vector import BatchedCopies
 
 # Simulator arrays whose last axis is the job axis (padded to a common width in the batch) and the fixed-size ones.
-JOB_ARRAYS = {"jf": (kernels.JF_ROWS, np.float64), "ji": (kernels.JI_ROWS, np.int64)}
+JOB_ARRAYS = {"jf": (kernel.JF_ROWS, np.float64), "ji": (kernel.JI_ROWS, np.int64)}
 FIXED_ARRAYS = ("mf", "mi", "si", "sf", "c", "f", "assign", "executed")
 
 
@@ -23,8 +23,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
 
     Each copy is reset by its own single env (copy i of ``reset(seed=s)`` is seeded s + i, as in
     ``SyncVectorEnv``); its simulator's arrays then become slices of batch arrays (job arrays padded to the
-    widest instance), which :func:`~cluster_envs.approx.kernels.batch_begin` and
-    :func:`~cluster_envs.approx.kernels.batch_end` step in one compiled loop each; the single env runs the same
+    widest instance), which :func:`~cluster_envs.approx.kernel.batch_begin` and
+    :func:`~cluster_envs.approx.kernel.batch_end` step in one compiled loop each; the single env runs the same
     two functions on a batch of one, so there is one implementation of the dynamics. ``batch_end`` writes the
     observation straight into fresh batch arrays. Autoreset is Gymnasium's ``NEXT_STEP``: the step after a copy's
     termination resets it (its action is ignored, its reward 0). Not supported: the Sec. V-C mode
@@ -44,12 +44,12 @@ class ClusterApproxVectorEnv(BatchedCopies):
         self._mode, self._reward_entry = first._decode_mode, first._reward_entry
         m, k, b = cfg.n_machines, cfg.max_visible_jobs, num_envs
         self._batch: dict[str, np.ndarray] = {
-            "mf": np.zeros((b, kernels.MF_ROWS, m)),
-            "mi": np.zeros((b, kernels.MI_ROWS, m), dtype=np.int64),
-            "si": np.zeros((b, kernels.SI_ROWS, k), dtype=np.int64),
-            "sf": np.zeros((b, kernels.SF_ROWS, k)),
-            "c": np.zeros((b, kernels.C_SIZE), dtype=np.int64),
-            "f": np.zeros((b, kernels.F_SIZE)),
+            "mf": np.zeros((b, kernel.MF_ROWS, m)),
+            "mi": np.zeros((b, kernel.MI_ROWS, m), dtype=np.int64),
+            "si": np.zeros((b, kernel.SI_ROWS, k), dtype=np.int64),
+            "sf": np.zeros((b, kernel.SF_ROWS, k)),
+            "c": np.zeros((b, kernel.C_SIZE), dtype=np.int64),
+            "f": np.zeros((b, kernel.F_SIZE)),
             "assign": np.zeros((b, k, m), dtype=bool),
             "executed": np.zeros((b, k, m), dtype=np.uint8),
         }
@@ -58,7 +58,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
         self._rates = np.zeros((CHUNK, b, m))  # slot-major: copies in step read one contiguous block
         self._chunk_end = np.zeros(b, dtype=np.int64)
         self._offsets = np.zeros(b + 1, dtype=np.int64)
-        self._p = np.zeros(kernels.P_SIZE, dtype=np.int64)
+        self._p = np.zeros(kernel.P_SIZE, dtype=np.int64)
 
     # ------------------------------------------------------------------ copies and their arrays
     @property
@@ -112,29 +112,29 @@ class ClusterApproxVectorEnv(BatchedCopies):
 
     def _refill_rates(self, stepping: np.ndarray) -> None:
         """Copy b's rate chunk holding slot t_b + 1 into the batch (drawn by its own rate process, in order)."""
-        upcoming = self._batch["c"][:, kernels.T] + 1
+        upcoming = self._batch["c"][:, kernel.T] + 1
         for b in np.flatnonzero(stepping & (upcoming >= self._chunk_end)):
             process = self.envs[b]._simulator.instance.rates
             process.rates(int(upcoming[b]))
             size = len(process.chunk)
             self._rates[:size, b] = process.chunk
-            self._batch["c"][b, kernels.RATES_FROM] = process.chunk_start
+            self._batch["c"][b, kernel.RATES_FROM] = process.chunk_start
             self._chunk_end[b] = process.chunk_start + size
 
     def step(self, actions: Any):
         actions = self._actions(actions)
         resetting = self._needs_reset.copy()
         stepping = ~resetting
-        bad, code = kernels.batch_validate(actions, self._mode, self.config.max_visible_jobs, stepping)
+        bad, code = kernel.batch_validate(actions, self._mode, self.config.max_visible_jobs, stepping)
         if bad >= 0:
-            if code == kernels.BAD_VALUE:
+            if code == kernel.BAD_VALUE:
                 raise ValueError(f"actions[{bad}] must hold finite integer values (no NaN, inf or fractions)")
-            high = self.config.max_visible_jobs if self._mode == kernels.DECODE_OCCUPANT else 1
+            high = self.config.max_visible_jobs if self._mode == kernel.DECODE_OCCUPANT else 1
             raise ValueError(f"actions[{bad}] values must lie in [0, {high}], got {actions[bad].tolist()}")
         reset_infos = {b: self._reset_copy(b, None) for b in np.flatnonzero(resetting)}
         self._refill_rates(stepping)
         a = self._batch
-        count = kernels.batch_begin(actions, self._mode, self._rates, stepping, a["assign"], a["executed"], a["jf"],
+        count = kernel.batch_begin(actions, self._mode, self._rates, stepping, a["assign"], a["executed"], a["jf"],
                                     a["ji"], a["mf"], a["mi"], a["si"], a["sf"], a["c"], a["f"], self._p,
                                     self._power_in, self._offsets)  # fmt: skip
         values, out = self._power_in[:count], self._power_out[:count]
@@ -146,7 +146,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
             out[:] = values
         observation = self._end(stepping)
         rewards = np.where(stepping, a["f"][:, self._reward_entry], 0.0)
-        terminated = stepping & (a["c"][:, kernels.T] == self.config.horizon)
+        terminated = stepping & (a["c"][:, kernel.T] == self.config.horizon)
         infos = self._infos(stepping, terminated)
         for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info
             infos = self._add_info(infos, info, b)
@@ -168,7 +168,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
         obs["last_mask"] = np.empty((b, m), dtype=np.int8)
         jobs = np.empty((b, self.config.max_visible_jobs, self._n_fields))
         occupant = np.empty((b, 0 if single else m), dtype=np.int64)
-        kernels.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], a["mf"], a["mi"],
+        kernel.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], a["mf"], a["mi"],
                           a["si"], a["c"], a["f"], self._p, float(self.config.beta),
                           self.config.horizon, (*obs.values(), jobs, occupant))  # fmt: skip
         if single:
@@ -180,12 +180,12 @@ class ClusterApproxVectorEnv(BatchedCopies):
     def _infos(self, stepping: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
         f = self._batch["f"]
         values = [
-            ("t", self._batch["c"][:, kernels.T].copy()),
-            ("utility_true", f[:, kernels.UTILITY_TRUE].copy()),
-            ("utility_approx", f[:, kernels.UTILITY_APPROX].copy()),
+            ("t", self._batch["c"][:, kernel.T].copy()),
+            ("utility_true", f[:, kernel.UTILITY_TRUE].copy()),
+            ("utility_approx", f[:, kernel.UTILITY_APPROX].copy()),
         ]
-        if self._p[kernels.P_HAS_OPT]:
-            values.append(("regret", f[:, kernels.BENCHMARK_ACCRUED] - f[:, kernels.UTILITY_APPROX]))
+        if self._p[kernel.P_HAS_OPT]:
+            values.append(("regret", f[:, kernel.BENCHMARK_ACCRUED] - f[:, kernel.UTILITY_APPROX]))
         infos = self.masked(values, stepping)
         if ended.any():
             summaries = self.batched_summaries(ended, lambda b: self.envs[b]._simulator.summary())

@@ -11,7 +11,9 @@ import numpy as np
 from gymnasium import spaces
 
 from cluster_envs.bilinear import kernel
-from cluster_envs.bilinear.dynamics import (
+from cluster_envs.bilinear.kernel import NOISE_CLIP, REWARD_MODES
+from cluster_envs.bilinear.model import mean_rewards, oracle_lp, sample_instance
+from cluster_envs.bilinear.simulator import (
     ACTION_MODES,
     OBSERVATION_MODES,
     SERVICE_MODELS,
@@ -22,8 +24,6 @@ from cluster_envs.bilinear.dynamics import (
     project_allocation,
     sample_arrivals,
 )
-from cluster_envs.bilinear.instance import mean_rewards, oracle_lp, sample_instance
-from cluster_envs.bilinear.kernel import NOISE_CLIP, REWARD_MODES
 from cluster_envs.common.config import build_config, check_choice, check_number, check_reset_options
 from cluster_envs.common.render import RED, bar_chart, cycle_colors, log_levels
 from cluster_envs.common.seeding import episode_streams

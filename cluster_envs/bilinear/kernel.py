@@ -1,6 +1,6 @@
 """The compiled slot of the bilinear queueing model: draws, server selection, payments, departures, arrival.
 
-One implementation, stepped by :class:`~cluster_envs.bilinear.dynamics.BilinearSimulator` (the single env, one
+One implementation, stepped by :class:`~cluster_envs.bilinear.simulator.BilinearSimulator` (the single env, one
 copy) and by the batched env, both through :func:`slot_batch`, which steps every copy. The state of the copies
 is a handful of arrays whose first axis is the copy (layout below); every function takes the copy ``b`` and
 indexes the arrays in place, so a step allocates nothing and creates no array views, and :func:`slot_batch`

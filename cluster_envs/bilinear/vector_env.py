@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.bilinear import episodes, kernel
-from cluster_envs.bilinear.dynamics import ARRAYS, SHARED_ARRAYS, episode_summary
 from cluster_envs.bilinear.env import MINIMAL_INFO_KEYS, ClusterBilinearEnv
-from cluster_envs.bilinear.instance import assignment_optima, mean_rewards, normalised, oracle_lp, sample_instance
+from cluster_envs.bilinear.model import assignment_optima, mean_rewards, normalised, oracle_lp, sample_instance
+from cluster_envs.bilinear.simulator import ARRAYS, SHARED_ARRAYS, episode_summary
 from cluster_envs.common.vector import BatchedCopies
 
 

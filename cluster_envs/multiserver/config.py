@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.common.config import check_choice, check_number
-from cluster_envs.multiserver.dynamics import CAPACITY_MODES, NORMALIZATIONS, GeneratorParams
 from cluster_envs.multiserver.gang import MIN_TASKS, GangParams
+from cluster_envs.multiserver.model import CAPACITY_MODES, NORMALIZATIONS, GeneratorParams
 
 ACTION_MODES = ("binary", "scores")
 INVALID_ACTIONS = ("repair", "raise")

@@ -13,7 +13,7 @@ from cluster_envs.common.config import build_config, check_choice, check_reset_o
 from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
-from cluster_envs.multiserver.dynamics import (
+from cluster_envs.multiserver.model import (
     KnapsackOracle,
     MultiServerInstance,
     MultiServerSimulator,

@@ -15,7 +15,7 @@ from numba import njit
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array, hstack
 
-from cluster_envs.multiserver.dynamics import PatternCache, UtilityModel
+from cluster_envs.multiserver.model import PatternCache, UtilityModel
 
 MIN_TASKS = ("all", "half")
 

@@ -10,16 +10,16 @@ import numpy as np
 
 from cluster_envs.common import pcg
 from cluster_envs.common.vector import BatchedCopies
-from cluster_envs.multiserver import batch
+from cluster_envs.multiserver import kernel
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import gang_workspace
 from cluster_envs.multiserver.gang_env import ClusterGangEnv
 
 MAX_PORTS = 20  # the oracle's values are kept per arrival pattern: 2^|L| entries
-INFO_KEYS = {"utility": batch.UTILITY, "raw_utility": batch.RAW_UTILITY}
-COUNT_KEYS = {"n_dropped_arrival": batch.DROPPED_ARRIVAL, "n_dropped_capacity": batch.DROPPED_CAPACITY}
-REGRET_KEYS = {"expected_utility": batch.EXPECTED, "oracle_utility": batch.ORACLE, "slot_regret": batch.SLOT_REGRET,
-               "realized_regret": batch.REALIZED_REGRET, "regret": batch.REGRET}  # fmt: skip
+INFO_KEYS = {"utility": kernel.UTILITY, "raw_utility": kernel.RAW_UTILITY}
+COUNT_KEYS = {"n_dropped_arrival": kernel.DROPPED_ARRIVAL, "n_dropped_capacity": kernel.DROPPED_CAPACITY}
+REGRET_KEYS = {"expected_utility": kernel.EXPECTED, "oracle_utility": kernel.ORACLE, "slot_regret": kernel.SLOT_REGRET,
+               "realized_regret": kernel.REALIZED_REGRET, "regret": kernel.REGRET}  # fmt: skip
 OBS_KEYS = ("arrivals", "edge_mask", "time", "last_action", "last_utility")
 
 
@@ -29,7 +29,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
     Each copy is reset by its own env (copy i of ``reset(seed=s)`` is seeded s + i, as in ``SyncVectorEnv``;
     ``reset(seed=[...])`` takes one seed per copy), whose utility and arrival streams the batch then continues
     from their ``PCG64`` states (:mod:`~cluster_envs.common.pcg`; the copies' own generators are not
-    advanced). :func:`~cluster_envs.multiserver.batch.step_batch` runs the single env's compiled repair and
+    advanced). :func:`~cluster_envs.multiserver.kernel.step_batch` runs the single env's compiled repair and
     utility kernels for every copy, so there is one implementation of the dynamics. Autoreset is Gymnasium's
     ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its reward 0). ``info``
     holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks, the single env's reset info
@@ -63,7 +63,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         self._arrivals = np.zeros((num_envs, inst.n_ports), np.int8)  # of the slot about to be decided
         self._pattern = np.zeros(num_envs, np.int64)
         self._t = np.ones(num_envs, np.int64)
-        self._sums = np.zeros((batch.SUMS, num_envs))
+        self._sums = np.zeros((kernel.SUMS, num_envs))
         self._missing = np.zeros(num_envs, dtype=bool)
         self._oracle_values = np.full(2**inst.n_ports if cfg.compute_regret else 1, np.nan)
         self._states = np.zeros((2 * num_envs, pcg.WORDS), np.uint64)  # copy b's utility, arrival streams: 2b, 2b+1
@@ -100,7 +100,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         sim = env.simulator
         self._states[2 * b], self._states[2 * b + 1] = pcg.state_row(sim.rng_utility), pcg.state_row(sim.rng_arrivals)
         if self.config.compute_regret:
-            self._pattern[b] = batch.pattern_of(self._arrivals[b])
+            self._pattern[b] = kernel.pattern_of(self._arrivals[b])
             self._fill_oracle(b)
         return info
 
@@ -117,7 +117,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         resetting = self._needs_reset.copy()
         stepping = ~resetting
         raise_mode = cfg.invalid_action == "raise"
-        code, copy_index = batch.check_actions(
+        code, copy_index = kernel.check_actions(
             actions, stepping, cfg.action_mode == "binary", raise_mode, static["gang"], self._arrivals,
             static["port_of_edge"], static["A"], static["c"], static["arms"], static["task_req"],
             static["server_cap"], static["min_tasks"],
@@ -126,8 +126,8 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
             self._raise(code, copy_index, actions[copy_index])
         reset_infos = {int(b): self._reset_copy(int(b), None, None) for b in np.flatnonzero(resetting)}
         obs = {key: np.empty_like(value) for key, value in self._obs.items()}
-        rewards, values, counts = np.zeros(n), np.empty((batch.VALUES, n)), np.empty((batch.COUNTS, n), np.int64)
-        missing = batch.step_batch(
+        rewards, values, counts = np.zeros(n), np.empty((kernel.VALUES, n)), np.empty((kernel.COUNTS, n), np.int64)
+        missing = kernel.step_batch(
             actions, stepping, cfg.action_mode == "scores", raise_mode, static["gang"], self._t, self._arrivals,
             self._pattern, self._states, static["port_of_edge"], static["rho"], static["A"], static["c"],
             static["arms"], static["task_req"], static["server_cap"], static["min_tasks"], static["mu"],
@@ -162,7 +162,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
 
     def _infos(self, stepping: np.ndarray, truncated: np.ndarray, values: np.ndarray, counts: np.ndarray):
         """The step's info: rows of the kernel's fresh outputs, each with its own mask."""
-        keys = [("t", counts[batch.SLOT])]
+        keys = [("t", counts[kernel.SLOT])]
         keys += [(key, values[row]) for key, row in INFO_KEYS.items()]
         keys += [(key, counts[row]) for key, row in COUNT_KEYS.items()]
         if self.config.compute_regret:
@@ -176,8 +176,8 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
     def _summary(self, b: int) -> dict[str, float]:
         """Copy b's episode summary, by its own env from the batch's running sums."""
         env, run = self.envs[b], self._sums[:, b]
-        env._cum = {"aou": run[batch.AOU], "expected": run[batch.EXPECTED_AOU], "oracle": run[batch.ORACLE_AOU],
-                    "regret": run[batch.RUN_REGRET], "dropped": run[batch.DROPPED]}  # fmt: skip
+        env._cum = {"aou": run[kernel.AOU], "expected": run[kernel.EXPECTED_AOU], "oracle": run[kernel.ORACLE_AOU],
+                    "regret": run[kernel.RUN_REGRET], "dropped": run[kernel.DROPPED]}  # fmt: skip
         return env._summary()
 
     @property

@@ -13,7 +13,7 @@ from gymnasium import spaces
 from cluster_envs.common.config import build_config, check_choice, check_number, check_reset_options
 from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
 from cluster_envs.common.seeding import episode_streams
-from cluster_envs.sla.dynamics import (
+from cluster_envs.sla.kernel import (
     ACTION_MODES,
     DEFICIT,
     LOAD,
@@ -26,7 +26,7 @@ from cluster_envs.sla.dynamics import (
     feedback_vector,
     step_copies,
 )
-from cluster_envs.sla.workloads import make_load_generator
+from cluster_envs.sla.model import make_load_generator
 
 OBS_MODES = ("binary", "binary+sla", "full")
 OBS_FORMATS = ("box", "dict")

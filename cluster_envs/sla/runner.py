@@ -18,7 +18,8 @@ import gymnasium as gym
 import numpy as np
 from numba import njit
 
-from cluster_envs.sla.dynamics import (
+from cluster_envs.sla.env import ClusterSLAEnv
+from cluster_envs.sla.kernel import (
     ACTION_MODES,
     ACTIVE,
     CUM_WORK,
@@ -32,7 +33,6 @@ from cluster_envs.sla.dynamics import (
     feedback_vector,
     to_allocation,
 )
-from cluster_envs.sla.env import ClusterSLAEnv
 
 NO_HIDDEN_STATE = np.empty(0)
 

@@ -7,14 +7,14 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.common.vector import BatchedCopies
-from cluster_envs.sla.dynamics import (
+from cluster_envs.sla.env import ClusterSLAEnv
+from cluster_envs.sla.kernel import (
     DEFICIT,
     QUEUE,
     STATE_ROWS,
     WORK,
     step_copies,
 )
-from cluster_envs.sla.env import ClusterSLAEnv
 
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
@@ -24,7 +24,7 @@ class ClusterSLAVectorEnv(BatchedCopies):
 
     Each copy is reset by its own :class:`ClusterSLAEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as
     in ``SyncVectorEnv``), whose simulator arrays then become slices of batch arrays that
-    the single env's compiled step (:func:`~cluster_envs.sla.dynamics.step_copies`, which the single env
+    the single env's compiled step (:func:`~cluster_envs.sla.kernel.step_copies`, which the single env
     calls with a batch of one) steps all at once, so there is one implementation of the dynamics. Autoreset is
     Gymnasium's ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its
     reward 0). Supported: the paper's observation (``obs_mode="binary"``, ``obs_format="box"``, no time)

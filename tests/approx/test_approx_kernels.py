@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cluster_envs.approx import kernels
-from cluster_envs.approx.kernels import pairwise_sum
+from cluster_envs.approx import kernel
+from cluster_envs.approx.kernel import pairwise_sum
+from cluster_envs.approx.model import ap_time, onoff_periods, onoff_rates
 from cluster_envs.approx.projection import categorical_round, project_columns
-from cluster_envs.approx.workloads import ap_time, onoff_periods, onoff_rates
 
 
 def _numpy_projection(y):
@@ -77,21 +77,21 @@ def test_slot_work_and_cost_are_numpys_matrix_vector_products(n_rows):
         for _ in range(4):
             rates, prices = (rng.random(m) * 10.0 ** rng.uniform(-3, 3, m) for _ in range(2))
             executed = (rng.random((n_rows, m)) < rng.uniform(0.2, 1.0)).astype(np.uint8)
-            jf, ji = np.zeros((kernels.JF_ROWS, n_rows)), np.zeros((kernels.JI_ROWS, n_rows), dtype=np.int64)
-            ji[kernels.DEADLINE] = 10
-            mf = np.zeros((kernels.MF_ROWS, m))
-            mf[kernels.PRICE] = prices
-            mi = np.full((kernels.MI_ROWS, m), -1, dtype=np.int64)
-            si = np.zeros((kernels.SI_ROWS, n_rows), dtype=np.int64)
-            si[kernels.SLOT_JOB] = np.arange(n_rows)  # every slot holds a job; no budget check (p = 0)
-            sf, c, f = np.zeros((kernels.SF_ROWS, n_rows)), np.zeros(kernels.C_SIZE, np.int64), np.zeros(kernels.F_SIZE)
+            jf, ji = np.zeros((kernel.JF_ROWS, n_rows)), np.zeros((kernel.JI_ROWS, n_rows), dtype=np.int64)
+            ji[kernel.DEADLINE] = 10
+            mf = np.zeros((kernel.MF_ROWS, m))
+            mf[kernel.PRICE] = prices
+            mi = np.full((kernel.MI_ROWS, m), -1, dtype=np.int64)
+            si = np.zeros((kernel.SI_ROWS, n_rows), dtype=np.int64)
+            si[kernel.SLOT_JOB] = np.arange(n_rows)  # every slot holds a job; no budget check (p = 0)
+            sf, c, f = np.zeros((kernel.SF_ROWS, n_rows)), np.zeros(kernel.C_SIZE, np.int64), np.zeros(kernel.F_SIZE)
             state = (np.zeros((n_rows, m), dtype=bool), np.zeros((n_rows, m), dtype=np.uint8), jf, ji, mf, mi, si, sf)
             one = [a[None] for a in (*state, c, f)]  # the kernels' layout: a batch of one
-            count = kernels.step_begin(executed.reshape(-1).astype(np.float64), kernels.DECODE_MATRIX, rates, *one,
-                                       np.zeros(kernels.P_SIZE, np.int64), np.zeros(2 * n_rows))  # fmt: skip
+            count = kernel.step_begin(executed.reshape(-1).astype(np.float64), kernel.DECODE_MATRIX, rates, *one,
+                                       np.zeros(kernel.P_SIZE, np.int64), np.zeros(2 * n_rows))  # fmt: skip
             assert count >= 0
             np.testing.assert_array_equal(state[1], executed)
-            for row, values in ((kernels.SLOT_WORK, rates), (kernels.SLOT_COST, prices)):
+            for row, values in ((kernel.SLOT_WORK, rates), (kernel.SLOT_COST, prices)):
                 scale = (executed * values).sum(axis=1).max()  # every term is ≥ 0
                 np.testing.assert_allclose(sf[row], executed @ values, rtol=0, atol=1e-13 * scale,
                                            err_msg=f"{n_rows} x {m}")  # fmt: skip

@@ -9,14 +9,14 @@ import pytest
 from scipy.optimize import linprog
 
 from cluster_envs.approx.benchmark import fractional_knapsack, multi_job_opt, opt_per_job, single_job_opt
-from cluster_envs.approx.projection import categorical_round, project_columns
-from cluster_envs.approx.workloads import (
+from cluster_envs.approx.model import (
     ONOFF_MEAN_RATE,
     STATIONARY_AP,
     Jobs,
     ap_time,
     make_rate_process,
 )
+from cluster_envs.approx.projection import categorical_round, project_columns
 
 
 def _projection_by_enumeration(y: np.ndarray) -> np.ndarray:

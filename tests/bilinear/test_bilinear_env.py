@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from cluster_envs.bilinear.dynamics import (
+from cluster_envs.bilinear.model import mean_rewards, oracle_lp, pair_features, sample_instance
+from cluster_envs.bilinear.simulator import (
     ACTION_MODES,
     OBSERVATION_MODES,
     BilinearSimulator,
     departure_mean,
     project_allocation,
 )
-from cluster_envs.bilinear.instance import mean_rewards, oracle_lp, pair_features, sample_instance
 
 ENV_ID = "ClusterBilinear-v0"
 MODES = [(a, o) for a in ACTION_MODES for o in OBSERVATION_MODES]
@@ -219,7 +219,7 @@ def test_oracle_lp_closed_form_when_slack_and_binding_case():
 def test_oracle_closed_form_is_highs_bit_for_bit(n_job, dim):
     """Where the assignment to each class's best server class is the optimum, oracle_lp skips HiGHS: it must give
     HiGHS's r* and allocation exactly (the former implementation; regret sums them every slot)."""
-    from cluster_envs.bilinear.instance import _assignment_optimum, _highs_optimum
+    from cluster_envs.bilinear.model import _assignment_optimum, _highs_optimum
 
     rng = np.random.default_rng(n_job)
     used = 0

@@ -12,7 +12,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 import agents
 import cluster_envs  # noqa: F401
 from cluster_envs.multiserver.config import MultiServerConfig
-from cluster_envs.multiserver.dynamics import MultiServerInstance, UtilityModel, generate_instance
+from cluster_envs.multiserver.model import MultiServerInstance, UtilityModel, generate_instance
 
 ENV_ID = "ClusterMultiServer-v0"
 

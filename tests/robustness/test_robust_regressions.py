@@ -9,8 +9,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from cluster_envs.bilinear.dynamics import logits_to_allocation, simplex_cap
-from cluster_envs.sla.dynamics import ACTION_MODES, to_allocation
+from cluster_envs.bilinear.simulator import logits_to_allocation, simplex_cap
+from cluster_envs.sla.kernel import ACTION_MODES, to_allocation
 
 
 def test_sla_normalize_is_scale_invariant_up_to_the_float_max():

@@ -1,8 +1,8 @@
 """B copies of a multiserver or gang slot in one compiled loop (the batched envs' step; no gymnasium).
 
-Each copy runs the single env's own kernels (:func:`~cluster_envs.multiserver.dynamics.first_fit_into`'s or
+Each copy runs the single env's own kernels (:func:`~cluster_envs.multiserver.model.first_fit_into`'s or
 :func:`~cluster_envs.multiserver.gang.gang_repair_into`, then
-:func:`~cluster_envs.multiserver.dynamics.realize_into`) on exogenous draws taken in the slot, in stream order,
+:func:`~cluster_envs.multiserver.model.realize_into`) on exogenous draws taken in the slot, in stream order,
 from that copy's own streams (their ``PCG64`` states as rows of one array, :mod:`~cluster_envs.common.pcg`),
 so a copy sees exactly the normals and arrival uniforms its single env would draw. The observation is written
 straight into the arrays the step returns.
@@ -16,8 +16,8 @@ import numpy as np
 from numba import njit
 
 from cluster_envs.common.pcg import fill_random, fill_standard_normal
-from cluster_envs.multiserver.dynamics import first_fit_few_types, first_fit_many_types, is_feasible, realize_into
 from cluster_envs.multiserver.gang import gang_is_feasible, gang_repair_into
+from cluster_envs.multiserver.model import first_fit_few_types, first_fit_many_types, is_feasible, realize_into
 
 # Rows of the step's float outputs (the info values) and of its integer outputs.
 UTILITY, RAW_UTILITY, EXPECTED, ORACLE, SLOT_REGRET, REALIZED_REGRET, REGRET = range(7)

@@ -1,6 +1,6 @@
 """The compiled slot transition of the approximation-job model (numba, no gymnasium).
 
-:class:`~cluster_envs.approx.dynamics.ApproxSimulator` keeps its state in a few flat arrays (rows named
+:class:`~cluster_envs.approx.simulator.ApproxSimulator` keeps its state in a few flat arrays (rows named
 below) and steps them with :func:`step_begin` and :func:`step_end`, which run :func:`batch_begin` and
 :func:`batch_end` (the batched env's loops over copies) on a batch of one. The utility's transcendental part
 (``np.power`` / ``np.log1p``) runs between the two as one numpy call: numpy's SIMD maths differs from
@@ -408,7 +408,7 @@ def batch_begin(actions, mode, rates, stepping, assign, executed, jf, ji, mf, mi
 @njit(cache=True)
 def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c, f, p, power_in) -> int:
     """:func:`batch_begin` for one env after validating its action: the state arrays are a batch of one (leading
-    axis of length 1, as :class:`~cluster_envs.approx.dynamics.ApproxSimulator` keeps them), ``action`` (A,)
+    axis of length 1, as :class:`~cluster_envs.approx.simulator.ApproxSimulator` keeps them), ``action`` (A,)
     and ``rates`` (M,) this slot's. The number of utility arguments written to ``power_in``, or an error code
     < 0 (state untouched)."""
     actions = action[None]

@@ -4,7 +4,7 @@ Machine i delivers θ_i^t ∈ [0, 1] work in slot t and costs p_i per slot of us
 a_j < t ≤ d_j, has budget B_j and utility f_j(X_j) of its total work. Each slot the scheduler gives every
 machine to at most one visible job (Eq. 3); it observes θ_i^t only on machines that ran a task
 (semi-bandit feedback). The env (env.py) and the test runners step :class:`ApproxSimulator`, whose slot
-runs in the compiled :mod:`~cluster_envs.approx.kernels`.
+runs in the compiled :mod:`~cluster_envs.approx.kernel`.
 
 Slot semantics follow spec §3.3: invalid proposals idle, then the hard budget check of Alg. 1 lines 7-12
 (strict C_j + Σ_{i≤k} p_i < B_j in machine-index order; the first failure exhausts the job for good),
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cluster_envs.approx import kernels
-from cluster_envs.approx.workloads import Jobs, RateProcess
+from cluster_envs.approx import kernel
+from cluster_envs.approx.model import Jobs, RateProcess
 
 UTILITIES = ("power", "log", "linear")
 JOB_FIELDS = (
@@ -37,7 +37,7 @@ JOB_FIELDS = (
     "lifetime",
 )
 GENERALIZED_FIELDS = ("demand", "parallelism")
-# The state arrays in the kernels' argument order (``kernels.step_begin``).
+# The state arrays in the kernels' argument order (``kernel.step_begin``).
 STATE_ARRAYS = ("assign", "executed", "jf", "ji", "mf", "mi", "si", "sf", "c", "f")
 
 
@@ -120,14 +120,14 @@ class Instance:
 def budget_check(assign: np.ndarray, prices: np.ndarray, spent: np.ndarray, budget: np.ndarray) -> np.ndarray:
     """Alg. 1 lines 7-12 per row (A4): keep machine k iff spent + Σ_{i≤k} p_i x^i < budget."""
     out = np.empty(assign.shape, dtype=bool)
-    kernels.budget_check_into(np.ascontiguousarray(assign, dtype=bool), prices, spent, budget, out)
+    kernel.budget_check_into(np.ascontiguousarray(assign, dtype=bool), prices, spent, budget, out)
     return out
 
 
 class ApproxSimulator:
     """State of one episode, stepped by proposed assignments ``assign`` (K, M) bool (row k = job slot k).
 
-    The state lives in the flat arrays of :mod:`cluster_envs.approx.kernels` (``jf``, ``ji``, ``mf``, ``mi``,
+    The state lives in the flat arrays of :mod:`cluster_envs.approx.kernel` (``jf``, ``ji``, ``mf``, ``mi``,
     ``si``, ``sf``, ``c``, ``f``); the attributes below are read-only views of them.
     """
 
@@ -141,34 +141,34 @@ class ApproxSimulator:
         self.kind, self.beta = problem.utility, problem.beta
         n, m, k = jobs.count, problem.n_machines, problem.max_visible_jobs
         self.opt_per_job = opt_per_job
-        self.jf = np.zeros((kernels.JF_ROWS, n))
-        self.jf[kernels.BUDGET] = jobs.budget
-        self.jf[kernels.VALUE] = jobs.value
-        self.jf[kernels.LIFETIME] = (jobs.deadline - jobs.arrival).astype(np.float64)
+        self.jf = np.zeros((kernel.JF_ROWS, n))
+        self.jf[kernel.BUDGET] = jobs.budget
+        self.jf[kernel.VALUE] = jobs.value
+        self.jf[kernel.LIFETIME] = (jobs.deadline - jobs.arrival).astype(np.float64)
         if opt_per_job is not None:
-            self.jf[kernels.OPT_RATE] = opt_per_job / self.jf[kernels.LIFETIME]
-        self.jf[kernels.DEMAND] = instance.demand
-        self.ji = np.zeros((kernels.JI_ROWS, n), dtype=np.int64)
-        self.ji[kernels.ARRIVAL] = jobs.arrival
-        self.ji[kernels.DEADLINE] = jobs.deadline
-        self.ji[kernels.PARALLELISM] = instance.parallelism
-        self.ji[kernels.DEPARTURE_ORDER] = np.argsort(jobs.deadline, kind="stable")
-        self.mf = np.zeros((kernels.MF_ROWS, m))
-        self.mf[kernels.PRICE] = instance.prices
-        self.mf[kernels.CAPACITY] = instance.capacity
-        self.mi = np.zeros((kernels.MI_ROWS, m), dtype=np.int64)
-        self.mi[kernels.LAST_JOB] = -1  # global id of the executed occupant (migrations)
-        self.si = np.zeros((kernels.SI_ROWS, k), dtype=np.int64)
-        self.si[kernels.SLOT_JOB] = -1
-        self.sf = np.zeros((kernels.SF_ROWS, k))
-        self.c = np.zeros(kernels.C_SIZE, dtype=np.int64)
-        self.c[kernels.N_JOBS] = n
-        self.f = np.zeros(kernels.F_SIZE)
-        self.p = np.zeros(kernels.P_SIZE, dtype=np.int64)
-        self.p[kernels.P_HARD] = budget_mode == "hard"
-        self.p[kernels.P_GENERALIZED] = problem.generalized
-        self.p[kernels.P_HAS_OPT] = opt_per_job is not None
-        self.p[kernels.P_HORIZON] = problem.horizon
+            self.jf[kernel.OPT_RATE] = opt_per_job / self.jf[kernel.LIFETIME]
+        self.jf[kernel.DEMAND] = instance.demand
+        self.ji = np.zeros((kernel.JI_ROWS, n), dtype=np.int64)
+        self.ji[kernel.ARRIVAL] = jobs.arrival
+        self.ji[kernel.DEADLINE] = jobs.deadline
+        self.ji[kernel.PARALLELISM] = instance.parallelism
+        self.ji[kernel.DEPARTURE_ORDER] = np.argsort(jobs.deadline, kind="stable")
+        self.mf = np.zeros((kernel.MF_ROWS, m))
+        self.mf[kernel.PRICE] = instance.prices
+        self.mf[kernel.CAPACITY] = instance.capacity
+        self.mi = np.zeros((kernel.MI_ROWS, m), dtype=np.int64)
+        self.mi[kernel.LAST_JOB] = -1  # global id of the executed occupant (migrations)
+        self.si = np.zeros((kernel.SI_ROWS, k), dtype=np.int64)
+        self.si[kernel.SLOT_JOB] = -1
+        self.sf = np.zeros((kernel.SF_ROWS, k))
+        self.c = np.zeros(kernel.C_SIZE, dtype=np.int64)
+        self.c[kernel.N_JOBS] = n
+        self.f = np.zeros(kernel.F_SIZE)
+        self.p = np.zeros(kernel.P_SIZE, dtype=np.int64)
+        self.p[kernel.P_HARD] = budget_mode == "hard"
+        self.p[kernel.P_GENERALIZED] = problem.generalized
+        self.p[kernel.P_HAS_OPT] = opt_per_job is not None
+        self.p[kernel.P_HORIZON] = problem.horizon
         self.assign = np.zeros((k, m), dtype=bool)
         self.executed = np.zeros((k, m), dtype=np.uint8)  # 0/1: 8x less memory than floats in the batch
         self.power_in = np.zeros(k + n)
@@ -176,7 +176,7 @@ class ApproxSimulator:
         self.rows = np.zeros((k, len(problem.job_fields)))
         self.rates_now = np.zeros(m)
         self.step_info: dict = {}
-        kernels.admit(0, self.ji, self.si, self.c)
+        kernel.admit(0, self.ji, self.si, self.c)
         self.batch_of_one()
 
     def batch_of_one(self) -> None:
@@ -196,53 +196,53 @@ class ApproxSimulator:
     # ------------------------------------------------------------------ views of the state
     horizon = property(lambda self: self.problem.horizon)
     n_jobs = property(lambda self: self.ji.shape[1])
-    t = property(lambda self: int(self.c[kernels.T]))
-    arrival = property(lambda self: self.ji[kernels.ARRIVAL])
-    deadline = property(lambda self: self.ji[kernels.DEADLINE])
-    budget = property(lambda self: self.jf[kernels.BUDGET])
-    value = property(lambda self: self.jf[kernels.VALUE])
-    lifetime = property(lambda self: self.jf[kernels.LIFETIME])
-    spent = property(lambda self: self.jf[kernels.SPENT])
-    work = property(lambda self: self.jf[kernels.WORK])
-    exhausted = property(lambda self: self.ji[kernels.EXHAUSTED].astype(bool))
-    scheduled = property(lambda self: self.ji[kernels.SCHEDULED].astype(bool))
-    prices = property(lambda self: self.mf[kernels.PRICE])
-    n_obs = property(lambda self: self.mf[kernels.N_OBS])
-    sum_obs = property(lambda self: self.mf[kernels.SUM_OBS])
-    last_rate = property(lambda self: self.mf[kernels.LAST_RATE])
-    last_mask = property(lambda self: self.mi[kernels.LAST_MASK].astype(bool))
+    t = property(lambda self: int(self.c[kernel.T]))
+    arrival = property(lambda self: self.ji[kernel.ARRIVAL])
+    deadline = property(lambda self: self.ji[kernel.DEADLINE])
+    budget = property(lambda self: self.jf[kernel.BUDGET])
+    value = property(lambda self: self.jf[kernel.VALUE])
+    lifetime = property(lambda self: self.jf[kernel.LIFETIME])
+    spent = property(lambda self: self.jf[kernel.SPENT])
+    work = property(lambda self: self.jf[kernel.WORK])
+    exhausted = property(lambda self: self.ji[kernel.EXHAUSTED].astype(bool))
+    scheduled = property(lambda self: self.ji[kernel.SCHEDULED].astype(bool))
+    prices = property(lambda self: self.mf[kernel.PRICE])
+    n_obs = property(lambda self: self.mf[kernel.N_OBS])
+    sum_obs = property(lambda self: self.mf[kernel.SUM_OBS])
+    last_rate = property(lambda self: self.mf[kernel.LAST_RATE])
+    last_mask = property(lambda self: self.mi[kernel.LAST_MASK].astype(bool))
     last_assign = property(lambda self: self.executed > 0)
-    slot_job = property(lambda self: self.si[kernels.SLOT_JOB])
-    is_new = property(lambda self: self.si[kernels.IS_NEW].astype(bool))
-    waiting = property(lambda self: self.ji[kernels.WAITING, : self.c[kernels.N_WAITING]].tolist())
-    utility_true = property(lambda self: float(self.f[kernels.UTILITY_TRUE]))
-    utility_approx = property(lambda self: float(self.f[kernels.UTILITY_APPROX]))
-    benchmark_accrued = property(lambda self: float(self.f[kernels.BENCHMARK_ACCRUED]))
-    fit_signed = property(lambda self: float(self.f[kernels.FIT_SIGNED]))
-    fit_positive = property(lambda self: float(self.f[kernels.FIT_POSITIVE]))
-    total_repaired = property(lambda self: int(self.c[kernels.TOTAL_REPAIRED]))
-    n_waited = property(lambda self: int(self.c[kernels.N_WAITED]))
+    slot_job = property(lambda self: self.si[kernel.SLOT_JOB])
+    is_new = property(lambda self: self.si[kernel.IS_NEW].astype(bool))
+    waiting = property(lambda self: self.ji[kernel.WAITING, : self.c[kernel.N_WAITING]].tolist())
+    utility_true = property(lambda self: float(self.f[kernel.UTILITY_TRUE]))
+    utility_approx = property(lambda self: float(self.f[kernel.UTILITY_APPROX]))
+    benchmark_accrued = property(lambda self: float(self.f[kernel.BENCHMARK_ACCRUED]))
+    fit_signed = property(lambda self: float(self.f[kernel.FIT_SIGNED]))
+    fit_positive = property(lambda self: float(self.f[kernel.FIT_POSITIVE]))
+    total_repaired = property(lambda self: int(self.c[kernel.TOTAL_REPAIRED]))
+    n_waited = property(lambda self: int(self.c[kernel.N_WAITED]))
 
     # ------------------------------------------------------------------ stepping
     def step(self, assign: np.ndarray) -> dict[str, float]:
         """Play slot t = self.t + 1 with the proposed (K, M) assignment; return the rewards of the three modes."""
-        self.step_action(np.ascontiguousarray(assign, dtype=np.uint8).reshape(-1), kernels.DECODE_MATRIX)
+        self.step_action(np.ascontiguousarray(assign, dtype=np.uint8).reshape(-1), kernel.DECODE_MATRIX)
         self.step_info = self.slot_details()
         f = self.f
-        rewards = f[[kernels.REWARD_TRUE, kernels.REWARD_APPROX, kernels.REWARD_SPARSE]].tolist()
+        rewards = f[[kernel.REWARD_TRUE, kernel.REWARD_APPROX, kernel.REWARD_SPARSE]].tolist()
         return dict(zip(("true", "approx", "sparse"), rewards, strict=True))
 
     def step_action(self, action: np.ndarray, mode: int) -> None:
-        """Play the next slot with a flat action read as ``mode`` (kernels.DECODE_*); rewards land in ``f``.
+        """Play the next slot with a flat action read as ``mode`` (kernel.DECODE_*); rewards land in ``f``.
 
         Raises ``ValueError`` (and changes nothing) if the action holds NaN, inf, fractions or values out of range.
         """
         rates = self.rates_now = self.instance.rates.rates(self.t + 1)
-        count = kernels.step_begin(action, mode, rates, *self._one, self.p, self.power_in)
+        count = kernel.step_begin(action, mode, rates, *self._one, self.p, self.power_in)
         if count < 0:
-            if count == kernels.BAD_VALUE:
+            if count == kernel.BAD_VALUE:
                 raise ValueError("action must hold finite integer values (no NaN, inf or fractions)")
-            high = self.si.shape[1] if mode == kernels.DECODE_OCCUPANT else 1
+            high = self.si.shape[1] if mode == kernel.DECODE_OCCUPANT else 1
             raise ValueError(f"action values must lie in [0, {high}], got min {action.min()} and max {action.max()}")
         if self.kind == "power":
             np.power(self.power_in[:count], self.beta, out=self.power_out[:count])
@@ -250,34 +250,34 @@ class ApproxSimulator:
             np.log1p(self.power_in[:count], out=self.power_out[:count])
         else:
             self.power_out[:count] = self.power_in[:count]
-        kernels.step_end(self.power_out, *self._one[1:], self.p)
+        kernel.step_end(self.power_out, *self._one[1:], self.p)
 
     def slot_details(self) -> dict:
         """Per-slot detail of the last step (the env's full ``info``)."""
         c = self.c
         executed = self.executed > 0
-        ran = self.mi[kernels.LAST_MASK].astype(bool)
+        ran = self.mi[kernel.LAST_MASK].astype(bool)
         return {
-            "slot_work": self.sf[kernels.SLOT_WORK].copy(),
-            "slot_cost": self.sf[kernels.SLOT_COST].copy(),
+            "slot_work": self.sf[kernel.SLOT_WORK].copy(),
+            "slot_cost": self.sf[kernel.SLOT_COST].copy(),
             "executed": executed,
             "rates": self.rates_now,
             "ran": ran,
-            "n_invalid": int(c[kernels.N_INVALID]),
-            "n_budget_blocked": int(c[kernels.N_BLOCKED]),
-            "n_repaired": int(c[kernels.N_REPAIRED]),
-            "exhausted_slots": self.si[kernels.EXHAUSTED_NOW].astype(bool),
-            "migrations": float(self.f[kernels.MIGRATIONS]),
-            "arrivals": list(range(c[kernels.ARRIVALS_FROM], c[kernels.NEXT_ARRIVAL])),
+            "n_invalid": int(c[kernel.N_INVALID]),
+            "n_budget_blocked": int(c[kernel.N_BLOCKED]),
+            "n_repaired": int(c[kernel.N_REPAIRED]),
+            "exhausted_slots": self.si[kernel.EXHAUSTED_NOW].astype(bool),
+            "migrations": float(self.f[kernel.MIGRATIONS]),
+            "arrivals": list(range(c[kernel.ARRIVALS_FROM], c[kernel.NEXT_ARRIVAL])),
             "departures": self.ji[
-                kernels.DEPARTURE_ORDER, c[kernels.DEPARTURES_FROM] : c[kernels.NEXT_DEPARTURE]
+                kernel.DEPARTURE_ORDER, c[kernel.DEPARTURES_FROM] : c[kernel.NEXT_DEPARTURE]
             ].tolist(),
         }
 
     def job_rows(self) -> np.ndarray:
         """The observation's ``jobs`` matrix (K, F): one row per visible job slot, zeros for an empty slot."""
         jf, ji, si = self._one[2], self._one[3], self._one[6]
-        kernels.write_job_rows(self.rows, self.beta, self.problem.generalized, jf, ji, si, self.c[0])
+        kernel.write_job_rows(self.rows, self.beta, self.problem.generalized, jf, ji, si, self.c[0])
         return self.rows
 
     def summary(self) -> dict[str, float]:
@@ -294,18 +294,18 @@ class ApproxSimulator:
             "total_cost": float(self.spent.sum()),
             "fit": self.fit_signed,
             "fit_positive": self.fit_positive,
-            "mean_migrations": float(self.f[kernels.MIGRATION_SUM]) / max(self.t - 1, 1),
+            "mean_migrations": float(self.f[kernel.MIGRATION_SUM]) / max(self.t - 1, 1),
             "n_jobs": float(self.n_jobs),
             "n_exhausted": float(self.exhausted.sum()),
             "n_never_scheduled": float((~self.scheduled).sum()),
             "mean_consumed_budget": float(consumed.mean()),
             "frac_consumed_below_0.9": float((consumed < 0.9).mean()),
             "frac_cost_utility_below_50": float((ratio < 50).mean()),
-            "n_invalid": float(c[kernels.TOTAL_INVALID]),
-            "n_budget_blocked": float(c[kernels.TOTAL_BLOCKED]),
-            "n_repaired": float(c[kernels.TOTAL_REPAIRED]),
-            "max_concurrency": float(c[kernels.MAX_CONCURRENCY]),
-            "n_waited_slots": float(c[kernels.N_WAITED]),
+            "n_invalid": float(c[kernel.TOTAL_INVALID]),
+            "n_budget_blocked": float(c[kernel.TOTAL_BLOCKED]),
+            "n_repaired": float(c[kernel.TOTAL_REPAIRED]),
+            "max_concurrency": float(c[kernel.MAX_CONCURRENCY]),
+            "n_waited_slots": float(c[kernel.N_WAITED]),
         }
         if self.opt_per_job is not None:
             out["benchmark_total"] = float(self.opt_per_job.sum())

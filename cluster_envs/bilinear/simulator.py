@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.bilinear import kernel
-from cluster_envs.bilinear.instance import pair_features
+from cluster_envs.bilinear.model import pair_features
 from cluster_envs.common.pcg import state_row
 
 SERVICE_MODELS = ("paper", "exclusive")
