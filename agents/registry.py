@@ -40,7 +40,7 @@ AGENTS: dict[str, dict[str, str]] = {
         "w_sabr": "agents.bilinear.sabr:WSABR",
         "oful_rs": "agents.bilinear.sabr:OFULRS",
         "ugda_ol": "agents.bilinear.ugda_ol:UGDAOL",
-        "oracle_sabr": "agents.bilinear.sabr:OracleSABR",
+        "oracle_sabr": "agents.bilinear.oracles:OracleSABR",
         "greedy": "agents.bilinear.heuristics:GreedyLinUCB",
         "uniform": "agents.bilinear.heuristics:Uniform",
     },

@@ -1,3 +1,5 @@
 """RL baselines, the evaluation harness, reports, paper reproductions and the ``cluster-envs`` CLI."""
 
-import cluster_envs  # noqa: F401  (first: the package-wide numba cache stamp, cluster_envs.common.numba_cache)
+from cluster_envs.common.numba_cache import register_package
+
+register_package(__file__)  # first: our compiled functions' cache stamp covers cluster_envs and this package

@@ -110,5 +110,5 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise RuntimeError("backend='ray' needs the 'ray' extra: pip install 'cluster-envs[ray]'") from None
+        raise RuntimeError('backend="ray" needs the ray extra: pip install -e ".[ray]" (from a clone)') from None
     return ray

@@ -189,7 +189,7 @@ def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
     reference machines of issue 7).
     """
     from agents.multiserver.esdp import ESDP
-    from cluster_envs.multiserver.env import MultiServerProblem
+    from cluster_envs.multiserver.model import MultiServerProblem
 
     scale = ESDP_DP_SCALE
     rng = np.random.default_rng(seed)
@@ -388,16 +388,18 @@ def write(result: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
 def add_arguments(parser) -> None:
     """The options shared by ``cluster-envs bench`` and ``benchmarks/bench.py``."""
     parser.add_argument("--ids", nargs="+", default=None, help="env ids (default: every registered id)")
-    parser.add_argument("--steps", type=int, default=20_000, help="single-env steps per timing (default 20000)")
-    parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats per rate (default 5)")
+    parser.add_argument("--steps", type=int, default=20_000, help="single-env steps per timing (default: 20000)")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats per rate (default: 5)")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(BATCH_SIZES), help="batch sizes")
     parser.add_argument("--batch-env-steps", type=int, default=2_000_000, help="env-steps per batched timing")
     parser.add_argument("--long-horizon", type=int, default=3_000_000,
-                        help="ClusterSLA runner horizon; 0 skips it (default 3000000)")  # fmt: skip
+                        help="ClusterSLA runner horizon; 0 skips it (default: 3000000)")  # fmt: skip
     parser.add_argument("--paper-episodes", action="store_true",
                         help="also time the paper-scale episodes (ClusterApprox M=1000 with OPM: minutes)")  # fmt: skip
     parser.add_argument("--no-esdp-dp", action="store_true", help="skip the paper-scale ESDP DP timing")
-    parser.add_argument("--out", default="results/bench", help="output folder for bench.md and bench.json")
+    parser.add_argument(
+        "--out", default="results/bench", help="output folder for bench.md and bench.json (default: results/bench)"
+    )
 
 
 def run_from_args(args) -> Path:

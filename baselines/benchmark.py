@@ -1,6 +1,7 @@
 """``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/settings.py``, at
 its default preset changed only by that entry's ``env_kwargs`` (shown in the headline table), with all
-reference agents and a PPO baseline (trained on the spot, or loaded from ``<out>/models``), in one report.
+reference agents and a PPO baseline (trained on the spot, or loaded from the model cache ``results/models``),
+in one report.
 
 The headline table gives, per env, the env kwargs every agent runs with and the score on the env's headline
 metric normalized between the naive baseline (0) and the oracle (1) for the paper's algorithm, PPO, the best
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from baselines.compare import Comparison, compare
+from baselines.outputs import claim
 from baselines.report import fmt, interval, write_report
 from baselines.settings import env_setting
 from baselines.stats import bootstrap_ci
@@ -62,14 +64,18 @@ def benchmark(
     out_dir: str | Path = "results/benchmark",
     *,
     quick: bool = False,
+    models_dir: str | Path | None = None,
+    force: bool = False,
     workers: int = 1,
     backend: str = "local",
     address: str | None = None,
     progress: bool = True,
     env_ids: list[str] | None = None,
 ) -> Path:
-    """Run the benchmark and return the path of ``report.md``."""
-    out = Path(out_dir)
+    """Run the benchmark and return the path of ``report.md``. PPO models are trained in, or loaded from,
+    ``models_dir`` (default ``results/models``, the cache ``compare`` uses). ``out_dir`` may not hold another
+    command's outputs unless ``force`` (claimed before anything runs)."""
+    out = claim(out_dir or "results/benchmark", "benchmark", force=force)
     start, cpu_start = time.perf_counter(), time.process_time()
     results: dict[str, EnvResult] = {}
     skipped = []
@@ -85,18 +91,17 @@ def benchmark(
             rl=[RL_ALGO],
             seeds=SEEDS["quick" if quick else "full"],
             rl_steps=setting.rl_steps_quick if quick else setting.rl_steps,
-            models_dir=out / "models",
+            models_dir=models_dir,
             workers=workers,
             backend=backend,
             address=address,
             progress=progress,
         )
-        report = write_report(comparison, out / env_id)
+        report = write_report(comparison, out / env_id, force=force, command="benchmark")
         results[env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
     if not results:
         raise ValueError(f"no registered env id has an entry in baselines/settings.py (skipped: {skipped})")
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    out.mkdir(parents=True, exist_ok=True)
     figure = plot_headline(results, out / "headline.png")
     (out / "headline.json").write_text(
         json.dumps(

@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import os
 import pkgutil
 import sys
+import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
+
+DEBUG_ENV = "CLUSTER_ENVS_DEBUG"  # set to 1 (or pass --debug) to see the traceback of an error
 
 
 def reproductions() -> list[str]:
@@ -65,8 +69,8 @@ def parse_assignments(pairs: Sequence[str], flag: str) -> dict[str, Any]:
 
 
 def _show_progress(quiet: bool) -> bool:
-    """Progress bars go to stderr only when it is a terminal: redirected logs and pipes stay clean."""
-    return not quiet and sys.stderr.isatty()
+    """Progress on stderr unless ``--quiet``: a live bar on a terminal, a plain line every 30 s in a pipe or log."""
+    return not quiet
 
 
 def _cmd_list(args: argparse.Namespace) -> None:
@@ -86,23 +90,28 @@ def _cmd_run(args: argparse.Namespace) -> None:
         parse_seeds(args.seeds),
         env_kwargs=parse_assignments(args.set, "--set"),
         agent_kwargs={args.agent: parse_assignments(args.agent_set, "--agent-set")},
-        progress=_show_progress(quiet=args.json),
+        progress=_show_progress(args.quiet),
     )
     print(table.to_json() if args.json else table.to_markdown())
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> None:
+    from baselines.outputs import check, claim, default_out
+
+    command = f"reproduce {args.setting}"
+    out = check(args.out or default_out("reproduce", args.setting), command, force=args.force)
     module = importlib.import_module(f"baselines.reproduce.{args.setting}")
-    report = module.run(
-        scale=args.scale, out_dir=args.out or f"results/{args.setting}", progress=_show_progress(args.quiet)
-    )
+    report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet))
+    claim(out, command, force=True)
     print(f"report written to {report}")
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
+    from baselines.outputs import check, claim, default_out
     from baselines.rl import train
 
-    out = args.out or f"runs/{args.algo}-{args.env_id.split(':')[-1]}-s{args.seed}"
+    out = args.out or default_out("train", f"{args.algo}-{args.env_id.split(':')[-1]}-s{args.seed}")
+    check(out, "train", force=args.force or args.load)
     result = train(
         args.env_id,
         args.algo,
@@ -114,6 +123,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
         hyperparams=args.hyperparams,
         progress=_show_progress(args.quiet),
     )
+    claim(out, "train", force=True)
     print(
         f"trained for {result.seconds:.1f} s ({result.steps_per_second:.0f} env steps/s), "
         f"{result.total_timesteps} steps in total; run saved in {result.path}"
@@ -122,9 +132,10 @@ def _cmd_train(args: argparse.Namespace) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> None:
     from baselines.compare import compare
+    from baselines.outputs import check, default_out
     from baselines.report import write_report
 
-    out = args.out or f"results/compare/{args.env_id.split(':')[-1]}"
+    out = check(args.out or default_out("compare", args.env_id.split(":")[-1]), "compare", force=args.force)
     comparison = compare(
         args.env_id,
         args.agents,
@@ -132,17 +143,26 @@ def _cmd_compare(args: argparse.Namespace) -> None:
         seeds=parse_seeds(args.seeds),
         env_kwargs=parse_assignments(args.set, "--set"),
         rl_steps=args.rl_steps,
-        models_dir=f"{out}/models",
+        models_dir=args.models,
         **_scale_out(args),
     )
-    print(f"report written to {write_report(comparison, out)}")
+    print(f"report written to {write_report(comparison, out, force=args.force)}")
 
 
 def _cmd_benchmark(args: argparse.Namespace) -> None:
     from baselines.benchmark import benchmark
 
-    report = benchmark(args.out, quick=args.quick, **_scale_out(args))
+    report = benchmark(args.out, quick=args.quick, models_dir=args.models, force=args.force, **_scale_out(args))
     print(f"report written to {report}")
+
+
+def _cmd_bench(args: argparse.Namespace) -> None:
+    from baselines.bench import run_from_args
+    from baselines.outputs import check, claim
+
+    check(args.out, "bench", force=args.force)
+    run_from_args(args)
+    claim(args.out, "bench", force=True)
 
 
 def _scale_out(args: argparse.Namespace) -> dict[str, Any]:
@@ -156,80 +176,166 @@ def _scale_out(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _add_outputs(parser: argparse.ArgumentParser, default: str, models: bool = False) -> None:
+    parser.add_argument("--out", default=None, help=f"output folder (default: {default})")
+    parser.add_argument("--force", action="store_true",
+                        help="write into --out even if another command's outputs are there")  # fmt: skip
+    if models:
+        from baselines.outputs import MODELS_DIR
+
+        models_help = f"cache of trained RL models, shared with Python's compare() (default: {MODELS_DIR})"
+        parser.add_argument("--models", default=None, metavar="DIR", help=models_help)
+
+
 def _add_scale_out(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=1, help="episodes in parallel (default 1)")
-    parser.add_argument("--backend", choices=("local", "ray"), default="local", help="local processes or Ray tasks")
+    parser.add_argument("--workers", type=int, default=1, help="episodes in parallel")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="local processes, or Ray tasks (needs the ray extra)")  # fmt: skip
     parser.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the CLI's one-line errors: a usage error names the --help to read instead of printing usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"cluster-envs: error: {message} (see `{self.prog} --help`)\n")
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Every option's default in its help (none for flags and unset options), descriptions kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False, []) or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _agents_epilog() -> str:
+    from agents import agent_names
+    from cluster_envs import env_ids
+
+    return "agents of each env id:\n" + "\n".join(f"  {i}: {', '.join(agent_names(i))}" for i in env_ids())
+
+
+def _quick_help() -> str:
+    # The time: 345 s of CPU time for `benchmark --quick` on the six ids (one process, one torch thread), 2026-11-26.
+    from baselines.benchmark import SEEDS
+    from baselines.settings import SETTINGS
+
+    quick = sorted({s.rl_steps_quick for s in SETTINGS.values()})
+    full = sorted({s.rl_steps for s in SETTINGS.values()})
+    span = lambda steps: f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,}-{steps[-1]:,}"  # noqa: E731
+    return (
+        f"{len(SEEDS['quick'])} evaluation seeds and {span(quick)} PPO training steps per env (default: "
+        f"{len(SEEDS['full'])} seeds, {span(full)} steps); about 6 minutes of CPU time"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cluster-envs", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="every env id and its reference agents").set_defaults(func=_cmd_list)
+    from baselines.rl import ALGOS
+    from cluster_envs import __version__, env_ids
 
-    run = sub.add_parser("run", help="roll out one agent over seeds and print its metrics")
-    run.add_argument("env_id")
-    run.add_argument("--agent", required=True)
-    run.add_argument("--seeds", default="0-4", help="a range like 0-4 or a list like 0,3,7 (default 0-4)")
+    parser = Parser(prog="cluster-envs", description=__doc__, formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help=f"show the Python traceback of an error (or set {DEBUG_ENV}=1)")  # fmt: skip
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, formatter_class=HelpFormatter, **kwargs)
+
+    env_help = f"a registered env id: {', '.join(env_ids())}"
+    command("list", "every env id and its reference agents").set_defaults(func=_cmd_list)
+
+    run = command("run", "roll out one agent over seeds and print its metrics", epilog=_agents_epilog())
+    run.add_argument("env_id", help=env_help)
+    run.add_argument("--agent", required=True, help="a reference agent of env_id (listed below)")
+    run.add_argument("--seeds", default="0-4", help="evaluation seeds: a range like 0-4 or a list like 0,3,7")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
     run.add_argument("--agent-set", action="append", default=[], metavar="KEY=VALUE", help="agent hyperparameter")
     run.add_argument("--json", action="store_true", help="print JSON (per-seed metrics and summary)")
+    run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.set_defaults(func=_cmd_run)
 
-    rep = sub.add_parser("reproduce", help="regenerate a paper's figures and tables")
-    rep.add_argument("setting", choices=reproductions())
-    rep.add_argument("--scale", choices=("small", "paper"), default="small")
-    rep.add_argument("--out", default=None, help="output folder (default results/<setting>)")
-    rep.add_argument("--quiet", action="store_true", help="no progress bars")
+    rep = command("reproduce", "regenerate a paper's figures and tables")
+    rep.add_argument("setting", choices=reproductions(), help="the paper's setting")
+    rep.add_argument("--scale", choices=("small", "paper"), default="small",
+                     help="small: minutes on a laptop; paper: the paper's horizons and repetitions")  # fmt: skip
+    _add_outputs(rep, "results/reproduce/<setting>")
+    rep.add_argument("--quiet", action="store_true", help="no progress on stderr")
     rep.set_defaults(func=_cmd_reproduce)
 
-    tr = sub.add_parser("train", help="train an RL baseline (stable-baselines3) and save model, statistics, curve")
-    tr.add_argument("env_id")
-    tr.add_argument("--algo", default="ppo", help="ppo, a2c, sac, td3, ppo_lstm or ppo_mask (default ppo)")
+    tr = command("train", "train an RL baseline (stable-baselines3) and save model, statistics, curve")
+    tr.add_argument("env_id", help=env_help)
+    tr.add_argument("--algo", default="ppo", choices=list(ALGOS), help="the RL algorithm")
     tr.add_argument("--steps", type=int, default=None, help="training steps (default: n_timesteps of the YAML)")
     tr.add_argument("--seed", type=int, default=0, help="training seed (its env seeds never meet evaluation seeds)")
     tr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
-    tr.add_argument("--out", default=None, help="run folder (default runs/<algo>-<env_id>-s<seed>)")
+    _add_outputs(tr, "results/train/<algo>-<env_id>-s<seed>")
     tr.add_argument("--load", action="store_true", help="resume the run saved in --out")
-    tr.add_argument("--hyperparams", default=None, help="an rl-zoo3 YAML file (default baselines/hyperparams/)")
-    tr.add_argument("--quiet", action="store_true", help="no progress bar")
+    tr.add_argument("--hyperparams", default=None, help="an rl-zoo3 YAML file (default: baselines/hyperparams/)")
+    tr.add_argument("--quiet", action="store_true", help="no progress on stderr")
     tr.set_defaults(func=_cmd_train)
 
-    cmp = sub.add_parser("compare", help="every agent on the same seeds: intervals, paired differences, report")
-    cmp.add_argument("env_id")
-    cmp.add_argument("--agents", default="all", help="all (default) or a comma-separated list of agent names")
-    cmp.add_argument("--rl", default="", help="RL algorithms to train (or load) and include, e.g. ppo,sac")
+    cmp = command("compare", "every agent on the same seeds: intervals, paired differences, report",
+                  epilog=_agents_epilog())  # fmt: skip
+    cmp.add_argument("env_id", help=env_help)
+    cmp.add_argument("--agents", default="all", help="all, or a comma-separated list of agents of env_id")
+    rl_help = f"RL algorithms to train (or load from the cache) and include: {', '.join(ALGOS)}"
+    cmp.add_argument("--rl", default="", metavar="ALGOS", help=rl_help)
     cmp.add_argument("--rl-steps", type=int, default=None, help="RL training steps (default: the YAML's)")
-    cmp.add_argument("--seeds", default="0-9", help="evaluation seeds (default 0-9)")
+    cmp.add_argument("--seeds", default="0-9", help="evaluation seeds: a range like 0-9 or a list like 0,3,7")
     cmp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
-    cmp.add_argument("--out", default=None, help="output folder (default results/compare/<env_id>)")
+    _add_outputs(cmp, "results/compare/<env_id>", models=True)
     _add_scale_out(cmp)
     cmp.set_defaults(func=_cmd_compare)
 
-    bench = sub.add_parser("benchmark", help="compare on every env with PPO; one report with the headline table")
-    bench.add_argument("--quick", action="store_true", help="fewer seeds and PPO steps")
-    bench.add_argument("--out", default="results/benchmark", help="output folder (default results/benchmark)")
+    bench = command("benchmark", "compare on every env with PPO; one report with the headline table")
+    bench.add_argument("--quick", action="store_true", help=_quick_help())
+    _add_outputs(bench, "results/benchmark", models=True)
     _add_scale_out(bench)
     bench.set_defaults(func=_cmd_benchmark)
 
     # Step-rate benchmark (issue 7): options and run live in baselines/bench.py, shared with benchmarks/bench.py.
     from baselines.bench import add_arguments as add_speed_arguments
-    from baselines.bench import run_from_args as run_speed_bench
 
-    speed = sub.add_parser("bench", help="steps/s of every env id next to CartPole in the same run (Markdown, JSON)")
+    speed = command("bench", "steps/s of every env id next to CartPole in the same run (Markdown, JSON)")
     add_speed_arguments(speed)
-    speed.set_defaults(func=run_speed_bench)
+    speed.add_argument(
+        "--force", action="store_true", help="write into --out even if another command's outputs are there"
+    )
+    speed.set_defaults(func=_cmd_bench)
     return parser
 
 
+# Errors of user input (arguments, files, env and agent keywords, missing extras): one line, exit code 2.
+USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, RuntimeError, ImportError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run the command line ``argv``; every failure is one line ``cluster-envs: error: ...`` on stderr (exit code
+    2 for bad input, 1 for anything else, which is a bug to report), with the traceback only under ``--debug``."""
+    import gymnasium
+
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a usage error already printed
+        return int(done.code or 0)
+    debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     try:
         args.func(args)
-    except (ValueError, FileNotFoundError, RuntimeError, ImportError) as err:
-        print(f"cluster-envs: error: {err}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        print("cluster-envs: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001  (the user gets one line; --debug shows the traceback)
+        if debug:
+            traceback.print_exc()
+        user = isinstance(err, (*USER_ERRORS, gymnasium.error.Error))
+        message = str(err) if user and str(err) else f"{type(err).__name__}: {err}"
+        hint = "" if user or debug else " (an unexpected error: rerun with --debug for the traceback and report it)"
+        print(f"cluster-envs: error: {' '.join(message.split())}{hint}", file=sys.stderr)
+        return 2 if user else 1
     return 0
 
 

@@ -1,6 +1,6 @@
 """``cluster-envs compare``: every agent on the same evaluation seeds, with honest statistics.
 
-Reference agents and RL agents (trained on the spot or loaded from ``<out>/models``) run through the
+Reference agents and RL agents (trained on the spot or loaded from the cache ``results/models``) run through the
 same ``rollout`` on the same seeds (common random numbers). Per agent and metric the report gives the
 mean, the interquartile mean and a 95% bootstrap interval; against the paper's algorithm the paired
 per-seed difference with its interval and the probability of improvement (the fraction of seeds on
@@ -23,6 +23,7 @@ from agents import agent_names
 from agents.registry import agent_class
 from baselines.backends import Task, run_tasks
 from baselines.harness import Episode, build_agent, env_kwargs_for
+from baselines.outputs import MODELS_DIR
 from baselines.rl import RunConfig, SavedPolicy, as_json_value, as_yaml_value, check_eval_seeds, saved_config, train
 from baselines.settings import FORMAT_KWARGS, EnvSetting, env_setting, require_setting
 from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
@@ -117,11 +118,14 @@ def _describe(x: np.ndarray) -> dict[str, float]:
 
 
 def resolve_agents(env_id: str, agents: str | Sequence[str]) -> list[str]:
-    """``"all"`` or names (a comma-separated string or a list) -> the reference agents to run, in order,
-    with the paper's algorithm, the naive baseline and the oracle added when the env has a settings entry."""
+    """``"all"`` or names (a comma-separated string, or a list) -> the reference agents to run, in order, with
+    the paper's algorithm, the naive baseline and the oracle added when the env has a settings entry (an empty
+    list runs just those; a string naming no agent is an error)."""
     known = agent_names(env_id)
     if isinstance(agents, str):
-        agents = known if agents == "all" else [a.strip() for a in agents.split(",") if a.strip()]
+        text, agents = agents, known if agents == "all" else [a.strip() for a in agents.split(",") if a.strip()]
+        if not agents:  # e.g. `--agents ""`: a typo, not a request for the reference agents only (pass [] for that)
+            raise ValueError(f"agents={text!r} names no agent; give 'all' or a comma-separated list of {known}")
     for name in agents:
         if name not in known:
             raise ValueError(f"agent={name!r} is not an agent of {env_id}; allowed: {known}")
@@ -149,8 +153,9 @@ def compare(
     The settings entry's ``env_kwargs`` apply to every agent, under the caller's ``env_kwargs``. An agent may
     add kwargs of the action/observation format (``FORMAT_KWARGS``); one that needs other kwargs changes the
     dynamics, so it is left out of ``"all"`` (listed in ``excluded``) and refused when named.
-    ``rl`` names RL algorithms; each is loaded from ``models_dir/<algo>-<env_id>`` if a run with the same
-    env kwargs and at least ``rl_steps`` steps is there, and trained there otherwise.
+    ``rl`` names RL algorithms; each is loaded from ``models_dir/<algo>-<env_id>`` (default ``results/models``,
+    the cache the command line uses too) if a run with the same env kwargs and hyperparameters and at least
+    ``rl_steps`` steps is there, and trained there otherwise.
     """
     seeds = list(seeds)
     check_eval_seeds(seeds)
@@ -228,7 +233,7 @@ def obtain_policy(
 ):
     """The run in ``models_dir/<algo>-<env_id>`` if it matches (same env kwargs, same resolved hyperparameters,
     enough steps), else a new one trained there (the folder is this comparison's cache, so it is overwritten)."""
-    run_dir = Path(models_dir or "runs") / f"{algo}-{env_id.split(':')[-1]}"
+    run_dir = Path(models_dir or MODELS_DIR) / f"{algo}-{env_id.split(':')[-1]}"
     config = RunConfig.resolve(algo, env_id, env_kwargs)
     wanted = config.n_timesteps if steps is None else steps
     meta_path = run_dir / "meta.json"

@@ -48,6 +48,7 @@ from baselines.rl import check_eval_seeds
 
 # The compiled long-horizon runner of each id that has one, "module:function"; see ``simulate``.
 LONG_HORIZON_RUNNERS = {"ClusterSLA-v0": "cluster_envs.sla.runner:simulate"}
+STEP_BAR_DELAY = 3.0  # seconds: shorter episodes show no step bar
 
 
 @dataclass
@@ -153,23 +154,31 @@ def rollout(
     env_kwargs: Mapping[str, Any] | None = None,
     agent_kwargs: Mapping[str, Any] | None = None,
     record: Sequence[str] | None = None,
+    progress: bool = False,
 ) -> Episode:
     """Run one episode of ``agent`` on ``gym.make(env_id, **env_kwargs)`` reset with ``seed``.
 
     ``record`` names the scalar ``info`` keys to trace per step (default: all of them; ``()`` for none).
+    ``progress``: a bar over the episode's steps with a time estimate, shown once the episode has run for
+    ``STEP_BAR_DELAY`` seconds (a paper-scale episode can take minutes).
     """
     env, agent, observation = start(env_id, agent, seed, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
     traces: dict[str, list] | None = None if record is None else {key: [] for key in record}
+    horizon = getattr(getattr(env.unwrapped, "config", None), "horizon", None)
+    bar = progress_bar(total=horizon, desc=f"{agent.name} seed {seed}", unit="step", enabled=progress,
+                       delay=STEP_BAR_DELAY, leave=False)  # fmt: skip
 
     def trace(step: Step) -> None:
         nonlocal traces
+        bar.update()
         if traces is None:
             traces = {key: [] for key, value in step.info.items() if _is_scalar(value)}
         for key, values in traces.items():
             values.append(step.info[key])
 
     with env:
-        end = play(env, agent, observation, on_step=None if traces == {} else trace)
+        end = play(env, agent, observation, on_step=None if traces == {} and not progress else trace)
+    bar.close()
     metrics = {key: float(value) for key, value in end.info.get("episode_summary", {}).items()}
     metrics.update({"return": end.total_reward, "steps": float(end.steps)})
     return Episode(env_id, agent.name, seed, metrics, {key: np.asarray(v) for key, v in traces.items()})
@@ -271,7 +280,8 @@ def evaluate(
     agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
     progress: bool = False,
 ) -> EvalTable:
-    """Roll out every agent on every seed (the same seeds for all: common random numbers)."""
+    """Roll out every agent on every seed (the same seeds for all: common random numbers). ``progress``: a bar
+    over the episodes, and one over the steps of an episode that runs longer than ``STEP_BAR_DELAY`` seconds."""
     seeds = list(seeds)
     check_eval_seeds(seeds)  # the rules of ``compare``: distinct, below the training seeds
     agent_kwargs = dict(agent_kwargs or {})
@@ -290,6 +300,7 @@ def evaluate(
             env_kwargs=env_kwargs,
             agent_kwargs=agent_kwargs.get(agent) if isinstance(agent, str) else None,
             record=(),
+            progress=progress,
         )
         for agent, seed in progress_bar(tasks, desc=env_id, unit="episode", enabled=progress)
     ]

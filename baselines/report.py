@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from baselines.compare import Comparison
+from baselines.outputs import claim
 
 DIRECTION_WORDS = {1: "higher is better", -1: "lower is better", 0: "direction not set"}
 MAX_CURVE_POINTS = 400
@@ -28,8 +29,11 @@ def interval(low: Any, high: Any) -> str:
     return "—" if not np.isfinite(low) else f"[{fmt(low)}, {fmt(high)}]"
 
 
-def write_report(comparison: Comparison, out_dir: str | Path) -> Path:
-    out = Path(out_dir)
+def write_report(comparison: Comparison, out_dir: str | Path, *, force: bool = False, command: str = "compare") -> Path:
+    """Write ``report.md``, the CSV and JSON results and the figures into ``out_dir``; return the report's path.
+
+    ``out_dir`` may not hold another command's outputs unless ``force`` (``baselines.outputs.claim``)."""
+    out = claim(out_dir, command, force=force)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     summary = comparison.summary()
     _write_csv(out / "results.csv", per_seed_rows(comparison))

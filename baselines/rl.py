@@ -52,6 +52,8 @@ ALGOS: dict[str, tuple[str, str]] = {
     "ppo_mask": ("sb3_contrib", "MaskablePPO"),  # envs with action_masks() (and its public action_mask_from)
 }
 MASKED = {"ppo_mask"}
+# The install command of the 'rl' extra from a clone (the package is not on PyPI); torch first keeps the CPU build.
+INSTALL_RL = 'pip install torch==2.13.0 && pip install -e ".[rl]"'
 # rl-zoo3 keys this trainer does not implement (the others are n_envs, n_timesteps, normalize, env_kwargs,
 # env_wrapper, policy, policy_kwargs and the algorithm's own keyword arguments).
 ZOO_UNSUPPORTED = {"vec_env_wrapper", "frame_stack", "callback", "monitor_kwargs"}
@@ -64,7 +66,7 @@ def algo_class(algo: str) -> type:
     try:
         return getattr(importlib.import_module(module), name)
     except ImportError as err:
-        raise RuntimeError(f"algo={algo!r} needs the 'rl' extra: pip install 'cluster-envs[rl]' ({err})") from None
+        raise RuntimeError(f"algo={algo!r} needs the 'rl' extra: {INSTALL_RL} ({err})") from None
 
 
 def check_eval_seeds(seeds: list[int]) -> None:
@@ -96,7 +98,7 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     try:
         import yaml
     except ImportError:
-        raise RuntimeError("RL baselines need the 'rl' extra: pip install 'cluster-envs[rl]'") from None
+        raise RuntimeError(f"RL baselines need the 'rl' extra: {INSTALL_RL}") from None
 
     path = Path(path) if path is not None else HYPERPARAMS_DIR / f"{algo}.yml"
     if not path.is_file():

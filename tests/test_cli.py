@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -34,6 +35,7 @@ def test_run_prints_json_metrics(capsys):
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "0", "--agent-set", "epz=0.1"],
      "unknown hyperparameter(s) ['epz'] for agent 'mwu'; allowed: ['eps', 'eta', 'initial', 'lambda_override']"),
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "0,0"], "--seeds '0,0': seeds must be distinct"),
+    (["run", "ClusterSLA-v0", "--agent", "mwu", "--set", "render_mode=human"], "render_mode='human' is not supported"),
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "1000000000"], "where training starts"),
     (["compare", "ClusterSLA-v0", "--agents", "mwu", "--seeds", "0-1000000000"], "--seeds"),
 ])  # fmt: skip
@@ -72,3 +74,90 @@ def test_make_agent_lists_the_hyperparameters_of_the_whole_constructor_chain():
     with pytest.raises(ValueError, match="allowed: .*'alpha'.*'delta'"):  # OPM forwards **kwargs to its base
         make_agent("ClusterApprox-v0", "opm", alpah=1.0)
     assert make_agent("ClusterApprox-v0", "opm", delta=0.2).delta == 0.2
+
+
+def test_version_and_help_show_choices_and_defaults(capsys):
+    import cluster_envs
+
+    assert main(["--version"]) == 0 and capsys.readouterr().out.strip() == f"cluster-envs {cluster_envs.__version__}"
+    assert main(["run", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 0-4)" in text and "ClusterSLA-v0: mwu, mwu_extended, static" in text  # the agents per env
+    assert main(["train", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "{ppo,a2c,sac,td3,ppo_lstm,ppo_mask}" in text and "(default: ppo)" in text
+    assert main(["benchmark", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "5 evaluation seeds" in text and "(default: results/models)" in text
+
+
+def test_a_usage_error_is_one_line(capsys):
+    assert main(["run", "ClusterSLA-v0"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "cluster-envs: error: the following arguments are required: --agent (see `cluster-envs run --help`)"
+    ]
+
+
+@pytest.mark.parametrize("agents", ["", " , "])
+def test_an_empty_agent_list_is_an_error(capsys, agents):
+    assert main(["compare", "ClusterSLA-v0", "--agents", agents]) == 2
+    assert f"agents={agents!r} names no agent" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["compare", "ClusterSLA-v0", "--agents", "owm", "--seeds", "0"],
+    ["benchmark", "--quick"],
+    ["reproduce", "sla"],
+    ["train", "ClusterSLA-v0", "--steps", "64"],
+    ["bench", "--ids", "ClusterSLA-v0"],
+])  # fmt: skip
+def test_out_naming_a_file_or_another_commands_folder_is_refused_before_running(tmp_path, capsys, command):
+    (tmp_path / "file").write_text("")
+    assert main([*command, "--out", str(tmp_path / "file")]) == 2
+    assert "is an existing file" in capsys.readouterr().err
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "report.md").write_text("somebody's report")
+    assert main([*command, "--out", str(other)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "already holds files that no cluster-envs command wrote" in err[0] and "--force" in err[0]
+    assert (other / "report.md").read_text() == "somebody's report"
+
+
+def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(monkeypatch, capsys):
+    import baselines.harness
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(baselines.harness, "evaluate", broken)
+    assert main(["run", "ClusterSLA-v0", "--agent", "mwu"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["cluster-envs: error: ZeroDivisionError: float division by zero (an unexpected error: rerun with "
+                   "--debug for the traceback and report it)"]  # fmt: skip
+    assert main(["--debug", "run", "ClusterSLA-v0", "--agent", "mwu"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "Traceback" in err
+        and err.strip().splitlines()[-1] == "cluster-envs: error: ZeroDivisionError: float division by zero"
+    )
+
+
+def test_a_missing_dependency_is_a_one_line_error(monkeypatch, capsys):
+    import gymnasium
+
+    import baselines.harness
+
+    def missing(*args, **kwargs):
+        raise gymnasium.error.DependencyNotInstalled("pygame is not installed")
+
+    monkeypatch.setattr(baselines.harness, "evaluate", missing)
+    assert main(["run", "ClusterSLA-v0", "--agent", "mwu"]) == 2
+    assert capsys.readouterr().err.strip() == "cluster-envs: error: pygame is not installed"
+
+
+def test_the_missing_extra_hint_is_the_command_that_works_from_a_clone(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "stable_baselines3", None)  # import stable_baselines3 -> ImportError
+    assert main(["train", "ClusterSLA-v0", "--steps", "64", "--out", "unused"]) == 2
+    err = capsys.readouterr().err
+    assert """needs the 'rl' extra: pip install torch==2.13.0 && pip install -e ".[rl]" """ in err

@@ -1,6 +1,7 @@
 """The package-wide numba cache stamp (``cluster_envs.common.numba_cache``): a cached compiled function is
-recompiled when any source file of the three packages changes, not only its own (a stale inlined callee would run
-old code silently), and functions of other packages keep numba's rule."""
+recompiled when any source file of its package or of ``cluster_envs`` changes, not only its own (a stale inlined
+callee would run old code silently); packages built on ``cluster_envs`` register themselves, ``cluster_envs``
+names none of them, and functions of other packages keep numba's rule."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import importlib
 import importlib.util
 import pkgutil
 import sys
+from pathlib import Path
 
 import numba
 import pytest
 
 import agents
+import baselines
 import cluster_envs
 from cluster_envs.common import numba_cache
 
@@ -27,13 +30,26 @@ def _cached_dispatchers():
                         yield f"{module.__name__}.{name}", value
 
 
-def test_every_cached_function_of_the_packages_is_stamped_with_the_whole_source_tree():
+def test_every_cached_function_of_the_packages_is_stamped_with_its_trees():
     dispatchers = dict(_cached_dispatchers())
     assert len(dispatchers) > 20  # the settings' kernels, the PCG streams, the agents' kernels
+    roots = {"cluster_envs": (numba_cache.ROOT,), "agents": (numba_cache.ROOT, Path(agents.__file__).parent)}
+    assert any(name.startswith("agents.") for name in dispatchers)
     for name, dispatcher in dispatchers.items():
         locator = dispatcher._cache._impl._locator
         assert isinstance(locator, numba_cache._SourceTreeStamp), name
-        assert locator.get_source_stamp() == numba_cache.source_tree_stamp(), name
+        expected = numba_cache.source_tree_stamp(roots[name.partition(".")[0]])
+        assert locator.get_source_stamp() == expected, name
+
+
+def test_the_env_layer_names_no_package_above_it():
+    """``cluster_envs`` learns of ``agents`` and ``baselines`` only from their own registration."""
+    source = Path(numba_cache.__file__).read_text()
+    assert "agents" not in source and "baselines" not in source
+    assert {Path(agents.__file__).parent, Path(baselines.__file__).parent} <= set(numba_cache.registered_roots())
+    before = numba_cache.registered_roots()
+    numba_cache.register_package(agents.__file__)  # again: nothing changes
+    assert numba_cache.registered_roots() == before
 
 
 def test_the_stamp_changes_with_any_file_of_the_tree(tmp_path):
@@ -68,6 +84,6 @@ def test_installing_twice_adds_nothing():
     assert impl._locator_classes == before
 
 
-@pytest.mark.parametrize("root", numba_cache.PACKAGE_ROOTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("root", numba_cache.registered_roots(), ids=lambda p: p.name)
 def test_the_roots_are_the_installed_packages(root):
     assert (root / "__init__.py").is_file()

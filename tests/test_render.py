@@ -94,3 +94,20 @@ def test_bar_chart_draws_clipped_levels_over_a_track_and_stacks_panels():
     wide = bar_chart((np.full((300, 3), 0.5), (BLUE, RED, BLUE)), (np.ones((1, 1)), (RED,)))
     assert wide.shape == (242, 300 * 3, 3)  # 1 px bars without gaps: wider than MAX_WIDTH only when it must be
     assert (wide[120:122] == RULE).all() and bar_chart((np.ones((40, 2)), (BLUE, RED))).shape[1] <= MAX_WIDTH
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_human_rendering_is_refused_at_construction_with_the_supported_modes(env_id):
+    """gym.make would otherwise wrap an rgb_array env in HumanRendering, which fails only at render time."""
+    with pytest.raises(ValueError, match=r"render_mode='human' is not supported; supported: None, 'ansi', 'rgb_array'"):
+        gym.make(env_id, render_mode="human")
+    with pytest.raises(ValueError, match="render_mode='rgb_array_list'"):
+        gym.make(env_id, render_mode="rgb_array_list")
+    assert gym.make(env_id, render_mode="rgb_array").metadata["render_modes"] == ["ansi", "rgb_array"]
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_an_unknown_keyword_lists_the_constructors_own_keywords_too(env_id):
+    with pytest.raises(ValueError, match=r"unknown keyword argument\(s\) \['colour'\]; allowed: \[") as err:
+        gym.make(env_id, colour=3)
+    assert "'preset'" in str(err.value) and "'render_mode'" in str(err.value)

@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from cluster_envs.approx.kernel import occupants
-from cluster_envs.approx.simulator import JOB_FIELDS, ApproxProblem, budget_check
+from cluster_envs.approx.model import JOB_FIELDS, ApproxProblem
+from cluster_envs.approx.simulator import budget_check
 from cluster_envs.common.config import check_choice, check_number
 
 COL = {name: i for i, name in enumerate(JOB_FIELDS)}

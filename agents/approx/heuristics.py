@@ -14,13 +14,15 @@ import numpy as np
 
 from agents.approx.common import COL, affordable, default_gamma, encode, encode_assignment, job_rows, ucb
 from agents.base import BaseAgent
+from cluster_envs.approx.model import ApproxProblem, utility_derivative
 from cluster_envs.approx.projection import occupant_to_assignment
-from cluster_envs.approx.simulator import ApproxProblem, utility_derivative
 from cluster_envs.common.config import check_number
 
 
 class _Scheduler(BaseAgent):
     """Common state: problem, RNG, per-slot exhaustion memory (cleared when a new job takes the slot)."""
+
+    problem_type = ApproxProblem
 
     def reset(self, problem: ApproxProblem, seed: int | None = None) -> None:
         self.problem = problem

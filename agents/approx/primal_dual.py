@@ -21,8 +21,8 @@ from numba import njit
 
 from agents.approx.common import COL, affordable, check_common, default_gamma, encode_assignment, job_rows, ucb
 from agents.base import BaseAgent
+from cluster_envs.approx.model import ApproxProblem, utility_derivative
 from cluster_envs.approx.projection import categorical_round, occupant_to_assignment, project_columns
-from cluster_envs.approx.simulator import ApproxProblem, utility_derivative
 from cluster_envs.common.config import check_number
 
 
@@ -46,6 +46,7 @@ class PrimalDualAgent(BaseAgent):
     ``rate_constant`` = None estimates rates with UCB; a number c replaces θ̂ by c everywhere (B1).
     """
 
+    problem_type = ApproxProblem
     name = "primal_dual"
 
     def __init__(

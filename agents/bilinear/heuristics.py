@@ -9,13 +9,14 @@ import numpy as np
 from agents.base import BaseAgent
 from agents.bilinear.estimator import RidgeUCB
 from agents.bilinear.sabr import check_action_mode
-from cluster_envs.bilinear.simulator import BilinearProblem
+from cluster_envs.bilinear.model import BilinearProblem
 from cluster_envs.common.config import check_number
 
 
 class Uniform(BaseAgent):
     """Work-conserving and reward-agnostic: y_ij = n_j Q_i / Σ_i' Q_i' (fractions Q_i/ΣQ)."""
 
+    problem_type = BilinearProblem
     name: ClassVar[str] = "uniform"
     env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "allocation"}
 
@@ -35,6 +36,7 @@ class GreedyLinUCB(BaseAgent):
     ``action_mode="server_choice"``; ``beta_scale`` as in SABR.
     """
 
+    problem_type = BilinearProblem
     name: ClassVar[str] = "greedy"
     env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "server_choice"}
 

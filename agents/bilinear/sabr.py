@@ -1,4 +1,4 @@
-"""SABR / W-SABR (Alg. 1), the rarely-switching OFUL variant (Alg. 2) and Oracle-SABR (paper 004).
+"""SABR / W-SABR (Alg. 1) and the rarely-switching OFUL variant (Alg. 2) of paper 004 (Oracle-SABR: oracles.py).
 
 Each slot: update the ridge estimator with the previous slot's feedback (in the observation), form the
 UCB indices r̃, solve problem (3) with a_i = w_i Q_i/V, and submit y as fractions y_ij/n_j
@@ -15,7 +15,7 @@ from agents.base import BaseAgent
 from agents.bilinear.distributed import NODES, solve_distributed
 from agents.bilinear.estimator import RidgeUCB
 from agents.bilinear.solver import solve_allocation
-from cluster_envs.bilinear.simulator import BilinearProblem
+from cluster_envs.bilinear.model import BilinearProblem
 from cluster_envs.common.config import check_choice, check_number
 
 SOLVERS = ("centralized", "distributed_job", "distributed_server")
@@ -36,6 +36,7 @@ class SABR(BaseAgent):
     beta, alpha, delays, iterations, update).
     """
 
+    problem_type = BilinearProblem
     name: ClassVar[str] = "sabr"
     env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "allocation"}
 
@@ -136,17 +137,3 @@ class OFULRS(SABR):
             self.reference_logdet = logdet
             self.recomputations += 1
         return self.cached
-
-
-class OracleSABR(SABR):
-    """Privileged: Algorithm 1 with the true mean rewards r in place of r̃ (the y*(t) of Lemma A.3)."""
-
-    name: ClassVar[str] = "oracle_sabr"
-    privileged: ClassVar[bool] = True
-
-    def reset(self, env: Any, seed: int | None = None) -> None:
-        super().reset(env.problem, seed)
-        self.r = np.asarray(env.true_mean_rewards, dtype=np.float64)
-
-    def _indices(self) -> np.ndarray:
-        return self.r

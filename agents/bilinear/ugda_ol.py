@@ -18,13 +18,14 @@ import numpy as np
 from agents.base import BaseAgent
 from agents.bilinear.sabr import check_action_mode
 from agents.bilinear.solver import solve_allocation
-from cluster_envs.bilinear.simulator import BilinearProblem
+from cluster_envs.bilinear.model import BilinearProblem
 from cluster_envs.common.config import check_number
 
 
 class UGDAOL(BaseAgent):
     """Per-job UCB learning plus the proportional-fair allocation of (3) (spec §4.5 reconstruction)."""
 
+    problem_type = BilinearProblem
     name: ClassVar[str] = "ugda_ol"
     # jobs beyond max_jobs are invisible to a per-job agent; 128 exceeds every queue of the paper's setting
     env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "job_allocation", "max_jobs": 128}

@@ -13,6 +13,7 @@ import numpy as np
 
 from agents.base import BaseAgent
 from cluster_envs.common.config import check_choice
+from cluster_envs.multiserver.model import MultiServerProblem
 
 STOP_RULES = ("first_fail", "skip")
 
@@ -20,6 +21,7 @@ STOP_RULES = ("first_fail", "skip")
 class SemiBanditAgent(BaseAgent):
     """Keeps ``t``, ``n_e`` and ``Σ x_e Z̃_e`` from the feedback in each observation."""
 
+    problem_type = MultiServerProblem
     env_kwargs = {"invalid_action": "raise"}  # a reference agent's infeasible action is a bug, not repaired
 
     def reset(self, problem: Any, seed: int | None = None) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 from agents.multiserver.common import SemiBanditAgent
 from agents.multiserver.esdp import ESDP
 from cluster_envs.multiserver.gang import gang_milp, gang_repair
+from cluster_envs.multiserver.gang_env import GangProblem
 
 
 class ESDPGang(ESDP):
@@ -25,6 +26,7 @@ class ESDPGang(ESDP):
     last slot.
     """
 
+    problem_type = GangProblem
     name = "esdp_gang"
 
     def _max_cardinality(self) -> int:
@@ -55,6 +57,7 @@ class ESDPGang(ESDP):
 class GangRandom(SemiBanditAgent):
     """Random floor: all usable arms requested in a random priority, then the env's own repair rule."""
 
+    problem_type = GangProblem
     name = "random"
 
     def reset(self, problem, seed: int | None = None) -> None:

@@ -7,12 +7,14 @@ from numba import njit
 
 from agents.base import BaseAgent
 from cluster_envs.common.config import check_choice
-from cluster_envs.sla.kernel import SLAProblem
+from cluster_envs.sla.model import SLAProblem
 from cluster_envs.sla.runner import NO_HIDDEN_STATE
 
 
 class _KernelAgent(BaseAgent):
     """An online agent whose decision rule is a compiled ``kernel(params, memory, active, queue, load)``."""
+
+    problem_type = SLAProblem
 
     def act(self, observation: np.ndarray) -> np.ndarray:
         active = (np.asarray(observation[: self.params.size]) > 0.5).astype(np.float64)

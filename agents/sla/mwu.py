@@ -11,7 +11,7 @@ from numba import njit
 from agents.base import BaseAgent
 from agents.sla.projection import kl_project
 from cluster_envs.common.config import check_choice, check_number
-from cluster_envs.sla.kernel import SLAProblem
+from cluster_envs.sla.model import SLAProblem
 from cluster_envs.sla.runner import NO_HIDDEN_STATE
 
 
@@ -49,6 +49,7 @@ class MWU(BaseAgent):
     h_1 ("uniform" or "sla": π_Δε(β̄)), ``lambda_override`` (non-paper; default λ = ε²/(8N)).
     """
 
+    problem_type = SLAProblem
     name = "mwu"
     kernel = staticmethod(mwu_kernel)
     extended = False

@@ -11,6 +11,7 @@ from numba import njit
 
 from agents.base import BaseAgent
 from cluster_envs.common.config import check_number
+from cluster_envs.sla.model import SLAProblem
 from cluster_envs.sla.runner import NO_HIDDEN_STATE
 
 
@@ -65,6 +66,7 @@ def greedy_kernel(params, memory, active, queue, next_load):
 class ProportionalGreedy(BaseAgent):
     """PG: the full-information optimal 1-allocation, β-weighted water-filling of capacity 1 over Q_t + L_t."""
 
+    problem_type = SLAProblem
     name = "pg"
     privileged = True
     kernel = staticmethod(greedy_kernel)

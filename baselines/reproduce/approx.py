@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 from baselines import harness  # noqa: E402
 from baselines.progress import progress_bar  # noqa: E402
-from cluster_envs.approx.simulator import utility  # noqa: E402
+from cluster_envs.approx.model import utility  # noqa: E402
 
 SCHEMES = ("opm", "opm_no_estimation", "fair", "deadline_aware")
 LABELS = {"opm": "OPM", "opm_no_estimation": "OPM w/o estimation", "fair": "Fair", "deadline_aware": "Deadline-aware"}
@@ -356,7 +356,7 @@ def write_report(runs: dict[tuple, list[Run]], scale: str, workers: int, elapsed
 
 
 def run(
-    scale: str = "small", out_dir: str | Path = "results/approx", *, workers: int = 2, progress: bool = True
+    scale: str = "small", out_dir: str | Path = "results/reproduce/approx", *, workers: int = 2, progress: bool = True
 ) -> Path:
     """Run every experiment (a progress bar over the episodes with ``progress``), write ``report.md``, the figures
     and ``runs.pkl`` into ``out_dir``; return the report."""

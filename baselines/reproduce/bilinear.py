@@ -314,7 +314,9 @@ def e5_distributed(iterations: int, out: pathlib.Path, plt, progress: bool) -> s
     return table(header, rows) + note + "\n![E5](e5_distributed.png)\n"
 
 
-def run(scale: str = "small", out_dir: str | pathlib.Path = "results/bilinear", progress: bool = True) -> pathlib.Path:
+def run(
+    scale: str = "small", out_dir: str | pathlib.Path = "results/reproduce/bilinear", progress: bool = True
+) -> pathlib.Path:
     """Run E1–E5 at ``scale`` ("small" or "paper"), with a progress bar per experiment if ``progress``; write
     ``report.md`` and PNGs into ``out_dir``; return the report's path."""
     if scale not in SCALES:

@@ -295,7 +295,10 @@ def overhead(cfg: dict, t_probe: int = 2000, repeats: int = 3) -> list[str]:
 
 
 def run(
-    scale: str = "small", out_dir: str | Path = "results/multiserver", workers: int | None = None, progress: bool = True
+    scale: str = "small",
+    out_dir: str | Path = "results/reproduce/multiserver",
+    workers: int | None = None,
+    progress: bool = True,
 ) -> Path:
     """Write ``report.md`` and the figures into ``out_dir`` (a progress bar per batch of episodes with ``progress``);
     return the report's path."""

@@ -17,7 +17,7 @@ import numpy as np
 from baselines import harness
 from baselines.progress import progress_bar
 from cluster_envs.sla.env import ClusterSLAEnv
-from cluster_envs.sla.kernel import windowed_sla_gap
+from cluster_envs.sla.model import windowed_sla_gap
 from cluster_envs.sla.runner import Trajectory
 
 # The paper's reported numbers [L409-L463]; sign convention X - Alg2 (A21).
@@ -296,7 +296,7 @@ def real_report(runs: list[Run], seeds, eps: float, env_kwargs: dict, out: Path,
 
 def run(
     scale: str = "small",
-    out_dir: str | Path = "results/sla",
+    out_dir: str | Path = "results/reproduce/sla",
     *,
     seeds=(0, 1, 2),
     real_seeds=range(6),

@@ -6,16 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cluster_envs.approx.benchmark import BENCHMARK_KINDS
-from cluster_envs.approx.model import RATE_PROCESSES
-from cluster_envs.approx.simulator import UTILITIES
+from cluster_envs.approx.model import BENCHMARK_KINDS, RATE_PROCESSES, UTILITIES
 from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.env import INFO_LEVELS
 
 JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")
 PRICE_MODES = ("proportional", "uniform")
 BUDGET_MODES = ("hard", "soft")
 REWARD_MODES = ("true", "approx", "sparse")
-INFO_LEVELS = ("minimal", "full")
 
 
 def _check_range(name: str, value: Any, low: float, high: float | None = None) -> tuple[float, float]:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.approx.benchmark import opt_per_job
 from cluster_envs.approx.config import MULTI_PRESETS, SINGLE_PRESETS, ApproxConfig
 from cluster_envs.approx.kernel import (
     BENCHMARK_ACCRUED,
@@ -30,17 +28,21 @@ from cluster_envs.approx.kernel import (
     occupants,
 )
 from cluster_envs.approx.model import (
+    ApproxProblem,
+    Instance,
     common_deadline_jobs,
     listed_jobs,
     make_rate_process,
+    opt_per_job,
     prior_mean_rate,
     read_job_trace,
     single_job,
     synthetic_jobs,
     trace_jobs,
 )
-from cluster_envs.approx.simulator import ApproxProblem, ApproxSimulator, Instance
-from cluster_envs.common.config import build_config, check_choice, check_reset_options
+from cluster_envs.approx.simulator import ApproxSimulator
+from cluster_envs.common.config import check_reset_options
+from cluster_envs.common.env import ClusterEnv, as_real_array
 from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
 from cluster_envs.common.seeding import episode_streams
 
@@ -66,17 +68,10 @@ def observation_from(t: Any, horizon: int, mf: np.ndarray, mi: np.ndarray, rows:
 
 
 def kernel_array(action: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
-    """``action`` as a numeric array of ``shape`` in a dtype the kernels take; ``ValueError`` naming ``name``."""
-    if type(action) is not np.ndarray:
-        try:
-            action = np.asarray(action)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} could not be read as an array: {err}") from None
-    if action.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {action.shape}")
+    """``action`` as a numeric array of ``shape`` (:func:`~cluster_envs.common.env.as_real_array`) in a dtype the
+    kernels take: bool as uint8, float16 and long double as float64; ``ValueError`` naming ``name``."""
+    action = as_real_array(action, shape, name)
     kind = action.dtype.kind
-    if kind not in "biuf":
-        raise ValueError(f"{name} must be numeric, got dtype {action.dtype}")
     if kind == "b":
         return action.view(np.uint8)
     if kind == "f" and action.dtype.itemsize not in (4, 8):  # float16 / long double: not numba types
@@ -84,28 +79,24 @@ def kernel_array(action: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
     return action
 
 
-class _ApproxEnvCore(gym.Env):
+class _ApproxEnvCore(ClusterEnv):
     """The shared core; the two registered classes below differ only in presets and space encodings."""
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     single_job = False
+    config_class = ApproxConfig
     presets: dict[str, dict[str, Any]] = MULTI_PRESETS
-    env_name = "ClusterApprox-v0"
+    env_id = "ClusterApprox-v0"
 
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
-        config = build_config(ApproxConfig, self.presets, preset, overrides)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
+        super().__init__(preset, render_mode, overrides)
+        config = self.config
         if self.single_job and (config.job_source != "single" or config.max_visible_jobs != 1):
-            raise ValueError(f"{self.env_name} has one job: job_source must be 'single' and max_visible_jobs 1")
+            raise ValueError(f"{self.env_id} has one job: job_source must be 'single' and max_visible_jobs 1")
         if self.single_job and config.capacity is not None:
-            raise ValueError(f"capacity (Sec. V-C mode) is only available in ClusterApprox-v0, not {self.env_name}")
+            raise ValueError(f"capacity (Sec. V-C mode) is only available in ClusterApprox-v0, not {self.env_id}")
         if not self.single_job and config.job_source == "single":
             raise ValueError("job_source='single' belongs to ClusterApproxSingleJob-v0")
-        self.config = config
-        self.preset = preset
         self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
-        self.render_mode = render_mode
         m, k = config.n_machines, config.max_visible_jobs
         self._generalized = config.capacity is not None
         self._n_fields = 14 if self._generalized else 12
@@ -135,13 +126,13 @@ class _ApproxEnvCore(gym.Env):
                 self.action_space = spaces.MultiDiscrete(np.full(m, k + 1))
         self.observation_space = spaces.Dict(obs)
         self._action_shape = self.action_space.shape
-        self._decode_mode = DECODE_MATRIX if self._generalized else DECODE_OCCUPANT
+        # how the kernel reads an action and which of its rewards is the env's (the batched env steps with them)
+        self.decode_mode = DECODE_MATRIX if self._generalized else DECODE_OCCUPANT
         if self.single_job:
-            self._decode_mode = DECODE_SINGLE
-        self._reward_entry = {"true": REWARD_TRUE, "approx": REWARD_APPROX, "sparse": REWARD_SPARSE}[config.reward_mode]
+            self.decode_mode = DECODE_SINGLE
+        self.reward_entry = {"true": REWARD_TRUE, "approx": REWARD_APPROX, "sparse": REWARD_SPARSE}[config.reward_mode]
         self._minimal_info = config.info_level == "minimal"
         self._horizon = config.horizon
-        self._sim: ApproxSimulator | None = None
         self.problem: ApproxProblem | None = None
         self.misc_rng: np.random.Generator | None = None
 
@@ -273,19 +264,14 @@ class _ApproxEnvCore(gym.Env):
         parallelism = np.full(n, m if cfg.parallelism is None else cfg.parallelism, dtype=np.int64)
         return Instance(jobs, prices, rates, np.full(n, float(cfg.demand)), parallelism, capacity)
 
-    @property
-    def _simulator(self) -> ApproxSimulator:
-        if self._sim is None:
-            raise RuntimeError(f"{self.env_name}: call reset() before step()")
-        return self._sim
+    def _episode_over(self) -> bool:
+        return int(self._sim.c[0]) >= self._horizon
 
-    def step(self, action: Any):
-        sim = self._simulator
+    def _step(self, action: Any):
+        sim = self._sim
         t = int(sim.c[0])
-        if t >= self._horizon:
-            raise RuntimeError(f"{self.env_name}: the episode ended at t = {sim.t}; call reset()")
-        sim.step_action(self._flat_action(action), self._decode_mode)
-        reward = float(sim.f[self._reward_entry])
+        sim.step_action(self._flat_action(action), self.decode_mode)
+        reward = float(sim.f[self.reward_entry])
         terminated = t + 1 == self._horizon
         if self._minimal_info:
             values = sim.f.tolist()
@@ -304,7 +290,7 @@ class _ApproxEnvCore(gym.Env):
         return kernel_array(action, self._action_shape, "action").reshape(-1)
 
     def _info(self) -> dict[str, Any]:
-        sim = self._simulator
+        sim = self.simulator
         s = sim.step_info
         executed = s["executed"]
         if self.single_job or self._generalized:
@@ -338,7 +324,7 @@ class _ApproxEnvCore(gym.Env):
         return info
 
     def _observation(self) -> dict[str, np.ndarray]:
-        sim = self._simulator
+        sim = self.simulator
         rows = sim.job_rows()
         if self._generalized:
             last = ("last_assignment", sim.executed.astype(np.int8))
@@ -346,12 +332,8 @@ class _ApproxEnvCore(gym.Env):
             last = ("last_occupant", occupants(sim.executed))
         return observation_from(sim.c[0], self._horizon, sim.mf, sim.mi, rows, self.single_job, last)
 
-    def render(self) -> str | np.ndarray | None:
-        if self.render_mode == "rgb_array":
-            return self._render_bars()
-        if self.render_mode != "ansi":
-            return None
-        sim = self._simulator
+    def _render_ansi(self) -> str:
+        sim = self.simulator
         lines = [
             f"t={sim.t}/{sim.horizon}  utility={sim.utility_true:.2f}  "
             f"visible={int((sim.slot_job >= 0).sum())}  waiting={len(sim.waiting)}"
@@ -365,11 +347,11 @@ class _ApproxEnvCore(gym.Env):
                 )
         return "\n".join(lines) + "\n"
 
-    def _render_bars(self) -> np.ndarray:
+    def _render_rgb(self) -> np.ndarray:
         """Top, per machine: last slot's use (tasks run / capacity, blue), its observed rate θ (green) and the
         empirical mean of its observed rates (grey). Bottom, per job slot: the share of the job's lifetime elapsed
         (orange) beside the share of its budget spent (red); an empty slot is empty."""
-        sim = self._simulator
+        sim = self.simulator
         n_obs = sim.n_obs
         mean_rate = np.divide(sim.sum_obs, n_obs, out=np.zeros_like(n_obs), where=n_obs > 0)
         use = sim.executed.sum(axis=0) / sim.mf[CAPACITY]
@@ -442,7 +424,7 @@ class ClusterApproxEnv(_ApproxEnvCore):
     **Privileged state**: ``_instance`` (jobs, true means, rate process) and ``_sim``.
     """
 
-    env_name = "ClusterApprox-v0"
+    env_id = "ClusterApprox-v0"
 
 
 class ClusterApproxSingleJobEnv(_ApproxEnvCore):
@@ -463,4 +445,4 @@ class ClusterApproxSingleJobEnv(_ApproxEnvCore):
 
     single_job = True
     presets = SINGLE_PRESETS
-    env_name = "ClusterApproxSingleJob-v0"
+    env_id = "ClusterApproxSingleJob-v0"

@@ -5,14 +5,16 @@ below) and steps them with :func:`step_begin` and :func:`step_end`, which run :f
 :func:`batch_end` (the batched env's loops over copies) on a batch of one. The utility's transcendental part
 (``np.power`` / ``np.log1p``) runs between the two as one numpy call: numpy's SIMD maths differs from
 libm in the last bit, and the trajectories must stay bit-for-bit those of the vectorized numpy model
-(golden hashes). Sums use numpy's summation order (:func:`pairwise_sum`) and the matrix-vector products
-``executed @ rates`` BLAS's (:func:`batch_begin`), for the same reason.
+(golden hashes). Sums use numpy's summation order (:mod:`~cluster_envs.common.pairwise`) and the matrix-vector
+products ``executed @ rates`` BLAS's (:func:`batch_begin`), for the same reason.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from cluster_envs.common.pairwise import BLOCK, SUM_STACK, block_sum, pairwise_sum
 
 # Rows of the float job matrix ``jf`` (one column per job).
 BUDGET, VALUE, LIFETIME, SPENT, WORK, SURROGATE, OPT_RATE, DEMAND, FWORK, SCRATCH = range(10)
@@ -52,84 +54,19 @@ BAD_VALUE, OUT_OF_RANGE = -1, -2  # step_begin's error codes (nothing has change
 # The single env runs them on its own arrays with a leading axis of 1 (copy 0).
 
 
-@njit(cache=True, inline="always")
-def _block_sum(a, b, row, start, n):
-    """numpy's pairwise summation of ``a[b, row, start:start + n]``, n ≤ 128 (8 accumulators); see
-    :func:`pairwise_sum`."""
-    if n < 8:
-        res = -0.0
-        for i in range(n):
-            res += a[b, row, start + i]
-        return res
-    r0, r1, r2, r3 = a[b, row, start], a[b, row, start + 1], a[b, row, start + 2], a[b, row, start + 3]
-    r4, r5, r6, r7 = a[b, row, start + 4], a[b, row, start + 5], a[b, row, start + 6], a[b, row, start + 7]
-    i = 8
-    while i < n - (n % 8):
-        q = start + i
-        r0 += a[b, row, q]
-        r1 += a[b, row, q + 1]
-        r2 += a[b, row, q + 2]
-        r3 += a[b, row, q + 3]
-        r4 += a[b, row, q + 4]
-        r5 += a[b, row, q + 5]
-        r6 += a[b, row, q + 6]
-        r7 += a[b, row, q + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[b, row, start + i]
-        i += 1
-    return res
-
-
 @njit(cache=True)
-def _half(n):
-    half = n // 2
-    return half - half % 8
-
-
-@njit(cache=True)
-def _pairwise(a, b, row, start, n):
-    """numpy's ``a[b, row, start:start + n].sum()``, bit for bit: blocks of ≤ 128 terms, halved recursively above.
-
-    The recursion runs on an explicit stack (numba's cache does not reload recursive functions reliably).
-    """
-    if n <= 128:
-        return 0.0 + _block_sum(a, b, row, start, n)  # numpy adds to the identity 0.0 (an empty or -0.0 sum is +0.0)
-    starts, sizes = np.empty(64, np.int64), np.empty(64, np.int64)
-    stage, left = np.zeros(64, np.int64), np.empty(64)
-    top, starts[0], sizes[0] = 0, start, n
-    while True:
-        if sizes[top] > 128:  # descend into the left half
-            stage[top] = 1
-            starts[top + 1], sizes[top + 1], stage[top + 1] = starts[top], _half(sizes[top]), 0
-            top += 1
-            continue
-        value = _block_sum(a, b, row, starts[top], sizes[top])
-        top -= 1
-        while top >= 0 and stage[top] == 2:  # both halves done: add them
-            value = left[top] + value
-            top -= 1
-        if top < 0:
-            return 0.0 + value
-        left[top], stage[top] = value, 2  # left half done: do the right half
-        half = _half(sizes[top])
-        starts[top + 1], sizes[top + 1], stage[top + 1] = starts[top] + half, sizes[top] - half, 0
-        top += 1
+def _long_row_sum(a, b, row, n):
+    """:func:`_row_sum` beyond 128 terms, its split stack allocated here (rare: a row per job or job slot)."""
+    return pairwise_sum(a, (b, row), 0, n, np.empty(SUM_STACK), (), 0)
 
 
 @njit(cache=True, inline="always")
 def _row_sum(a, b, row, n):
-    """numpy's ``a[b, row, :n].sum()`` (:func:`_pairwise`), inlined for the usual n ≤ 128."""
-    if n <= 128:
-        return 0.0 + _block_sum(a, b, row, 0, n)
-    return _pairwise(a, b, row, 0, n)
-
-
-@njit(cache=True)
-def pairwise_sum(a, start, n):
-    """numpy's ``a[start:start + n].sum()`` of a 1-D array, bit for bit."""
-    return _pairwise(a[None, None], 0, 0, start, n)
+    """numpy's ``a[b, row, :n].sum()`` bit for bit (:func:`~cluster_envs.common.pairwise.pairwise_sum`), inlined
+    for the usual n ≤ 128."""
+    if n <= BLOCK:
+        return 0.0 + block_sum(a, (b, row), 0, n)  # numpy adds to the identity 0.0 (an empty or -0.0 sum is +0.0)
+    return _long_row_sum(a, b, row, n)
 
 
 @njit(cache=True)

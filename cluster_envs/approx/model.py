@@ -1,4 +1,6 @@
-"""Machine-rate processes and job generators of the approximation-job setting (spec §2.1, §5.2).
+"""The approximation-job model (paper 000) without the step: the public problem (:class:`ApproxProblem`), the
+hidden instance and its generators (machine-rate processes and job sources, spec §2.1, §5.2), the utilities,
+and the offline optimum of Eq. 7 (spec §4.6).
 
 Machines: i.i.d. rates (Assumption 1) or the paper's Gamma on/off availability model (L677, L691).
 Rates are generated lazily in fixed-size chunks from their own stream, so the matrix θ[t, i] is a
@@ -10,11 +12,13 @@ the single job of Sec. IV, or an explicit list.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+from scipy.optimize import minimize
+
+from cluster_envs.common.traces import read_table
 
 # Paper's on/off model (L677, L691): period lengths ~ Gamma(shape, scale), rates uniform per period type.
 AP_SHAPE, AP_SCALE = 0.34, 94.35
@@ -248,13 +252,8 @@ def read_job_trace(path: str, horizon: int) -> tuple[np.ndarray, np.ndarray]:
 
     Jobs arriving at or after the horizon are dropped; d_j is clipped to the horizon and raised to a_j + 1.
     """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": the shape check says so
-            data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", dtype=np.float64, skiprows=_header_rows(path))
-    except (OSError, ValueError) as err:
-        raise ValueError(f"trace_path={path!r} is not a readable CSV of job_id,a,d ({err})") from None
-    if data.shape[1] != 3 or data.shape[0] == 0:
+    data = read_table(path, "trace_path", "CSV of job_id,a,d", header=True)
+    if data.shape[1] != 3:
         raise ValueError(f"trace_path={path!r} must hold rows job_id,a,d; got shape {data.shape}")
     arrival, deadline = data[:, 1], data[:, 2]
     if not np.isfinite(data).all():
@@ -270,18 +269,6 @@ def read_job_trace(path: str, horizon: int) -> tuple[np.ndarray, np.ndarray]:
     d = np.maximum(np.minimum(deadline[keep], horizon).astype(np.int64), a + 1)  # clip first: d may exceed int64
     order = np.argsort(a, kind="stable")
     return a[order], d[order]
-
-
-def _header_rows(path: str) -> int:
-    """1 if the first line is a header (a field that is no number, like ``job_id``), else 0: a data row such as
-    ``1,0,1e3`` or ``1,0,nan`` is data (its letters once made it a skipped header)."""
-    with open(path) as handle:
-        first = handle.readline().partition("#")[0]
-    try:
-        [float(field) for field in first.split(",")]
-    except ValueError:
-        return 1
-    return 0
 
 
 def trace_jobs(
@@ -309,3 +296,218 @@ def listed_jobs(jobs: tuple[tuple[float, float, float, float], ...]) -> Jobs:
     order = np.lexsort((np.arange(len(data)), data[:, 0]))
     data = data[order]
     return Jobs(data[:, 0].astype(np.int64), data[:, 1].astype(np.int64), data[:, 2].copy(), data[:, 3].copy())
+
+
+UTILITIES = ("power", "log", "linear")
+
+
+JOB_FIELDS = (
+    "present",
+    "is_new",
+    "value",
+    "beta",
+    "budget",
+    "spent",
+    "remaining_budget",
+    "budget_per_slot",
+    "elapsed",
+    "remaining_slots",
+    "work",
+    "lifetime",
+)
+
+
+GENERALIZED_FIELDS = ("demand", "parallelism")
+
+
+def utility(kind: str, value: np.ndarray, beta: float, work: np.ndarray) -> np.ndarray:
+    """f_j(X) = v X^β (power), v log(1 + X) (log) or v X (linear); f(0) = 0."""
+    work = np.asarray(work, dtype=np.float64)
+    if kind == "power":
+        return value * np.power(work, beta)
+    if kind == "log":
+        return value * np.log1p(work)
+    return value * work
+
+
+def utility_derivative(kind: str, value: np.ndarray, beta: float, y: np.ndarray) -> np.ndarray:
+    """f_j'(y); for the power utility the caller floors y (A11: f'(0) = ∞)."""
+    y = np.asarray(y, dtype=np.float64)
+    if kind == "power":
+        return value * beta * np.power(y, beta - 1.0)
+    if kind == "log":
+        return value / (1.0 + y)
+    return value * np.ones_like(y)
+
+
+def perspective(kind: str, value: np.ndarray, beta: float, work: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """h = L·f(X/L), the time-averaged utility of Eq. 6/9 (0 where L = 0)."""
+    length = np.asarray(length, dtype=np.float64)
+    safe = np.where(length > 0, length, 1.0)
+    return np.where(length > 0, safe * utility(kind, value, beta, work / safe), 0.0)
+
+
+@dataclass(frozen=True)
+class ApproxProblem:
+    """The static public data a scheduler is given.
+
+    Job data are not here: a job's a_j, d_j, B_j, v_j (and r_j, u_j) are revealed on arrival, through the
+    observation's ``jobs`` rows. ``rate_prior_mean`` is the population mean rate of the machine model
+    (public knowledge of the model; OPM without estimation uses it, A12).
+    """
+
+    n_machines: int
+    horizon: int
+    max_visible_jobs: int
+    single_job: bool
+    utility: str
+    beta: float
+    prices: tuple[float, ...]
+    budget_mode: str
+    rate_prior_mean: float
+    capacity: tuple[int, ...] | None = None
+
+    @property
+    def price_array(self) -> np.ndarray:
+        return np.asarray(self.prices, dtype=np.float64)
+
+    @property
+    def generalized(self) -> bool:
+        return self.capacity is not None
+
+    @property
+    def job_fields(self) -> tuple[str, ...]:
+        return JOB_FIELDS + (GENERALIZED_FIELDS if self.generalized else ())
+
+
+@dataclass
+class Instance:
+    """The hidden part of an episode: jobs, true mean rates, the rate process (for oracles and evaluation)."""
+
+    jobs: Jobs
+    prices: np.ndarray
+    rates: RateProcess
+    demand: np.ndarray
+    parallelism: np.ndarray
+    capacity: np.ndarray
+
+    @property
+    def means(self) -> np.ndarray:
+        return self.rates.means
+
+
+# The offline benchmark of Eq. 7 (spec §4.6): true mean rates, all jobs known, fractional relaxation.
+#
+# One job (Lemma 4): the optimum is constant in time, the fractional knapsack x* = argmax θ·x s.t. p·x ≤ B/T.
+# Many jobs: the segment-aggregated concave program, solved with scipy's SLSQP (exact for the relaxation;
+# intended for small instances). ``opt_per_job`` returns OPT_j, the benchmark's per-job term of Eq. 6, which
+# the env accrues at OPT_j/(d_j − a_j) per active slot so that the cumulative regret ends at Reg_T.
+BENCHMARK_KINDS = ("eq6", "p1", "thm3")
+WORK_FLOOR = 1e-9
+
+
+def fractional_knapsack(means: np.ndarray, prices: np.ndarray, per_slot_budget: float) -> np.ndarray:
+    """x* ∈ [0,1]^M maximizing θ·x s.t. p·x ≤ b: machines by θ_i/p_i, the last one fractional."""
+    order = np.argsort(-means / prices, kind="stable")
+    x = np.zeros_like(means)
+    cumulative = np.cumsum(prices[order])
+    full = cumulative <= per_slot_budget
+    x[order[full]] = 1.0
+    n_full = int(full.sum())
+    if n_full < means.size:
+        spent = cumulative[n_full - 1] if n_full else 0.0
+        x[order[n_full]] = (per_slot_budget - spent) / prices[order[n_full]]
+    return x
+
+
+def single_job_opt(kind: str, value: float, beta: float, means, prices, budget: float, horizon: int) -> float:
+    """OPT = T f(θ·x*) of one job with a_1 = 0, d_1 = T (Lemma 4; every benchmark kind gives the same x*)."""
+    x = fractional_knapsack(means, prices, budget / horizon)
+    per_slot = float(means @ x)
+    return float(horizon * utility(kind, np.array([value]), beta, np.array([per_slot]))[0])
+
+
+def segments(jobs: Jobs, horizon: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Segment lengths L_s and active sets J_s between consecutive distinct arrival/deadline times."""
+    edges = np.unique(np.concatenate([[0, horizon], jobs.arrival, jobs.deadline]))
+    lengths, members = [], []
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        active = np.flatnonzero((jobs.arrival <= lo) & (jobs.deadline >= hi))
+        if active.size:
+            lengths.append(hi - lo)
+            members.append(active)
+    return np.asarray(lengths, dtype=np.float64), members
+
+
+def multi_job_opt(
+    kind: str, beta: float, jobs: Jobs, means: np.ndarray, prices: np.ndarray, horizon: int, benchmark: str
+) -> np.ndarray:
+    """OPT_j for every job: the optimum of the segment-aggregated program scored as in Eq. 6 (or L517)."""
+    lengths, members = segments(jobs, horizon)
+    m = means.size
+    # Variable z[v, i] ∈ [0, 1]: the fraction of machine i's L_s slots given to job j in segment s.
+    owner = np.concatenate(members)
+    seg_of = np.repeat(np.arange(len(members)), [len(a) for a in members])
+    n_var = owner.size
+    weight = lengths[seg_of][:, None] * means[None, :]  # work per unit of z
+    cost = lengths[seg_of][:, None] * prices[None, :]
+    life = (jobs.deadline - jobs.arrival).astype(np.float64)
+    value = jobs.value
+
+    def job_work(z):
+        return np.bincount(owner, weights=(weight * z).sum(axis=1), minlength=jobs.count)
+
+    def objective(flat):
+        z = flat.reshape(n_var, m)
+        if benchmark == "thm3":
+            seg_work = np.maximum((weight * z).sum(axis=1), WORK_FLOOR)
+            val = perspective(kind, value[owner], beta, seg_work, lengths[seg_of])
+            slope = utility_derivative(kind, value[owner], beta, seg_work / lengths[seg_of])
+            return -val.sum(), -(slope[:, None] * weight).ravel()
+        x = np.maximum(job_work(z), WORK_FLOOR)
+        scale = life if benchmark == "eq6" else np.ones_like(life)
+        val = perspective(kind, value, beta, x, scale)
+        slope = utility_derivative(kind, value, beta, x / scale)
+        return -val.sum(), -(slope[owner][:, None] * weight).ravel()
+
+    capacity_rows = np.zeros((len(members) * m, n_var * m))
+    for v in range(n_var):
+        capacity_rows[seg_of[v] * m + np.arange(m), v * m + np.arange(m)] = 1.0
+    budget_rows = np.zeros((jobs.count, n_var * m))
+    for v in range(n_var):
+        budget_rows[owner[v], v * m : (v + 1) * m] = cost[v]
+    a_ub = np.vstack([capacity_rows, budget_rows])
+    b_ub = np.concatenate([np.ones(len(members) * m), jobs.budget])
+    counts = np.array([len(a) for a in members], dtype=np.float64)
+    start = np.minimum(1.0 / counts[seg_of], 1.0)[:, None] * np.ones((1, m))
+    spend = np.bincount(owner, weights=(cost * start).sum(axis=1), minlength=jobs.count)
+    start *= np.minimum(1.0, 0.5 * jobs.budget / np.maximum(spend, 1e-300))[owner][:, None]
+    scale = abs(objective(start.ravel())[0]) + 1.0  # SLSQP's ftol is absolute: solve at unit scale
+
+    def scaled(flat):
+        value, grad = objective(flat)
+        return value / scale, grad / scale
+
+    result = minimize(
+        scaled,
+        start.ravel(),
+        jac=True,
+        method="SLSQP",
+        bounds=[(0.0, 1.0)] * (n_var * m),
+        constraints=[{"type": "ineq", "fun": lambda f: b_ub - a_ub @ f, "jac": lambda f: -a_ub}],
+        options={"ftol": 1e-12, "maxiter": 1000},
+    )
+    z = np.clip(result.x.reshape(n_var, m), 0.0, 1.0)
+    if benchmark == "thm3":
+        seg_val = perspective(kind, value[owner], beta, (weight * z).sum(axis=1), lengths[seg_of])
+        return np.bincount(owner, weights=seg_val, minlength=jobs.count)
+    return perspective(kind, value, beta, job_work(z), life)
+
+
+def opt_per_job(
+    kind: str, beta: float, jobs: Jobs, means: np.ndarray, prices: np.ndarray, horizon: int, benchmark: str
+) -> np.ndarray:
+    """OPT_j of every job (closed form for one job spanning the horizon, else the convex program)."""
+    if jobs.count == 1 and jobs.arrival[0] == 0 and jobs.deadline[0] == horizon:
+        return np.array([single_job_opt(kind, jobs.value[0], beta, means, prices, jobs.budget[0], horizon)])
+    return multi_job_opt(kind, beta, jobs, means, prices, horizon, benchmark)

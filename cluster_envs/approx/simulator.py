@@ -1,4 +1,4 @@
-"""Approximation jobs on machines of unknown, varying speed (paper 000), without gymnasium.
+"""One episode of the approximation-job model (paper 000) as :class:`ApproxSimulator`, without gymnasium.
 
 Machine i delivers θ_i^t ∈ [0, 1] work in slot t and costs p_i per slot of use. Job j is active in slots
 a_j < t ≤ d_j, has budget B_j and utility f_j(X_j) of its total work. Each slot the scheduler gives every
@@ -14,107 +14,13 @@ processed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from cluster_envs.approx import kernel
-from cluster_envs.approx.model import Jobs, RateProcess
+from cluster_envs.approx.model import ApproxProblem, Instance, utility
 
-UTILITIES = ("power", "log", "linear")
-JOB_FIELDS = (
-    "present",
-    "is_new",
-    "value",
-    "beta",
-    "budget",
-    "spent",
-    "remaining_budget",
-    "budget_per_slot",
-    "elapsed",
-    "remaining_slots",
-    "work",
-    "lifetime",
-)
-GENERALIZED_FIELDS = ("demand", "parallelism")
 # The state arrays in the kernels' argument order (``kernel.step_begin``).
 STATE_ARRAYS = ("assign", "executed", "jf", "ji", "mf", "mi", "si", "sf", "c", "f")
-
-
-def utility(kind: str, value: np.ndarray, beta: float, work: np.ndarray) -> np.ndarray:
-    """f_j(X) = v X^β (power), v log(1 + X) (log) or v X (linear); f(0) = 0."""
-    work = np.asarray(work, dtype=np.float64)
-    if kind == "power":
-        return value * np.power(work, beta)
-    if kind == "log":
-        return value * np.log1p(work)
-    return value * work
-
-
-def utility_derivative(kind: str, value: np.ndarray, beta: float, y: np.ndarray) -> np.ndarray:
-    """f_j'(y); for the power utility the caller floors y (A11: f'(0) = ∞)."""
-    y = np.asarray(y, dtype=np.float64)
-    if kind == "power":
-        return value * beta * np.power(y, beta - 1.0)
-    if kind == "log":
-        return value / (1.0 + y)
-    return value * np.ones_like(y)
-
-
-def perspective(kind: str, value: np.ndarray, beta: float, work: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """h = L·f(X/L), the time-averaged utility of Eq. 6/9 (0 where L = 0)."""
-    length = np.asarray(length, dtype=np.float64)
-    safe = np.where(length > 0, length, 1.0)
-    return np.where(length > 0, safe * utility(kind, value, beta, work / safe), 0.0)
-
-
-@dataclass(frozen=True)
-class ApproxProblem:
-    """The static public data a scheduler is given.
-
-    Job data are not here: a job's a_j, d_j, B_j, v_j (and r_j, u_j) are revealed on arrival, through the
-    observation's ``jobs`` rows. ``rate_prior_mean`` is the population mean rate of the machine model
-    (public knowledge of the model; OPM without estimation uses it, A12).
-    """
-
-    n_machines: int
-    horizon: int
-    max_visible_jobs: int
-    single_job: bool
-    utility: str
-    beta: float
-    prices: tuple[float, ...]
-    budget_mode: str
-    rate_prior_mean: float
-    capacity: tuple[int, ...] | None = None
-
-    @property
-    def price_array(self) -> np.ndarray:
-        return np.asarray(self.prices, dtype=np.float64)
-
-    @property
-    def generalized(self) -> bool:
-        return self.capacity is not None
-
-    @property
-    def job_fields(self) -> tuple[str, ...]:
-        return JOB_FIELDS + (GENERALIZED_FIELDS if self.generalized else ())
-
-
-@dataclass
-class Instance:
-    """The hidden part of an episode: jobs, true mean rates, the rate process (for oracles and evaluation)."""
-
-    jobs: Jobs
-    prices: np.ndarray
-    rates: RateProcess
-    demand: np.ndarray
-    parallelism: np.ndarray
-    capacity: np.ndarray
-
-    @property
-    def means(self) -> np.ndarray:
-        return self.rates.means
 
 
 def budget_check(assign: np.ndarray, prices: np.ndarray, spent: np.ndarray, budget: np.ndarray) -> np.ndarray:

@@ -36,12 +36,12 @@ class ClusterApproxVectorEnv(BatchedCopies):
 
     def __init__(self, num_envs: int, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(
-            num_envs, lambda **kw: self.env_class(preset, **kw), overrides, render_mode, self.env_class.env_name
+            num_envs, lambda **kw: self.env_class(preset, **kw), overrides, render_mode, self.env_class.env_id
         )
         first, cfg = self.envs[0], self.config
         self.require((("capacity", cfg.capacity, None),))  # the Sec. V-C mode
         self._action_shape = (num_envs, *first.action_space.shape)
-        self._mode, self._reward_entry = first._decode_mode, first._reward_entry
+        self._mode, self._reward_entry = first.decode_mode, first.reward_entry
         m, k, b = cfg.n_machines, cfg.max_visible_jobs, num_envs
         self._batch: dict[str, np.ndarray] = {
             "mf": np.zeros((b, kernel.MF_ROWS, m)),
@@ -53,18 +53,19 @@ class ClusterApproxVectorEnv(BatchedCopies):
             "assign": np.zeros((b, k, m), dtype=bool),
             "executed": np.zeros((b, k, m), dtype=np.uint8),
         }
-        self._n_fields = len(first._job_bounds())
+        self._n_fields = first.observation_space["job" if first.single_job else "jobs"].shape[-1]
         self._width = 0  # padded job-axis width
         self._rates = np.zeros((CHUNK, b, m))  # slot-major: copies in step read one contiguous block
         self._chunk_end = np.zeros(b, dtype=np.int64)
         self._offsets = np.zeros(b + 1, dtype=np.int64)
         self._p = np.zeros(kernel.P_SIZE, dtype=np.int64)
+        self._attached = np.zeros(b, dtype=bool)  # the copies whose simulator reads the batch arrays
 
     # ------------------------------------------------------------------ copies and their arrays
     @property
     def simulators(self) -> list[ApproxSimulator]:
         """Privileged: each copy's simulator (its arrays are views into the batch)."""
-        return [env._simulator for env in self.envs]
+        return [env.simulator for env in self.envs]
 
     def _widen(self, width: int) -> None:
         """Pad the job axis to ``width`` and re-point every live simulator at the new arrays."""
@@ -77,9 +78,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
         self._power_in = np.zeros(self.num_envs * (self.config.max_visible_jobs + width))
         self._power_out = np.zeros_like(self._power_in)
         self._width = width
-        for b, env in enumerate(self.envs):
-            if env._sim is not None:
-                self._attach(b, env._sim)
+        for b in np.flatnonzero(self._attached):
+            self._attach(b, self.envs[b].simulator)
 
     def _attach(self, b: int, sim: ApproxSimulator, values: dict[str, np.ndarray] | None = None) -> None:
         """Point copy b's simulator at its slices of the batch (first filled with ``values`` if given)."""
@@ -90,11 +90,12 @@ class ClusterApproxVectorEnv(BatchedCopies):
                 view[...] = values[name]
             setattr(sim, name, view)  # the simulator now reads and writes its slice of the batch
         sim.batch_of_one()
+        self._attached[b] = True
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None = None) -> dict[str, Any]:
         env = self.envs[b]
         _, info = env.reset(seed=seed, options=options)
-        sim = env._simulator
+        sim = env.simulator
         fresh = {name: getattr(sim, name) for name in (*JOB_ARRAYS, *FIXED_ARRAYS)}
         if sim.n_jobs > self._width:
             self._widen(max(sim.n_jobs, 2 * self._width))
@@ -114,7 +115,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
         """Copy b's rate chunk holding slot t_b + 1 into the batch (drawn by its own rate process, in order)."""
         upcoming = self._batch["c"][:, kernel.T] + 1
         for b in np.flatnonzero(stepping & (upcoming >= self._chunk_end)):
-            process = self.envs[b]._simulator.instance.rates
+            process = self.envs[b].simulator.instance.rates
             process.rates(int(upcoming[b]))
             size = len(process.chunk)
             self._rates[:size, b] = process.chunk
@@ -188,7 +189,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
             values.append(("regret", f[:, kernel.BENCHMARK_ACCRUED] - f[:, kernel.UTILITY_APPROX]))
         infos = self.masked(values, stepping)
         if ended.any():
-            summaries = self.batched_summaries(ended, lambda b: self.envs[b]._simulator.summary())
+            summaries = self.batched_summaries(ended, lambda b: self.envs[b].simulator.summary())
             infos["episode_summary"], infos["_episode_summary"] = summaries, ended.copy()
         return infos
 

@@ -15,7 +15,7 @@ from numba import njit
 from cluster_envs.bilinear import kernel
 from cluster_envs.bilinear.rng import next_double, spawned_state
 
-INSTANCE, ARRIVALS = range(2)  # children 0 and 1 of the reset's SeedSequence; 2, 3, 4: the kernel's streams
+INSTANCE_CHILD, ARRIVALS_CHILD = range(2)  # children 0 and 1 of the reset's SeedSequence; 2, 3, 4: the kernel's streams
 # the arrays start_episodes takes after the copies, in its order
 START_ARRAYS = ("arrivals", "jobs", "job_stats", "counters", "slot_stats", "stats", "obs")
 
@@ -29,8 +29,8 @@ def draw_episodes(copies, entropies, cdf, total, streams, u, v, theta, rng, arri
     slots = arrivals.shape[1]
     for i in range(copies.size):
         c, entropy = copies[i], entropies[i]
-        spawned_state(entropy, INSTANCE, streams, 0, 0)
-        spawned_state(entropy, ARRIVALS, streams, 0, 1)
+        spawned_state(entropy, INSTANCE_CHILD, streams, 0, 0)
+        spawned_state(entropy, ARRIVALS_CHILD, streams, 0, 1)
         for k in range(rng.shape[1]):
             spawned_state(entropy, 2 + k, rng, c, k)
         for a in range(u.shape[1]):

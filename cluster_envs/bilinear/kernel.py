@@ -5,8 +5,8 @@ copy) and by the batched env, both through :func:`slot_batch`, which steps every
 is a handful of arrays whose first axis is the copy (layout below); every function takes the copy ``b`` and
 indexes the arrays in place, so a step allocates nothing and creates no array views, and :func:`slot_batch`
 passes its arrays on without their memory owners (numba's reference counting of arrays, atomic operations on
-every view and call, cost more than the model). Sums are taken in NumPy's order (:func:`pairwise_sum`), so
-results equal the former NumPy implementation bit for bit.
+every view and call, cost more than the model). Sums are taken in NumPy's order
+(:mod:`~cluster_envs.common.pairwise`), so results equal the former NumPy implementation bit for bit.
 
 Layout (I job classes, J server classes, n servers, K job slots). Per copy b: ``jobs[b]`` (2, K) int64: class,
 id of the waiting jobs in FIFO order; ``job_stats[b]`` (2, K, J): each job's selection counts and summed rewards
@@ -28,6 +28,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from cluster_envs.bilinear.rng import next_double, permute, standard_normal
+from cluster_envs.common.pairwise import SUM_STACK, pairwise_sum
 
 NOISE_CLIP = 10.0  # reward noise is truncated at ±10σ (probability 1.5e-23) so observations have finite bounds
 TIE_EPS = 1e-9  # a column sum within this of its cap counts as feasible (spec §3.3)
@@ -46,8 +47,6 @@ SLOT_ROWS = 5
 QUEUE, DEPARTURES, ARRIVALS = range(3)
 CLASS_ROWS = 3
 ASSIGN, SERVICE_STREAM, NOISE_STREAM = range(3)  # the streams of ``rng``
-SUM_DEPTH = 64  # entries of each of the four parts of pairwise_sum's stack (a split halves the range)
-SUM_STACK = 4 * SUM_DEPTH
 # stats: the slot's scalars, then the episode totals (the env's info and episode summary)
 STAT_NAMES = (
     "reward_noisy",
@@ -118,66 +117,11 @@ def work_size(n_rows: int, n_cols: int, n_servers: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def _block_sum(a, b, lo, n):
-    """Σ a[b, lo : lo + n] for n ≤ 128 as NumPy adds it: sequentially below 8, else 8 interleaved accumulators."""
-    if n < 8:
-        res = 0.0
-        for i in range(lo, lo + n):
-            res += a[b, i]
-        return res
-    r0, r1, r2, r3 = a[b, lo], a[b, lo + 1], a[b, lo + 2], a[b, lo + 3]
-    r4, r5, r6, r7 = a[b, lo + 4], a[b, lo + 5], a[b, lo + 6], a[b, lo + 7]
-    i = 8
-    while i < n - n % 8:
-        k = lo + i
-        r0, r1, r2, r3 = r0 + a[b, k], r1 + a[b, k + 1], r2 + a[b, k + 2], r3 + a[b, k + 3]
-        r4, r5, r6, r7 = r4 + a[b, k + 4], r5 + a[b, k + 5], r6 + a[b, k + 6], r7 + a[b, k + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[b, lo + i]
-        i += 1
-    return res
-
-
-@njit(cache=True, inline="always")
-def _split_sum(a, b, lo, n):
-    """:func:`pairwise_sum` beyond 128 terms: halves (a multiple of 8 first) summed and added, the split tree
-    walked with an explicit stack in the last ``SUM_STACK`` entries of row b (numba cannot cache recursive
-    functions, and an allocation or a call here would keep the reference counts of every caller's arrays)."""
-    at = a.shape[1] - SUM_STACK
-    los, sizes, phase, values = at, at + SUM_DEPTH, at + 2 * SUM_DEPTH, at + 3 * SUM_DEPTH
-    top, count = 0, 0
-    a[b, los], a[b, sizes], a[b, phase] = lo, n, 0
-    while top >= 0:
-        size = int(a[b, sizes + top])
-        if size <= 128:
-            a[b, values + count] = _block_sum(a, b, int(a[b, los + top]), size)
-            count += 1
-            top -= 1
-            continue
-        half = size // 2 - (size // 2) % 8
-        if a[b, phase + top] < 2:  # visit the left, then the right half
-            start = int(a[b, los + top])
-            start, length = (start, half) if a[b, phase + top] == 0 else (start + half, size - half)
-            a[b, phase + top] += 1
-            top += 1
-            a[b, los + top], a[b, sizes + top], a[b, phase + top] = start, length, 0
-        else:
-            count -= 1
-            a[b, values + count - 1] += a[b, values + count]
-            top -= 1
-    return a[b, values]
-
-
-@njit(cache=True, inline="always")
-def pairwise_sum(a, b, lo, n):
-    """Σ a[b, lo : lo + n] in NumPy's summation order (``pairwise_sum_DOUBLE``): blocks of at most 128 summed by
-    :func:`_block_sum`, longer ranges split in two halves (:func:`_split_sum`, which needs the last
-    ``SUM_STACK`` entries of row b as its stack when n > 128)."""
-    if n <= 128:
-        return _block_sum(a, b, lo, n)
-    return _split_sum(a, b, lo, n)
+def _work_sum(work, lo, n):
+    """NumPy's sum of ``work[0, lo : lo + n]`` (:func:`~cluster_envs.common.pairwise.pairwise_sum`), its split stack
+    in the last ``SUM_STACK`` entries of the row (:func:`work_size` reserves them when a sum can exceed 128
+    terms)."""
+    return pairwise_sum(work, (0,), lo, n, work, (0,), work.shape[1] - SUM_STACK)
 
 
 @njit(cache=True, inline="always")
@@ -206,7 +150,7 @@ def project_column(frac, work, b, n_rows, n_cols, j):
         work[0, col + i] = work[0, proj + i] = value
         total += value
     # a sum beyond the float max is inf, over any cap
-    if total > radius + TIE_EPS and pairwise_sum(work, 0, col, n_rows) > radius + TIE_EPS:
+    if total > radius + TIE_EPS and _work_sum(work, col, n_rows) > radius + TIE_EPS:
         scale = work[0, col]
         for i in range(1, n_rows):
             scale = max(scale, work[0, col + i])
@@ -364,7 +308,7 @@ def settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, 
                 for j in range(n_cols):
                     x = slot_stats[0, COUNTS if q == 0 else Y, i, j]
                     work[0, i * n_cols + j] = x if q == 2 else r[b, i, j] * x
-        total = pairwise_sum(work, 0, 0 if q < 3 else size, size if q < 3 else paid)
+        total = _work_sum(work, 0 if q < 3 else size, size if q < 3 else paid)
         sums = (total, sums[0], sums[1], sums[2])
     reward_noisy, total_y, reward_expected, reward_mean = sums
     holding, queue_total = 0.0, 0

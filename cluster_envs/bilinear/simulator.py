@@ -18,13 +18,12 @@ consumed in action-dependent amounts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from cluster_envs.bilinear import kernel
-from cluster_envs.bilinear.model import pair_features
 from cluster_envs.common.pcg import state_row
 
 SERVICE_MODELS = ("paper", "exclusive")
@@ -51,80 +50,6 @@ ASSIGNMENT_DTYPE = np.dtype(
         ("reward", np.float64),
     ]
 )
-
-
-@dataclass(frozen=True, eq=False)
-class BilinearProblem:
-    """Static public data: classes, server counts, features, horizon, holding costs and the env's modes.
-
-    Never θ, r, arrival or service rates. ``split(observation)`` names the observation's parts.
-    """
-
-    servers_per_class: tuple[int, ...]
-    job_features: np.ndarray
-    server_features: np.ndarray
-    horizon: int
-    holding_costs: tuple[float, ...]
-    service_model: str
-    action_mode: str
-    observation_mode: str
-    max_jobs: int
-    pair_features: np.ndarray = field(init=False, repr=False)
-    part_slices: tuple[tuple[str, slice, tuple[int, ...]], ...] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "pair_features", pair_features(self.job_features, self.server_features))
-        slices, start = [], 0
-        for name, shape in self.observation_parts().items():  # agents split every observation: compute once
-            size = int(np.prod(shape))
-            slices.append((name, slice(start, start + size), shape))
-            start += size
-        object.__setattr__(self, "part_slices", tuple(slices))
-
-    @property
-    def n_job_classes(self) -> int:
-        return self.job_features.shape[0]
-
-    @property
-    def n_server_classes(self) -> int:
-        return self.server_features.shape[0]
-
-    @property
-    def feature_dim(self) -> int:
-        return self.job_features.shape[1]
-
-    @property
-    def n_servers(self) -> int:
-        return int(sum(self.servers_per_class))
-
-    @property
-    def caps(self) -> np.ndarray:
-        return np.asarray(self.servers_per_class, dtype=np.float64)
-
-    @property
-    def holding_cost_array(self) -> np.ndarray:
-        return np.asarray(self.holding_costs, dtype=np.float64)
-
-    def observation_parts(self) -> dict[str, tuple[int, ...]]:
-        """Name -> shape of each part of the flat observation, in order."""
-        n_i, n_j, d, k = self.n_job_classes, self.n_server_classes, self.feature_dim, self.max_jobs
-        parts: dict[str, tuple[int, ...]] = {
-            "queues": (n_i,),
-            "counts": (n_i, n_j),
-            "reward_sums": (n_i, n_j),
-        }
-        if self.observation_mode in ("queues_stats", "full"):
-            parts.update(time=(1,), log_total_counts=(n_i, n_j), mean_rewards=(n_i, n_j))
-        if self.observation_mode == "full":
-            parts.update(job_features=(n_i, d), server_features=(n_j, d))
-        if self.action_mode == "job_allocation":
-            parts.update(job_class=(k,), job_counts=(k, n_j), job_reward_sums=(k, n_j))
-        return parts
-
-    def split(self, observation: np.ndarray) -> dict[str, np.ndarray]:
-        """The named parts of a flat observation as float64 arrays of their shapes."""
-        obs = np.asarray(observation, dtype=np.float64)
-        return {name: obs[part].reshape(shape) for name, part, shape in self.part_slices}
 
 
 def simplex_cap(x: np.ndarray, radius: float) -> np.ndarray:
@@ -439,14 +364,6 @@ def episode_summary(stats: np.ndarray, counters: np.ndarray, r_star: Any) -> dic
         "collisions": total["total_collisions"],
         "max_hidden_jobs": total["total_hidden_jobs"],
     }
-
-
-def sample_arrivals(rng: np.random.Generator, lam: np.ndarray, slots: int) -> np.ndarray:
-    """Classes of the arrivals of ``slots`` slots: one job w.p. λ = Σλ_i, class i w.p. λ_i/λ; -1: none."""
-    total = float(lam.sum())
-    coin = rng.random(slots)
-    cls = rng.choice(lam.size, size=slots, p=lam / total)
-    return np.where(coin < total, cls, -1)
 
 
 def departure_mean(queue: np.ndarray, y: np.ndarray, caps: np.ndarray, mu: np.ndarray) -> np.ndarray:

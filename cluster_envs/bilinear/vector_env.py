@@ -43,7 +43,7 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         self._batch: dict[str, np.ndarray] = {}
         self._r_star = np.zeros(num_envs)
         env = self.envs[0]  # the model's constants, as every copy's reset uses them
-        self._rho, self._caps = env.rho, env._caps
+        self._rho, self._caps = env.rho, np.asarray(cfg.servers_per_class, dtype=np.float64)
         lam = env.rho * env.mu
         self._arrival_rate = float(lam.sum())
         self._cdf = (lam / self._arrival_rate).cumsum()  # as Generator.choice does with p

@@ -1,7 +1,9 @@
 """Typed env configuration: a frozen dataclass built from a named preset plus keyword overrides.
 
 Every env takes ``preset=...`` and keyword overrides. Unknown keys and unknown presets raise a
-``ValueError`` naming the offending argument and listing what is allowed, before anything is built.
+``ValueError`` naming the offending argument and listing what is allowed, before anything is built. A config
+class may list renamed keywords in ``RENAMED`` (old name -> new name): the old name still works for one minor
+version, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -21,11 +24,27 @@ def build_config(
     """Return ``config_cls(**presets[preset] | overrides)`` after checking the names."""
     if preset not in presets:
         raise ValueError(f"preset={preset!r} is not a known preset; allowed: {sorted(presets)}")
+    overrides = renamed_keywords(getattr(config_cls, "RENAMED", {}), overrides)
     allowed = {f.name for f in dataclasses.fields(config_cls)}
     unknown = sorted(set(overrides) - allowed)
     if unknown:
-        raise ValueError(f"unknown keyword argument(s) {unknown}; allowed: {sorted(allowed)}")
+        listed = sorted(allowed | {"preset", "render_mode"})  # the constructor's own keywords are allowed too
+        raise ValueError(f"unknown keyword argument(s) {unknown}; allowed: {listed}")
     return config_cls(**{**presets[preset], **overrides})
+
+
+def renamed_keywords(renamed: Mapping[str, str], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with each deprecated name of ``renamed`` (old -> new) replaced by its new name, warning once per
+    use; a ``ValueError`` if both names are given."""
+    kwargs = dict(kwargs)
+    for old, new in renamed.items():
+        if old in kwargs:
+            if new in kwargs:
+                raise ValueError(f"{old} is the deprecated name of {new}: give {new} only")
+            warnings.warn(f"{old} is deprecated: use {new} (the old name is removed in 0.3)", DeprecationWarning,
+                          stacklevel=3)  # fmt: skip
+            kwargs[new] = kwargs.pop(old)
+    return kwargs
 
 
 def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> None:

@@ -3,10 +3,12 @@
 Numba keys a cached function on its own source file, but the cached machine code also contains every compiled
 function it calls, which often live in other files (the PCG64 streams of ``common/pcg.py`` inside each setting's
 step, for example). After a ``git pull`` that changes only a callee's file, numba would load the stale caller
-and run the old code without a word (a documented numba limitation). Here every function of ``cluster_envs``,
-``agents`` and ``baselines`` is stamped instead with a hash of all the Python sources of those packages, so any
-change recompiles them; functions of other packages keep numba's own rule. Imported first by each package's
-``__init__``, before any cached function is decorated.
+and run the old code without a word (a documented numba limitation). Here every function of ``cluster_envs`` is
+stamped instead with a hash of all of its Python sources, so any change recompiles them. A package built on
+``cluster_envs`` whose compiled functions may call ours registers its own directory with
+:func:`register_package` from its ``__init__``, before it decorates any cached function; its functions are then
+stamped with a hash of its sources and ours. Functions of other packages keep numba's own rule.
+Imported first by ``cluster_envs/__init__``, before any cached function is decorated.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from pathlib import Path
 
 from numba.core import caching
 
-PACKAGE_ROOTS = tuple(Path(__file__).resolve().parents[2] / name for name in ("cluster_envs", "agents", "baselines"))
+ROOT = Path(__file__).resolve().parents[1]  # the cluster_envs package
+_registered: list[Path] = [ROOT]
 
 
 @functools.cache
-def source_tree_stamp(roots: tuple[Path, ...] = PACKAGE_ROOTS) -> str:
+def source_tree_stamp(roots: tuple[Path, ...] = (ROOT,)) -> str:
     """SHA-256 over the relative path and contents of every ``.py`` file below ``roots``, in a fixed order."""
     digest = hashlib.sha256()
     for root in roots:
@@ -31,18 +34,46 @@ def source_tree_stamp(roots: tuple[Path, ...] = PACKAGE_ROOTS) -> str:
     return digest.hexdigest()
 
 
+def register_package(init_file: str | Path) -> None:
+    """Stamp the cached compiled functions of the package whose ``__init__.py`` is ``init_file`` with the hash of
+    its sources and of ``cluster_envs``' (call it from that ``__init__``, before any cached function is
+    decorated; calling it again changes nothing)."""
+    root = Path(init_file).resolve().parent
+    if root not in _registered:
+        _registered.append(root)
+
+
+def registered_roots() -> tuple[Path, ...]:
+    """``cluster_envs`` and every package registered since, in registration order."""
+    return tuple(_registered)
+
+
+def _stamp_roots(py_file: str) -> tuple[Path, ...] | None:
+    """The source trees whose hash stamps a function defined in ``py_file``: ``cluster_envs`` alone for its own
+    functions, ``cluster_envs`` and the registered package for that package's, None outside them."""
+    path = Path(py_file).resolve()
+    for root in reversed(_registered):  # a registered package could lie inside another: the innermost wins
+        if path.is_relative_to(root):
+            return (ROOT,) if root == ROOT else (ROOT, root)
+    return None
+
+
 class _SourceTreeStamp:
-    """Mixin for numba's file-backed cache locators: claim only our packages' functions and stamp them with
-    :func:`source_tree_stamp`."""
+    """Mixin for numba's file-backed cache locators: claim only the registered packages' functions and stamp them
+    with :func:`source_tree_stamp` of their trees."""
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if not any(Path(py_file).resolve().is_relative_to(root) for root in PACKAGE_ROOTS):
+        roots = _stamp_roots(py_file)
+        if roots is None:
             return None
-        return super().from_function(py_func, py_file)
+        locator = super().from_function(py_func, py_file)
+        if locator is not None:
+            locator.stamp_roots = roots
+        return locator
 
     def get_source_stamp(self):
-        return source_tree_stamp()
+        return source_tree_stamp(self.stamp_roots)
 
 
 def _install() -> None:

@@ -20,6 +20,28 @@ CYCLE = ((31, 119, 180), (255, 127, 14), (44, 160, 44), (148, 103, 189), (140, 8
          (188, 189, 34), (23, 190, 207))  # fmt: skip
 
 Color = tuple[int, int, int]
+RENDER_MODES = ("ansi", "rgb_array")
+
+
+def render_metadata(render_fps: int = 4) -> property:
+    """Every env's ``metadata`` (render modes and fps), as a property. With a class attribute, ``gym.make(id,
+    render_mode="human")`` would build the env in ``"rgb_array"`` mode inside gymnasium's HumanRendering wrapper,
+    which fails only at the first render without pygame; gymnasium leaves envs whose metadata is a property
+    alone, so ``render_mode="human"`` reaches the constructor, which refuses it (``check_render_mode``)."""
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": render_fps}
+    return property(lambda self: metadata)
+
+
+def check_render_mode(render_mode: str | None) -> None:
+    """A ``ValueError`` naming the supported modes for any other ``render_mode`` than None, "ansi", "rgb_array"
+    (with the gymnasium wrapper that gives "human" or a "*_list" mode)."""
+    if render_mode is not None and render_mode not in RENDER_MODES:
+        hint = ""
+        if render_mode == "human":
+            hint = "; for a window, wrap an rgb_array env in gymnasium.wrappers.HumanRendering (needs pygame)"
+        elif str(render_mode).endswith("_list"):
+            hint = "; to collect frames, wrap an env in gymnasium.wrappers.RenderCollection"
+        raise ValueError(f"render_mode={render_mode!r} is not supported; supported: None, 'ansi', 'rgb_array'{hint}")
 
 
 def cycle_colors(n: int) -> tuple[Color, ...]:

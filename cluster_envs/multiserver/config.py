@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.multiserver.gang import MIN_TASKS, GangParams
 from cluster_envs.multiserver.model import CAPACITY_MODES, NORMALIZATIONS, GeneratorParams
 
@@ -16,7 +17,6 @@ ACTION_MODES = ("binary", "scores")
 INVALID_ACTIONS = ("repair", "raise")
 REPAIR_ORDERS = ("index", "random")
 UTILITY_DISTS = ("normal",)
-INFO_LEVELS = ("minimal", "full")
 
 
 @dataclass(frozen=True)

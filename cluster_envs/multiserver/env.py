@@ -2,71 +2,40 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.common.config import build_config, check_choice, check_reset_options
+from cluster_envs.common.config import check_reset_options
+from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
+from cluster_envs.multiserver.kernel import action_problem
 from cluster_envs.multiserver.model import (
     KnapsackOracle,
     MultiServerInstance,
-    MultiServerSimulator,
-    SlotResult,
-    action_problem,
+    MultiServerProblem,
     generate_instance,
     violations,
 )
-
-
-@dataclass(frozen=True, eq=False)
-class MultiServerProblem:
-    """The static public data a scheduler is given (inputs of Algorithm 1): graph, ``A``, ``c``, costs."""
-
-    n_ports: int
-    n_servers: int
-    n_device_types: int
-    edges: np.ndarray  # (|E|, 2) rows (l, r); the row index is the action index
-    A: np.ndarray  # (K, |E|)
-    c: np.ndarray  # (K,)
-    cost: np.ndarray  # (|E|,) C_e = Σ_k f_k(a_k^e)
-    horizon: int
-    normalization: str
-
-    @property
-    def n_edges(self) -> int:
-        return self.edges.shape[0]
-
-    @property
-    def port_of_edge(self) -> np.ndarray:
-        return self.edges[:, 0]
+from cluster_envs.multiserver.simulator import MultiServerSimulator, SlotResult
 
 
 def check_action_array(action: Any, size: int, binary: bool) -> np.ndarray:
-    """A well-formed action as float64[size]; ``ValueError`` naming ``action`` otherwise."""
-    try:
-        raw = np.asarray(action)
-        if raw.dtype.kind not in "biuf":  # complex would lose its imaginary part, strings would be parsed
-            raise TypeError(f"dtype {raw.dtype} is not real-valued")
-        arr = raw.astype(np.float64, copy=False)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"action must be real numbers with shape ({size},), got {action!r}") from err
-    if arr.shape != (size,):
-        raise ValueError(f"action must have shape ({size},), got {arr.shape}")
+    """A well-formed action as float64[size] (:func:`~cluster_envs.common.env.as_real_array`, then finite and, in
+    ``action_mode="binary"``, 0/1); ``ValueError`` naming ``action`` otherwise."""
+    arr = as_real_array(action, (size,)).astype(np.float64, copy=False)
     problem = action_problem(arr, binary)
     if problem == 1:
-        raise ValueError("action must be finite (no NaN or inf)")
+        raise invalid_action("must be finite (no NaN or inf)")
     if problem == 2:
-        raise ValueError("action must be binary (0/1 per edge) in action_mode='binary'")
+        raise invalid_action("must be binary (0/1 per edge) in action_mode='binary'")
     return arr
 
 
-class ClusterMultiServerEnv(gym.Env):
+class ClusterMultiServerEnv(ClusterEnv):
     """Schedule multi-server jobs on a bipartite port–server graph under a cluster-wide device capacity.
 
     Rendering: ``"ansi"`` (AOU, regret, arrivals, used edges) or ``"rgb_array"`` (three panels of bars: this slot's
@@ -124,14 +93,13 @@ class ClusterMultiServerEnv(gym.Env):
     fast single-env setting.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
-    env_name = "ClusterMultiServer-v0"
+    env_id = "ClusterMultiServer-v0"
+    config_class = MultiServerConfig
+    presets = PRESETS
 
     def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
-        config = self._build_config(preset, overrides)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
-        self.config, self.preset, self.render_mode = config, preset, render_mode
+        super().__init__(preset, render_mode, overrides)
+        config = self.config
         self.instance = self._make_instance()
         self.problem = self._make_problem()
         self.oracle = self._make_oracle()
@@ -143,14 +111,9 @@ class ClusterMultiServerEnv(gym.Env):
             else spaces.Box(0.0, 1.0, shape=(n_e,), dtype=np.float32)
         )
         self.observation_space = self._build_observation_space()
-        self._sim: MultiServerSimulator | None = None
         self._last: SlotResult | None = None
 
     # -- what ClusterGang-v0 overrides ---------------------------------------------------------------
-
-    @staticmethod
-    def _build_config(preset: str, overrides: dict[str, Any]) -> MultiServerConfig:
-        return build_config(MultiServerConfig, PRESETS, preset, overrides)
 
     def _make_instance(self) -> MultiServerInstance:
         config = self.config
@@ -185,7 +148,8 @@ class ClusterMultiServerEnv(gym.Env):
         """Per edge: whether it fits the capacity on its own (the mask cannot say more)."""
         return (inst.A <= inst.c[:, None]).all(axis=0)
 
-    def _violation(self, x: np.ndarray, arrivals: np.ndarray) -> str | None:
+    def violation(self, x: np.ndarray, arrivals: np.ndarray) -> str | None:
+        """The first constraint ``x`` violates under ``arrivals``, as a sentence, or None (the batched env's too)."""
         return violations(x, self.instance, arrivals)
 
     def _is_feasible(self, x: np.ndarray) -> bool:
@@ -218,12 +182,6 @@ class ClusterMultiServerEnv(gym.Env):
             parts["static"] = spaces.Box(0.0, high, shape=(inst.n_device_types + 1, inst.n_edges), dtype=np.float32)
         return spaces.Dict(parts)
 
-    @property
-    def simulator(self) -> MultiServerSimulator:
-        if self._sim is None:
-            raise RuntimeError(f"{self.env_name}: call reset() before using the env")
-        return self._sim
-
     # -- gymnasium API ---------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -235,10 +193,11 @@ class ClusterMultiServerEnv(gym.Env):
         self._cum = {"aou": 0.0, "expected": 0.0, "oracle": 0.0, "regret": 0.0, "dropped": 0.0}
         return self._observation(), {"t": 1, "arrivals": self._sim.arrivals.copy()}
 
-    def step(self, action: Any):
-        sim = self.simulator
-        if sim.t > sim.horizon:
-            raise RuntimeError(f"{self.env_name}: the episode ended after slot {sim.horizon}; call reset()")
+    def _episode_over(self) -> bool:
+        return self._sim.t > self._sim.horizon
+
+    def _step(self, action: Any):
+        sim = self._sim
         x, n_arrival, n_capacity = self._feasible_action(action)
         result = sim.execute(x, n_arrival, n_capacity)
         self._last = result
@@ -246,7 +205,7 @@ class ClusterMultiServerEnv(gym.Env):
         reward = result.utility - self.config.infeasible_penalty * (n_arrival + n_capacity)
         truncated = sim.t > sim.horizon
         if truncated:
-            info["episode_summary"] = self._summary()
+            info["episode_summary"] = self.summary_from(self._cum)
         return self._observation(), float(reward), False, truncated, info
 
     def _feasible_action(self, action: Any) -> tuple[np.ndarray, int, int]:
@@ -257,8 +216,8 @@ class ClusterMultiServerEnv(gym.Env):
         if cfg.invalid_action == "raise":
             x = requested.astype(np.int8)
             if not self._is_feasible(x):
-                problem = self._violation(x, self.simulator.arrivals)
-                raise ValueError(f"infeasible action (invalid_action='raise') violates {problem}")
+                problem = self.violation(x, self.simulator.arrivals)
+                raise invalid_action(f"is infeasible (invalid_action='raise'): it violates {problem}")
             return x, 0, 0
         if binary:
             priority = sim.random_priority() if cfg.binary_repair_order == "random" else self._index_order
@@ -296,8 +255,10 @@ class ClusterMultiServerEnv(gym.Env):
             info.update(x=r.x.copy(), arrivals=r.arrivals.copy(), capacity_used=self._capacity_used(r.x))
         return info
 
-    def _summary(self) -> dict[str, float]:
-        cum, horizon = self._cum, self.config.horizon
+    def summary_from(self, cum: dict[str, float]) -> dict[str, float]:
+        """The ``episode_summary`` from an episode's running sums ``cum`` (``aou, expected, oracle, regret,
+        dropped``: this env's own, or a batch copy's)."""
+        horizon = self.config.horizon
         summary = {
             "aou": cum["aou"],
             "average_aou": cum["aou"] / horizon,
@@ -337,11 +298,7 @@ class ClusterMultiServerEnv(gym.Env):
         allow_one = np.asarray(observation["edge_mask"], dtype=bool) & cls._fits_alone(problem)
         return np.stack([np.ones(allow_one.size, bool), allow_one], axis=1).ravel()
 
-    def render(self) -> str | np.ndarray | None:
-        if self.render_mode == "rgb_array":
-            return self._render_bars()
-        if self.render_mode != "ansi":
-            return None
+    def _render_ansi(self) -> str:
         sim = self.simulator
         lines = [f"t={sim.t}/{sim.horizon}  AOU={self._cum['aou']:.2f}  regret={self._cum['regret']:.2f}"]
         lines.append("arrivals: " + "".join(str(int(a)) for a in sim.arrivals))
@@ -349,7 +306,7 @@ class ClusterMultiServerEnv(gym.Env):
             lines.append(f"last slot used: {np.flatnonzero(self._last.x).tolist()}")
         return "\n".join(lines) + "\n"
 
-    def _render_bars(self) -> np.ndarray:
+    def _render_rgb(self) -> np.ndarray:
         """Top: per port, whether a job arrived for the slot about to be decided (green). Middle: per edge (arm),
         the last slot's executed action (blue) beside its observed utility Z̃ (orange, clipped to [0, 1]). Bottom:
         the last slot's capacity use, used / capacity per device type (one colour per type), in one group (per

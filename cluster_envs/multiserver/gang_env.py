@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from cluster_envs.common.config import build_config
 from cluster_envs.multiserver.config import GANG_PRESETS, GangConfig
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import (
@@ -64,15 +63,13 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     copy, :class:`~cluster_envs.multiserver.vector_env.ClusterGangVectorEnv`).
     """
 
-    env_name = "ClusterGang-v0"
+    env_id = "ClusterGang-v0"
+    config_class = GangConfig
+    presets = GANG_PRESETS
 
     def __init__(self, preset: str = "small", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, **overrides)
         self._workspace: tuple[np.ndarray, ...] | None = None  # the repair's scratch arrays, made on first use
-
-    @staticmethod
-    def _build_config(preset: str, overrides: dict[str, Any]) -> GangConfig:
-        return build_config(GangConfig, GANG_PRESETS, preset, overrides)
 
     def _make_instance(self) -> GangInstance:
         rng = np.random.default_rng(np.random.SeedSequence(self.config.instance_seed))
@@ -93,7 +90,7 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     def _fits_alone(inst: GangInstance) -> np.ndarray:
         return (inst.task_req[:, inst.arms[:, 1]] <= inst.server_cap[:, inst.arms[:, 2]]).all(axis=0)
 
-    def _violation(self, x: np.ndarray, arrivals: np.ndarray) -> str | None:
+    def violation(self, x: np.ndarray, arrivals: np.ndarray) -> str | None:
         return gang_violation(x, self.instance, arrivals)
 
     def _is_feasible(self, x: np.ndarray) -> bool:

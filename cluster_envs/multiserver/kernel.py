@@ -1,8 +1,9 @@
-"""B copies of a multiserver or gang slot in one compiled loop (the batched envs' step; no gymnasium).
+"""The compiled slot of the multiserver and gang models (numba; no gymnasium).
 
-Each copy runs the single env's own kernels (:func:`~cluster_envs.multiserver.model.first_fit_into`'s or
-:func:`~cluster_envs.multiserver.gang.gang_repair_into`, then
-:func:`~cluster_envs.multiserver.model.realize_into`) on exogenous draws taken in the slot, in stream order,
+The single env's kernels: the action check (:func:`action_problem`), the first-fit repair
+(:func:`first_fit_into`), the feasibility test and the utilities (:func:`realize_into`). The batched envs' step
+(:func:`step_batch`) runs B copies of a slot in one compiled loop, each copy through those same kernels (or
+:func:`~cluster_envs.multiserver.gang.gang_repair_into`) on exogenous draws taken in the slot, in stream order,
 from that copy's own streams (their ``PCG64`` states as rows of one array, :mod:`~cluster_envs.common.pcg`),
 so a copy sees exactly the normals and arrival uniforms its single env would draw. The observation is written
 straight into the arrays the step returns.
@@ -17,7 +18,6 @@ from numba import njit
 
 from cluster_envs.common.pcg import fill_random, fill_standard_normal
 from cluster_envs.multiserver.gang import gang_is_feasible, gang_repair_into
-from cluster_envs.multiserver.model import first_fit_few_types, first_fit_many_types, is_feasible, realize_into
 
 # Rows of the step's float outputs (the info values) and of its integer outputs.
 UTILITY, RAW_UTILITY, EXPECTED, ORACLE, SLOT_REGRET, REALIZED_REGRET, REGRET = range(7)
@@ -27,6 +27,123 @@ COUNTS = 3
 # Rows of the running episode sums.
 AOU, EXPECTED_AOU, ORACLE_AOU, RUN_REGRET, DROPPED = range(5)
 SUMS = 5
+
+
+@njit(cache=True)
+def action_problem(action: np.ndarray, binary: bool) -> int:
+    """0 if the float64 action is well-formed, 1 if it has NaN or inf, 2 if ``binary`` and not all 0/1."""
+    for a in action:
+        if not math.isfinite(a):
+            return 1
+        if binary and a != 0.0 and a != 1.0:
+            return 2
+    return 0
+
+
+@njit(cache=True)
+def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
+    """Spec §3.6 into ``x`` (``used``: int64[K], ``wanted``: int64[|E|] scratch): drop requested bits outside
+    ``usable`` (idle ports), then keep the rest along ``order`` (a permutation of the edges) while ``Ax ≤ c``
+    holds. Returns (dropped for arrivals, for capacity). Without branches on the bits (they are random: a
+    branch would mispredict): the wanted edges are listed first, then each is kept iff no type's slack
+    ``c − used − A[:, e]`` is negative. Two kernels by the number of types (the batched step calls the one it
+    needs: one kernel for both would not be inlined there, and the call costs tens of ns per copy)."""
+    if A.shape[0] <= 4:
+        return first_fit_few_types(requested, usable, order, A, c, x, wanted)
+    return first_fit_many_types(requested, usable, order, A, c, x, used, wanted)
+
+
+@njit(cache=True)
+def _wanted_edges(requested, usable, order, x, wanted) -> tuple[int, int]:
+    """Zero ``x`` and list the requested usable edges in ``order`` into ``wanted``: (how many, dropped for
+    arrivals)."""
+    n_wanted = n_arrival = 0
+    for i in range(order.size):  # ``order`` is a permutation: every x[e] is written
+        e = np.uint64(order[i])  # unsigned: no negative-index wraparound
+        x[e] = 0
+        r = np.int64(requested[e])
+        w = r & np.int64(usable[e] != 0)
+        n_arrival += r - w
+        wanted[n_wanted] = e
+        n_wanted += w
+    return n_wanted, n_arrival
+
+
+@njit(cache=True)
+def first_fit_few_types(requested, usable, order, A, c, x, wanted) -> tuple[int, int]:
+    """:func:`first_fit_into` for up to four device types (the presets have 1 or 3): the running use in
+    registers (types beyond K repeat the last)."""
+    n_types = A.shape[0]
+    n_wanted, n_arrival = _wanted_edges(requested, usable, order, x, wanted)
+    k1, k2, k3 = min(1, n_types - 1), min(2, n_types - 1), min(3, n_types - 1)
+    c0, c1, c2, c3 = c[0], c[k1], c[k2], c[k3]
+    u0 = u1 = u2 = u3 = n_taken = 0
+    for i in range(n_wanted):
+        e = np.uint64(wanted[i])
+        a0, a1, a2, a3 = A[0, e], A[k1, e], A[k2, e], A[k3, e]
+        take = ~(((c0 - u0 - a0) | (c1 - u1 - a1) | (c2 - u2 - a2) | (c3 - u3 - a3)) >> 63)  # −1 if it fits, else 0
+        x[e] = take & 1
+        n_taken -= take
+        u0 += a0 & take
+        u1 += a1 & take
+        u2 += a2 & take
+        u3 += a3 & take
+    return n_arrival, n_wanted - n_taken
+
+
+@njit(cache=True)
+def first_fit_many_types(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
+    """:func:`first_fit_into` for any number of device types (the running use in ``used``)."""
+    n_types = A.shape[0]
+    n_wanted, n_arrival = _wanted_edges(requested, usable, order, x, wanted)
+    for k in range(n_types):
+        used[k] = 0
+    n_taken = 0
+    for i in range(n_wanted):
+        e = np.uint64(wanted[i])
+        short = 0
+        for k in range(n_types):
+            short |= c[k] - used[k] - A[k, e]
+        take = ~(short >> 63)
+        x[e] = take & 1
+        n_taken -= take
+        for k in range(n_types):
+            used[k] += A[k, e] & take
+    return n_arrival, n_wanted - n_taken
+
+
+@njit(cache=True)
+def is_feasible(x, usable, A, c) -> bool:
+    """``x ∈ Ω(t)``: no edge of an idle port and ``Ax ≤ c``."""
+    for k in range(A.shape[0]):
+        total = 0
+        for e in range(x.size):
+            if x[e]:
+                if not usable[e]:
+                    return False
+                total += A[k, e]
+        if total > c[k]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde, z_tilde, raw, feedback):
+    """One slot's utilities from standard normals: ``Z = μ + σ·N``, ``Z − C`` into ``raw``, ``Z̃`` into
+    ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``
+    (branch-free: an unused edge adds ±0.0, which leaves a sum that starts at +0.0 unchanged bit for bit; the
+    values are finite)."""
+    utility = raw_utility = expected = 0.0
+    for e in range(x.size):
+        r = (mu[e] + sigma[e] * normals[e]) - cost[e]
+        y = min(max((r - lo) / width, 0.0), 1.0) if clips else r
+        raw[e] = r
+        z_tilde[e] = y
+        feedback[e] = np.float32(x[e] * y)
+        utility += x[e] * y
+        raw_utility += x[e] * r
+        expected += x[e] * v_tilde[e]
+    return utility, raw_utility, expected
 
 
 @njit(cache=True)
@@ -93,7 +210,11 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
     ``values`` and ``counts`` rows of the stepping copies are written (``values``/``counts``: zero for the
     others, ``counts[SLOT]`` = t − 1 for all). With ``regret``, ``oracle_values`` holds the oracle's value per
     arrival pattern (NaN: not solved yet); ``missing[b]`` says whether copy b's next pattern is not solved
-    yet, and the return value counts them."""
+    yet, and the return value counts them.
+
+    One function with the whole slot inside (repair, utilities, observation and sums): it runs once per copy in
+    the batch's inner loop, where a call to a compiled helper passing these arrays costs a reference count per
+    array, more than a copy's slot (the repair kernels it does call are those the single env calls too)."""
     n_copies, n_edges = actions.shape
     n_ports = arrivals.shape[1]
     few_types = A.shape[0] <= 4

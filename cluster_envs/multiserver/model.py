@@ -7,17 +7,16 @@ device type, (2)) and no edge of an idle port (4); each used edge pays the norma
 and only those are observed (semi-bandit feedback). The oracle knows the means ``ṽ`` and solves the
 per-slot knapsack exactly (spec §2.7).
 
-No gymnasium here: the env (env.py), the gang env and the batched env (vector_env.py) step this code; the
-per-slot work (action check, repair, utilities, feedback) is compiled, so that one slot costs a few calls.
+This module holds the model without the step (no gymnasium): the generator parameters, the instance and its
+generation, the public problem (:class:`MultiServerProblem`), the constraint check and the offline optimum
+(:class:`KnapsackOracle`). The compiled slot is in kernel.py, the episode's streams in simulator.py.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 from scipy.special import ndtr
 
 from cluster_envs.multiserver import knapsack
@@ -208,123 +207,6 @@ class KnapsackOracle(PatternCache):
         return knapsack.solve(self.values, self.A, self.c, usable=arrivals[self.port_of_edge]).backtrack(0)
 
 
-@njit(cache=True)
-def action_problem(action: np.ndarray, binary: bool) -> int:
-    """0 if the float64 action is well-formed, 1 if it has NaN or inf, 2 if ``binary`` and not all 0/1."""
-    for a in action:
-        if not math.isfinite(a):
-            return 1
-        if binary and a != 0.0 and a != 1.0:
-            return 2
-    return 0
-
-
-@njit(cache=True)
-def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
-    """Spec §3.6 into ``x`` (``used``: int64[K], ``wanted``: int64[|E|] scratch): drop requested bits outside
-    ``usable`` (idle ports), then keep the rest along ``order`` (a permutation of the edges) while ``Ax ≤ c``
-    holds. Returns (dropped for arrivals, for capacity). Without branches on the bits (they are random: a
-    branch would mispredict): the wanted edges are listed first, then each is kept iff no type's slack
-    ``c − used − A[:, e]`` is negative. Two kernels by the number of types (the batched step calls the one it
-    needs: one kernel for both would not be inlined there, and the call costs tens of ns per copy)."""
-    if A.shape[0] <= 4:
-        return first_fit_few_types(requested, usable, order, A, c, x, wanted)
-    return first_fit_many_types(requested, usable, order, A, c, x, used, wanted)
-
-
-@njit(cache=True)
-def _wanted_edges(requested, usable, order, x, wanted) -> tuple[int, int]:
-    """Zero ``x`` and list the requested usable edges in ``order`` into ``wanted``: (how many, dropped for
-    arrivals)."""
-    n_wanted = n_arrival = 0
-    for i in range(order.size):  # ``order`` is a permutation: every x[e] is written
-        e = np.uint64(order[i])  # unsigned: no negative-index wraparound
-        x[e] = 0
-        r = np.int64(requested[e])
-        w = r & np.int64(usable[e] != 0)
-        n_arrival += r - w
-        wanted[n_wanted] = e
-        n_wanted += w
-    return n_wanted, n_arrival
-
-
-@njit(cache=True)
-def first_fit_few_types(requested, usable, order, A, c, x, wanted) -> tuple[int, int]:
-    """:func:`first_fit_into` for up to four device types (the presets have 1 or 3): the running use in
-    registers (types beyond K repeat the last)."""
-    n_types = A.shape[0]
-    n_wanted, n_arrival = _wanted_edges(requested, usable, order, x, wanted)
-    k1, k2, k3 = min(1, n_types - 1), min(2, n_types - 1), min(3, n_types - 1)
-    c0, c1, c2, c3 = c[0], c[k1], c[k2], c[k3]
-    u0 = u1 = u2 = u3 = n_taken = 0
-    for i in range(n_wanted):
-        e = np.uint64(wanted[i])
-        a0, a1, a2, a3 = A[0, e], A[k1, e], A[k2, e], A[k3, e]
-        take = ~(((c0 - u0 - a0) | (c1 - u1 - a1) | (c2 - u2 - a2) | (c3 - u3 - a3)) >> 63)  # −1 if it fits, else 0
-        x[e] = take & 1
-        n_taken -= take
-        u0 += a0 & take
-        u1 += a1 & take
-        u2 += a2 & take
-        u3 += a3 & take
-    return n_arrival, n_wanted - n_taken
-
-
-@njit(cache=True)
-def first_fit_many_types(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
-    """:func:`first_fit_into` for any number of device types (the running use in ``used``)."""
-    n_types = A.shape[0]
-    n_wanted, n_arrival = _wanted_edges(requested, usable, order, x, wanted)
-    for k in range(n_types):
-        used[k] = 0
-    n_taken = 0
-    for i in range(n_wanted):
-        e = np.uint64(wanted[i])
-        short = 0
-        for k in range(n_types):
-            short |= c[k] - used[k] - A[k, e]
-        take = ~(short >> 63)
-        x[e] = take & 1
-        n_taken -= take
-        for k in range(n_types):
-            used[k] += A[k, e] & take
-    return n_arrival, n_wanted - n_taken
-
-
-@njit(cache=True)
-def is_feasible(x, usable, A, c) -> bool:
-    """``x ∈ Ω(t)``: no edge of an idle port and ``Ax ≤ c``."""
-    for k in range(A.shape[0]):
-        total = 0
-        for e in range(x.size):
-            if x[e]:
-                if not usable[e]:
-                    return False
-                total += A[k, e]
-        if total > c[k]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde, z_tilde, raw, feedback):
-    """One slot's utilities from standard normals: ``Z = μ + σ·N``, ``Z − C`` into ``raw``, ``Z̃`` into
-    ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``
-    (branch-free: an unused edge adds ±0.0, which leaves a sum that starts at +0.0 unchanged bit for bit; the
-    values are finite)."""
-    utility = raw_utility = expected = 0.0
-    for e in range(x.size):
-        r = (mu[e] + sigma[e] * normals[e]) - cost[e]
-        y = min(max((r - lo) / width, 0.0), 1.0) if clips else r
-        raw[e] = r
-        z_tilde[e] = y
-        feedback[e] = np.float32(x[e] * y)
-        utility += x[e] * y
-        raw_utility += x[e] * r
-        expected += x[e] * v_tilde[e]
-    return utility, raw_utility, expected
-
-
 def violations(x: np.ndarray, instance: MultiServerInstance, arrivals: np.ndarray) -> str | None:
     """The first violated constraint of ``Ω(t)`` as a sentence, or None if ``x ∈ Ω(t)``."""
     idle = np.flatnonzero(x.astype(bool) & ~instance.edge_mask(arrivals))
@@ -339,68 +221,24 @@ def violations(x: np.ndarray, instance: MultiServerInstance, arrivals: np.ndarra
     return None
 
 
-@dataclass
-class SlotResult:
-    """What one executed slot produced (the env maps it to reward, observation and info)."""
+@dataclass(frozen=True, eq=False)
+class MultiServerProblem:
+    """The static public data a scheduler is given (inputs of Algorithm 1): graph, ``A``, ``c``, costs."""
 
-    x: np.ndarray
-    arrivals: np.ndarray
-    z_tilde: np.ndarray  # Z̃(t) of every edge (only used ones are observable)
-    raw: np.ndarray  # Z(t) − C
-    feedback: np.ndarray  # float32 x·Z̃: the observed utilities
-    utility: float
-    raw_utility: float
-    expected: float  # ṽᵀx
-    n_dropped_arrival: int
-    n_dropped_capacity: int
+    n_ports: int
+    n_servers: int
+    n_device_types: int
+    edges: np.ndarray  # (|E|, 2) rows (l, r); the row index is the action index
+    A: np.ndarray  # (K, |E|)
+    c: np.ndarray  # (K,)
+    cost: np.ndarray  # (|E|,) C_e = Σ_k f_k(a_k^e)
+    horizon: int
+    normalization: str
 
+    @property
+    def n_edges(self) -> int:
+        return self.edges.shape[0]
 
-class MultiServerSimulator:
-    """One episode: its exogenous streams (arrivals, utilities, repair permutations) and the slot clock.
-
-    Every slot draws all ``|L|`` arrival uniforms and all ``|E|`` normals whatever the action, so two
-    policies run with the same seed see the same arrivals and the same ``Z(t)`` (common random numbers).
-    ``edge_mask`` is ``𝟙_{l(e)}(t)`` of the current slot (int8).
-    """
-
-    def __init__(self, instance, streams: dict[str, np.random.Generator], horizon: int):
-        self.instance = instance
-        self.horizon = horizon
-        self.rng_arrivals = streams["arrivals"]
-        self.rng_utility = streams["utility"]
-        self.rng_repair = streams["repair"]
-        self.port_of_edge = np.ascontiguousarray(instance.port_of_edge)
-        self._scratch: tuple[np.ndarray, ...] | None = None  # the repair's, made on first use
-        self.t = 1
-        self._draw_arrivals()
-
-    def _draw_arrivals(self) -> None:
-        self.arrivals = (self.rng_arrivals.random(self.instance.n_ports) < self.instance.rho).astype(np.int8)
-        self.edge_mask = self.arrivals[self.port_of_edge]
-
-    def repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:
-        """Spec §3.6: gate by arrivals, then first-fit along ``priority`` (a permutation of the edges)."""
-        inst = self.instance
-        if self._scratch is None:
-            self._scratch = (np.empty(inst.A.shape[0], np.int64), np.empty(priority.size, np.int64))
-        x = np.empty(priority.size, dtype=np.int8)
-        n_arrival, n_capacity = first_fit_into(requested, self.edge_mask, priority, inst.A, inst.c, x, *self._scratch)
-        return x, n_arrival, n_capacity
-
-    def is_feasible(self, x: np.ndarray) -> bool:
-        return is_feasible(x, self.edge_mask, self.instance.A, self.instance.c)
-
-    def random_priority(self) -> np.ndarray:
-        return self.rng_repair.permutation(self.instance.n_edges)
-
-    def execute(self, x: np.ndarray, n_dropped_arrival: int = 0, n_dropped_capacity: int = 0) -> SlotResult:
-        """Play a feasible ``x`` in the current slot, then advance the clock and draw the next arrivals."""
-        u = self.instance.utility
-        n_e = x.size
-        z_tilde, raw, feedback = np.empty(n_e), np.empty(n_e), np.empty(n_e, np.float32)
-        sums = realize_into(x, self.rng_utility.standard_normal(n_e), u.mu, u.sigma, u.cost, u.clips, u.lo, u.width,
-                            u.v_tilde, z_tilde, raw, feedback)  # fmt: skip
-        result = SlotResult(x, self.arrivals, z_tilde, raw, feedback, *sums, n_dropped_arrival, n_dropped_capacity)
-        self.t += 1
-        self._draw_arrivals()
-        return result
+    @property
+    def port_of_edge(self) -> np.ndarray:
+        return self.edges[:, 0]

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.common import pcg
+from cluster_envs.common.env import invalid_action
 from cluster_envs.common.vector import BatchedCopies
 from cluster_envs.multiserver import kernel
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
@@ -48,7 +49,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
             return made[-1]
 
         overrides = {**({} if preset is None else {"preset": preset}), **overrides}
-        super().__init__(num_envs, make_copy, overrides, render_mode, self.env_class.env_name)
+        super().__init__(num_envs, make_copy, overrides, render_mode, self.env_class.env_id)
         cfg = self.config
         self.require([("obs_static", getattr(cfg, "obs_static", False), False)])
         if cfg.action_mode == "binary" and cfg.invalid_action == "repair":
@@ -149,13 +150,14 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         return obs, rewards, np.zeros(n, dtype=bool), truncated, infos
 
     def _raise(self, code: int, b: int, action: np.ndarray) -> None:
+        name = f"actions[{b}]"
         if code == 1:
-            raise ValueError(f"actions[{b}] must be finite (no NaN or inf)")
+            raise invalid_action("must be finite (no NaN or inf)", name)
         if code == 2:
-            raise ValueError(f"actions[{b}] must be binary (0/1 per edge) in action_mode='binary'")
+            raise invalid_action("must be binary (0/1 per edge) in action_mode='binary'", name)
         # the batch holds this slot's arrivals (the copies' simulators are not stepped: theirs are those of slot 1)
-        problem = self.envs[b]._violation((action > 0.5).astype(np.int8), self._arrivals[b])
-        raise ValueError(f"actions[{b}]: infeasible action (invalid_action='raise') violates {problem}")
+        problem = self.envs[b].violation((action > 0.5).astype(np.int8), self._arrivals[b])
+        raise invalid_action(f"is infeasible (invalid_action='raise'): it violates {problem}", name)
 
     def _batch_observation(self) -> dict[str, np.ndarray]:
         return {key: value.copy() for key, value in self._obs.items()}
@@ -176,9 +178,9 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
     def _summary(self, b: int) -> dict[str, float]:
         """Copy b's episode summary, by its own env from the batch's running sums."""
         env, run = self.envs[b], self._sums[:, b]
-        env._cum = {"aou": run[kernel.AOU], "expected": run[kernel.EXPECTED_AOU], "oracle": run[kernel.ORACLE_AOU],
-                    "regret": run[kernel.RUN_REGRET], "dropped": run[kernel.DROPPED]}  # fmt: skip
-        return env._summary()
+        return env.summary_from({"aou": run[kernel.AOU], "expected": run[kernel.EXPECTED_AOU],
+                                 "oracle": run[kernel.ORACLE_AOU], "regret": run[kernel.RUN_REGRET],
+                                 "dropped": run[kernel.DROPPED]})  # fmt: skip
 
     @property
     def step_counts(self) -> np.ndarray:

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.common.config import build_config, check_choice, check_number, check_reset_options
+from cluster_envs.common.config import check_reset_options
+from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
 from cluster_envs.common.seeding import episode_streams
+from cluster_envs.sla.config import PRESETS, SLAConfig
 from cluster_envs.sla.kernel import (
     ACTION_MODES,
     DEFICIT,
@@ -21,102 +20,15 @@ from cluster_envs.sla.kernel import (
     REWARD_MODES,
     STATIC_CUM,
     WORK,
-    SLAProblem,
-    SLASimulator,
-    feedback_vector,
     step_copies,
 )
-from cluster_envs.sla.model import make_load_generator
+from cluster_envs.sla.model import SLAProblem, make_load_generator
+from cluster_envs.sla.simulator import SLASimulator, feedback_vector
 
-OBS_MODES = ("binary", "binary+sla", "full")
-OBS_FORMATS = ("box", "dict")
-INFO_LEVELS = ("minimal", "full")
-MAX_EMPTY_TOL = 1e-6
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
-@dataclass(frozen=True)
-class SLAConfig:
-    """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``paper_synthetic_small`` preset)."""
-
-    n_users: int = 3
-    sla: tuple[float, ...] | str = (0.2, 0.3, 0.5)
-    horizon: int = 6000
-    scenario: str | Callable = "paper_synthetic"
-    scenario_kwargs: dict[str, Any] = field(default_factory=dict)
-    action_mode: str = "normalize"
-    obs_mode: str = "binary"
-    obs_format: str = "box"
-    include_time: bool = False
-    reward_mode: str | Callable = "work_sla"
-    reward_kappa: float = 1.0
-    sla_tol: float = 1.0
-    eps_ref: float = 0.02
-    empty_tol: float = 1e-9
-    info_level: str = "full"
-
-    def __post_init__(self) -> None:
-        check_number("n_users", self.n_users, low=2, integer=True)
-        check_number("horizon", self.horizon, low=1, integer=True)
-        if isinstance(self.sla, str):
-            check_choice("sla", self.sla, ("mean",))
-        else:
-            if not isinstance(self.sla, (tuple, list, np.ndarray)):
-                raise ValueError(
-                    f"sla must be a sequence of {self.n_users} non-negative shares or 'mean', got {self.sla!r}"
-                )
-            sla = tuple(np.ravel(self.sla))
-            if len(sla) != self.n_users:
-                raise ValueError(f"sla has {len(sla)} entries but n_users={self.n_users}; give one SLA share per user")
-            for i, b in enumerate(sla):
-                check_number(f"sla[{i}]", b, low=0.0)
-            if sum(sla) <= 0:
-                raise ValueError("sla must have a positive sum")
-            object.__setattr__(self, "sla", tuple(float(b) for b in sla))
-        check_choice("action_mode", self.action_mode, ACTION_MODES)
-        check_choice("obs_mode", self.obs_mode, OBS_MODES)
-        check_choice("obs_format", self.obs_format, OBS_FORMATS)
-        check_choice("include_time", self.include_time, (False, True))
-        if not callable(self.reward_mode):
-            check_choice("reward_mode", self.reward_mode, REWARD_MODES)
-        check_number("reward_kappa", self.reward_kappa, low=0.0)
-        check_number("sla_tol", self.sla_tol, low=0.0)
-        check_number("eps_ref", self.eps_ref, low=0.0, high=0.5, low_open=True, high_open=True)
-        # A floating-point tolerance: a queue at or below it is emptied, so a large value would discard work.
-        check_number("empty_tol", self.empty_tol, low=0.0, high=MAX_EMPTY_TOL)
-        check_choice("info_level", self.info_level, INFO_LEVELS)
-        if not isinstance(self.scenario_kwargs, dict):
-            raise ValueError(f"scenario_kwargs must be a dict, got {type(self.scenario_kwargs).__name__}")
-
-
-PRESETS: dict[str, dict[str, Any]] = {
-    "paper_synthetic": {"horizon": 3_000_000},
-    "paper_synthetic_small": {},
-    "paper_real_standin": {
-        "n_users": 6,
-        "sla": "mean",
-        "horizon": 14_628,
-        "scenario": "trace_standin",
-        "eps_ref": 0.01,
-    },
-    "example_1_1": {"sla": (0.5, 0.2, 0.3), "horizon": 3000, "scenario": "example_1_1"},
-    "proportionality_3_4": {"sla": (0.5, 0.3, 0.2), "horizon": 60_000, "scenario": "sec_3_4", "eps_ref": 0.1},
-}
-
-
-def _as_real_array(action: Any) -> np.ndarray:
-    """``action`` as float64, or a ``ValueError`` naming it (complex values would lose their imaginary part,
-    strings would be parsed as numbers)."""
-    try:
-        raw = np.asarray(action)
-        if raw.dtype.kind in "cUS":
-            raise TypeError(f"dtype {raw.dtype} is not real-valued")
-        return raw.astype(np.float64, copy=False)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"action must be a real numeric array, got {type(action).__name__}: {err}") from err
-
-
-class ClusterSLAEnv(gym.Env):
+class ClusterSLAEnv(ClusterEnv):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
 
     Rendering: ``"ansi"`` (a text line per user) or ``"rgb_array"`` (bars of allocations and queues).
@@ -132,7 +44,7 @@ class ClusterSLAEnv(gym.Env):
     ``"scenario_kwargs"``, merged over the config's for this episode. Reset info: ``sla, horizon, scenario,
     opt_total_work, opt_eps_total_work``.
 
-    **Observation** (``obs_mode="binary"``, the paper's feedback): ``Box(0, 1, (3N,), float32)`` holding
+    **Observation** (``observation_mode="binary"``, the paper's feedback): ``Box(0, 1, (3N,), float32)`` holding
     [a_t, h_t, β̄] with a_t = 1[Q_{t+1} > 0] (which queues are non-empty after the step), h_t the
     allocation just applied and β̄ = β / max(1, Σβ). At reset a_0 = 0 and h_0 = 1/N.
     ``include_time=True`` appends t/T. Non-paper ablations: ``"binary+sla"`` appends 1[D_t > sla_tol]
@@ -171,15 +83,13 @@ class ClusterSLAEnv(gym.Env):
     B copies in one compiled call (``vector_env.ClusterSLAVectorEnv``; paper observation, built-in rewards).
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    env_id = "ClusterSLA-v0"
+    config_class = SLAConfig
+    presets = PRESETS
 
     def __init__(self, preset: str = "paper_synthetic_small", render_mode: str | None = None, **overrides: Any):
-        config = build_config(SLAConfig, PRESETS, preset, overrides)
-        if render_mode is not None:
-            check_choice("render_mode", render_mode, self.metadata["render_modes"])
-        self.config = config
-        self.preset = preset
-        self.render_mode = render_mode
+        super().__init__(preset, render_mode, overrides)
+        config = self.config
         self._generate_loads = make_load_generator(
             config.scenario, config.n_users, config.horizon, config.sla, config.scenario_kwargs
         )
@@ -190,22 +100,25 @@ class ClusterSLAEnv(gym.Env):
             else spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)
         )
         self.observation_space = self._build_observation_space()
-        self._sim: SLASimulator | None = None
         self._sla_bar = np.zeros(n)
         self._action_mode = ACTION_MODES.index(config.action_mode)
         self._reward_mode = -1 if callable(config.reward_mode) else REWARD_MODES.index(config.reward_mode)
         self._minimal_info = config.info_level == "minimal"
         # step_copies' t, stepping mask and reward for this env as a batch of one
         self._batch_of_one = (np.zeros(1, dtype=np.int64), np.ones(1, dtype=bool), np.zeros(1))
-        self._paper_observation = (config.obs_mode, config.obs_format, config.include_time) == ("binary", "box", False)
+        self._paper_observation = (config.observation_mode, config.obs_format, config.include_time) == (
+            "binary",
+            "box",
+            False,
+        )
 
     def _build_observation_space(self) -> spaces.Space:
         n, cfg = self.config.n_users, self.config
         unit = spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)
         parts: dict[str, spaces.Box] = {"active": unit, "alloc": unit, "sla": unit}
-        if cfg.obs_mode == "binary+sla":
+        if cfg.observation_mode == "binary+sla":
             parts["sla_flag"] = unit
-        if cfg.obs_mode == "full":
+        if cfg.observation_mode == "full":
             parts["log_queue"] = spaces.Box(0.0, np.inf, shape=(n,), dtype=np.float32)
             parts["log_load"] = spaces.Box(0.0, np.inf, shape=(n,), dtype=np.float32)
             parts["signed_log_deficit"] = spaces.Box(-np.inf, np.inf, shape=(n,), dtype=np.float32)
@@ -239,13 +152,6 @@ class ClusterSLAEnv(gym.Env):
     def next_load(self) -> np.ndarray:
         """Privileged: the load L_t of the next step."""
         return self.simulator.next_load
-
-    @property
-    def simulator(self) -> SLASimulator:
-        """The episode's simulator (privileged: it holds the hidden state)."""
-        if self._sim is None:
-            raise RuntimeError("ClusterSLA-v0: call reset() before using the env")
-        return self._sim
 
     # -- gymnasium API ---------------------------------------------------------------------------------
 
@@ -295,13 +201,12 @@ class ClusterSLAEnv(gym.Env):
             raise ValueError(f"{name} is too large: its total load overflows float64 (rescale the loads)")
         return loads
 
-    def step(self, action: Any):
-        sim, cfg = self.simulator, self.config
-        if sim.t >= cfg.horizon:
-            raise RuntimeError(f"ClusterSLA-v0: the episode ended at t = {sim.t}; call reset()")
-        action = _as_real_array(action)
-        if action.shape != self.action_space.shape:
-            raise ValueError(f"action must have shape ({cfg.n_users},), got {action.shape}")
+    def _episode_over(self) -> bool:
+        return self._sim.t >= self.config.horizon
+
+    def _step(self, action: Any):
+        sim, cfg = self._sim, self.config
+        action = as_real_array(action, self.action_space.shape).astype(np.float64, copy=False)
         obs = np.empty((1, 3 * cfg.n_users), dtype=np.float32)
         ts, stepping, rewards = self._batch_of_one
         ts[0] = sim.t
@@ -310,7 +215,7 @@ class ClusterSLAEnv(gym.Env):
                     self._sla_bar_rows, obs, rewards)  # fmt: skip
         reward = float(rewards[0])
         if reward != reward:  # NaN: the kernel rejected the action before changing anything
-            raise ValueError(f"action must be finite, got {action}")
+            raise invalid_action(f"must be finite (no NaN or inf), got {action}")
         sim.t += 1
         info = self._info(action)
         if self._reward_mode < 0:
@@ -351,9 +256,9 @@ class ClusterSLAEnv(gym.Env):
     def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
         sim, cfg = self.simulator, self.config
         parts = {"active": sim.active, "alloc": sim.alloc, "sla": self._sla_bar}
-        if cfg.obs_mode == "binary+sla":
+        if cfg.observation_mode == "binary+sla":
             parts["sla_flag"] = (sim.deficit > cfg.sla_tol).astype(np.float64)
-        if cfg.obs_mode == "full":
+        if cfg.observation_mode == "full":
             last_load = sim.loads[:, sim.t - 1] if sim.t else np.zeros(cfg.n_users)
             parts["log_queue"] = np.log1p(sim.queue)
             parts["log_load"] = np.log1p(last_load)
@@ -368,11 +273,7 @@ class ClusterSLAEnv(gym.Env):
             return feedback_vector(sim.active, sim.alloc, self._sla_bar)
         return np.concatenate(list(parts.values())).astype(np.float32)
 
-    def render(self) -> str | np.ndarray | None:
-        if self.render_mode == "rgb_array":
-            return self._render_bars()
-        if self.render_mode != "ansi":
-            return None
+    def _render_ansi(self) -> str:
         sim = self.simulator
         lines = [
             f"t={sim.t}/{sim.horizon}  work={sim.total_work:.2f}  regret={sim.opt_total_work - sim.total_work:.2f}"
@@ -385,7 +286,7 @@ class ClusterSLAEnv(gym.Env):
             )
         return "\n".join(lines) + "\n"
 
-    def _render_bars(self) -> np.ndarray:
+    def _render_rgb(self) -> np.ndarray:
         """Per user, the allocation (blue, full height = 1) beside the queue (red, log1p scaled to the largest)."""
         sim = self.simulator
         return bar_chart((np.column_stack([sim.alloc, log_levels(sim.queue)]), (BLUE, RED)))

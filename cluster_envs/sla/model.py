@@ -1,5 +1,7 @@
-"""Load scenarios of the SLA setting (spec §3.8): the paper's synthetic experiments, a trace loader and a
-synthetic stand-in for the proprietary Azure traces.
+"""The SLA-sharing model of Perez-Salazar et al. (paper 003) without the step: the public problem
+(:class:`SLAProblem`), the load scenarios that generate an instance (spec §3.8: the paper's synthetic
+experiments, a trace loader and a synthetic stand-in for the proprietary Azure traces), and the offline
+optimum and static benchmark in closed form (:func:`capped_cumulative_work`, Proposition 2).
 
 ``make_load_generator(name, n_users, horizon, sla, kwargs)`` checks the arguments once, at env
 construction, and returns a picklable ``generate(rng) -> loads`` with loads of shape (N, T).
@@ -10,15 +12,15 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import warnings
-import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy.signal import lfilter
 
 from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.traces import read_table
 
 LoadGenerator = Callable[[np.random.Generator], np.ndarray]
 
@@ -133,28 +135,8 @@ def read_trace(path: str | Path, n_users: int) -> np.ndarray:
 
     Either orientation is accepted: the axis of length N is taken as the user axis.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"scenario_kwargs['path']: no trace file at {str(path)!r}")
-    suffix = path.suffix.lower()
-    check_choice("scenario_kwargs['path'] suffix", suffix, (".npy", ".npz", ".csv"))
-    try:
-        if suffix == ".npy":
-            data = np.load(path, allow_pickle=False)
-        elif suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                if not archive.files:
-                    raise ValueError("the .npz archive holds no array")
-                data = archive[archive.files[0]]
-        else:
-            with warnings.catch_warnings():  # an empty file is reported below as an error, not a warning
-                warnings.simplefilter("ignore", UserWarning)
-                data = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
-        data = np.asarray(data, dtype=np.float64)
-    except (ValueError, EOFError, OSError, zipfile.BadZipFile) as err:  # empty, truncated or corrupt files too
-        raise ValueError(f"scenario_kwargs['path']: {str(path)!r} is not a numeric trace ({err})") from None
-    if data.ndim != 2 or data.size == 0:
-        raise ValueError(f"scenario_kwargs['path']: the trace must be a non-empty 2-D array, got shape {data.shape}")
+    check_choice("scenario_kwargs['path'] suffix", Path(path).suffix.lower(), (".npy", ".npz", ".csv"))
+    data = read_table(path, "scenario_kwargs['path']", "numeric trace")
     if data.shape[0] != n_users:
         if data.shape[1] != n_users:
             raise ValueError(
@@ -220,3 +202,64 @@ def make_load_generator(
 
 def _call_user_scenario(scenario: Callable, rng: np.random.Generator, *, n_users, horizon, sla, kwargs) -> np.ndarray:
     return scenario(rng, n_users, horizon, sla, **kwargs)
+
+
+@dataclass(frozen=True)
+class SLAProblem:
+    """The static public data an allocator is given: N, the SLA shares β and the horizon."""
+
+    n_users: int
+    sla: tuple[float, ...]
+    horizon: int
+
+    @property
+    def sla_array(self) -> np.ndarray:
+        return np.asarray(self.sla, dtype=np.float64)
+
+    @property
+    def static_share(self) -> np.ndarray:
+        """s = β / max(1, Σβ): the static SLA benchmark's share (β̄ under over-commitment, A26)."""
+        beta = self.sla_array
+        return beta / max(1.0, float(beta.sum()))
+
+
+def capped_cumulative_work(loads: np.ndarray, capacity: float | np.ndarray) -> np.ndarray:
+    """Cumulative work of a work-conserving server of rate ``capacity`` fed by ``loads``, for every prefix.
+
+    ``loads`` has time on its last axis; ``capacity`` broadcasts against the leading axes. This is
+    Proposition 2 of the paper, OPT_c(t) = min_{0≤s≤t} [Σ_{r≤s} ℓ_r + c (t - s)], evaluated for all t at
+    once as c·t + cummin_s (S_s - c·s). Applied to the aggregate load it gives the offline optimum
+    OPT_c(t); applied per user with c = s_i it gives the static SLA benchmark W'_t(i).
+    """
+    loads = np.asarray(loads, dtype=np.float64)
+    horizon = loads.shape[-1]
+    capacity = np.asarray(capacity, dtype=np.float64)
+    steps = np.arange(horizon + 1, dtype=np.float64)
+    cum = np.concatenate([np.zeros(loads.shape[:-1] + (1,)), np.cumsum(loads, axis=-1)], axis=-1)
+    scaled_steps = capacity[..., None] * steps
+    best = np.minimum.accumulate(cum - scaled_steps, axis=-1)
+    return (scaled_steps + best)[..., 1:]
+
+
+def windowed_sla_gap(
+    loads: np.ndarray, start_queue: np.ndarray, work: np.ndarray, share: np.ndarray, tau: int
+) -> np.ndarray:
+    """r_i(t) of Sec. 4.2 [L434, L449] for every start t = 1..T-τ+1, shape (N, T-τ+1).
+
+    r_i(t) is the work the static share s_i would do for user i over [t, t+τ) starting from the
+    algorithm's start-of-step queue Q_t(i), minus the work the algorithm did there. Positive: Static
+    would have been better in that window. ``start_queue[:, t-1]`` is Q_t and ``work[:, t-1]`` is w_t.
+    """
+    horizon = loads.shape[1]
+    starts = horizon - tau + 1
+    if starts < 1:
+        raise ValueError(f"tau={tau} exceeds the horizon {horizon}")
+    queue = start_queue[:, :starts].copy()
+    static_work = np.zeros_like(queue)
+    for k in range(tau):  # all windows advance together: O(N τ) vector operations of length T-τ+1
+        demand = queue + loads[:, k : k + starts]
+        served = np.minimum(share[:, None], demand)
+        queue = demand - served
+        static_work += served
+    cum = np.concatenate([np.zeros((work.shape[0], 1)), np.cumsum(work, axis=1)], axis=1)
+    return static_work - (cum[:, tau:] - cum[:, :starts])

@@ -9,8 +9,10 @@ import numpy as np
 from cluster_envs.common.vector import BatchedCopies
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.kernel import (
+    ACTION_MODES,
     DEFICIT,
     QUEUE,
+    REWARD_MODES,
     STATE_ROWS,
     WORK,
     step_copies,
@@ -27,7 +29,7 @@ class ClusterSLAVectorEnv(BatchedCopies):
     the single env's compiled step (:func:`~cluster_envs.sla.kernel.step_copies`, which the single env
     calls with a batch of one) steps all at once, so there is one implementation of the dynamics. Autoreset is
     Gymnasium's ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its
-    reward 0). Supported: the paper's observation (``obs_mode="binary"``, ``obs_format="box"``, no time)
+    reward 0). Supported: the paper's observation (``observation_mode="binary"``, ``obs_format="box"``, no time)
     and the built-in reward modes. ``info`` holds the ``info_level="minimal"`` keys as (B, N) arrays with
     ``_key`` masks and, for copies that end, ``episode_summary``.
     """
@@ -36,7 +38,7 @@ class ClusterSLAVectorEnv(BatchedCopies):
                  **overrides: Any):  # fmt: skip
         super().__init__(num_envs, lambda **kw: ClusterSLAEnv(preset, **kw), overrides, render_mode, "ClusterSLA-v0")
         cfg = self.config
-        self.require((("obs_mode", cfg.obs_mode, "binary"), ("obs_format", cfg.obs_format, "box"),
+        self.require((("observation_mode", cfg.observation_mode, "binary"), ("obs_format", cfg.obs_format, "box"),
                       ("include_time", cfg.include_time, False)))  # fmt: skip
         if callable(cfg.reward_mode):
             raise ValueError("reward_mode must be a built-in mode for the batched env, not a callable")
@@ -49,18 +51,19 @@ class ClusterSLAVectorEnv(BatchedCopies):
         self._sla_bar = np.zeros((num_envs, n))
         self._ts = np.zeros(num_envs, dtype=np.int64)
         self._obs = np.zeros((num_envs, 3 * n), dtype=np.float32)
+        self._action_mode, self._reward_mode = ACTION_MODES.index(cfg.action_mode), REWARD_MODES.index(cfg.reward_mode)
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         env = self.envs[b]
-        _, info = env.reset(seed=seed, options=options)
+        obs, info = env.reset(seed=seed, options=options)
         sim = env.simulator
         rows = slice(b, b + 1)
         batch = (self._states[rows], self._stats[rows], self._series[:, rows], self._opt_cum[:, rows])
         for view, own in zip(batch, (sim.states, sim.statistics, sim.series, sim.opt_series), strict=True):
             view[...] = own
         sim.bind(*batch)  # the simulator, a batch of one, now reads and writes its slice of the batch
-        self._sla_bar[b] = env._sla_bar
-        self._obs[b] = env._observation()
+        self._sla_bar[b] = env.problem.static_share
+        self._obs[b] = obs
         self._ts[b] = 0
         self._needs_reset[b] = False
         return info
@@ -74,7 +77,7 @@ class ClusterSLAVectorEnv(BatchedCopies):
         cfg = self.config
         rewards = np.zeros(self.num_envs)
         step_copies(self._states, self._stats, self._series, self._opt_cum, actions, self._ts, stepping,
-                    self.envs[0]._action_mode, self.envs[0]._reward_mode, cfg.reward_kappa, cfg.empty_tol, cfg.sla_tol,
+                    self._action_mode, self._reward_mode, cfg.reward_kappa, cfg.empty_tol, cfg.sla_tol,
                     self._sla_bar, self._obs, rewards)  # fmt: skip
         truncated = stepping & (self._ts == cfg.horizon)
         work, queue, deficit = self._states.take(MINIMAL_INFO_ROWS, axis=1).transpose(1, 0, 2)  # one copy

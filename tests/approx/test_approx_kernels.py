@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from cluster_envs.approx import kernel
-from cluster_envs.approx.kernel import pairwise_sum
 from cluster_envs.approx.model import ap_time, onoff_periods, onoff_rates
 from cluster_envs.approx.projection import categorical_round, project_columns
 
@@ -55,16 +54,6 @@ def test_projection_and_rounding_equal_the_numpy_formulation_bit_for_bit(shape):
         np.testing.assert_array_equal(
             categorical_round(x, np.random.default_rng(trial)), _numpy_round(x, np.random.default_rng(trial))
         )
-
-
-def test_pairwise_sum_is_numpys_sum():
-    rng = np.random.default_rng(0)
-    for n in [*range(0, 140), 1000, 4099, 100_003]:
-        a = rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)
-        assert pairwise_sum(a, 0, n) == a.sum()
-        if n > 10:
-            assert pairwise_sum(a, 3, n - 5) == a[3 : n - 2].sum()
-    assert str(pairwise_sum(np.array([-0.0]), 0, 1)) == str(np.array([-0.0]).sum())
 
 
 @pytest.mark.parametrize("n_rows", [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 64])

@@ -8,13 +8,16 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from cluster_envs.approx.benchmark import fractional_knapsack, multi_job_opt, opt_per_job, single_job_opt
 from cluster_envs.approx.model import (
     ONOFF_MEAN_RATE,
     STATIONARY_AP,
     Jobs,
     ap_time,
+    fractional_knapsack,
     make_rate_process,
+    multi_job_opt,
+    opt_per_job,
+    single_job_opt,
 )
 from cluster_envs.approx.projection import categorical_round, project_columns
 

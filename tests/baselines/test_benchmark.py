@@ -26,7 +26,8 @@ def tiny(monkeypatch):
 
 
 def test_benchmark_report(tiny, tmp_path):
-    report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=[ENV, "ClusterNotInSettings-v0"])
+    ids = [ENV, "ClusterNotInSettings-v0"]
+    report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=ids, models_dir=tmp_path / "models")
     text = report.read_text()
     assert "| [ClusterSLA-v0](ClusterSLA-v0/report.md) | defaults | `regret` | `mwu_extended`" in text
     assert "Skipped (no entry in `baselines/settings.py`): ClusterNotInSettings-v0." in text
@@ -54,7 +55,7 @@ def test_benchmark_scores_envs_without_an_oracle_agent(tiny, monkeypatch, tmp_pa
         entry = settings.SETTINGS[env_id]
         short = dataclasses.replace(entry, env_kwargs={**entry.env_kwargs, "horizon": 60}, rl_steps_quick=256)
         monkeypatch.setitem(settings.SETTINGS, env_id, short)
-    report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=ids)
+    report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=ids, models_dir=tmp_path / "models")
     headline = json.loads((tmp_path / "headline.json").read_text())["envs"]
     for env_id, top in (("ClusterApprox-v0", "opm"), ("ClusterApproxSingleJob-v0", None)):
         setting = settings.SETTINGS[env_id]
@@ -116,7 +117,7 @@ def test_quick_benchmark_from_the_command_line(tmp_path):
     pytest.importorskip("stable_baselines3")
     from baselines.cli import main
 
-    assert main(["benchmark", "--quick", "--out", str(tmp_path), "--quiet"]) == 0
+    assert main(["benchmark", "--quick", "--out", str(tmp_path), "--models", str(tmp_path / "models"), "--quiet"]) == 0
     assert (tmp_path / "report.md").is_file() and (tmp_path / "headline.png").is_file()
 
 

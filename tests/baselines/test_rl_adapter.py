@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -71,6 +72,10 @@ def test_save_load_round_trip_keeps_actions_and_statistics(tmp_path, tiny_hyperp
     assert np.any(vec_env.obs_rms.var != 1.0)  # the statistics were really updated by training
     assert loaded.env_kwargs == dict(SETTINGS[ENV].rl_env_kwargs)
 
+    env = gym.make(ENV, **{**config.env_kwargs, **SHORT}).unwrapped
+    env.reset(seed=0)
+    for agent in (live, loaded):  # an agent acts after its reset (agents/base.py checks it)
+        agent.reset(env.problem, seed=0)
     observations = np.random.default_rng(0).uniform(0, 1, size=(50, vec_env.observation_space.shape[0]))
     for obs in observations.astype(np.float32):
         np.testing.assert_array_equal(live.act(obs), loaded.act(obs))

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from numba import njit
 
-from cluster_envs.bilinear.kernel import SUM_STACK, pairwise_sum
 from cluster_envs.bilinear.rng import next_double, permute, standard_normal
 from cluster_envs.common.pcg import state_row
 
@@ -43,15 +42,6 @@ def test_compiled_draws_continue_numpys_pcg64_stream_exactly(seed):
         np.testing.assert_array_equal(normals[t], gen.standard_normal(n))
     np.testing.assert_array_equal(state[1, 1], state_row(gen))
     assert not state[0].any() and not state[1, 0].any()
-
-
-def test_pairwise_sum_is_numpys_sum():
-    rng = np.random.default_rng(1)
-    for n in [*range(0, 300), 1000, 1031, 4099]:
-        x = rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)
-        rows = np.zeros((2, n + 3 + SUM_STACK))  # row 1 from 1; the stack at the end of the row
-        rows[1, : n + 3] = [1e9, *x, 1e9, 1e9]
-        assert pairwise_sum(rows, 1, 1, n) == x.sum(), n
 
 
 def test_minimal_info_has_the_full_values_and_the_same_trajectory():

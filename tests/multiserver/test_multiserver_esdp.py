@@ -12,8 +12,7 @@ import pytest
 import agents
 from agents.multiserver.esdp import DELTAS, ESDP, select_budget
 from cluster_envs.multiserver import knapsack
-from cluster_envs.multiserver.env import MultiServerProblem
-from cluster_envs.multiserver.model import MultiServerInstance
+from cluster_envs.multiserver.model import MultiServerInstance, MultiServerProblem
 
 ENV_ID = "ClusterMultiServer-v0"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cluster_envs.multiserver.model import first_fit_into
+from cluster_envs.multiserver.kernel import first_fit_into
 
 
 def _reference(requested, usable, order, A, c):

@@ -95,7 +95,7 @@ def test_raise_mode_matches_and_rejects_like_the_single_env():
     with pytest.raises(ValueError, match="violates") as single:  # copy 0 alone names the violated constraint
         sync.envs[0].step(ones[0])
     reason = str(single.value).split("violates ", 1)[1]
-    with pytest.raises(ValueError, match=r"actions\[0\]: infeasible action .* violates " + re.escape(reason)):
+    with pytest.raises(ValueError, match=r"actions\[0\] is infeasible .* violates " + re.escape(reason)):
         native.step(ones)
     np.testing.assert_array_equal(native.unwrapped.step_counts, counts)
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from cluster_envs.approx.model import RATE_PROCESSES
-from cluster_envs.approx.simulator import UTILITIES
+from cluster_envs.approx.model import RATE_PROCESSES, UTILITIES
 from cluster_envs.bilinear.simulator import OBSERVATION_MODES, SERVICE_MODELS
 from cluster_envs.multiserver.model import NORMALIZATIONS
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from robust_common import sample_action
 from robust_instances import approx_multi, approx_single
 
-from cluster_envs.approx.simulator import perspective, utility
+from cluster_envs.approx.model import perspective, utility
 
 TOL = 1e-9
 # Columns of the observation's job rows (ClusterApprox-v0 docstring).

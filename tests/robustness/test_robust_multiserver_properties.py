@@ -87,7 +87,7 @@ def _run(env_id: str, kwargs: dict, seed: int, rules) -> None:
         np.testing.assert_array_equal(obs["edge_mask"], mask)
         if kwargs["invalid_action"] == "raise":
             if not rules.feasible(requested, arrivals):
-                with pytest.raises(ValueError, match="infeasible action"):
+                with pytest.raises(ValueError, match="action is infeasible"):
                     env.step(action)
                 action = requested = np.zeros_like(requested)  # go on with a feasible slot
         obs, reward, terminated, truncated, info = env.step(action)

@@ -90,7 +90,7 @@ def test_observation_modes_stay_in_their_spaces_and_match_the_steps_info(obs_mod
     """Every piece of the observation is rebuilt from the same step's ``info``: the flag 1[D_t > sla_tol] (with a
     non-zero sla_tol), log1p(Q_{t+1}), log1p(L_t) of the step just executed and sign(D_t)·log1p(|D_t|)."""
     horizon, sla_tol = 600, 0.3
-    env = gym.make(ENV, horizon=horizon, obs_mode=obs_mode, obs_format=obs_format, include_time=include_time,
+    env = gym.make(ENV, horizon=horizon, observation_mode=obs_mode, obs_format=obs_format, include_time=include_time,
                    sla_tol=sla_tol)  # fmt: skip
     obs, reset_info = env.reset(seed=1)
     sla_bar = reset_info["sla"] / max(1.0, reset_info["sla"].sum())
@@ -115,7 +115,7 @@ def test_observation_modes_stay_in_their_spaces_and_match_the_steps_info(obs_mod
 @pytest.mark.parametrize("action_mode", ["normalize", "sub_simplex", "softmax"])
 def test_gymnasium_env_checker_in_every_mode(obs_mode, obs_format, action_mode):
     """gymnasium's ``check_env`` with warnings as errors, except the two warnings that are by design."""
-    env = gym.make(ENV, horizon=60, obs_mode=obs_mode, obs_format=obs_format, action_mode=action_mode).unwrapped
+    env = gym.make(ENV, horizon=60, observation_mode=obs_mode, obs_format=obs_format, action_mode=action_mode).unwrapped
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         if obs_mode == "full":  # log1p(Q), log1p(L) and the signed log deficit are unbounded (spec §3.2: high = +inf)
@@ -304,8 +304,9 @@ def test_minimal_info_keeps_only_the_cheap_keys():
 
 @pytest.mark.parametrize("kwargs", [
     {},
-    {"obs_mode": "full", "obs_format": "dict", "action_mode": "softmax", "reward_mode": "neg_regret_sla"},
-    {"obs_mode": "binary+sla", "include_time": True, "action_mode": "sub_simplex", "reward_mode": "work_sla_level"},
+    {"observation_mode": "full", "obs_format": "dict", "action_mode": "softmax", "reward_mode": "neg_regret_sla"},
+    {"observation_mode": "binary+sla", "include_time": True, "action_mode": "sub_simplex",
+     "reward_mode": "work_sla_level"},
 ])  # fmt: skip
 def test_minimal_info_gives_the_same_trajectory_and_summary_as_full(kwargs):
     """``info_level`` only thins ``info``: observations, rewards, flags, the minimal keys' values and the episode
@@ -425,7 +426,7 @@ def test_render_ansi_shows_every_user():
     ({"n_users": 1}, "n_users"),
     ({"n_users": 4, "sla": (0.25,) * 4}, "n_users"),
     ({"action_mode": "clip"}, "action_mode"),
-    ({"obs_mode": "everything"}, "obs_mode"),
+    ({"observation_mode": "everything"}, "observation_mode"),
     ({"reward_mode": "profit"}, "reward_mode"),
     ({"eps_ref": 0.0}, "eps_ref"),
     ({"reward_kappa": float("nan")}, "reward_kappa"),
@@ -504,8 +505,8 @@ def test_trace_rho_scaling(tmp_path):
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (None, "no trace file"),
-    ("a,b,c\n1,2,3\n", "not a numeric trace"),
+    (None, "no file at"),
+    ("a,b,c\n1,2,3\n", "not a readable numeric trace"),
     ("0.1,0.2\n0.3,0.4\n", "neither axis"),
     ("0.1,-0.2,0.3\n0.1,0.2,0.3\n", "negative"),
     ("0.1,nan,0.3\n0.1,0.2,0.3\n", "NaN"),
@@ -525,3 +526,11 @@ def test_trace_shorter_than_horizon_is_an_error(tmp_path):
     np.save(path, _trace(horizon=30))
     with pytest.raises(ValueError, match="horizon"):
         gym.make(ENV, horizon=60, scenario="trace", scenario_kwargs={"path": str(path)})
+
+
+def test_the_old_keyword_obs_mode_still_works_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match="obs_mode is deprecated: use observation_mode"):
+        env = gym.make(ENV, horizon=12, obs_mode="full").unwrapped
+    assert env.config.observation_mode == "full"
+    with pytest.raises(ValueError, match="give observation_mode only"):
+        gym.make(ENV, horizon=12, obs_mode="full", observation_mode="full")

@@ -18,7 +18,7 @@ import pytest
 
 from baselines.reproduce.sla import differences, find_run, run_experiment
 from cluster_envs.sla.env import ClusterSLAEnv
-from cluster_envs.sla.kernel import windowed_sla_gap
+from cluster_envs.sla.model import windowed_sla_gap
 
 pytestmark = pytest.mark.slow
 HORIZON = 3_000_000

@@ -65,7 +65,7 @@ def test_seed_list_and_unseeded_reset():
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [
-    ({"obs_mode": "full"}, "obs_mode"), ({"obs_format": "dict"}, "obs_format"),
+    ({"observation_mode": "full"}, "observation_mode"), ({"obs_format": "dict"}, "obs_format"),
     ({"include_time": True}, "include_time"), ({"reward_mode": lambda info: 0.0}, "reward_mode"),
     ({"num_envs": 0}, "num_envs"),
 ])  # fmt: skip

@@ -1,0 +1,58 @@
+"""Reading a numeric table from a user's file (a load trace, a job trace): one loader for every setting.
+
+:func:`read_table` returns a non-empty 2-D float64 array or raises an error that names the argument the path
+came from; each setting then checks what its table means (orientation, columns, ranges).
+"""
+
+from __future__ import annotations
+
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+
+def read_table(path: str | Path, name: str, what: str, *, header: bool = False) -> np.ndarray:
+    """The table in ``path`` as a 2-D float64 array (at least one row): a ``.npy`` file, the first array of a
+    ``.npz`` archive, or else comma-separated text (``#`` starts a comment).
+
+    ``name`` is the argument that gave the path and ``what`` what the file should hold; both are in every
+    error: ``FileNotFoundError`` for a missing file, ``ValueError`` for an empty, truncated, corrupt or
+    non-numeric one. ``header=True`` skips a first text line that is a header (a field that is no number, like
+    ``job_id``); a data row such as ``1,0,1e3`` or ``1,0,nan`` stays data.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{name}: no file at {str(path)!r}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npy":
+            data = np.load(path, allow_pickle=False)
+        elif suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                if not archive.files:
+                    raise ValueError("the .npz archive holds no array")
+                data = archive[archive.files[0]]
+        else:
+            skip = _header_rows(path) if header else 0
+            with warnings.catch_warnings():  # "input contained no data": reported below as an error
+                warnings.simplefilter("ignore", UserWarning)
+                data = np.loadtxt(path, delimiter=",", comments="#", dtype=np.float64, ndmin=2, skiprows=skip)
+        data = np.asarray(data, dtype=np.float64)
+    except (ValueError, EOFError, OSError, UnicodeDecodeError, zipfile.BadZipFile) as err:
+        raise ValueError(f"{name}: {str(path)!r} is not a readable {what} ({err})") from None
+    if data.ndim != 2 or data.size == 0:
+        raise ValueError(f"{name}: {str(path)!r} must hold a non-empty table ({what}), got shape {data.shape}")
+    return data
+
+
+def _header_rows(path: Path) -> int:
+    """1 if the first line is a header (a field that is no number), else 0."""
+    with open(path) as handle:
+        first = handle.readline().partition("#")[0]
+    try:
+        [float(field) for field in first.split(",")]
+    except ValueError:
+        return 1
+    return 0
