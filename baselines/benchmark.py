@@ -1,14 +1,20 @@
-"""``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/settings.py``, at
-its default preset changed only by that entry's ``env_kwargs`` (shown in the headline table), with all
-reference agents and a PPO baseline (trained on the spot, or loaded from the model cache ``results/models``),
-in one report.
+"""``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/settings.py``, under
+the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (trained on the spot, or
+loaded from the model cache ``results/models``), in one report.
 
-The headline table gives, per env, the env kwargs every agent runs with and the score on the env's headline
-metric normalized between the naive baseline (0) and the oracle (1) for the paper's algorithm, PPO, the best
-online heuristic (the best online reference agent other than the paper's algorithm and the naive baseline;
-"—" when none is left) and the oracle, with 95% bootstrap intervals over seeds. An env without an oracle agent
-is normalized by its own offline benchmark, which scores 1 by definition, or, without one, by the paper's
-algorithm. Ids without an entry in ``baselines/settings.py`` are listed as skipped.
+Two tracks. The headline, **held-out instances**: every agent runs on the same evaluation seeds, whose instances
+RL never trained on (where the reset seed draws the instance, RL trains on seeds above every evaluation seed;
+where an env kwarg fixes it, each seed runs on a held-out instance and RL, whose spaces are the training
+instance's, is not in this track). The **fixed instance** track, for the envs whose instance an env kwarg fixes
+(MultiServer, Gang): every agent and PPO on the instance PPO trained on, the offline upper reference.
+
+Per env and track the table names the naive anchor (0) and the clairvoyant anchor (1) and gives the normalized
+headline score (95% bootstrap interval over seeds) of the paper's algorithm, PPO (with its budget: env steps ×
+training seeds), the best online heuristic (the best online reference agent other than the paper's algorithm, its
+ablations and the naive anchor; "—" when none is left) and the clairvoyant anchor. The sanity flags of
+``baselines.sanity`` follow, each with its explanation from the settings entry. Across the envs of the headline
+track: the IQM of each role's normalized scores with stratified bootstrap intervals, and performance profiles
+(rliable). Ids without an entry are listed as skipped.
 """
 
 from __future__ import annotations
@@ -21,16 +27,20 @@ from typing import Any
 
 import numpy as np
 
+from baselines import sanity
 from baselines.compare import Comparison, compare
 from baselines.outputs import claim
-from baselines.report import fmt, interval, write_report
+from baselines.report import fmt, interval, read_comparison, rewrite_markdown, write_report
 from baselines.settings import env_setting
-from baselines.stats import bootstrap_ci
+from baselines.stats import aggregate_iqm, bootstrap_ci, performance_profiles
 from cluster_envs import env_ids as registered
 
 RL_ALGO = "ppo"
+TRAINING_SEEDS = 1  # PPO runs trained per env (compare trains one, seed 0)
 SEEDS = {"quick": range(5), "full": range(10)}
-BENCHMARK_ORACLE = "env benchmark"  # the oracle cell of an env whose oracle is its offline benchmark
+ROLES = ("paper", "ppo", "best heuristic", "oracle")
+ROLE_TITLES = {"paper": "paper's algorithm", "ppo": "PPO", "best heuristic": "best heuristic", "oracle": "1-anchor"}
+TAUS = np.linspace(-0.5, 1.5, 81)  # performance-profile thresholds on the normalized score
 
 
 @dataclass
@@ -39,7 +49,7 @@ class EnvResult:
     report: Path
     seconds: float
 
-    def cell(self, agent: str) -> dict[str, float]:
+    def cell(self, agent: str) -> dict[str, Any]:
         scores = self.comparison.normalized_scores(agent)
         low, high = bootstrap_ci(scores)
         return {"agent": agent, "mean": float(scores.mean()), "ci_low": low, "ci_high": high}
@@ -50,14 +60,44 @@ class EnvResult:
             return None
         return max(heuristics, key=lambda a: float(np.nanmean(self.comparison.normalized_scores(a))))
 
-    def headline(self) -> dict[str, Any]:
+    def roles(self) -> dict[str, str]:
+        """Role -> the agent playing it in this comparison (a role without an agent is left out)."""
         setting = self.comparison.setting
         roles = {"paper": setting.paper_agent, "ppo": RL_ALGO, "best heuristic": self.best_heuristic()}
         roles["oracle"] = setting.oracle_agent
-        cells = {role: self.cell(agent) for role, agent in roles.items() if agent in self.comparison.agents}
-        if setting.oracle_value is not None:  # the env's own benchmark: score 1 by definition, no spread over seeds
-            cells["oracle"] = {"agent": BENCHMARK_ORACLE, "mean": 1.0, "ci_low": np.nan, "ci_high": np.nan}
+        return {role: agent for role, agent in roles.items() if agent in self.comparison.agents}
+
+    def headline(self) -> dict[str, Any]:
+        cells = {role: self.cell(agent) for role, agent in self.roles().items()}
+        setting = self.comparison.setting
+        if setting.oracle_value is not None:  # a closed-form optimum: score 1 by definition, no spread over seeds
+            cells["oracle"] = {"agent": setting.oracle_value_name, "mean": 1.0, "ci_low": np.nan, "ci_high": np.nan}
         return cells
+
+    def flags(self) -> list[sanity.Flag]:
+        return sanity.flags(self.comparison)
+
+    def rl_budget(self) -> str:
+        facts = self.comparison.rl_runs.get(RL_ALGO)
+        if facts is None:
+            return "—"
+        return f"{facts['total_timesteps']:,} steps × {TRAINING_SEEDS} seed"
+
+    def to_json(self) -> dict[str, Any]:
+        comparison = self.comparison
+        setting = comparison.setting
+        return {
+            "env_kwargs": comparison.env_kwargs,
+            "headline_metric": setting.headline,
+            "naive_anchor": setting.naive_agent,
+            "clairvoyant_anchor": setting.oracle_agent or setting.oracle_value_name,
+            "scores": self.headline(),
+            "rl_budget": self.rl_budget(),
+            "seconds": self.seconds,
+            "evaluation_seeds": comparison.seeds,
+            **comparison.instance_record(),
+            "flags": [{"key": f.key, "text": f.text, "explanation": f.explanation} for f in self.flags()],
+        }
 
 
 def benchmark(
@@ -72,110 +112,208 @@ def benchmark(
     progress: bool = True,
     env_ids: list[str] | None = None,
 ) -> Path:
-    """Run the benchmark and return the path of ``report.md``. PPO models are trained in, or loaded from,
-    ``models_dir`` (default ``results/models``, the cache ``compare`` uses). ``out_dir`` may not hold another
-    command's outputs unless ``force`` (claimed before anything runs)."""
+    """Run the benchmark and return the path of ``report.md`` (its headline is also ``headline.md``). PPO models
+    are trained in, or loaded from, ``models_dir`` (default ``results/models``, the cache ``compare`` uses).
+    ``out_dir`` may not hold another command's outputs unless ``force`` (claimed before anything runs)."""
     out = claim(out_dir or "results/benchmark", "benchmark", force=force)
     start, cpu_start = time.perf_counter(), time.process_time()
-    results: dict[str, EnvResult] = {}
+    tracks: dict[str, dict[str, EnvResult]] = {"held-out instances": {}, "fixed instance": {}}
     skipped = []
     for env_id in env_ids or registered():
         setting = env_setting(env_id)
         if setting is None:
             skipped.append(env_id)
             continue
-        env_start = time.perf_counter()
-        comparison = compare(
-            env_id,
-            "all",
-            rl=[RL_ALGO],
-            seeds=SEEDS["quick" if quick else "full"],
-            rl_steps=setting.rl_steps_quick if quick else setting.rl_steps,
-            models_dir=models_dir,
-            workers=workers,
-            backend=backend,
-            address=address,
-            progress=progress,
-        )
-        report = write_report(comparison, out / env_id, force=force, command="benchmark")
-        results[env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
-    if not results:
+        fixed = setting.instance_kwarg is not None  # RL cannot leave its training instance: a second track
+        for held_out in (True, False) if fixed else (True,):
+            env_start = time.perf_counter()
+            comparison = compare(
+                env_id,
+                "all",
+                rl=[] if held_out and fixed else [RL_ALGO],
+                seeds=SEEDS["quick" if quick else "full"],
+                rl_steps=setting.rl_steps_quick if quick else setting.rl_steps,
+                models_dir=models_dir,
+                workers=workers,
+                backend=backend,
+                address=address,
+                progress=progress,
+                held_out=held_out,
+            )
+            folder = out / env_id if held_out else out / "fixed-instance" / env_id
+            report = write_report(comparison, folder, force=force, command="benchmark")
+            tracks[comparison.track][env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
+    if not tracks["held-out instances"]:
         raise ValueError(f"no registered env id has an entry in baselines/settings.py (skipped: {skipped})")
-    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-    figure = plot_headline(results, out / "headline.png")
-    (out / "headline.json").write_text(
-        json.dumps(
-            {
-                "quick": quick,
-                "seconds": seconds,
-                "cpu_seconds": cpu_seconds,
-                "skipped": skipped,
-                "envs": {
-                    env_id: {
-                        "env_kwargs": r.comparison.env_kwargs,
-                        "headline_metric": r.comparison.setting.headline,
-                        "scores": r.headline(),
-                    }
-                    for env_id, r in results.items()
-                },
-            },
-            indent=2,
-        )
-    )
+    times = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu_start}
+    return write_headline(out, tracks, {"quick": quick, **times, "skipped": skipped})
+
+
+def render(out_dir: str | Path) -> Path:
+    """Rewrite the headline and every report of a finished run in ``out_dir`` from its saved per-seed results,
+    under today's settings entries (e.g. a sanity flag explained after the run); no episode is run again."""
+    out = Path(out_dir)
+    stored = json.loads((out / "headline.json").read_text())
+    tracks: dict[str, dict[str, EnvResult]] = {}
+    for track, results in stored["tracks"].items():
+        tracks[track] = {}
+        for env_id, facts in results.items():
+            folder = out / env_id if track == "held-out instances" else out / "fixed-instance" / env_id
+            comparison = read_comparison(folder)
+            report = rewrite_markdown(comparison, folder)
+            tracks[track][env_id] = EnvResult(comparison, report, facts.get("seconds", float("nan")))
+    run = {key: stored[key] for key in ("quick", "seconds", "cpu_seconds", "skipped")}
+    return write_headline(out, tracks, run)
+
+
+def write_headline(out: Path, tracks: dict[str, dict[str, EnvResult]], run: dict[str, Any]) -> Path:
+    """Write ``headline.json``, ``headline.md``, the figures and ``report.md``; return the latter's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    headline = tracks["held-out instances"]
+    aggregate = aggregate_roles(headline)
+    figure = plot_headline(headline, out / "headline.png")
+    profile = plot_profiles(headline, out / "profiles.png")
+    stored_tracks = {track: {e: r.to_json() for e, r in results.items()} for track, results in tracks.items()}
+    stored = {**run, "tracks": stored_tracks, "aggregate": aggregate}
+    (out / "headline.json").write_text(json.dumps(stored, indent=2, default=repr))
+    head = headline_markdown(tracks, aggregate, run["quick"], out)
+    (out / "headline.md").write_text(head)
+    figures = [
+        f"![normalized scores]({figure.relative_to(out)})",
+        f"![performance profiles]({profile.relative_to(out)})",
+    ]
     path = out / "report.md"
-    path.write_text(markdown(results, skipped, quick, (seconds, cpu_seconds), figure.relative_to(out), out))
+    path.write_text(head + "\n" + runs_markdown(tracks, run["skipped"], (run["seconds"], run["cpu_seconds"]), figures))
     return path
 
 
-def markdown(
-    results: dict[str, EnvResult],
-    skipped: list[str],
-    quick: bool,
-    times: tuple[float, float],
-    figure: Path,
-    out: Path,
+def aggregate_roles(results: dict[str, EnvResult]) -> dict[str, dict[str, Any]]:
+    """Per role, the IQM over the envs that have it of the per-seed normalized scores, with rliable's stratified
+    bootstrap interval (the closed-form 1-anchors, score 1 on every seed, count as such)."""
+    scores = role_scores(results)
+    estimates = aggregate_iqm({role: matrix for role, (matrix, _) in scores.items()})
+    return {
+        role: {"iqm": estimates[role][0], "ci_low": estimates[role][1], "ci_high": estimates[role][2], "envs": envs}
+        for role, (_, envs) in scores.items()
+    }
+
+
+def role_scores(results: dict[str, EnvResult]) -> dict[str, tuple[np.ndarray, list[str]]]:
+    """Per role: the (seeds, envs) matrix of normalized scores over the envs that have the role, and those envs."""
+    columns: dict[str, dict[str, np.ndarray]] = {role: {} for role in ROLES}
+    for env_id, result in results.items():
+        for role, agent in result.roles().items():
+            columns[role][env_id] = result.comparison.normalized_scores(agent)
+        if result.comparison.setting.oracle_value is not None:
+            columns["oracle"][env_id] = np.ones(len(result.comparison.seeds))
+    return {role: (np.column_stack(list(c.values())), list(c)) for role, c in columns.items() if c}
+
+
+def _cell_text(cell: dict[str, Any] | None) -> str:
+    if cell is None:
+        return "—"
+    return f"`{cell['agent']}` {fmt(cell['mean'])} {interval(cell['ci_low'], cell['ci_high'])}"
+
+
+def track_table(results: dict[str, EnvResult], out: Path) -> list[str]:
+    lines = [
+        "| env | env kwargs | headline metric | 0-anchor | paper's algorithm | PPO | PPO budget | best heuristic "
+        "| 1-anchor |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for env_id, result in results.items():
+        cells, comparison = result.headline(), result.comparison
+        kwargs = f"`{comparison.env_kwargs}`" if comparison.env_kwargs else "defaults"
+        ppo = _cell_text(cells.get("ppo"))
+        if "ppo" not in cells and comparison.setting.instance_kwarg is not None:
+            ppo = "not run: its spaces are its training instance's (see the fixed-instance track)"
+        row = [
+            f"[{env_id}]({result.report.relative_to(out)})",
+            kwargs,
+            f"`{comparison.setting.headline}`",
+            f"`{comparison.setting.naive_agent}`",
+            _cell_text(cells.get("paper")),
+            ppo,
+            result.rl_budget(),
+            _cell_text(cells.get("best heuristic")),
+            _cell_text(cells.get("oracle")),
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def headline_markdown(
+    tracks: dict[str, dict[str, EnvResult]], aggregate: dict[str, dict[str, Any]], quick: bool, out: Path
 ) -> str:
-    seconds, cpu_seconds = times  # wall, and this process's CPU (workers' excluded)
+    """The headline: both tracks' tables, the sanity flags with their explanations, the aggregate."""
+    headline, fixed = tracks["held-out instances"], tracks["fixed instance"]
     seeds = len(SEEDS["quick" if quick else "full"])
     lines = [
         f"# cluster-envs benchmark{' (quick)' if quick else ''}",
         "",
-        f"Every registered env with an entry in `baselines/settings.py`, at its default preset changed by the env "
-        f"kwargs in the table (every agent's); {seeds} evaluation seeds per env, the same for every agent. "
-        "Score: the env's headline metric normalized so that the naive baseline's mean is 0 and the oracle's is 1 "
-        "(higher is better; above 1 beats the oracle's mean, below 0 is worse than naive). "
-        "Brackets: 95% bootstrap intervals over seeds.",
+        "Protocol: `docs/benchmark.md`. Score: the env's headline metric normalized so that the 0-anchor (a naive "
+        "policy) scores 0 and the 1-anchor (a clairvoyant policy that knows the hidden parameters, or the "
+        "closed-form offline optimum) scores 1; higher is better. Brackets: 95% bootstrap intervals over "
+        f"{seeds} evaluation seeds, the same for every agent.",
         "",
-        "| env | env kwargs | headline metric | paper's algorithm | PPO | best heuristic | oracle |",
-        "|---|---|---|---|---|---|---|",
+        "## Held-out instances (headline)",
+        "",
+        "No agent trained on an evaluation instance: RL trained on instances drawn from seeds above every evaluation "
+        "seed, or (MultiServer, Gang) each evaluation seed runs on an instance of its own.",
+        "",
+        *track_table(headline, out),
+        "",
     ]
-    for env_id, result in results.items():
-        cells = result.headline()
-        comparison = result.comparison
-        kwargs = f"`{comparison.env_kwargs}`" if comparison.env_kwargs else "defaults"
-        row = [f"[{env_id}]({result.report.relative_to(out)})", kwargs, f"`{comparison.setting.headline}`"]
-        for role in ("paper", "ppo", "best heuristic", "oracle"):
-            cell = cells.get(role)
-            row.append(
-                "—"
-                if cell is None
-                else f"`{cell['agent']}` {fmt(cell['mean'])} {interval(cell['ci_low'], cell['ci_high'])}"
-            )
-        lines.append("| " + " | ".join(row) + " |")
-    lines += ["", f"![normalized scores]({figure})", "", "## Runs", ""]
+    if fixed:
+        lines += [
+            "## Fixed instance (offline upper reference)",
+            "",
+            "Every agent on the one instance PPO trained on, over fresh episode seeds: PPO had many episodes of the "
+            "evaluated instance, the online agents one. Not comparable with the headline.",
+            "",
+            *track_table(fixed, out),
+            "",
+        ]
+    lines += ["## Sanity notes", ""]
+    for track, results in tracks.items():
+        for env_id, result in results.items():
+            lines += [f"**{env_id}** ({track}):", "", *sanity.markdown(result.flags()), ""]
     lines += [
-        "| env | wall (s) | PPO steps | PPO training (s) | PPO env steps/s | per CPU-second | model |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "## Aggregate over envs (held-out instances)",
+        "",
+        "Interquartile mean of the per-seed normalized scores over the envs that have the role, with a stratified "
+        "bootstrap 95% interval (rliable).",
+        "",
+        "| role | IQM | 95% CI | envs |",
+        "|---|---:|---|---:|",
+        *(
+            f"| {ROLE_TITLES[role]} | {fmt(a['iqm'])} | {interval(a['ci_low'], a['ci_high'])} | {len(a['envs'])} |"
+            for role, a in aggregate.items()
+        ),
+        "",
     ]
-    for env_id, result in results.items():
-        facts = result.comparison.rl_runs.get(RL_ALGO, {})
-        nan = float("nan")
-        trained = "loaded" if facts.get("reused") else f"{facts.get('train_seconds', nan):.1f}"
-        lines.append(
-            f"| {env_id} | {result.seconds:.1f} | {facts.get('total_timesteps', '—')} | {trained} "
-            f"| {facts.get('steps_per_second', nan):.0f} | {facts.get('steps_per_cpu_second', nan):.0f} "
-            f"| `{facts.get('path', '—')}` |"
-        )
+    return "\n".join(lines)
+
+
+def runs_markdown(
+    tracks: dict[str, dict[str, EnvResult]], skipped: list[str], times: tuple[float, float], figures: list[str]
+) -> str:
+    seconds, cpu_seconds = times  # wall, and this process's CPU (workers' excluded)
+    lines = [*figures, "", "## Runs", ""]
+    lines += [
+        "| env | track | wall (s) | PPO steps | PPO training (s) | PPO env steps/s | per CPU-second | model |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    nan = float("nan")
+    for track, results in tracks.items():
+        for env_id, result in results.items():
+            facts = result.comparison.rl_runs.get(RL_ALGO, {})
+            trained = "loaded" if facts.get("reused") else f"{facts.get('train_seconds', nan):.1f}"
+            lines.append(
+                f"| {env_id} | {track} | {result.seconds:.1f} | {facts.get('total_timesteps', '—')} | {trained} "
+                f"| {facts.get('steps_per_second', nan):.0f} | {facts.get('steps_per_cpu_second', nan):.0f} "
+                f"| `{facts.get('path', '—')}` |"
+            )
     lines += ["", f"Total wall time: {seconds:.1f} s ({cpu_seconds:.1f} s of CPU time in this process)."]
     if skipped:
         lines += ["", f"Skipped (no entry in `baselines/settings.py`): {', '.join(skipped)}."]
@@ -183,28 +321,49 @@ def markdown(
     return "\n".join(lines)
 
 
-def plot_headline(results: dict[str, EnvResult], path: Path) -> Path:
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    roles = ("paper", "ppo", "best heuristic", "oracle")
+    return plt
+
+
+def plot_headline(results: dict[str, EnvResult], path: Path) -> Path:
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(5.0, 2.2 * len(results) + 1), 3.6))
-    width = 0.8 / len(roles)
-    for k, role in enumerate(roles):
+    width = 0.8 / len(ROLES)
+    for k, role in enumerate(ROLES):
         for i, result in enumerate(results.values()):
             cell = result.headline().get(role)
             if cell is None:
                 continue
             error = np.nan_to_num([[cell["mean"] - cell["ci_low"]], [cell["ci_high"] - cell["mean"]]])
             ax.bar(i + (k - 1.5) * width, cell["mean"], width, yerr=error, capsize=3, color=f"C{k}",
-                   label=role if i == 0 else None)  # fmt: skip
+                   label=ROLE_TITLES[role] if i == 0 else None)  # fmt: skip
     ax.axhline(0, color="grey", lw=0.8)
     ax.axhline(1, color="grey", lw=0.8, ls="--")
-    ax.set_xticks(range(len(results)), list(results))
-    ax.set_ylabel("normalized score (naive 0, oracle 1)")
+    ax.set_xticks(range(len(results)), list(results), rotation=15, ha="right", fontsize=7)
+    ax.set_ylabel("normalized score (naive 0, clairvoyant 1)")
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_profiles(results: dict[str, EnvResult], path: Path) -> Path:
+    """rliable's performance profiles (score distributions) of the roles over the headline envs."""
+    from rliable import plot_utils
+
+    plt = _pyplot()
+    matrices = {ROLE_TITLES[role]: matrix for role, (matrix, _) in role_scores(results).items()}
+    profiles, bands = performance_profiles(matrices, TAUS)
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    labels = {"xlabel": "normalized score τ", "ylabel": "fraction of runs with score > τ"}
+    plot_utils.plot_performance_profiles(profiles, TAUS, performance_profile_cis=bands, ax=ax, **labels)
+    ax.legend(ax.get_lines()[-len(profiles) :], list(profiles), fontsize=8)  # the lines, not their bands
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

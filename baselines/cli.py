@@ -133,7 +133,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
 def _cmd_compare(args: argparse.Namespace) -> None:
     from baselines.compare import compare
     from baselines.outputs import check, default_out
-    from baselines.report import write_report
+    from baselines.report import headline, write_report
 
     out = check(args.out or default_out("compare", args.env_id.split(":")[-1]), "compare", force=args.force)
     comparison = compare(
@@ -144,15 +144,21 @@ def _cmd_compare(args: argparse.Namespace) -> None:
         env_kwargs=parse_assignments(args.set, "--set"),
         rl_steps=args.rl_steps,
         models_dir=args.models,
+        held_out=args.held_out,
         **_scale_out(args),
     )
-    print(f"report written to {write_report(comparison, out, force=args.force)}")
+    path = write_report(comparison, out, force=args.force)
+    if comparison.setting is not None:
+        print(headline(comparison))
+    print(f"report written to {path}")
 
 
 def _cmd_benchmark(args: argparse.Namespace) -> None:
     from baselines.benchmark import benchmark
+    from baselines.report import headline_text
 
     report = benchmark(args.out, quick=args.quick, models_dir=args.models, force=args.force, **_scale_out(args))
+    print(headline_text(report))
     print(f"report written to {report}")
 
 
@@ -288,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--seeds", default="0-9", help="evaluation seeds: a range like 0-9 or a list like 0,3,7")
     cmp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
     _add_outputs(cmp, "results/compare/<env_id>", models=True)
+    held_out = "MultiServer/Gang: seed s on the held-out instance 1000+s (no RL), not the preset's instance"
+    cmp.add_argument("--held-out", action="store_true", help=held_out)
     _add_scale_out(cmp)
     cmp.set_defaults(func=_cmd_compare)
 

@@ -5,7 +5,15 @@ same ``rollout`` on the same seeds (common random numbers). Per agent and metric
 mean, the interquartile mean and a 95% bootstrap interval; against the paper's algorithm the paired
 per-seed difference with its interval and the probability of improvement (the fraction of seeds on
 which the agent does better, ties counting half); and the score normalized between the naive
-baseline (0) and the oracle (1) on the headline metric.
+baseline (0) and the clairvoyant anchor (1) on the headline metric.
+
+Instances. Where the reset seed draws the instance (SLA, Approx, Bilinear), evaluation seeds lie below
+``TRAIN_SEED_BASE`` and RL trains on envs seeded above it: RL never sees an evaluation instance. Where an env
+kwarg fixes the instance (``EnvSetting.instance_kwarg``: MultiServer, Gang), ``held_out=True`` evaluates seed
+``s`` on instance ``HELD_OUT_INSTANCE_BASE + s`` (the held-out track, the benchmark's headline), and by default
+every agent runs on the preset's instance, the one RL trains on (the fixed-instance track). RL is refused in
+the held-out track of such an env: its spaces are the instance's edge set, so a policy trained on one instance
+cannot act on another.
 """
 
 from __future__ import annotations
@@ -24,9 +32,20 @@ from agents.registry import agent_class
 from baselines.backends import Task, run_tasks
 from baselines.harness import Episode, build_agent, env_kwargs_for
 from baselines.outputs import MODELS_DIR
-from baselines.rl import RunConfig, SavedPolicy, as_json_value, as_yaml_value, check_eval_seeds, saved_config, train
+from baselines.rl import (
+    RunConfig,
+    SavedPolicy,
+    as_json_value,
+    as_yaml_value,
+    check_eval_seeds,
+    saved_config,
+    train,
+    training_seed,
+)
 from baselines.settings import FORMAT_KWARGS, EnvSetting, env_setting, require_setting
 from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
+
+HELD_OUT_INSTANCE_BASE = 1000  # held-out track: evaluation seed s runs on instance HELD_OUT_INSTANCE_BASE + s
 
 
 @dataclass
@@ -41,6 +60,8 @@ class Comparison:
     excluded: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> the dynamics kwargs it needs
     privileged: set[str] = field(default_factory=set)
     rl_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # RL agent -> training facts
+    held_out: bool = True  # False: every agent on the env kwargs' instance, where an env kwarg fixes it
+    instances: dict[int, Any] = field(default_factory=dict)  # evaluation seed -> the instance it ran on
 
     def values(self, agent: str, metric: str) -> np.ndarray:
         """The metric of ``agent`` per seed, in the order of ``seeds``."""
@@ -83,10 +104,15 @@ class Comparison:
                 rows.append(row)
         return rows
 
+    @property
+    def track(self) -> str:
+        fixed = not self.held_out and self.setting is not None and self.setting.instance_kwarg is not None
+        return "fixed instance" if fixed else "held-out instances"
+
     def normalized_scores(self, agent: str) -> np.ndarray | None:
         """Per seed, the headline metric normalized between the naive baseline's mean (0) and the
-        oracle's (1): the oracle agent's mean, the env benchmark's value, or without either the paper's
-        algorithm's mean. None without a settings entry."""
+        clairvoyant anchor's (1): the oracle agent's mean or the closed-form benchmark's value. None
+        without a settings entry."""
         setting = self.setting
         if setting is None:
             return None
@@ -94,7 +120,7 @@ class Comparison:
         naive = float(np.mean(self.values(setting.naive_agent, metric)))
         top = setting.oracle_value
         if top is None:
-            top = float(np.mean(self.values(setting.oracle_agent or setting.paper_agent, metric)))
+            top = float(np.mean(self.values(setting.oracle_agent, metric)))
         return normalized(self.values(agent, metric), naive, top)
 
     def normalized_summary(self) -> list[dict[str, Any]]:
@@ -106,10 +132,24 @@ class Comparison:
         return rows
 
     def heuristics(self) -> list[str]:
-        """The online reference agents other than the paper's algorithm, the naive baseline and the RL agents."""
-        naive = self.setting.naive_agent if self.setting is not None else None
-        skip = {self.paper_agent, naive, *self.privileged, *self.rl_runs}
+        """The online reference agents other than the paper's algorithm (and its ablations), the naive
+        baseline and the RL agents."""
+        setting = self.setting
+        naive, ablations = (setting.naive_agent, set(setting.ablations)) if setting is not None else (None, set())
+        skip = {self.paper_agent, naive, *ablations, *self.privileged, *self.rl_runs}
         return [a for a in self.agents if a not in skip]
+
+    def training_instances(self) -> dict[str, dict[str, Any]]:
+        """Per RL agent, the instances it trained on (``obtain_policy``'s record)."""
+        return {name: facts["training_instances"] for name, facts in self.rl_runs.items()}
+
+    def instance_record(self) -> dict[str, Any]:
+        """The track, the instance of every evaluation seed and RL's training instances (for results files)."""
+        return {
+            "track": self.track,
+            "evaluation_instances": {str(s): i for s, i in self.instances.items()},
+            "training_instances": self.training_instances(),
+        }
 
 
 def _describe(x: np.ndarray) -> dict[str, float]:
@@ -147,6 +187,7 @@ def compare(
     backend: str = "local",
     address: str | None = None,
     progress: bool = True,
+    held_out: bool = False,
 ) -> Comparison:
     """Run every agent on every seed and return the comparison (``write_report`` writes it out).
 
@@ -156,11 +197,22 @@ def compare(
     ``rl`` names RL algorithms; each is loaded from ``models_dir/<algo>-<env_id>`` (default ``results/models``,
     the cache the command line uses too) if a run with the same env kwargs and hyperparameters and at least
     ``rl_steps`` steps is there, and trained there otherwise.
+    ``held_out`` runs seed ``s`` of an env whose instance an env kwarg fixes on the held-out instance
+    ``HELD_OUT_INSTANCE_BASE + s``; by default every seed runs on the env kwargs' instance (see the module doc).
     """
     seeds = list(seeds)
     check_eval_seeds(seeds)
     setting = env_setting(env_id)
     env_kwargs = {**(setting.env_kwargs if setting else {}), **dict(env_kwargs or {})}
+    instance_kwarg = setting.instance_kwarg if setting else None
+    per_seed = held_out and instance_kwarg is not None
+    if per_seed and rl:
+        raise ValueError(
+            f"rl={list(rl)}: the instance of {env_id} fixes its spaces, so an RL policy cannot be evaluated on "
+            "held-out instances; pass held_out=False (the fixed-instance track)"
+        )
+    if per_seed and instance_kwarg in env_kwargs:
+        raise ValueError(f"env_kwargs[{instance_kwarg!r}]: the held-out track draws the instance per seed")
     agent_env_kwargs: dict[str, dict[str, Any]] = {}
     excluded: dict[str, dict[str, Any]] = {}
     for name in resolve_agents(env_id, agents):  # bad env kwargs or a conflict with an agent's needs fail here
@@ -180,8 +232,9 @@ def compare(
             policies.append(policy)
             rl_runs[policy.name] = facts
     record = tuple(setting.curves) if setting else ()
+    instances = {s: _instance(env_id, env_kwargs, instance_kwarg, s if per_seed else None) for s in seeds}
     tasks = [
-        Task(env_id, agent, seed, env_kwargs=env_kwargs, record=record)
+        Task(env_id, agent, seed, env_kwargs={**env_kwargs, **instances[seed]}, record=record)
         for agent in [*names, *policies]
         for seed in seeds
     ]
@@ -197,7 +250,23 @@ def compare(
         excluded=excluded,
         privileged={n for n in names if agent_class(env_id, n).privileged},
         rl_runs=rl_runs,
+        held_out=held_out,
+        instances={s: instances[s].get(instance_kwarg, "reset seed") for s in seeds},
     )
+
+
+def _instance(env_id: str, env_kwargs: Mapping[str, Any], kwarg: str | None, seed: int | None) -> dict[str, Any]:
+    """The env kwargs that pin an evaluation episode's instance: ``{kwarg: HELD_OUT_INSTANCE_BASE + seed}`` on the
+    held-out track, the instance the env builds from ``env_kwargs`` on the fixed track, {} where the reset seed
+    draws it."""
+    if kwarg is None:
+        return {}
+    if seed is not None:
+        return {kwarg: HELD_OUT_INSTANCE_BASE + seed}
+    env = gym.make(env_id, **env_kwargs)
+    value = getattr(env.unwrapped.config, kwarg)
+    env.close()
+    return {kwarg: value}
 
 
 def admit(
@@ -247,9 +316,17 @@ def obtain_policy(
     if not reused:
         train(env_id, algo, steps=wanted, env_overrides=env_kwargs, out_dir=run_dir, progress=progress)
         meta = json.loads(meta_path.read_text())
+    kwarg = require_setting(env_id).instance_kwarg
     facts = {
         "path": str(run_dir),
         "reused": reused,
+        # RL trains on envs reset with these seeds (each env then continues its own RNG), on the instance the
+        # env kwargs fix where a kwarg fixes it
+        "training_instances": {
+            "first_env_seed": training_seed(meta["seed"]),
+            "n_envs": config.n_envs,
+            **_instance(env_id, config.env_kwargs, kwarg, None),
+        },
         "total_timesteps": meta["total_timesteps"],
         "train_seconds": meta["train_seconds"],
         "steps_per_second": meta["steps_per_second"],

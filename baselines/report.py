@@ -1,5 +1,7 @@
 """Write a comparison out: ``report.md`` (tables and figures), ``results.csv`` (per agent and seed),
-``summary.csv`` and ``results.json`` (everything), and matplotlib figures under ``figures/``."""
+``summary.csv`` and ``results.json`` (everything, with the evaluation and training instances), and matplotlib
+figures under ``figures/``. ``headline`` is the normalized-score table with its sanity flags, which
+``cluster-envs compare`` also prints."""
 
 from __future__ import annotations
 
@@ -10,8 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from agents.registry import agent_class
+from baselines import sanity
 from baselines.compare import Comparison
+from baselines.harness import Episode
 from baselines.outputs import claim
+from baselines.settings import env_setting
 
 DIRECTION_WORDS = {1: "higher is better", -1: "lower is better", 0: "direction not set"}
 MAX_CURVE_POINTS = 400
@@ -65,11 +71,44 @@ def to_json(comparison: Comparison, summary: list[dict[str, Any]]) -> dict[str, 
         "oracle_agent": setting.oracle_agent if setting else None,
         "oracle_value": setting.oracle_value if setting else None,
         "headline": setting.headline if setting else None,
+        **comparison.instance_record(),
         "summary": summary,
         "normalized": comparison.normalized_summary(),
         "rl_runs": comparison.rl_runs,
         "episodes": [{"agent": e.agent, "seed": e.seed, "metrics": e.metrics} for e in comparison.episodes],
     }
+
+
+def read_comparison(folder: str | Path) -> Comparison:
+    """The comparison a ``results.json`` holds (without the per-step traces), under today's settings entry: its
+    anchors, flags and explanations are re-derived from the stored per-seed metrics."""
+    stored = json.loads((Path(folder) / "results.json").read_text())
+    env_id, rl_runs = stored["env_id"], stored["rl_runs"]
+    return Comparison(
+        env_id=env_id,
+        seeds=stored["seeds"],
+        agents=stored["agents"],
+        episodes=[Episode(env_id, e["agent"], e["seed"], e["metrics"], {}) for e in stored["episodes"]],
+        setting=env_setting(env_id),
+        env_kwargs=stored["env_kwargs"],
+        agent_env_kwargs=stored["agent_env_kwargs"],
+        excluded=stored["excluded"],
+        privileged={a for a in stored["agents"] if a not in rl_runs and agent_class(env_id, a).privileged},
+        rl_runs=rl_runs,
+        held_out=stored["track"] == "held-out instances",
+        instances={int(seed): instance for seed, instance in stored["evaluation_instances"].items()},
+    )
+
+
+def rewrite_markdown(comparison: Comparison, folder: str | Path) -> Path:
+    """Rewrite ``report.md`` of a written report from ``comparison`` (e.g. ``read_comparison``'s), keeping its
+    figures: what changes is only what the settings entry says (explanations, labels)."""
+    out = Path(folder)
+    bars = {metric: out / "figures" / f"{metric}.png" for metric in comparison.metrics}
+    curves = {p.stem.removeprefix("curve_"): p for p in sorted((out / "figures").glob("curve_*.png"))}
+    path = out / "report.md"
+    path.write_text(markdown(comparison, comparison.summary(), bars, curves, out))
+    return path
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -83,6 +122,8 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 def label(comparison: Comparison, agent: str) -> str:
     if agent == comparison.paper_agent:
         return f"{agent} (paper)"
+    if comparison.setting is not None and agent in comparison.setting.ablations:
+        return f"{agent} (ablation)"
     if agent in comparison.privileged:
         return f"{agent} (oracle)"
     if agent in comparison.rl_runs:
@@ -118,21 +159,7 @@ def markdown(
             "",
         ]
     if setting is not None:
-        lines += [
-            f"Paper's algorithm: `{paper}`; naive baseline (score 0): `{setting.naive_agent}`; "
-            f"oracle (score 1): {setting.oracle_text}. {setting.notes}",
-            "",
-            f"## Normalized score on `{setting.headline}`",
-            "",
-            "| agent | mean | IQM | 95% CI |",
-            "|---|---:|---:|---|",
-        ]
-        for row in comparison.normalized_summary():
-            lines.append(
-                f"| {label(comparison, row['agent'])} | {fmt(row['mean'])} | {fmt(row['iqm'])} "
-                f"| {interval(row['ci_low'], row['ci_high'])} |"
-            )
-        lines.append("")
+        lines += [headline(comparison), ""]
     lines += ["## Metrics", ""]
     for metric, direction in comparison.metrics.items():
         lines += [f"### `{metric}` ({DIRECTION_WORDS[direction]})", ""]
@@ -184,6 +211,36 @@ def markdown(
     ]
     lines += ["Raw per-seed results: `results.csv`, `results.json`; the table above: `summary.csv`.", ""]
     return "\n".join(lines)
+
+
+def headline(comparison: Comparison) -> str:
+    """The anchors, the normalized scores on the headline metric and the sanity flags (markdown)."""
+    setting = comparison.setting
+    instances = sorted({str(i) for i in comparison.instances.values()})
+    lines = [
+        f"Track: {comparison.track} (instances: {', '.join(instances)}). Paper's algorithm: "
+        f"`{comparison.paper_agent}`; 0-anchor (naive): `{setting.naive_agent}`; 1-anchor (clairvoyant): "
+        f"{setting.oracle_text}. {setting.notes}",
+        "",
+        *(f"- `{agent}`: {what}." for agent, what in setting.ablations.items() if agent in comparison.agents),
+        "",
+        f"## Normalized score on `{setting.headline}`",
+        "",
+        "| agent | mean | IQM | 95% CI |",
+        "|---|---:|---:|---|",
+    ]
+    for row in comparison.normalized_summary():
+        lines.append(
+            f"| {label(comparison, row['agent'])} | {fmt(row['mean'])} | {fmt(row['iqm'])} "
+            f"| {interval(row['ci_low'], row['ci_high'])} |"
+        )
+    lines += ["", "### Sanity notes", "", *sanity.markdown(sanity.flags(comparison))]
+    return "\n".join(lines)
+
+
+def headline_text(benchmark_report: Path) -> str:
+    """What ``cluster-envs benchmark`` prints when it ends: the headline its run wrote beside ``report.md``."""
+    return (Path(benchmark_report).parent / "headline.md").read_text()
 
 
 def _seed_text(seeds: list[int]) -> str:

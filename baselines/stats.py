@@ -3,12 +3,14 @@ paired differences, probability of improvement, normalized scores.
 
 Intervals are percentile bootstrap intervals from ``scipy.stats.bootstrap`` (the method rliable uses).
 With several samples (strata, e.g. one per env) each is resampled on its own: a stratified bootstrap.
-Resampling is seeded, so a report is reproducible.
+The aggregate over envs (IQM with stratified bootstrap intervals, performance profiles) calls rliable itself
+(Agarwal et al. 2021). Resampling is seeded, so a report is reproducible.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 from scipy import stats
@@ -70,3 +72,47 @@ def normalized(values: np.ndarray, naive: float, oracle: float) -> np.ndarray:
     if not np.isfinite(span) or span == 0:
         return np.full(np.shape(values), np.nan)
     return (np.asarray(values, dtype=np.float64) - naive) / span
+
+
+@contextmanager
+def _global_seed(seed: int) -> Iterator[None]:
+    """numpy's global generator seeded for the block, then restored: rliable 1.2 draws its bootstrap indices from
+    it (``np.random.choice`` in ``StratifiedBootstrap.update_indices``), ignoring ``random_state``."""
+    state = np.random.get_state()  # noqa: NPY002
+    np.random.seed(seed)  # noqa: NPY002
+    try:
+        yield
+    finally:
+        np.random.set_state(state)  # noqa: NPY002
+
+
+def aggregate_iqm(scores: Mapping[str, np.ndarray], seed: int = 0) -> dict[str, tuple[float, float, float]]:
+    """Per agent, the IQM of its normalized scores over runs and tasks with a stratified bootstrap 95% interval
+    (rliable: runs resampled within each task). ``scores[agent]`` has shape (runs, tasks)."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    with _global_seed(seed):
+        points, intervals = rly.get_interval_estimates(
+            {agent: np.asarray(x, dtype=np.float64) for agent, x in scores.items()},
+            lambda x: np.array([metrics.aggregate_iqm(x)]),
+            reps=N_RESAMPLES,
+            confidence_interval_size=CONFIDENCE,
+        )
+    return {a: (float(points[a][0]), float(intervals[a][0, 0]), float(intervals[a][1, 0])) for a in scores}
+
+
+def performance_profiles(
+    scores: Mapping[str, np.ndarray], taus: np.ndarray, seed: int = 0
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """rliable's score distributions: per agent, the fraction of runs (over all tasks) with score > τ, and
+    stratified bootstrap 95% bands."""
+    from rliable import library as rly
+
+    with _global_seed(seed):
+        return rly.create_performance_profile(
+            {agent: np.asarray(x, dtype=np.float64) for agent, x in scores.items()},
+            taus,
+            reps=N_RESAMPLES,
+            confidence_interval_size=CONFIDENCE,
+        )

@@ -14,7 +14,7 @@ def run_episode(env_id: str, agent, seed: int, on_step=None, **env_kwargs):
     """Return (unwrapped env at the end, episode_summary); ``on_step(env, agent, obs)`` runs per act."""
     env = gym.make(env_id, **env_kwargs).unwrapped
     obs, _ = env.reset(seed=seed)
-    agent.reset(env.problem, seed=seed)
+    agent.reset(env if agent.privileged else env.problem, seed=seed)
     while True:
         action = agent.act(obs)
         if on_step is not None:

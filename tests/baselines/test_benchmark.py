@@ -1,5 +1,6 @@
 """benchmark: one report over every env with an entry, PPO trained once and then loaded, ids without an
-entry skipped. The default run shrinks seeds and PPO steps; the real --quick run is marked slow."""
+entry skipped; the protocol's anchors and tracks (no headline agent trained on an evaluation instance). The
+default run shrinks seeds and PPO steps; the real --quick run is marked slow."""
 
 from __future__ import annotations
 
@@ -7,12 +8,17 @@ import dataclasses
 import json
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+from agents import agent_names
+from agents.registry import agent_class
 from baselines import benchmark as bench
 from baselines import settings
-from baselines.compare import compare
+from baselines.compare import HELD_OUT_INSTANCE_BASE, compare
+from baselines.rl import TRAIN_SEED_BASE, training_seed
+from baselines.stats import iqm
 
 ENV = "ClusterSLA-v0"
 
@@ -25,58 +31,114 @@ def tiny(monkeypatch):
     monkeypatch.setitem(settings.SETTINGS, ENV, dataclasses.replace(settings.SETTINGS[ENV], rl_steps_quick=512))
 
 
-def test_benchmark_report(tiny, tmp_path):
+def _means(folder: Path, metric: str) -> dict[str, float]:
+    episodes = json.loads((folder / "results.json").read_text())["episodes"]
+    agents = {e["agent"] for e in episodes}
+    return {a: float(np.mean([e["metrics"][metric] for e in episodes if e["agent"] == a])) for a in agents}
+
+
+def test_benchmark_report(tiny, monkeypatch, tmp_path):
     ids = [ENV, "ClusterNotInSettings-v0"]
     report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=ids, models_dir=tmp_path / "models")
     text = report.read_text()
-    assert "| [ClusterSLA-v0](ClusterSLA-v0/report.md) | defaults | `regret` | `mwu_extended`" in text
+    assert "| [ClusterSLA-v0](ClusterSLA-v0/report.md) | defaults | `regret` | `static` | `mwu_extended`" in text
     assert "Skipped (no entry in `baselines/settings.py`): ClusterNotInSettings-v0." in text
-    headline = json.loads((tmp_path / "headline.json").read_text())["envs"][ENV]["scores"]
+    assert text.startswith((tmp_path / "headline.md").read_text())  # what the CLI prints when the run ends
+    stored = json.loads((tmp_path / "headline.json").read_text())
+    entry = stored["tracks"]["held-out instances"][ENV]
+    assert stored["tracks"]["fixed instance"] == {}  # the SLA instance is drawn from the reset seed
+    assert (entry["naive_anchor"], entry["clairvoyant_anchor"]) == ("static", "pg")
+    steps = json.loads((tmp_path / "models" / f"ppo-{ENV}" / "meta.json").read_text())["total_timesteps"]
+    assert entry["rl_budget"] == f"{steps:,} steps × 1 seed" and f"| {steps:,} steps × 1 seed |" in text
+    headline = entry["scores"]
     assert set(headline) == {"paper", "ppo", "best heuristic", "oracle"}
-    episodes = json.loads((tmp_path / ENV / "results.json").read_text())["episodes"]
-    mean = {
-        a: np.mean([e["metrics"]["regret"] for e in episodes if e["agent"] == a])
-        for a in {e["agent"] for e in episodes}
-    }
+    mean = _means(tmp_path / ENV, "regret")
     score = {a: (mean[a] - mean["static"]) / (mean["pg"] - mean["static"]) for a in mean}
     heuristics = ["mwu", "proportional", "owm"]  # online, not the paper's algorithm, the naive baseline or RL
     assert headline["best heuristic"]["agent"] == max(heuristics, key=score.get)
     for role, agent in (("paper", "mwu_extended"), ("ppo", "ppo"), ("oracle", "pg")):
         assert headline[role]["agent"] == agent
         assert headline[role]["mean"] == pytest.approx(score[agent])
-    assert (tmp_path / "models" / f"ppo-{ENV}" / "model.zip").is_file()
+    # one env: the aggregate IQM of a role is the IQM of its per-seed scores
+    per_seed = json.loads((tmp_path / ENV / "results.json").read_text())["episodes"]
+    paper = [(e["metrics"]["regret"] - mean["static"]) / (mean["pg"] - mean["static"]) for e in per_seed
+             if e["agent"] == "mwu_extended"]  # fmt: skip
+    assert stored["aggregate"]["paper"]["iqm"] == pytest.approx(float(iqm(np.array(paper))))
+    assert stored["aggregate"]["paper"]["envs"] == [ENV]
+    assert (tmp_path / "models" / f"ppo-{ENV}" / "model.zip").is_file() and (tmp_path / "profiles.png").is_file()
+    # the entry's text edited after the run: render rewrites the reports from the saved results, same numbers
+    edited = dataclasses.replace(settings.SETTINGS[ENV], notes="Rendered again.")
+    monkeypatch.setitem(settings.SETTINGS, ENV, edited)
+    assert bench.render(tmp_path) == report
+    again = json.loads((tmp_path / "headline.json").read_text())
+    assert again["tracks"] == stored["tracks"] and again["aggregate"] == stored["aggregate"]
+    assert "Rendered again." in (tmp_path / ENV / "report.md").read_text()
+    assert (tmp_path / ENV / "figures" / "curve_regret.png").is_file()  # the run's figures are kept
 
 
-def test_benchmark_scores_envs_without_an_oracle_agent(tiny, monkeypatch, tmp_path):
-    """ClusterApproxSingleJob-v0: score 1 is the env benchmark's regret 0; ClusterApprox-v0: the paper's OPM
-    (no oracle cell). Short horizons and a tiny PPO keep it cheap; the scores are recomputed from the raw results."""
-    ids = ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"]
-    for env_id in ids:
-        entry = settings.SETTINGS[env_id]
-        short = dataclasses.replace(entry, env_kwargs={**entry.env_kwargs, "horizon": 60}, rl_steps_quick=256)
-        monkeypatch.setitem(settings.SETTINGS, env_id, short)
-    report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=ids, models_dir=tmp_path / "models")
-    headline = json.loads((tmp_path / "headline.json").read_text())["envs"]
-    for env_id, top in (("ClusterApprox-v0", "opm"), ("ClusterApproxSingleJob-v0", None)):
-        setting = settings.SETTINGS[env_id]
-        episodes = json.loads((tmp_path / env_id / "results.json").read_text())["episodes"]
-        mean = {
-            a: np.mean([e["metrics"][setting.headline] for e in episodes if e["agent"] == a])
-            for a in {e["agent"] for e in episodes}
-        }
-        one = mean[top] if top else 0.0
-        scores = headline[env_id]["scores"]
-        for role in ("paper", "ppo"):
-            agent = scores[role]["agent"]
-            assert scores[role]["mean"] == pytest.approx((mean[agent] - mean["random"]) / (one - mean["random"]))
-        if top:
-            assert "oracle" not in scores and scores["paper"]["mean"] == pytest.approx(1.0)
-        else:
-            assert scores["oracle"]["agent"] == bench.BENCHMARK_ORACLE and scores["oracle"]["mean"] == 1.0
-    text = report.read_text()
-    assert "| [ClusterApprox-v0](ClusterApprox-v0/report.md) | `{'horizon': 60}` | `utility` | `opm` 1 " in text
-    assert "| [ClusterApproxSingleJob-v0](ClusterApproxSingleJob-v0/report.md) | `{'reward_mode': 'approx', " in text
-    assert "`env benchmark` 1 — |" in text
+def test_no_headline_agent_trained_on_an_evaluation_instance(tiny, monkeypatch, tmp_path):
+    """SLA draws the instance from the reset seed: PPO's training envs are seeded above every evaluation seed.
+    MultiServer fixes it by `instance_seed`: the headline track evaluates seed s on instance 1000 + s without RL,
+    and PPO appears only in the fixed-instance track, on the instance it trained on."""
+    multi = "ClusterMultiServer-v0"
+    entry = settings.SETTINGS[multi]
+    short = dataclasses.replace(entry, env_kwargs={**entry.env_kwargs, "horizon": 30}, rl_steps_quick=256)
+    monkeypatch.setitem(settings.SETTINGS, multi, short)
+    bench.benchmark(tmp_path, quick=True, progress=False, env_ids=[ENV, multi], models_dir=tmp_path / "models")
+    tracks = json.loads((tmp_path / "headline.json").read_text())["tracks"]
+    headline, fixed = tracks["held-out instances"], tracks["fixed instance"]
+    assert set(headline) == {ENV, multi} and set(fixed) == {multi}
+    sla = headline[ENV]
+    assert set(sla["evaluation_instances"].values()) == {"reset seed"}
+    (ppo,) = sla["training_instances"].values()
+    train_seeds = set(range(ppo["first_env_seed"], ppo["first_env_seed"] + ppo["n_envs"]))
+    assert min(train_seeds) >= TRAIN_SEED_BASE > max(sla["evaluation_seeds"])
+    assert not train_seeds & set(sla["evaluation_seeds"])
+    held = headline[multi]
+    assert held["training_instances"] == {} and held["scores"].keys() == {"paper", "best heuristic", "oracle"}
+    assert held["evaluation_instances"] == {str(s): HELD_OUT_INSTANCE_BASE + s for s in held["evaluation_seeds"]}
+    (trained_on,) = fixed[multi]["training_instances"].values()
+    assert set(fixed[multi]["evaluation_instances"].values()) == {trained_on["instance_seed"]}
+    assert trained_on["instance_seed"] not in held["evaluation_instances"].values()
+    for track, folder in (
+        ("held-out instances", tmp_path / multi),
+        ("fixed instance", tmp_path / "fixed-instance" / multi),
+    ):
+        stored = json.loads((folder / "results.json").read_text())
+        assert stored["track"] == track and stored["training_instances"] == tracks[track][multi]["training_instances"]
+
+
+def test_the_reset_seed_alone_draws_the_instance_of_the_per_episode_envs():
+    """The premise of the held-out split where RL trains on other reset seeds: Bilinear's hidden Θ is a function of
+    the reset seed (same seed, same instance; another seed, another instance)."""
+    env = gym.make("ClusterBilinear-v0")
+
+    def theta(seed):
+        env.reset(seed=seed)
+        return env.unwrapped.theta.copy()
+
+    np.testing.assert_array_equal(theta(3), theta(3))
+    assert not np.array_equal(theta(3), theta(training_seed(0)))
+
+
+def test_every_entry_has_a_named_naive_anchor_and_a_clairvoyant_one():
+    """The 1-anchor is a privileged agent (it reads the hidden parameters) or a closed-form optimum's value; the
+    0-anchor and the paper's algorithm are online; every agent an entry names is registered."""
+    for env_id, setting in settings.SETTINGS.items():
+        assert (setting.oracle_agent is None) != (setting.oracle_value is None)
+        if setting.oracle_agent is not None:
+            assert agent_class(env_id, setting.oracle_agent).privileged, env_id
+        for online in (setting.naive_agent, setting.paper_agent, *setting.ablations):
+            assert not agent_class(env_id, online).privileged, (env_id, online)
+        named = [name for key in setting.explanations for name in key.split(":", 1)[1].split("=")]
+        assert set(named) <= set(agent_names(env_id)) | {"ppo"}, env_id
+
+
+def test_rl_is_refused_on_the_held_out_instances_of_an_instance_fixed_env():
+    with pytest.raises(ValueError, match="cannot be evaluated on held-out instances"):
+        compare("ClusterMultiServer-v0", "random", rl=["ppo"], seeds=[0], held_out=True, progress=False)
+    with pytest.raises(ValueError, match="instance_seed"):
+        compare("ClusterGang-v0", "random", seeds=[0], env_kwargs={"instance_seed": 3}, held_out=True, progress=False)
 
 
 def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path, monkeypatch):
@@ -113,12 +175,13 @@ def test_benchmark_without_any_entry_is_an_error(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
-def test_quick_benchmark_from_the_command_line(tmp_path):
+def test_quick_benchmark_from_the_command_line(tmp_path, capsys):
     pytest.importorskip("stable_baselines3")
     from baselines.cli import main
 
     assert main(["benchmark", "--quick", "--out", str(tmp_path), "--models", str(tmp_path / "models"), "--quiet"]) == 0
     assert (tmp_path / "report.md").is_file() and (tmp_path / "headline.png").is_file()
+    assert (tmp_path / "headline.md").read_text() in capsys.readouterr().out
 
 
 def test_headline_shows_the_env_kwargs_and_no_naive_best_heuristic(tmp_path):
@@ -127,7 +190,6 @@ def test_headline_shows_the_env_kwargs_and_no_naive_best_heuristic(tmp_path):
     comparison = compare(ENV, [], seeds=[0, 1], env_kwargs={"horizon": 60}, progress=False)
     result = bench.EnvResult(comparison, tmp_path / ENV / "report.md", 1.0)
     assert result.best_heuristic() is None and "best heuristic" not in result.headline()
-    text = bench.markdown({ENV: result}, [], True, (1.0, 1.0), Path("headline.png"), tmp_path)
-    row = next(line for line in text.splitlines() if line.startswith(f"| [{ENV}]"))
-    assert row.startswith(f"| [{ENV}]({ENV}/report.md) | `{{'horizon': 60}}` | `regret` | `mwu_extended` ")
-    assert row.split(" | ")[-2] == "—" and "`static`" not in row
+    row = next(line for line in bench.track_table({ENV: result}, tmp_path) if line.startswith(f"| [{ENV}]"))
+    assert row.startswith(f"| [{ENV}]({ENV}/report.md) | `{{'horizon': 60}}` | `regret` | `static` | `mwu_extended` ")
+    assert row.split(" | ")[-2] == "—" and row.count("`static`") == 1  # the 0-anchor's own column only

@@ -15,7 +15,10 @@ def test_compare_writes_a_report(tmp_path, capsys):
     code = main(["compare", "ClusterSLA-v0", "--agents", "owm", "--seeds", "0-1", "--set", "horizon=120",
                  "--out", str(out), "--quiet"])  # fmt: skip
     assert code == 0
-    assert f"report written to {out / 'report.md'}" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"report written to {out / 'report.md'}" in printed
+    assert "0-anchor (naive): `static`; 1-anchor (clairvoyant): `pg`" in printed and "| owm |" in printed
+    assert "### Sanity notes" in printed  # the headline is printed, as the report holds it
     result = json.loads((out / "results.json").read_text())
     assert result["seeds"] == [0, 1] and result["env_kwargs"] == {"horizon": 120}
     assert {e["agent"] for e in result["episodes"]} == {"mwu_extended", "static", "pg", "owm"}

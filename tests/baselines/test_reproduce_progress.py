@@ -54,9 +54,9 @@ def test_bilinear_shows_a_full_bar_per_experiment_and_writes_report_md(tmp_path,
     tiny = {"reps": 2, "horizons": (20, 40), "scaling": (20, 40), "iterations": 100}
     monkeypatch.setitem(bilinear.SCALES, "tiny_test", tiny)
     report = bilinear.run("tiny_test", tmp_path)
-    assert report == tmp_path / "report.md" and "## E5" in report.read_text()
+    assert report == tmp_path / "report.md" and "## E6" in report.read_text()
     bars = _finished_bars(capsys.readouterr().err)
-    assert sorted(bars) == ["E1", "E2", "E3", "E4", "E5"]
+    assert sorted(bars) == ["E1", "E2", "E3", "E4", "E5", "E6"]
     assert all(done == total > 0 for done, total in bars.values()), bars  # every run counted, none left out
 
 
