@@ -7,6 +7,7 @@ import json
 import pytest
 
 from baselines.cli import main
+from baselines.settings import SETTINGS
 
 
 def test_compare_writes_a_report(tmp_path, capsys):
@@ -52,7 +53,8 @@ def test_a_misspelt_hyperparameter_is_a_one_line_error(tmp_path, capsys):
     pytest.importorskip("stable_baselines3")
     yaml = pytest.importorskip("yaml")
     path = tmp_path / "ppo.yml"
-    path.write_text(yaml.safe_dump({"ClusterSLA-v0": {"env_kwargs": {"action_mode": "softmax"}, "learning_rat": 0.1}}))
+    env_kwargs = dict(SETTINGS["ClusterSLA-v0"].rl_env_kwargs)
+    path.write_text(yaml.safe_dump({"ClusterSLA-v0": {"env_kwargs": env_kwargs, "learning_rat": 0.1}}))
     assert main(["train", "ClusterSLA-v0", "--hyperparams", str(path), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "learning_rat" in err[0]

@@ -141,7 +141,7 @@ def test_the_settings_env_kwargs_apply_to_every_agent_under_the_callers(monkeypa
     comparison = compare(ENV, "owm", seeds=[0], env_kwargs={"sla_tol": 3.0}, progress=False)
     assert comparison.env_kwargs == {"horizon": 120, "sla_tol": 3.0}
     assert {e.metrics["steps"] for e in comparison.episodes} == {120.0}
-    assert entry.rl_training_kwargs == {"horizon": 120, "sla_tol": 2.0, "action_mode": "softmax"}
+    assert entry.rl_training_kwargs == {"horizon": 120, "sla_tol": 2.0, **entry.rl_env_kwargs}
 
 
 def test_the_normalized_score_with_a_closed_form_optimum(two_seeds):

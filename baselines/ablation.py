@@ -1,0 +1,437 @@
+"""RL interface ablations: train variants of an env id's RL setup over training seeds and score them on the
+benchmark's evaluation seeds, next to the reference agents.
+
+A study is one env id and a list of ``Variant``s (action mode, observation or action wrappers, algorithm,
+hyperparameters), each a change on top of the shipped setup (the settings entry and the YAML section).
+``run`` trains each variant with each training seed (stable-baselines3 directly, DummyVecEnv as ``cluster-envs
+train``), evaluates the deterministic policy at the checkpoints on the evaluation seeds and appends one row per
+(variant, training seed, checkpoint, evaluation seed) to ``<out>/<study>.csv``. ``table`` turns the rows into
+a Markdown table: per variant and checkpoint, the headline metric and the normalized score (the benchmark's:
+naive 0, oracle 1) as mean and 95% bootstrap interval over training seeds, each seed's value being its mean
+over the evaluation seeds; the reference agents' rows come from ``cluster-envs compare <id> --agents all``
+saved in ``<out>/refs/<id>/results.json`` (the ``refs`` command writes them), and a figure of the curves.
+
+    python -m baselines.ablation refs ClusterSLA-v0 --seeds 0-4
+    python -m baselines.ablation run sla_action_mode --seeds 0-2 --checkpoints 50000,100000
+    python -m baselines.ablation table sla_action_mode
+
+Variants that need an action wrapper (``WorkConservingAction``) are evaluated through it here; the RL adapter
+of ``baselines.rl`` applies observation wrappers only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from baselines.rl import RunConfig, algo_class, training_seed, wrapper_class
+from baselines.settings import require_setting
+from baselines.stats import bootstrap_ci, normalized
+
+FLATTEN = "gymnasium.wrappers.FlattenObservation"
+STATS = "baselines.wrappers.BanditStatsObservation"
+WORK_CONSERVING = "baselines.wrappers.WorkConservingAction"
+SLOT_MASK = "baselines.wrappers.SlotMaskAction"
+SHIPPED = object()  # a Variant's wrappers: the settings entry's rl_wrapper
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A change of the shipped RL setup. ``section`` names the YAML file whose section gives the hyperparameters
+    (default ``algo``'s); ``hyperparams`` replace keys of it (``"normalize"``, ``"n_envs"`` or model kwargs);
+    ``sb3_defaults`` keeps only the policy (SB3's default hyperparameters, no normalization). ``wrappers`` are
+    applied in order around the env (action wrappers first: they read the raw observation)."""
+
+    name: str
+    algo: str = "ppo"
+    section: str | None = None
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    wrappers: Any = SHIPPED
+    hyperparams: Mapping[str, Any] = field(default_factory=dict)
+    sb3_defaults: bool = False
+
+
+# The env kwargs a variant states are on top of the settings entry's training kwargs for its algorithm.
+STUDIES: dict[str, tuple[str, tuple[Variant, ...]]] = {
+    "sla_action_mode": (
+        "ClusterSLA-v0",
+        (
+            Variant("softmax", env_kwargs={"action_mode": "softmax"}),
+            Variant("normalize", env_kwargs={"action_mode": "normalize"}),
+            Variant("normalize, SB3 defaults", env_kwargs={"action_mode": "normalize"}, sb3_defaults=True),
+            Variant("softmax, SB3 defaults", env_kwargs={"action_mode": "softmax"}, sb3_defaults=True),
+        ),
+    ),
+    "sla_gamma": (
+        "ClusterSLA-v0",
+        (
+            Variant("normalize, gamma 0.9", env_kwargs={"action_mode": "normalize"}),
+            Variant("normalize, gamma 0.99", env_kwargs={"action_mode": "normalize"}, hyperparams={"gamma": 0.99}),
+            Variant("normalize, gamma 0.5", env_kwargs={"action_mode": "normalize"}, hyperparams={"gamma": 0.5}),
+        ),
+    ),
+    "approx_action": (
+        "ClusterApprox-v0",
+        (
+            Variant("flat (shipped)", wrappers=(FLATTEN,)),
+            Variant("work-conserving", wrappers=(WORK_CONSERVING, FLATTEN)),
+            Variant("work-conserving + stats", wrappers=(WORK_CONSERVING, STATS)),
+            Variant("masked (MaskablePPO)", algo="ppo_mask", section="ppo", wrappers=(SLOT_MASK, FLATTEN)),
+        ),
+    ),
+    "approx_single_obs": (
+        "ClusterApproxSingleJob-v0",
+        (
+            Variant("flat (shipped)", wrappers=(FLATTEN,)),
+            Variant("flat + stats", wrappers=(STATS,)),
+        ),
+    ),
+    "bilinear_action": (
+        "ClusterBilinear-v0",
+        (
+            Variant("simplex_logits", env_kwargs={"action_mode": "simplex_logits"}),
+            Variant("allocation", env_kwargs={"action_mode": "allocation"}),
+        ),
+    ),
+    "multiserver_action": (
+        "ClusterMultiServer-v0",
+        (
+            Variant("scores (PPO)", env_kwargs={"action_mode": "scores"}),
+            Variant("binary + mask (MaskablePPO)", algo="ppo_mask"),
+        ),
+    ),
+    "gang_action": (
+        "ClusterGang-v0",
+        (
+            Variant("scores (PPO)", env_kwargs={"action_mode": "scores"}),
+            Variant("binary + mask (MaskablePPO)", algo="ppo_mask"),
+        ),
+    ),
+    "sla_recurrent": (
+        "ClusterSLA-v0",
+        (
+            Variant("normalize, PPO", env_kwargs={"action_mode": "normalize"}),
+            Variant("normalize, RecurrentPPO", algo="ppo_lstm", env_kwargs={"action_mode": "normalize"}),
+        ),
+    ),
+}
+
+
+# -- one run -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Setup:
+    env_id: str
+    headline: str
+    env_kwargs: dict[str, Any]
+    wrappers: tuple[str, ...]
+    config: RunConfig
+
+
+def setup(env_id: str, variant: Variant) -> Setup:
+    setting = require_setting(env_id)
+    config = RunConfig.resolve(variant.section or variant.algo, env_id, variant.env_kwargs)
+    config.algo = variant.algo
+    env_kwargs = {**setting.training_kwargs(variant.algo), **dict(variant.env_kwargs)}
+    config.env_kwargs = env_kwargs
+    if variant.sb3_defaults:
+        config.model_kwargs = {"policy": config.model_kwargs["policy"]}
+        config.normalize = None
+    for key, value in variant.hyperparams.items():
+        if key == "normalize":
+            config.normalize = value
+        elif key == "n_envs":
+            config.n_envs = int(value)
+        else:
+            config.model_kwargs[key] = value
+    if variant.algo == "ppo_lstm":
+        config.model_kwargs["policy"] = "MlpLstmPolicy"
+    wrappers = (setting.rl_wrapper,) if variant.wrappers is SHIPPED else tuple(variant.wrappers)
+    return Setup(env_id, setting.headline, env_kwargs, tuple(w for w in wrappers if w), config)
+
+
+def make_env(s: Setup, monitor: bool = False) -> gym.Env:
+    env = gym.make(s.env_id, **s.env_kwargs)
+    if monitor:
+        from stable_baselines3.common.monitor import Monitor
+
+        env = Monitor(env)
+    for name in s.wrappers:
+        env = _import(name)(env)
+    return env
+
+
+def _import(name: str) -> type:
+    if name == FLATTEN or name == STATS:
+        return wrapper_class(name)
+    module, _, cls = name.rpartition(".")
+    return getattr(__import__(module, fromlist=[cls]), cls)
+
+
+def evaluate_policy(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> list[float]:
+    """The headline metric of the deterministic policy on each evaluation seed (recurrent state kept)."""
+    values = []
+    for seed in seeds:
+        env = make_env(s)
+        obs, _ = env.reset(seed=seed)
+        state, start = None, np.ones(1, dtype=bool)
+        while True:
+            x = normalizer.normalize_obs(obs) if normalizer is not None else obs
+            extra = {"action_masks": env.get_wrapper_attr("action_masks")()} if masked else {}
+            action, state = model.predict(x, state=state, episode_start=start, deterministic=True, **extra)
+            start = np.zeros(1, dtype=bool)
+            obs, _, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                break
+        values.append(float(info["episode_summary"][s.headline]))
+        env.close()
+    return values
+
+
+def train_and_evaluate(
+    env_id: str, variant: Variant, seed: int, checkpoints: Sequence[int], eval_seeds: Sequence[int]
+) -> list[dict[str, Any]]:
+    """Train ``variant`` with training seed ``seed``, evaluating at each checkpoint (env steps)."""
+    import torch
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    torch.set_num_threads(1)
+    s = setup(env_id, variant)
+    vec_env = DummyVecEnv([lambda: make_env(s, monitor=True)] * s.config.n_envs)
+    if s.config.normalize is not None:
+        vec_env = VecNormalize(vec_env, gamma=s.config.model_kwargs.get("gamma", 0.99), **s.config.normalize)
+    model = algo_class(variant.algo)(env=vec_env, seed=seed, device="cpu", verbose=0, **s.config.model_kwargs)
+    model.get_env().seed(training_seed(seed))  # as baselines.rl.train: training seeds never meet evaluation seeds
+    rows, seconds = [], 0.0
+    for checkpoint in sorted(checkpoints):
+        start = time.perf_counter()
+        model.learn(total_timesteps=max(checkpoint - model.num_timesteps, 1), reset_num_timesteps=False)
+        seconds += time.perf_counter() - start
+        normalizer = model.get_vec_normalize_env()
+        values = evaluate_policy(s, model, normalizer, eval_seeds, masked=variant.algo == "ppo_mask")
+        for eval_seed, value in zip(eval_seeds, values, strict=True):
+            rows.append(
+                {
+                    "variant": variant.name,
+                    "train_seed": seed,
+                    "timesteps": int(model.num_timesteps),
+                    "train_seconds": round(seconds, 2),
+                    "eval_seed": eval_seed,
+                    "value": value,
+                }
+            )
+    vec_env.close()
+    return rows
+
+
+def run(
+    study: str, seeds: Sequence[int], checkpoints: Sequence[int], eval_seeds: Sequence[int], out: Path,
+    variants: Sequence[str] | None = None,
+) -> Path:  # fmt: skip
+    """Append every (variant, seed)'s rows to ``<out>/<study>.csv`` as each run finishes."""
+    env_id, all_variants = study_of(study)
+    chosen = [v for v in all_variants if variants is None or v.name in variants]
+    if variants is not None and len(chosen) != len(variants):
+        raise ValueError(f"variants must be among {[v.name for v in all_variants]}, got {list(variants)}")
+    path = out / f"{study}.csv"
+    out.mkdir(parents=True, exist_ok=True)
+    for variant in chosen:
+        for seed in seeds:
+            rows = train_and_evaluate(env_id, variant, seed, checkpoints, eval_seeds)
+            new = not path.is_file()
+            with path.open("a", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+                if new:
+                    writer.writeheader()
+                writer.writerows(rows)
+            print(f"{study} | {variant.name} | seed {seed}: {rows[-1]['timesteps']} steps, "
+                  f"{np.mean([r['value'] for r in rows[-len(eval_seeds):]]):.4g}", flush=True)  # fmt: skip
+    return path
+
+
+def study_of(study: str) -> tuple[str, tuple[Variant, ...]]:
+    if study not in STUDIES:
+        raise ValueError(f"study={study!r} is not known; allowed: {list(STUDIES)}")
+    return STUDIES[study]
+
+
+# -- tables --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class References:
+    """The reference agents' headline means on the evaluation seeds, and the normalization's 0 and 1."""
+
+    headline: str
+    means: dict[str, float]
+    naive: float
+    top: float
+    roles: dict[str, str]  # "paper", "naive", "best heuristic", "oracle" -> agent
+
+    @classmethod
+    def load(cls, path: Path) -> References:
+        from agents.registry import agent_class
+
+        data = json.loads(path.read_text())
+        setting = require_setting(data["env_id"])
+        headline = data["headline"]
+        means = {r["agent"]: r["mean"] for r in data["summary"] if r["metric"] == headline}
+        naive = means[setting.naive_agent]
+        top = setting.oracle_value
+        if top is None:
+            top = means[setting.oracle_agent or setting.paper_agent]
+        skip = {setting.paper_agent, setting.naive_agent, setting.oracle_agent}
+        heuristics = [a for a in means if a not in skip and not agent_class(data["env_id"], a).privileged]
+        roles = {"paper": setting.paper_agent, "naive": setting.naive_agent}
+        if heuristics:
+            roles["best heuristic"] = max(heuristics, key=lambda a: float(normalized(means[a], naive, top)))
+        if setting.oracle_agent:
+            roles["oracle"] = setting.oracle_agent
+        return cls(headline, means, naive, top, roles)
+
+
+def summarize(rows: list[dict[str, str]], refs: References) -> list[dict[str, Any]]:
+    """Per variant and checkpoint: mean and interval over training seeds of the per-seed means."""
+    groups: dict[tuple[str, int], dict[int, list[float]]] = {}
+    for r in rows:
+        checkpoint = int(r["timesteps"])  # PPO stops at the end of a rollout, past the checkpoint asked for
+        groups.setdefault((r["variant"], checkpoint), {}).setdefault(int(r["train_seed"]), []).append(float(r["value"]))
+    table = []
+    for (variant, checkpoint), by_seed in groups.items():
+        per_seed = np.array([np.mean(v) for v in by_seed.values()])
+        scores = normalized(per_seed, refs.naive, refs.top)
+        table.append(
+            {
+                "variant": variant,
+                "steps": checkpoint,
+                "seeds": len(per_seed),
+                "value": float(per_seed.mean()),
+                "value_ci": bootstrap_ci(per_seed),
+                "score": float(scores.mean()),
+                "score_ci": bootstrap_ci(scores),
+                "per_seed": per_seed.tolist(),
+            }
+        )
+    return table
+
+
+def markdown(study: str, table: list[dict[str, Any]], refs: References) -> str:
+    env_id, _ = study_of(study)
+    lines = [
+        f"| {env_id} | steps | training seeds | `{refs.headline}` | normalized score |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for row in table:
+        lines.append(
+            f"| {row['variant']} | {row['steps']:,} | {row['seeds']} | {row['value']:.4g} {_ci(row['value_ci'])} "
+            f"| {row['score']:.3f} {_ci(row['score_ci'], 3)} |"
+        )
+    for role, agent in refs.roles.items():
+        value = refs.means[agent]
+        lines.append(
+            f"| {role}: `{agent}` | — | — | {value:.4g} | {float(normalized(value, refs.naive, refs.top)) + 0.0:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def _ci(ci: tuple[float, float], digits: int = 4) -> str:
+    low, high = ci
+    return "" if not np.isfinite(low) else f"[{low:.{digits}g}, {high:.{digits}g}]"
+
+
+def plot(study: str, table: list[dict[str, Any]], refs: References, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    env_id, _ = study_of(study)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for k, variant in enumerate(dict.fromkeys(r["variant"] for r in table)):
+        rows = sorted((r for r in table if r["variant"] == variant), key=lambda r: r["steps"])
+        steps = [r["steps"] for r in rows]
+        ax.plot(steps, [r["score"] for r in rows], marker="o", color=f"C{k}", label=variant)
+        low, high = zip(*(r["score_ci"] for r in rows), strict=True)
+        ax.fill_between(steps, low, high, color=f"C{k}", alpha=0.2)
+    for role, agent in refs.roles.items():
+        ax.axhline(float(normalized(refs.means[agent], refs.naive, refs.top)), ls=":", lw=1, color="grey")
+        ax.annotate(f"{role} ({agent})", (0, float(normalized(refs.means[agent], refs.naive, refs.top))),
+                    xycoords=("axes fraction", "data"), fontsize=7, color="grey")  # fmt: skip
+    ax.set_xlabel("training steps")
+    ax.set_ylabel(f"normalized {refs.headline} (naive 0, oracle 1)")
+    ax.set_title(f"{env_id}: {study}", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def refs(env_id: str, seeds: Sequence[int], out: Path, workers: int = 1) -> Path:
+    """Every reference agent of ``env_id`` on the evaluation seeds (``compare``), saved in ``<out>/refs/<id>``."""
+    from baselines.compare import compare
+    from baselines.report import write_report
+
+    comparison = compare(env_id, "all", seeds=seeds, workers=workers, progress=False)
+    return write_report(comparison, out / "refs" / env_id)
+
+
+# -- command line --------------------------------------------------------------------------------------
+
+
+def _ints(text: str) -> list[int]:
+    from baselines.cli import parse_seeds
+
+    return parse_seeds(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m baselines.ablation", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("results/ablation"), help="results folder")
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("refs", help="the reference agents on the evaluation seeds")
+    r.add_argument("env_id")
+    r.add_argument("--seeds", default="0-4", help="evaluation seeds (default 0-4, the quick benchmark's)")
+    r.add_argument("--workers", type=int, default=1)
+    t = sub.add_parser("run", help="train and evaluate a study's variants")
+    t.add_argument("study", choices=list(STUDIES))
+    t.add_argument("--seeds", default="0-2", help="training seeds (default 0-2)")
+    t.add_argument("--checkpoints", default="100000", help="comma-separated env steps at which to evaluate")
+    t.add_argument("--eval-seeds", default="0-4", help="evaluation seeds (default 0-4, the quick benchmark's)")
+    t.add_argument("--variants", default=None, help="variant names separated by ; (default all)")
+    m = sub.add_parser("table", help="Markdown table (and figure) of a study's rows")
+    m.add_argument("study", choices=list(STUDIES))
+    m.add_argument("--figure", type=Path, default=None, help="write the curves here (PNG)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if args.command == "refs":
+        print(refs(args.env_id, _ints(args.seeds), args.out, args.workers))
+    elif args.command == "run":
+        variants = args.variants.split(";") if args.variants else None
+        checkpoints = [int(float(c)) for c in args.checkpoints.split(",")]
+        run(args.study, _ints(args.seeds), checkpoints, _ints(args.eval_seeds), args.out, variants)
+    else:
+        env_id, _ = study_of(args.study)
+        references = References.load(args.out / "refs" / env_id / "results.json")
+        with (args.out / f"{args.study}.csv").open() as handle:
+            table = summarize(list(csv.DictReader(handle)), references)
+        print(markdown(args.study, table, references))
+        if args.figure is not None:
+            print(f"\n![{args.study}]({plot(args.study, table, references, args.figure)})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,106 @@
+"""RL-side wrappers: how an RL policy reads the ClusterApprox ids, without changing their dynamics or rewards.
+
+- ``BanditStatsObservation``: the flattened Dict observation plus, per machine, the empirical mean rate
+  ``sum_obs / n_obs`` (0 before the first observation) and the width ``1 / sqrt(1 + n_obs)``: the bandit's
+  sufficient statistics in the form an index policy uses them (an MLP on ``n_obs`` and ``sum_obs`` alone must
+  learn a division). Everything is computed from the observation, so the information rule holds.
+- ``WorkConservingAction`` (ClusterApprox-v0): a machine the policy sends to an empty job slot goes to the next
+  occupied slot (cyclically) instead of idling, so a policy cannot waste machines on empty slots; 0 (idle)
+  stays a choice, since with prices idling a machine can be right. ``work_conserving(present, action)`` is
+  the mapping as a pure function of the observation, for an adapter that acts outside an env.
+- ``SlotMaskAction`` (ClusterApprox-v0): ``action_masks()`` for sb3-contrib's MaskablePPO, allowing per machine
+  idle and the occupied slots only.
+
+The two action wrappers read the raw Dict observation, so they go inside any observation wrapper.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+PRESENT = 0  # column of a job row that is 1 when the slot holds a job
+
+
+class BanditStatsObservation(gym.ObservationWrapper):
+    """One Box: ``flatten(observation)`` followed by the per-machine empirical mean rate and confidence width."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        raw = env.observation_space
+        if not isinstance(raw, spaces.Dict) or not {"n_obs", "sum_obs"} <= set(raw.spaces):
+            raise ValueError(f"BanditStatsObservation needs a Dict observation with n_obs and sum_obs, got {raw}")
+        self._raw = raw
+        flat = spaces.flatten_space(raw)
+        m = raw["n_obs"].shape[0]
+        low = np.concatenate([flat.low, np.zeros(2 * m)])
+        high = np.concatenate([flat.high, np.ones(2 * m)])
+        self.observation_space = spaces.Box(low, high, dtype=np.float64)
+
+    def observation(self, observation: dict[str, np.ndarray]) -> np.ndarray:
+        n = np.asarray(observation["n_obs"], dtype=np.float64)
+        mean = np.asarray(observation["sum_obs"], dtype=np.float64) / np.maximum(n, 1.0)
+        width = 1.0 / np.sqrt(1.0 + n)
+        return np.concatenate([spaces.flatten(self._raw, observation), mean, width])
+
+
+def work_conserving(present: np.ndarray, action: np.ndarray) -> np.ndarray:
+    """Occupant per machine (0 idle, k = slot k) with every choice of an empty slot moved to the next occupied
+    slot, cyclically; idle where no slot is occupied. ``present`` (K,) bool, ``action`` (M,) ints in 0..K."""
+    action = np.asarray(action, dtype=np.int64)
+    occupied = np.flatnonzero(present) + 1  # slot numbers as the action writes them
+    if occupied.size == 0:
+        return np.zeros_like(action)
+    nxt = occupied[np.searchsorted(occupied, action) % occupied.size]  # first occupied slot >= the choice
+    return np.where(action == 0, 0, nxt)
+
+
+class _SlotAware(gym.Wrapper):
+    """Remembers which job slots the last observation showed occupied."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        if "jobs" not in getattr(env.observation_space, "spaces", {}) or not isinstance(
+            env.action_space, spaces.MultiDiscrete
+        ):
+            raise ValueError(f"{type(self).__name__} needs ClusterApprox-v0's base model (jobs, MultiDiscrete action)")
+        self.present = np.zeros(env.observation_space["jobs"].shape[0], dtype=bool)
+
+    def _remember(self, observation: dict[str, np.ndarray]) -> None:
+        self.present = observation["jobs"][:, PRESENT] > 0
+
+    def reset(self, **kwargs: Any):
+        observation, info = self.env.reset(**kwargs)
+        self._remember(observation)
+        return observation, info
+
+    def step(self, action: Any):
+        observation, reward, terminated, truncated, info = self.env.step(self.action(action))
+        self._remember(observation)
+        return observation, reward, terminated, truncated, info
+
+    def action(self, action: Any) -> Any:
+        return action
+
+
+class WorkConservingAction(_SlotAware):
+    """ClusterApprox-v0's action, read work-conservingly (``work_conserving``); same action space."""
+
+    def action(self, action: Any) -> np.ndarray:
+        return work_conserving(self.present, action)
+
+    @staticmethod
+    def action_from(observation: dict[str, np.ndarray], action: Any) -> np.ndarray:
+        """The env action for a policy ``action`` taken on the raw ``observation`` (for an adapter outside an env)."""
+        return work_conserving(observation["jobs"][:, PRESENT] > 0, action)
+
+
+class SlotMaskAction(_SlotAware):
+    """MaskablePPO's ``action_masks()``: per machine, idle and the occupied slots (flat, K + 1 per machine)."""
+
+    def action_masks(self) -> np.ndarray:
+        m = self.action_space.shape[0]
+        return np.tile(np.concatenate([[True], self.present]), m)
