@@ -10,15 +10,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a clone without installing
 
 import cluster_envs  # noqa: E402
-from agents import make_agent  # noqa: E402
-from baselines.harness import env_kwargs_for  # noqa: E402
+from baselines.harness import start  # noqa: E402
 from baselines.settings import require_setting  # noqa: E402
 
 FRAME_STEP = 50
@@ -28,10 +26,8 @@ IMAGES = ROOT / "docs" / "envs" / "img"
 def frame(env_id: str) -> np.ndarray:
     """The H×W×3 uint8 frame of ``env_id`` after ``FRAME_STEP`` steps of its paper's algorithm."""
     setting = require_setting(env_id)
-    agent = make_agent(env_id, setting.paper_agent)
-    env = gym.make(env_id, render_mode="rgb_array", **env_kwargs_for(agent, setting.env_kwargs))
-    obs, _ = env.reset(seed=0)
-    agent.reset(env.unwrapped.problem, seed=0)
+    env_kwargs = {**setting.env_kwargs, "render_mode": "rgb_array"}
+    env, agent, obs = start(env_id, setting.paper_agent, seed=0, env_kwargs=env_kwargs)
     for _ in range(FRAME_STEP):
         obs, *_ = env.step(agent.act(obs))
     image = env.render()
