@@ -24,13 +24,19 @@ The pattern, in a kernel module::
 The record's field types are those of the values it is made from (an integer literal becomes ``int64``).
 A record is not picklable: an object that holds one drops it when pickled or copied and makes it again from
 its arrays (:class:`HoldsRecord`).
+
+Inside compiled code, :func:`unowned` turns a record into a namedtuple of the same fields whose arrays have no
+memory owner: a kernel that passes its state on to many helper calls per copy passes that namedtuple, whose
+fields cost nothing to pass or read (a record's field or an owned array costs an atomic reference count on
+every call and read).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from numba.core import types
+from numba.core import cgutils, types
+from numba.extending import intrinsic, overload
 
 
 class RecordType(types.StructRef):
@@ -65,3 +71,45 @@ class HoldsRecord:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.record = self.make_record()
+
+
+@intrinsic
+def _strip_owner(typingctx, arr):
+    """``arr`` without its memory owner: numba's reference counting of the result (an atomic operation on every
+    call that passes it, however the callee is inlined or pruned) becomes a null test. Valid while ``arr``
+    lives."""
+
+    def codegen(context, builder, signature, args):
+        array = cgutils.create_struct_proxy(signature.args[0])(context, builder, value=args[0])
+        array.meminfo = cgutils.get_null_value(array.meminfo.type)
+        return array._getvalue()
+
+    return arr(arr), codegen
+
+
+def strip_owner(value):
+    """Compiled code only: an array without its memory owner (valid while the array lives); any other value as
+    it is."""
+    raise NotImplementedError("strip_owner runs in compiled code only")
+
+
+@overload(strip_owner)
+def _strip_owner_impl(value):
+    if isinstance(value, types.Array):
+        return lambda value: _strip_owner(value)
+    return lambda value: value
+
+
+def unowned(record, layout):
+    """Compiled code only: the fields of ``record`` as a ``layout`` namedtuple (the class, whose fields are the
+    record's), every array without its memory owner (:func:`strip_owner`; valid while the record lives)."""
+    raise NotImplementedError("unowned runs in compiled code only")
+
+
+@overload(unowned)
+def _unowned_impl(record, layout):
+    cls = layout.instance_class
+    body = ", ".join(f"strip_owner(record.{name})" for name in cls._fields)
+    namespace = {"cls": cls, "strip_owner": strip_owner}
+    exec(f"def impl(record, layout):\n    return cls({body})\n", namespace)  # one constructor call per layout
+    return namespace["impl"]
