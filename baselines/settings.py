@@ -212,7 +212,7 @@ SETTINGS: dict[str, EnvSetting] = {
             "(docs/baselines.md); the RL rows' budgets and actions are the subject of the RL-baselines work.",
         },
         notes="The 1-anchor is `known_rates` (OPM with the true mean rates, privileged), a clairvoyant policy and "
-        "not an upper bound: the exact offline optimum (the env's `compute_benchmark=True`, P1 over the horizon) "
+        "not an upper bound: the exact offline optimum (the env's `compute_regret=True`, P1 over the horizon) "
         "takes over 2 minutes of SLSQP per episode at this preset.",
     ),
     "ClusterApproxSingleJob-v0": EnvSetting(

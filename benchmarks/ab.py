@@ -76,7 +76,8 @@ def main() -> None:
             print(f"round {r + 1} {side} done", file=sys.stderr, flush=True)
     lines = [f"A/B, {args.rounds} rounds: OLD {trees['old']} vs NEW {trees['new']} (rates relative to CartPole in "
              "the same process; NEW/OLD per round)", "",
-             "| case | OLD ratio (median) | NEW ratio (median) | NEW/OLD median | NEW/OLD range |", "|---|---:|---:|---:|---:|"]  # fmt: skip
+             "| case | OLD ratio (median) | NEW ratio (median) | NEW/OLD median | NEW/OLD range |",
+             "|---|---:|---:|---:|---:|"]  # fmt: skip
     for key in results["old"][0]:
         old = [run[key] for run in results["old"]]
         new = [run[key] for run in results["new"]]

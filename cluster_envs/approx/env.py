@@ -196,7 +196,7 @@ class _ApproxEnvCore(ClusterEnv):
             capacity=cfg.capacity,
         )
         opt = None
-        if cfg.compute_benchmark:
+        if cfg.compute_regret:
             jobs = self._instance.jobs
             opt = opt_per_job(
                 cfg.utility,
@@ -205,7 +205,7 @@ class _ApproxEnvCore(ClusterEnv):
                 self._instance.means,
                 self._instance.prices,
                 cfg.horizon,
-                cfg.benchmark_kind,
+                cfg.oracle_kind,
             )
         self._sim = ApproxSimulator(self.problem, self._instance, budget_mode=cfg.budget_mode, opt_per_job=opt)
         info = {
@@ -407,11 +407,12 @@ class ClusterApproxEnv(_ApproxEnvCore):
     (−1 where unobserved), ``n_invalid, n_budget_blocked, n_repaired, exhausted`` (per slot), ``migrations``
     (share of machines whose previous, still-running occupant changed), ``utility_true, utility_approx, fit``
     (Eq. 8 over departed jobs), ``fit_positive, slot_job_ids, arrivals, departures``; with
-    ``compute_benchmark=True``: ``benchmark_total`` and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the
-    end; ``benchmark_kind`` ``"eq6"``/``"p1"``/``"thm3"``); ``oracle`` only with ``expose_oracle=True``.
-    At the end, ``episode_summary``: utility, utility_approx, regret, benchmark_total, fit, fit_positive,
-    mean_migrations, budget and cost-to-utility shares, counters. ``info_level="minimal"`` keeps only ``t,
-    utility_true, utility_approx`` (and ``regret``) per step, plus ``episode_summary``; the trajectory is the same.
+    ``compute_regret=True``: ``benchmark_total`` (the offline optimum's utility) and ``regret`` (cumulative, equal
+    to Eq. 6's Reg_T at the end; ``oracle_kind`` ``"eq6"``/``"p1"``/``"thm3"`` picks the optimum); ``oracle``
+    only with ``expose_oracle=True``. At the end, ``episode_summary``: utility, utility_approx, regret,
+    benchmark_total, fit, fit_positive, mean_migrations, budget and cost-to-utility shares, counters.
+    ``info_level="minimal"`` keeps only ``t, utility_true, utility_approx`` (and ``regret``) per step, plus
+    ``episode_summary``; the trajectory is the same.
 
     **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (``vector_env.py``) steps B
     copies through the same compiled slot transition (``kernel.py``); not for the Sec. V-C mode.

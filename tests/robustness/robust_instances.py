@@ -75,7 +75,7 @@ def approx_multi(draw, large: bool = True, generalized: bool | None = None) -> d
             d = draw(st.integers(a + 1, horizon))
             jobs.append((a, d, draw(st.sampled_from([1e-9, 0.3, 1e12])), draw(st.sampled_from([1e-6, 1.0, 1e6]))))
         kw["jobs"] = tuple(jobs)
-    kw["compute_benchmark"] = source != "synthetic" and m <= 20  # SLSQP: small instances only
+    kw["compute_regret"] = source != "synthetic" and m <= 20  # SLSQP: small instances only
     if draw(st.booleans()) if generalized is None else generalized:  # Sec. V-C: MultiBinary((K, M)), repaired
         kw["capacity"] = draw(st.integers(1, 3))
         kw["demand"] = draw(st.sampled_from([0.5, 1.0, 2.0, 3.0]))
