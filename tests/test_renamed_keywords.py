@@ -26,7 +26,7 @@ RENAMES = _renames()
 def test_the_renames_cover_the_deprecated_keywords():
     names = {(old, new) for _, old, new in RENAMES}
     assert {("obs_mode", "observation_mode"), ("compute_benchmark", "compute_regret"),
-            ("benchmark_kind", "oracle_kind")} <= names  # fmt: skip
+            ("benchmark_kind", "oracle_kind"), ("max_jobs", "max_visible_jobs")} <= names  # fmt: skip
 
 
 @pytest.mark.parametrize(("env_id", "old", "new"), RENAMES)
@@ -40,3 +40,9 @@ def test_an_old_keyword_sets_the_new_field_with_a_deprecation_warning(env_id, ol
     assert getattr(env.config, new) == value
     with pytest.raises(ValueError, match=f"give {new} only"):
         gym.make(env_id, **{old: value, new: value})
+
+
+def test_the_bilinear_problem_keeps_max_jobs_as_a_deprecated_alias():
+    problem = gym.make("ClusterBilinear-v0", max_visible_jobs=5).unwrapped.problem
+    with pytest.warns(DeprecationWarning, match="max_jobs is deprecated: use max_visible_jobs"):
+        assert problem.max_jobs == problem.max_visible_jobs == 5

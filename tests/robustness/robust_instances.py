@@ -106,7 +106,7 @@ def bilinear(draw, large: bool = True) -> dict:
         "noise_std": draw(st.sampled_from([0.0, 0.1, 1.0])),
         "service_model": draw(st.sampled_from(SERVICE_MODELS)),
         "observation_mode": draw(st.sampled_from(OBSERVATION_MODES)),
-        "max_jobs": _size(draw, large, 64),
+        "max_visible_jobs": _size(draw, large, 64),
         "horizon": draw(st.one_of(st.just(1), st.integers(2, 12))),
     }
 
