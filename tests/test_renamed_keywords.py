@@ -43,6 +43,8 @@ def test_an_old_keyword_sets_the_new_field_with_a_deprecation_warning(env_id, ol
 
 
 def test_the_bilinear_problem_keeps_max_jobs_as_a_deprecated_alias():
-    problem = gym.make("ClusterBilinear-v0", max_visible_jobs=5).unwrapped.problem
+    env = gym.make("ClusterBilinear-v0", max_visible_jobs=5).unwrapped
+    env.reset(seed=0)
+    problem = env.problem
     with pytest.warns(DeprecationWarning, match="max_jobs is deprecated: use max_visible_jobs"):
         assert problem.max_jobs == problem.max_visible_jobs == 5
