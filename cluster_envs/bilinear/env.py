@@ -240,7 +240,7 @@ class ClusterBilinearEnv(ClusterEnv):
             kappa=cfg.holding_cost_weight,
             gamma_env=cfg.gamma_env,
             reward_mode=cfg.reward_mode,
-            max_jobs=cfg.max_visible_jobs if cfg.action_mode == "job_allocation" else -1,
+            max_visible_jobs=cfg.max_visible_jobs if cfg.action_mode == "job_allocation" else -1,
         )
         self._r_star = self.r_star
         q = self._sim.queue()

@@ -104,10 +104,10 @@ REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
 # the service rates ``mu``, holding ``costs``, ``exclusive`` service, ``noise_std``, the nominal server counts
 # ``caps_nominal``, the server counts per slot ``schedule`` (rows: slots), ``server_ids`` (2, n): each server's
 # class and index, the reward's ``kappa``, ``gamma_env``, ``reward_mode`` (index of REWARD_MODES) and
-# ``max_jobs`` (-1: no per-job view)), then the copies' state arrays of the layout above.
+# ``max_visible_jobs`` (-1: no per-job view)), then the copies' state arrays of the layout above.
 SLOT_FIELDS = (
     "r", "mu", "costs", "arrivals", "exclusive", "noise_std", "caps_nominal", "schedule", "server_ids", "kappa",
-    "gamma_env", "reward_mode", "max_jobs",
+    "gamma_env", "reward_mode", "max_visible_jobs",
     "rng", "jobs", "job_stats", "counters", "draws", "servers", "slot_stats", "classes", "stats", "scratch", "work",
     "obs",
 )  # fmt: skip
@@ -264,7 +264,7 @@ def settle(slot, trow, r_star, b):
     counters = slot.counters
     draws, servers, slot_stats, classes, stats = slot.draws, slot.servers, slot.slot_stats, slot.classes, slot.stats
     scratch, work, kappa, gamma_env = slot.scratch, slot.work, slot.kappa, slot.gamma_env
-    reward_mode, max_jobs = slot.reward_mode, slot.max_jobs
+    reward_mode, max_visible_jobs = slot.reward_mode, slot.max_visible_jobs
     # pay: N, Σξ, each job's statistics, the paid rewards (also into work[0] after the I·J products below, for
     # their sum), the jobs that complete (scratch[0, 1]), the duplicates and collisions
     n, n_jobs = server_ids.shape[1], counters[b, N_JOBS]
@@ -359,7 +359,7 @@ def settle(slot, trow, r_star, b):
     for i in range(n_cls):
         holding += costs[i] * classes[0, QUEUE, i]
         queue_total += classes[0, QUEUE, i]
-    hidden = max(0, queue_total - max_jobs) if max_jobs >= 0 else 0
+    hidden = max(0, queue_total - max_visible_jobs) if max_visible_jobs >= 0 else 0
     servers_now = 0
     for j in range(n_cols):
         servers_now += schedule[trow, j]

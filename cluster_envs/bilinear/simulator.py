@@ -107,7 +107,7 @@ class BilinearSimulator:
     the arrays :mod:`cluster_envs.bilinear.kernel` describes: ``arrays`` maps each name in ``ARRAYS`` to an
     array whose first axis is the copy, and this simulator is copy ``row`` (its own arrays hold one copy; the
     batched env :meth:`bind` s every copy's simulator to the rows of its batch arrays). The attributes of the same
-    names are the copy's rows. ``costs``, ``kappa``, ``gamma_env``, ``reward_mode`` and ``max_jobs`` (-1: no
+    names are the copy's rows. ``costs``, ``kappa``, ``gamma_env``, ``reward_mode`` and ``max_visible_jobs`` (-1: no
     per-job view) only shape the per-slot statistics and the reward in ``stats``.
     """
 
@@ -126,7 +126,7 @@ class BilinearSimulator:
         kappa: float = 0.0,
         gamma_env: float = 0.0,
         reward_mode: str = "noisy",
-        max_jobs: int = -1,
+        max_visible_jobs: int = -1,
     ):
         self.mu, self.noise_std, self.service_model = mu, noise_std, service_model
         self.n_job, self.n_server_class = r.shape
@@ -140,7 +140,7 @@ class BilinearSimulator:
         self.schedule = np.asarray(self.caps[None, :] if schedule is None else schedule, dtype=np.int64)
         self.costs = np.zeros(self.n_job) if costs is None else np.asarray(costs, dtype=np.float64)
         self.exclusive = service_model == "exclusive"
-        self.kappa, self.gamma_env, self.max_jobs = float(kappa), float(gamma_env), int(max_jobs)
+        self.kappa, self.gamma_env, self.max_visible_jobs = float(kappa), float(gamma_env), int(max_visible_jobs)
         self.reward_mode = kernel.REWARD_MODES.index(reward_mode)
         self._r_star, self._reward, self._status = np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.int64)
         n, n_i, n_j = self.n_servers, self.n_job, self.n_server_class
