@@ -73,7 +73,8 @@ def main() -> None:
     for r in range(args.rounds):
         for side in ("old", "new") if r % 2 == 0 else ("new", "old"):
             results[side].append(child(trees[side], args))
-            print(f"round {r + 1} {side} done", file=sys.stderr, flush=True)
+            # each run as it ends, so that an interrupted A/B keeps its finished rounds
+            print(f"round {r + 1} {side}: {json.dumps(results[side][-1])}", file=sys.stderr, flush=True)
     lines = [f"A/B, {args.rounds} rounds: OLD {trees['old']} vs NEW {trees['new']} (rates relative to CartPole in "
              "the same process; NEW/OLD per round)", "",
              "| case | OLD ratio (median) | NEW ratio (median) | NEW/OLD median | NEW/OLD range |",
