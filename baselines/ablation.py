@@ -3,8 +3,9 @@ benchmark's evaluation seeds, next to the reference agents.
 
 A study is one env id and a list of ``Variant``s (action mode, observation or action wrappers, algorithm,
 hyperparameters), each a change on top of the shipped setup (the settings entry and the YAML section).
-``run`` trains each variant with each training seed (stable-baselines3 directly, DummyVecEnv as ``cluster-envs
-train``), evaluates the deterministic policy at the checkpoints on the evaluation seeds and appends one row per
+``run`` trains each variant with each training seed (stable-baselines3 directly, on the id's native batched env as
+``cluster-envs train``, or a DummyVecEnv when a variant needs wrappers or action masks), evaluates the
+deterministic policy at the checkpoints on the evaluation seeds and appends one row per
 (variant, training seed, checkpoint, evaluation seed) to ``<out>/<study>.csv``. ``table`` turns the rows into
 a Markdown table: per variant and checkpoint, the headline metric and the normalized score (the benchmark's:
 naive 0, oracle 1) as mean and 95% bootstrap interval over training seeds, each seed's value being its mean
@@ -15,8 +16,9 @@ saved in ``<out>/refs/<id>/results.json`` (the ``refs`` command writes them), an
     python -m baselines.ablation run sla_action_mode --seeds 0-2 --checkpoints 50000,100000
     python -m baselines.ablation table sla_action_mode
 
-Variants that need an action wrapper (``WorkConservingAction``) are evaluated through it here; the RL adapter
-of ``baselines.rl`` applies observation wrappers only.
+Variants that need a wrapper (``BanditStatsObservation``, ``SlotMaskAction``) are evaluated through it here; the
+RL adapter of ``baselines.rl`` applies observation wrappers only, so what the benchmark ships is an env kwarg
+(``action_mode``, ``observation_mode``) wherever it can be.
 """
 
 from __future__ import annotations
@@ -34,13 +36,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from baselines.rl import RunConfig, algo_class, training_seed, wrapper_class
+from baselines.rl import MASKED, RunConfig, algo_class, training_seed, wrapper_class
 from baselines.settings import require_setting
 from baselines.stats import bootstrap_ci, normalized
 
 FLATTEN = "gymnasium.wrappers.FlattenObservation"
 STATS = "baselines.wrappers.BanditStatsObservation"
-WORK_CONSERVING = "baselines.wrappers.WorkConservingAction"
 SLOT_MASK = "baselines.wrappers.SlotMaskAction"
 SHIPPED = object()  # a Variant's wrappers: the settings entry's rl_wrapper
 
@@ -83,17 +84,30 @@ STUDIES: dict[str, tuple[str, tuple[Variant, ...]]] = {
     "approx_action": (
         "ClusterApprox-v0",
         (
-            Variant("flat (shipped)", wrappers=(FLATTEN,)),
-            Variant("work-conserving", wrappers=(WORK_CONSERVING, FLATTEN)),
-            Variant("work-conserving + stats", wrappers=(WORK_CONSERVING, STATS)),
-            Variant("masked (MaskablePPO)", algo="ppo_mask", section="ppo", wrappers=(SLOT_MASK, FLATTEN)),
+            Variant("occupant (paper's reading)", env_kwargs={"action_mode": "occupant"}),
+            Variant("work-conserving", env_kwargs={"action_mode": "work_conserving"}),
+            Variant("work-conserving + stats", env_kwargs={"observation_mode": "dict"}, wrappers=(STATS,)),
+            Variant(
+                "masked (MaskablePPO)",
+                algo="ppo_mask",
+                section="ppo",
+                env_kwargs={"action_mode": "occupant", "observation_mode": "dict"},
+                wrappers=(SLOT_MASK, FLATTEN),
+            ),
         ),
     ),
     "approx_single_obs": (
         "ClusterApproxSingleJob-v0",
         (
-            Variant("flat (shipped)", wrappers=(FLATTEN,)),
-            Variant("flat + stats", wrappers=(STATS,)),
+            Variant("flat (shipped)"),
+            Variant("flat + stats", env_kwargs={"observation_mode": "dict"}, wrappers=(STATS,)),
+        ),
+    ),
+    "approx_single_action": (
+        "ClusterApproxSingleJob-v0",
+        (
+            Variant("binary (paper's)", env_kwargs={"action_mode": "binary"}),
+            Variant("paced priority", env_kwargs={"action_mode": "paced_priority"}),
         ),
     ),
     "bilinear_action": (
@@ -206,9 +220,18 @@ def train_and_evaluate(
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
+    from baselines.vec_env import make_native
+
     torch.set_num_threads(1)
     s = setup(env_id, variant)
-    vec_env = DummyVecEnv([lambda: make_env(s, monitor=True)] * s.config.n_envs)
+    vec_env = None
+    if not s.wrappers and variant.algo not in MASKED:  # the id's batched env, as `cluster-envs train`
+        try:
+            vec_env = make_native(env_id, s.config.n_envs, s.env_kwargs)
+        except ValueError:  # env kwargs the batched env refuses
+            vec_env = None
+    if vec_env is None:
+        vec_env = DummyVecEnv([lambda: make_env(s, monitor=True)] * s.config.n_envs)
     if s.config.normalize is not None:
         vec_env = VecNormalize(vec_env, gamma=s.config.model_kwargs.get("gamma", 0.99), **s.config.normalize)
     model = algo_class(variant.algo)(env=vec_env, seed=seed, device="cpu", verbose=0, **s.config.model_kwargs)
