@@ -10,7 +10,6 @@ import inspect
 from typing import Any
 
 from agents.base import Agent
-from cluster_envs.registration import rl_base
 
 AGENTS: dict[str, dict[str, str]] = {
     "ClusterSLA-v0": {
@@ -108,8 +107,6 @@ def hyperparameters(cls: type) -> list[str]:
 
 def _table(env_id: str) -> dict[str, str]:
     base_id = env_id.split(":")[-1]
-    if rl_base(base_id) is not None:  # an RL-ready id: the reference agents read the base id's observation
-        return {}
     if base_id not in AGENTS:
         raise ValueError(f"env_id={env_id!r} has no agents; known env ids: {list(AGENTS)}")
     return AGENTS[base_id]

@@ -123,7 +123,7 @@ def benchmark(
     start, cpu_start = time.perf_counter(), time.process_time()
     tracks: dict[str, dict[str, EnvResult]] = {"held-out instances": {}, "fixed instance": {}}
     skipped = []
-    for env_id in env_ids or registered(rl_ready=False):  # an RL-ready id is its base id's problem
+    for env_id in env_ids or registered():
         setting = env_setting(env_id)
         if setting is None:
             skipped.append(env_id)
