@@ -119,6 +119,11 @@ STUDIES: dict[str, tuple[str, tuple[Variant, ...]]] = {
         (
             Variant("binary (paper's)", env_kwargs={"action_mode": "binary"}),
             Variant("paced priority", env_kwargs={"action_mode": "paced_priority"}),
+            Variant(
+                "paced priority + stats",
+                env_kwargs={"action_mode": "paced_priority", "observation_mode": "dict"},
+                wrappers=(STATS,),
+            ),
         ),
     ),
     "bilinear_action": (

@@ -225,7 +225,9 @@ SETTINGS: dict[str, EnvSetting] = {
         # The regret (Eq. 6) is measured on the Eq. 6 utility, so every agent is paid that utility's increments
         # (only `return` changes; reference agents do not read rewards).
         env_kwargs={"reward_mode": "approx"},
-        rl_env_kwargs={"observation_mode": "flat"},
+        # docs/rl_ablations.md, "ClusterApproxSingleJob-v0: paced priority": a priority per machine, run within the
+        # paced budget, so PPO cannot spend the budget early (measured at the quick budget against the binary action)
+        rl_env_kwargs={"action_mode": "paced_priority", "observation_mode": "flat"},
         rl_steps=200_000,
         rl_steps_quick=30_000,
         notes="Score 1 is Lemma 4's closed-form offline optimum T f(θ·x*) (true rates, fractional knapsack), "
