@@ -146,11 +146,7 @@ class ApproxConfig:
         check_choice("info_level", self.info_level, INFO_LEVELS)
         if self.capacity is None and (self.demand != 1.0 or self.parallelism is not None):
             raise ValueError("demand and parallelism need the Sec. V-C mode: set capacity (int or one per machine)")
-        check_choice("action_mode", self.action_mode,
-                     SINGLE_ACTION_MODES if self.job_source == "single" else MULTI_ACTION_MODES)  # fmt: skip
-        if self.capacity is not None and self.action_mode != "occupant":
-            raise ValueError(f"action_mode={self.action_mode!r} needs the base model (capacity=None): the Sec. V-C "
-                             "mode reads MultiBinary((K, M)) assignments")  # fmt: skip
+        check_choice("action_mode", self.action_mode, MULTI_ACTION_MODES + SINGLE_ACTION_MODES)  # per id: the env
         check_choice("observation_mode", self.observation_mode, OBSERVATION_MODES)
 
     def _checked_jobs(self) -> tuple[tuple[float, float, float, float], ...]:

@@ -9,7 +9,13 @@ import numpy as np
 from gymnasium import spaces
 
 from cluster_envs.approx.actions import read_actions
-from cluster_envs.approx.config import MULTI_PRESETS, SINGLE_PRESETS, ApproxConfig
+from cluster_envs.approx.config import (
+    MULTI_ACTION_MODES,
+    MULTI_PRESETS,
+    SINGLE_ACTION_MODES,
+    SINGLE_PRESETS,
+    ApproxConfig,
+)
 from cluster_envs.approx.kernel import (
     BENCHMARK_ACCRUED,
     CAPACITY,
@@ -42,7 +48,7 @@ from cluster_envs.approx.model import (
     trace_jobs,
 )
 from cluster_envs.approx.simulator import ApproxSimulator
-from cluster_envs.common.config import check_reset_options
+from cluster_envs.common.config import check_choice, check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array
 from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
 from cluster_envs.common.seeding import episode_streams
@@ -97,6 +103,10 @@ class _ApproxEnvCore(ClusterEnv):
             raise ValueError(f"capacity (Sec. V-C mode) is only available in ClusterApprox-v0, not {self.env_id}")
         if not self.single_job and config.job_source == "single":
             raise ValueError("job_source='single' belongs to ClusterApproxSingleJob-v0")
+        check_choice("action_mode", config.action_mode, SINGLE_ACTION_MODES if self.single_job else MULTI_ACTION_MODES)
+        if config.capacity is not None and config.action_mode != "occupant":
+            raise ValueError(f"action_mode={config.action_mode!r} needs the base model (capacity=None): the Sec. V-C "
+                             "mode reads MultiBinary((K, M)) assignments")  # fmt: skip
         self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
         m, k = config.n_machines, config.max_visible_jobs
         self._generalized = config.capacity is not None
