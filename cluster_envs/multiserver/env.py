@@ -9,8 +9,10 @@ from gymnasium import spaces
 
 from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
+from cluster_envs.common.guards import Estimate, check
 from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
 from cluster_envs.common.seeding import episode_streams
+from cluster_envs.multiserver import knapsack
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
 from cluster_envs.multiserver.kernel import action_problem
 from cluster_envs.multiserver.model import (
@@ -102,6 +104,9 @@ class ClusterMultiServerEnv(ClusterEnv):
         config = self.config
         self.instance = self._make_instance()
         self.problem = self._make_problem()
+        if config.compute_regret:
+            check(self._oracle_estimate(), f"the regret oracle's {self.oracle_solver} (compute_regret=True)",
+                  self.oracle_remedy)  # fmt: skip
         self.oracle = self._make_oracle()
         n_e = self._n_edges = self.instance.n_edges
         self._index_order = np.arange(n_e)  # the default repair priority
@@ -114,6 +119,17 @@ class ClusterMultiServerEnv(ClusterEnv):
         self._last: SlotResult | None = None
 
     # -- what ClusterGang-v0 overrides ---------------------------------------------------------------
+
+    oracle_solver = "knapsack DP"
+    oracle_remedy = (
+        "Use fewer edges (n_ports, n_servers, edge_prob) or smaller capacities (capacity, capacity_beta, req_high, "
+        "n_device_types): the DP grows with |E|·Π(c_k + 1). Or pass compute_regret=False."
+    )
+
+    def _oracle_estimate(self) -> Estimate:
+        """The oracle's solve for the largest arrival pattern (every port with ρ_l > 0)."""
+        inst = self.instance
+        return knapsack.estimate(inst.A, inst.c, usable=inst.rho[inst.port_of_edge] > 0)
 
     def _make_instance(self) -> MultiServerInstance:
         config = self.config

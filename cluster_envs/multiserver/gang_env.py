@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from cluster_envs.common.guards import Estimate
 from cluster_envs.multiserver.config import GANG_PRESETS, GangConfig
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import (
@@ -18,6 +19,7 @@ from cluster_envs.multiserver.gang import (
     gang_violation,
     gang_workspace,
     generate_gang_instance,
+    milp_estimate,
 )
 
 
@@ -82,6 +84,12 @@ class ClusterGangEnv(ClusterMultiServerEnv):
             inst.server_cap, cost=inst.utility.cost, horizon=self.config.horizon,
             normalization=inst.utility.normalization,
         )  # fmt: skip
+
+    oracle_solver = "MILP"
+    oracle_remedy = "Use fewer arms (n_ports, n_servers, edge_prob, tasks_high) or pass compute_regret=False."
+
+    def _oracle_estimate(self) -> Estimate:
+        return milp_estimate(self.instance)
 
     def _make_oracle(self) -> GangOracle:
         return GangOracle(self.instance)
