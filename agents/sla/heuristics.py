@@ -6,6 +6,7 @@ import numpy as np
 from numba import njit
 
 from agents.base import BaseAgent
+from agents.sla.observation import active_users
 from cluster_envs.common.config import check_choice
 from cluster_envs.sla.model import SLAProblem
 from cluster_envs.sla.runner import NO_HIDDEN_STATE
@@ -17,7 +18,7 @@ class _KernelAgent(BaseAgent):
     problem_type = SLAProblem
 
     def act(self, observation: np.ndarray) -> np.ndarray:
-        active = (np.asarray(observation[: self.params.size]) > 0.5).astype(np.float64)
+        active = active_users(observation, self.params.size)
         return self.kernel(self.params, self.memory, active, NO_HIDDEN_STATE, NO_HIDDEN_STATE)
 
 
