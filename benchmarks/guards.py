@@ -36,12 +36,12 @@ CASES = {
         {"preset": "paper", "edge_prob": 1.0},
         {"preset": "paper", "edge_prob": 1.0, "n_ports": 20, "n_servers": 100},
         {"preset": "paper", "edge_prob": 1.0, "n_ports": 20, "n_servers": 200, "tasks_high": 8},
+        {"preset": "paper", "edge_prob": 0.3, "n_ports": 40, "n_servers": 100, "tasks_high": 8, "min_tasks": "half"},
     ],
     "approx": [
         {"preset": "common_deadline"},
         {"n_machines": 10, "horizon": 50, "load": 1.0, "lifetime_median": 10.0},
         {"n_machines": 20, "horizon": 100, "load": 2.0, "lifetime_median": 20.0},
-        {"n_machines": 20, "horizon": 200, "load": 2.0, "lifetime_median": 20.0},
         {"n_machines": 20, "horizon": 3, "load": 20.0, "lifetime_median": 1.0},
         {"n_machines": 20, "horizon": 3, "load": 50.0, "lifetime_median": 1.0},
     ],

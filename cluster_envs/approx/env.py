@@ -429,6 +429,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
     (Eq. 8 over departed jobs), ``fit_positive, slot_job_ids, arrivals, departures``; with
     ``compute_benchmark=True``: ``benchmark_total`` and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the
     end; ``benchmark_kind`` ``"eq6"``/``"p1"``/``"thm3"``); ``oracle`` only with ``expose_oracle=True``.
+    The benchmark's convex program is estimated before it runs (:mod:`cluster_envs.common.guards`): at
+    construction on the instance of ``instance_seed`` and at each reset on the drawn one, a ``ValueError`` naming
+    the keywords refuses it above ``MEMORY_LIMIT`` (2 GiB) or ``BENCHMARK_TIME_LIMIT`` (600 s estimated).
     At the end, ``episode_summary``: utility, utility_approx, regret, benchmark_total, fit, fit_positive,
     mean_migrations, budget and cost-to-utility shares, counters. ``info_level="minimal"`` keeps only ``t,
     utility_true, utility_approx`` (and ``regret``) per step, plus ``episode_summary``; the trajectory is the same.

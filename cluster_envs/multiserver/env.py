@@ -84,6 +84,9 @@ class ClusterMultiServerEnv(ClusterEnv):
     ``regret`` (cumulative pseudo-regret), ``realized_regret`` ṽᵀx* − U, ``oracle_x``.
     ``info_level="minimal"`` keeps the scalars only. At truncation ``episode_summary``: ``aou, average_aou,
     expected_aou, oracle_aou, regret, dropped, prob_all_arrive`` (Π ρ_l, the event Theorems 1–2 condition on).
+    With ``compute_regret``, the oracle's DP is estimated at construction for the largest arrival pattern
+    (:mod:`cluster_envs.common.guards`): a ``ValueError`` naming the keywords refuses it above ``MEMORY_LIMIT``
+    (2 GiB) or ``ORACLE_TIME_LIMIT`` (1 s estimated per solve; the paper graph needs 0.4 MiB and ~1 ms).
 
     **Presets**: ``paper`` (|L| = 8, |R| = 40, K = 3, edge_prob 0.1, ρ 0.9, T = 2000; default), ``small``
     (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1).

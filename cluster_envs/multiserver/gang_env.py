@@ -56,7 +56,9 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     **Reward**: ``Σ x Z̃`` over placed arms. **Episode end**: truncated after ``horizon`` slots.
 
     **info**: as ``ClusterMultiServer-v0``; ``capacity_used`` is the (K, |R|) server load; the oracle is a
-    MILP (HiGHS) over the arrived ports, cached per arrival pattern.
+    MILP (HiGHS) over the arrived ports, cached per arrival pattern; estimated at construction from its
+    nonzeros and refused (``ValueError``) above the limits of :mod:`cluster_envs.common.guards`, as in
+    ``ClusterMultiServer-v0``.
 
     **Presets**: ``small`` (|L| = 4, |R| = 10, edge_prob 0.3, K = 3; default), ``tiny`` (2 ports, 3 servers,
     K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1).
