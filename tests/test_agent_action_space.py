@@ -31,11 +31,16 @@ from cluster_envs.sla.kernel import ACTION_MODES as SLA_ACTIONS
 
 STEPS = 8  # per episode (horizons are drawn short too, so that episode ends are reached)
 FAST, SLOW = 2, 30
-ATTEMPTS = 60  # configurations drawn per run before giving up on finding enough the env accepts
+ATTEMPTS = 4  # configurations drawn per configuration wanted, before giving up on finding enough the env accepts
 
 
 def _pick(rng: np.random.Generator, values):
     return values[int(rng.integers(len(values)))]
+
+
+def _keep_or(rng: np.random.Generator, preset_value, values):
+    """The preset's value two times in three (presets that fix a size refuse others), else one of ``values``."""
+    return preset_value if rng.random() < 2 / 3 else _pick(rng, values)
 
 
 def _size(rng: np.random.Generator, small: list[int], preset_value: int, large: bool) -> int:
@@ -44,7 +49,7 @@ def _size(rng: np.random.Generator, small: list[int], preset_value: int, large: 
 
 
 def sla(rng, base, large):
-    n = base.n_users if rng.random() < 0.5 else _pick(rng, [2, 3, 5])  # some scenarios have exactly 3 users
+    n = _keep_or(rng, base.n_users, [2, 3, 5])  # some scenarios have exactly 3 users
     shares = rng.choice([0.0, 0.05, 0.3, 1.0, 1.5, 4.0], size=n)  # single shares above 1: over-commitment
     shares[rng.integers(n)] = _pick(rng, [0.3, 1.0, 2.5])  # a positive sum
     return {
@@ -97,7 +102,7 @@ def bilinear(rng, base, large):
     servers = tuple(int(s) for s in rng.integers(1, 4, size=n_j))
     mu = _pick(rng, [0.5, 1.0])
     return {
-        "num_job_classes": _size(rng, [1, 3, 10], base.num_job_classes, large),
+        "num_job_classes": _keep_or(rng, base.num_job_classes, [1, 3, 10]),  # per-class presets (holding_costs)
         "num_server_classes": n_j,
         "servers_per_class": servers,
         "feature_dim": _pick(rng, [1, 2, 4]),
@@ -176,7 +181,7 @@ def run_configurations(env_id: str, name: str, preset_names: list[str], wanted: 
     rng = np.random.default_rng(zlib.crc32(f"{env_id}/{name}/{preset_names}/{large}".encode()))
     bases = {p: gym.make(env_id, preset=p).unwrapped.config for p in preset_names}
     ran, refused = 0, []
-    for attempt in range(ATTEMPTS):
+    for attempt in range(ATTEMPTS * wanted):
         preset = preset_names[attempt % len(preset_names)]
         agent = make_agent(env_id, name)
         kwargs = env_kwargs_for(agent, None)
