@@ -27,6 +27,7 @@ from numba import njit
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from cluster_envs.bilinear import served
 from cluster_envs.bilinear.rng import next_double, permute, standard_normal
 from cluster_envs.common.pairwise import SUM_STACK, pairwise_sum
 
@@ -60,6 +61,8 @@ STAT_NAMES = (
     "queue_total_next",
     "regret_inc",
     "regret_inc_realized",
+    "reward_served",
+    "regret_inc_served",
     "hidden_jobs",
     "reward",
     "total_regret",
@@ -72,6 +75,8 @@ STAT_NAMES = (
     "total_utilization",
     "total_duplicates",
     "total_collisions",
+    "total_regret_served",
+    "total_reward_served",
     "total_hidden_jobs",
 )
 (
@@ -86,10 +91,12 @@ STAT_NAMES = (
     QUEUE_TOTAL_NEXT,
     REGRET_INC,
     REGRET_INC_REALIZED,
+    REWARD_SERVED,
+    REGRET_INC_SERVED,
     HIDDEN,
     REWARD,
     TOTALS,
-) = range(14)
+) = range(16)
 STATS = len(STAT_NAMES)
 REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
 
@@ -223,8 +230,9 @@ def settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, 
 
     ``"paper"`` service pays every selection (duplicates counted); ``"exclusive"`` keeps, per job, the first
     server in the slot's random order (the others collide). ``counters[b, COLLISIONS]`` carries collisions the
-    selection already had (``server_choice``). Without an arrival the job slot after the queue is written all the
-    same (nothing reads it).
+    selection already had (``server_choice``). The slot's reward on eq. 1's served allocation, Σ r_ij E[N_ij | Q, ·]
+    (:mod:`~cluster_envs.bilinear.served`), is the selection's: its caller writes it into ``stats[b, REWARD_SERVED]``.
+    Without an arrival the job slot after the queue is written all the same (nothing reads it).
     """
     # pay: N, Σξ, each job's statistics, the paid rewards (also into work[0] after the I·J products below, for
     # their sum), the jobs that complete (scratch[0, 1]), the duplicates and collisions
@@ -336,6 +344,7 @@ def settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, 
     stats[b, HOLDING], stats[b, UTILIZATION] = holding, total_y / max(servers_now, 1)
     stats[b, QUEUE_TOTAL], stats[b, QUEUE_TOTAL_NEXT] = float(queue_total), float(counters[b, N_JOBS])
     stats[b, REGRET_INC], stats[b, REGRET_INC_REALIZED] = r_star - reward_expected, r_star - reward_mean
+    stats[b, REGRET_INC_SERVED] = r_star - stats[b, REWARD_SERVED]  # REWARD_SERVED: set with the selection
     stats[b, HIDDEN], stats[b, REWARD] = float(hidden), base - kappa * holding
     for k, src in enumerate(
         (
@@ -349,6 +358,8 @@ def settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, 
             UTILIZATION,
             N_DUPLICATES,
             N_COLLISIONS,
+            REGRET_INC_SERVED,
+            REWARD_SERVED,
         )
     ):
         stats[b, TOTALS + k] += stats[b, src]
@@ -500,9 +511,13 @@ def slot_batch(kind, actions, stepping, r_star, rewards, status, r, mu, costs, a
         draw_slot(rng, noise_std, draws, servers, b)
         if kind == JOBS:
             select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats)
+            stats[b, REWARD_SERVED] = served.job_reward(r[b], actions[b], jobs[b, 0], counters[b, N_JOBS],
+                                                        schedule[trow], exclusive, work[0])  # fmt: skip
         else:
             select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats, classes, scratch,
                            work, b)  # fmt: skip
+            stats[b, REWARD_SERVED] = served.class_reward(r[b], slot_stats[0, Y], classes[0, QUEUE], schedule[trow],
+                                                          exclusive, work[0])  # fmt: skip
         settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, job_stats, counters, draws,
                servers, slot_stats, classes, stats, scratch, work, r_star[b], kappa, gamma_env, reward_mode, max_jobs,
                b)  # fmt: skip
