@@ -64,4 +64,4 @@ def test_citation_and_licence():
         assert all(author["family-names"] in readme for author in reference["authors"])
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'license = "MIT"' in pyproject and 'license-files = ["LICENSE"]' in pyproject  # SPDX (setuptools>=77)
+    assert 'license = "MIT"' in pyproject and 'license-files = ["LICENSE"]' in pyproject
