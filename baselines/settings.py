@@ -196,9 +196,9 @@ SETTINGS: dict[str, EnvSetting] = {
         "y_ij(t) with y_ij(t) what the paper defines it to be, the expected number of class-j servers working on "
         "class-i jobs, E[N_ij | Q(t), decision] over the slot's randomised assignment (`regret_served`). Under the "
         "paper's service that is the allocation requested (`regret`); under exclusive service a server whose job "
-        "another took first serves nothing, and eq. 1 on the requested y credits it (at T = 2000 Uniform-PF's "
-        "`regret` is -4116, far below the clairvoyant's). `regret_realized` (on the realised N) has the same "
-        "expectation and more noise.",
+        "another took first serves nothing, and eq. 1 on the requested y credits it (full run, T = 2000: Uniform-PF's "
+        "`regret` is -4024, far below the clairvoyant's 0.7). `regret_realized` (on the realised N) has the same "
+        "expectation; for the queue-holding agents it varies less across seeds (docs/benchmark.md).",
     ),
     "ClusterApprox-v0": EnvSetting(
         paper_agent="opm",
