@@ -82,9 +82,13 @@ class ClusterBilinearEnv(ClusterEnv):
     (job_id, job_class, server_class, server_index, reward), one per paid selection), ``jobs`` (list of
     (job id, class) waiting next; lists, since their length varies and vector envs stack arrays),
     ``reward_noisy, reward_mean, reward_expected, r_star, oracle_allocation`` (ρ_i p*_ij), ``regret_inc``
-    (r* − Σ r_ij y_ij, eq. 1), ``regret_inc_realized`` (r* − Σ r_ij N_ij), ``cum_regret`` (= ``regret``),
-    ``cum_regret_realized, holding_cost`` (Σ c_i Q_i(t)), ``queue_total`` (Σ_i Q_i(t)), ``queue_total_next``
-    (Σ_i Q_i(t+1), what ``queue_cap`` is tested against), ``utilization`` (Σy/n),
+    (r* − Σ r_ij y_ij on the allocation requested), ``regret_inc_realized`` (r* − Σ r_ij N_ij),
+    ``reward_served`` (Σ r_ij E[N_ij | Q(t), y]: the mean reward of the servers that serve, in expectation over
+    the slot's randomised assignment; ``served.py``), ``regret_inc_served`` (r* − ``reward_served``: eq. 1, whose y
+    is the expected number of servers working on the jobs; under ``"paper"`` service E[N | y] = y, so it equals
+    ``regret_inc``, under ``"exclusive"`` it leaves out the collided servers), ``cum_regret`` (= ``regret``),
+    ``cum_regret_realized, cum_regret_served, holding_cost`` (Σ c_i Q_i(t)), ``queue_total`` (Σ_i Q_i(t)),
+    ``queue_total_next`` (Σ_i Q_i(t+1), what ``queue_cap`` is tested against), ``utilization`` (Σy/n),
     ``n_duplicates, n_collisions, action_projection_dist, overflow, hidden_jobs`` (waiting jobs beyond
     ``max_visible_jobs`` under ``job_allocation``); at the end ``episode_summary``. ``info_level="minimal"`` keeps
     only ``reward_noisy, reward_mean, reward_expected, queue_total, n_duplicates, n_collisions, regret`` (floats)
@@ -361,9 +365,12 @@ class ClusterBilinearEnv(ClusterEnv):
             "oracle_allocation": self._oracle(caps.astype(np.float64))[1].copy(),
             "regret_inc": float(stats[kernel.REGRET_INC]),
             "regret_inc_realized": float(stats[kernel.REGRET_INC_REALIZED]),
+            "reward_served": res.reward_served,
+            "regret_inc_served": float(stats[kernel.REGRET_INC_SERVED]),
             "cum_regret": totals["total_regret"],
             "regret": totals["total_regret"],
             "cum_regret_realized": totals["total_regret_realized"],
+            "cum_regret_served": totals["total_regret_served"],
             "holding_cost": float(stats[kernel.HOLDING]),
             "queue_total": float(stats[kernel.QUEUE_TOTAL]),
             "queue_total_next": float(stats[kernel.QUEUE_TOTAL_NEXT]),

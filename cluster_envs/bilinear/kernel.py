@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
+from cluster_envs.bilinear import served
 from cluster_envs.bilinear.rng import next_double, permute, standard_normal
 from cluster_envs.common.pairwise import SUM_STACK, pairwise_sum
 from cluster_envs.common.record import RecordType, field_values, strip_owner, unowned
@@ -67,6 +68,8 @@ STAT_NAMES = (
     "queue_total_next",
     "regret_inc",
     "regret_inc_realized",
+    "reward_served",
+    "regret_inc_served",
     "hidden_jobs",
     "reward",
     "total_regret",
@@ -79,6 +82,8 @@ STAT_NAMES = (
     "total_utilization",
     "total_duplicates",
     "total_collisions",
+    "total_regret_served",
+    "total_reward_served",
     "total_hidden_jobs",
 )
 (
@@ -93,10 +98,12 @@ STAT_NAMES = (
     QUEUE_TOTAL_NEXT,
     REGRET_INC,
     REGRET_INC_REALIZED,
+    REWARD_SERVED,
+    REGRET_INC_SERVED,
     HIDDEN,
     REWARD,
     TOTALS,
-) = range(14)
+) = range(16)
 STATS = len(STAT_NAMES)
 REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
 
@@ -256,8 +263,9 @@ def settle(slot, trow, r_star, b):
 
     ``"paper"`` service pays every selection (duplicates counted); ``"exclusive"`` keeps, per job, the first
     server in the slot's random order (the others collide). ``counters[b, COLLISIONS]`` carries collisions the
-    selection already had (``server_choice``). Without an arrival the job slot after the queue is written all the
-    same (nothing reads it).
+    selection already had (``server_choice``). The slot's reward on eq. 1's served allocation, Σ r_ij E[N_ij | Q, ·]
+    (:mod:`~cluster_envs.bilinear.served`), is the selection's: its caller writes it into ``stats[b, REWARD_SERVED]``.
+    Without an arrival the job slot after the queue is written all the same (nothing reads it).
     """
     r, mu, costs, arrivals, exclusive = slot.r, slot.mu, slot.costs, slot.arrivals, slot.exclusive
     server_ids, schedule, jobs, job_stats = slot.server_ids, slot.schedule, slot.jobs, slot.job_stats
@@ -375,6 +383,7 @@ def settle(slot, trow, r_star, b):
     stats[b, HOLDING], stats[b, UTILIZATION] = holding, total_y / max(servers_now, 1)
     stats[b, QUEUE_TOTAL], stats[b, QUEUE_TOTAL_NEXT] = float(queue_total), float(counters[b, N_JOBS])
     stats[b, REGRET_INC], stats[b, REGRET_INC_REALIZED] = r_star - reward_expected, r_star - reward_mean
+    stats[b, REGRET_INC_SERVED] = r_star - stats[b, REWARD_SERVED]  # REWARD_SERVED: set with the selection
     stats[b, HIDDEN], stats[b, REWARD] = float(hidden), base - kappa * holding
     for k, src in enumerate(
         (
@@ -388,6 +397,8 @@ def settle(slot, trow, r_star, b):
             UTILIZATION,
             N_DUPLICATES,
             N_COLLISIONS,
+            REGRET_INC_SERVED,
+            REWARD_SERVED,
         )
     ):
         stats[b, TOTALS + k] += stats[b, src]
@@ -537,8 +548,12 @@ def slot_batch(kind, actions, stepping, r_star, rewards, status, record):
         draw_slot(slot.rng, slot.noise_std, slot.draws, slot.servers, b)
         if kind == JOBS:
             select_jobs(actions, b, trow, slot)
+            stats[b, REWARD_SERVED] = served.job_reward(slot.r[b], actions[b], jobs[b, 0], counters[b, N_JOBS],
+                                                        schedule[trow], slot.exclusive, slot.work[0])  # fmt: skip
         else:
             select_classes(trow, slot, b)
+            stats[b, REWARD_SERVED] = served.class_reward(slot.r[b], slot.slot_stats[0, Y], slot.classes[0, QUEUE],
+                                                          schedule[trow], slot.exclusive, slot.work[0])  # fmt: skip
         settle(slot, trow, r_star[b], b)
         write_observation(jobs, counters, slot.slot_stats, slot.obs, b)
         status[b], rewards[b] = DONE, stats[b, REWARD]

@@ -98,6 +98,7 @@ class SlotResult:
     reward_noisy: float
     reward_mean: float
     reward_expected: float
+    reward_served: float  # Σ r_ij E[N_ij | Q, y]: eq. 1's reward on the served allocation (served.py)
 
 
 class BilinearSimulator:
@@ -302,6 +303,9 @@ class BilinearSimulator:
             else:
                 collisions += len(extra)
         self.counters[kernel.COLLISIONS] = collisions
+        # eq. 1's served allocation: under "exclusive" a uniform random `take` of the servers on a class serve
+        served = y * np.minimum(1.0, q / np.maximum(y.sum(axis=1), 1.0))[:, None] if self.exclusive else y
+        self.stats[kernel.REWARD_SERVED] = float((self.r * served).sum())
         kernel.end_slot(self.record, r_star, self.row)
         return self.result()
 
@@ -327,6 +331,7 @@ class BilinearSimulator:
             reward_noisy=float(stats[kernel.REWARD_NOISY]),
             reward_mean=float(stats[kernel.REWARD_MEAN]),
             reward_expected=float(stats[kernel.REWARD_EXPECTED]),
+            reward_served=float(stats[kernel.REWARD_SERVED]),
         )
 
 
@@ -337,9 +342,11 @@ def episode_summary(stats: np.ndarray, counters: np.ndarray, r_star: Any) -> dic
     return {
         "regret": total["total_regret"],
         "regret_realized": total["total_regret_realized"],
+        "regret_served": total["total_regret_served"],
         "reward_noisy": total["total_reward_noisy"],
         "reward_mean": total["total_reward_mean"],
         "reward_expected": total["total_reward_expected"],
+        "reward_served": total["total_reward_served"],
         "r_star": r_star,
         "mean_holding_cost": total["total_holding_cost"] / steps,
         "mean_queue_total": total["total_queue_total"] / steps,

@@ -148,8 +148,9 @@ def test_row_major_vec_and_unit_norms():
     assert np.isclose(np.linalg.norm(theta), 1)
 
 
-def _fixed_queue_sim(queue: np.ndarray, mu: np.ndarray, caps: np.ndarray, seed: int, model: str = "paper"):
-    r = np.zeros((len(queue), len(caps)))
+def _fixed_queue_sim(queue: np.ndarray, mu: np.ndarray, caps: np.ndarray, seed: int, model: str = "paper",
+                     r: np.ndarray | None = None):  # fmt: skip
+    r = np.zeros((len(queue), len(caps))) if r is None else r
     streams = {k: np.random.default_rng([seed, i]) for i, k in enumerate(("assign", "service", "noise", "choice"))}
     sim = BilinearSimulator(r, mu, caps, 0.0, model, np.full(10**6, -1), streams)
     cls = np.repeat(np.arange(len(queue)), queue)
@@ -188,6 +189,38 @@ def test_exclusive_mode_has_no_duplicates_and_counts_collisions():
         res = sim.step_classes(y)
         assert res.counts.sum() == (4 if model == "paper" else 1)
         assert {"n_duplicates": res.n_duplicates, "n_collisions": res.n_collisions}[dup_key] == 3
+
+
+def test_served_allocation_leaves_out_the_collided_servers():
+    """Eq. 1's served allocation E[N | Q, y]: four servers on one job, each first in the random order w.p. 1/4, so
+    under "exclusive" each server class serves it half a time in expectation; under "paper" all four are paid."""
+    queue, caps, mu, r = np.array([1, 1]), np.array([2, 2]), np.ones(2), np.array([[0.3, 0.8], [0.5, 0.1]])
+    y = np.array([[2.0, 2.0], [0.0, 0.0]])
+    for model, served in (("paper", y), ("exclusive", y / 4)):
+        sim, cls = _fixed_queue_sim(queue, mu, caps, 1, model, r)
+        _reload(sim, cls)
+        assert np.isclose(sim.step_classes(y).reward_served, (r * served).sum())
+
+
+@pytest.mark.parametrize("model", ["paper", "exclusive"])
+def test_served_reward_is_the_mean_reward_of_the_selections_paid(model):
+    """``reward_served`` = Σ r_ij E[N_ij | Q, decision]: the Monte Carlo mean of Σ r_ij N_ij over slots from one
+    queue and decision, for each selection law (class allocation, per-job allocation, servers' class choices)."""
+    queue, caps, mu = np.array([3, 1, 2]), np.array([2, 3]), np.full(3, 0.6)
+    r = np.random.default_rng(7).uniform(0, 1, (3, 2))
+    y = np.array([[1.2, 0.5], [0.3, 1.0], [0.4, 1.4]])
+    x = np.random.default_rng(8).uniform(0, 0.3, (6, 2))  # the six waiting jobs in FIFO (class) order
+    choices = np.array([0, 0, 1, 1, 1])  # three class-j=1 servers on the one class-1 job
+    sim, cls = _fixed_queue_sim(queue, mu, caps, 3, model, r)
+    reps = 20_000
+    for step in (lambda: sim.step_classes(y), lambda: sim.step_jobs(x), lambda: sim.step_servers(choices)):
+        paid, served = np.zeros(reps), np.zeros(reps)
+        for k in range(reps):
+            _reload(sim, cls)
+            res = step()
+            paid[k], served[k] = (r * res.counts).sum(), res.reward_served
+        assert np.ptp(served) < 1e-12  # a function of the queue and the decision only
+        assert abs(paid.mean() - served[0]) < 3.5 * paid.std() / np.sqrt(reps) + 1e-12
 
 
 def test_server_choice_gives_distinct_jobs():
@@ -476,8 +509,9 @@ def test_episode_summary_is_recomputed_from_the_step_infos(kwargs, scale):
     costs, max_visible_jobs = np.asarray(kwargs["holding_costs"]), kwargs.get("max_visible_jobs")
     server_choice = kwargs.get("action_mode") == "server_choice"
     rng = np.random.default_rng(2)
-    totals = dict.fromkeys(("regret", "regret_realized", "reward_noisy", "reward_mean", "reward_expected",
-                            "holding", "queue", "utilization", "duplicates", "collisions"), 0.0)  # fmt: skip
+    totals = dict.fromkeys(("regret", "regret_realized", "regret_served", "reward_noisy", "reward_mean",
+                            "reward_expected", "reward_served", "holding", "queue", "utilization", "duplicates",
+                            "collisions"), 0.0)  # fmt: skip
     steps, max_hidden = 0, 0
     for _ in range(kwargs["horizon"]):
         action = env.action_space.sample() if server_choice else rng.uniform(0, scale, env.action_space.shape)
@@ -492,6 +526,8 @@ def test_episode_summary_is_recomputed_from_the_step_infos(kwargs, scale):
         totals["reward_noisy"] += sum(row[4] for row in rows)
         totals["reward_mean"] += (r * counts).sum()
         totals["reward_expected"] += (r * y).sum()
+        totals["reward_served"] += info["reward_served"]
+        totals["regret_served"] += reset_info["r_star"] - info["reward_served"]
         totals["holding"] += costs @ info["Q"]
         totals["queue"] += info["Q"].sum()
         totals["utilization"] += y.sum() / n_servers
@@ -521,6 +557,8 @@ def test_episode_summary_is_recomputed_from_the_step_infos(kwargs, scale):
         "reward_noisy": totals["reward_noisy"],
         "reward_mean": totals["reward_mean"],
         "reward_expected": totals["reward_expected"],
+        "reward_served": totals["reward_served"],
+        "regret_served": totals["regret_served"],
         "r_star": reset_info["r_star"],
         "mean_holding_cost": totals["holding"] / steps,
         "mean_queue_total": totals["queue"] / steps,
@@ -536,6 +574,10 @@ def test_episode_summary_is_recomputed_from_the_step_infos(kwargs, scale):
         assert np.isclose(summary[key], value, rtol=1e-9, atol=1e-9), (key, summary[key], value)
     if not server_choice:  # (under server_choice y is the integer N of the chosen servers)
         assert not np.isclose(summary["regret"], summary["regret_realized"])
+    if kwargs["service_model"] == "paper":  # every selection is paid: E[N | y] = y
+        assert np.isclose(summary["regret_served"], summary["regret"], rtol=1e-9, atol=1e-9)
+    else:  # collided servers serve nothing
+        assert summary["regret_served"] > summary["regret"]
 
 
 def _softmax_allocation(logits: np.ndarray, active: np.ndarray, caps: np.ndarray) -> np.ndarray:
