@@ -7,10 +7,12 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
 from cluster_envs.common.seeding import episode_streams
+from cluster_envs.multiserver.alibaba import trace_instance
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
 from cluster_envs.multiserver.kernel import action_problem
 from cluster_envs.multiserver.model import (
@@ -123,7 +125,10 @@ class ClusterMultiServerEnv(ClusterEnv):
             inst = config.instance
         else:
             rng = np.random.default_rng(np.random.SeedSequence(config.instance_seed))
-            inst = generate_instance(config.generator_params(), rng)
+            if config.workload == ALIBABA:
+                inst = trace_instance(config.generator_params(), config.trace_dir, config.horizon, rng)
+            else:
+                inst = generate_instance(config.generator_params(), rng)
         unusable = np.flatnonzero(~self._fits_alone(inst))
         if unusable.size and not config.allow_unusable_channels:
             raise ValueError(

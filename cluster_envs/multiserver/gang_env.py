@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
+from cluster_envs.multiserver.alibaba import trace_gang_instance
 from cluster_envs.multiserver.config import GANG_PRESETS, GangConfig
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import (
@@ -72,8 +74,11 @@ class ClusterGangEnv(ClusterMultiServerEnv):
         self._workspace: tuple[np.ndarray, ...] | None = None  # the repair's scratch arrays, made on first use
 
     def _make_instance(self) -> GangInstance:
-        rng = np.random.default_rng(np.random.SeedSequence(self.config.instance_seed))
-        return generate_gang_instance(self.config.gang_params(), rng)
+        config = self.config
+        rng = np.random.default_rng(np.random.SeedSequence(config.instance_seed))
+        if config.workload == ALIBABA:
+            return trace_gang_instance(config.gang_params(), config.trace_dir, config.horizon, rng)
+        return generate_gang_instance(config.gang_params(), rng)
 
     def _make_problem(self) -> GangProblem:
         inst = self.instance

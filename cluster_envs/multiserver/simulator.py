@@ -47,7 +47,11 @@ class MultiServerSimulator:
         self._draw_arrivals()
 
     def _draw_arrivals(self) -> None:
-        self.arrivals = (self.rng_arrivals.random(self.instance.n_ports) < self.instance.rho).astype(np.int8)
+        schedule = self.instance.schedule
+        if schedule is None:
+            self.arrivals = (self.rng_arrivals.random(self.instance.n_ports) < self.instance.rho).astype(np.int8)
+        else:  # a trace's arrivals; after the last slot (no decision follows) wrap around
+            self.arrivals = schedule[(self.t - 1) % len(schedule)].copy()
         self.edge_mask = self.arrivals[self.port_of_edge]
 
     def repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:

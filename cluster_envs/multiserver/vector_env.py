@@ -51,7 +51,9 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         overrides = {**({} if preset is None else {"preset": preset}), **overrides}
         super().__init__(num_envs, make_copy, overrides, render_mode, self.env_class.env_id)
         cfg = self.config
-        self.require([("obs_static", getattr(cfg, "obs_static", False), False)])
+        self.require(
+            [("obs_static", getattr(cfg, "obs_static", False), False), ("workload", cfg.workload, "synthetic")]
+        )  # fmt: skip  (the kernel draws Bernoulli arrivals)
         if cfg.action_mode == "binary" and cfg.invalid_action == "repair":
             self.require([("binary_repair_order", cfg.binary_repair_order, "index")])
         inst = self.instance = self.envs[0].instance

@@ -91,7 +91,7 @@ class ClusterSLAEnv(ClusterEnv):
         super().__init__(preset, render_mode, overrides)
         config = self.config
         self._generate_loads = make_load_generator(
-            config.scenario, config.n_users, config.horizon, config.sla, config.scenario_kwargs
+            config.scenario, config.n_users, config.horizon, config.sla, config.scenario_kwargs, config.trace_dir
         )
         n = config.n_users
         self.action_space = (
@@ -165,7 +165,9 @@ class ClusterSLAEnv(ClusterEnv):
             if not isinstance(options["scenario_kwargs"], dict):
                 raise ValueError(f"options['scenario_kwargs'] must be a dict, got {type(options['scenario_kwargs'])}")
             episode_kwargs = {**cfg.scenario_kwargs, **options["scenario_kwargs"]}
-            generate_loads = make_load_generator(cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs)
+            generate_loads = make_load_generator(
+                cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs, cfg.trace_dir
+            )
         super().reset(seed=seed)
         if "loads" in options:
             loads = self._checked_loads(options["loads"])
