@@ -78,8 +78,8 @@ def trace_workload(trace: GpuTrace, n_ports: int, n_servers: int, horizon: int, 
     homeless = np.flatnonzero(~hosts.any(axis=1))
     if homeless.size:
         raise ValueError(
-            f"no sampled node can host job type(s) {homeless.tolist()} (requests {requests_real[:, homeless].T.tolist()}"
-            " in cores, GiB, GPUs); raise n_servers or change instance_seed"
+            f"no sampled node can host job type(s) {homeless.tolist()} (requests in cores, GiB, GPUs: "
+            f"{requests_real[:, homeless].T.tolist()}); raise n_servers or change instance_seed"
         )
     return TraceWorkload(
         requests=np.ceil(requests_real / unit[:, None] - 1e-9).astype(np.int64),

@@ -127,7 +127,7 @@ def generate_gang_instance(p: GangParams, rng: np.random.Generator) -> GangInsta
 
 
 def arms_of(task_port: np.ndarray, adj: np.ndarray) -> np.ndarray:
-    """The arms ``(l, q, r)`` in lexicographic order: every task ``q`` of port ``l`` on every server adjacent to ``l``."""
+    """The arms ``(l, q, r)`` in lexicographic order: each task ``q`` of port ``l`` on each server adjacent to ``l``."""
     return np.array(
         [(task_port[q], q, r) for q in range(task_port.size) for r in np.flatnonzero(adj[task_port[q]])],
         dtype=np.int64,
