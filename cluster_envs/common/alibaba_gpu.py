@@ -10,9 +10,9 @@ shipped: ``trace_dir`` names a folder holding its CSVs in the public schema, of 
 Requests and capacities are kept in CPU cores, GiB and GPUs (a pod asks ``num_gpu · gpu_milli / 1000`` GPUs).
 
 **Time.** Both settings replay the trace in ``horizon`` equal slots. The window starts at the 1 % quantile
-of the creation times (``START_QUANTILE``) and ends at the last creation: the trace's first few pods (22 of
-8,152) were created weeks before the rest, and spreading them over the window would leave three quarters of
-the slots empty. A pod created in the window arrives in slot ``⌊(creation − start) / length⌋``; a pod's
+of the creation times (``START_QUANTILE``) and ends at the last creation: 23 of the trace's first 82 pods were
+created days to months before the rest, and stretching the window over them would leave three quarters of the
+slots empty. A pod created in the window arrives in slot ``⌊(creation − start) / length⌋``; a pod's
 running demand is its request times the part of each slot between its creation and deletion.
 """
 

@@ -86,7 +86,18 @@ class ClusterMultiServerEnv(ClusterEnv):
     expected_aou, oracle_aou, regret, dropped, prob_all_arrive`` (Π ρ_l, the event Theorems 1–2 condition on).
 
     **Presets**: ``paper`` (|L| = 8, |R| = 40, K = 3, edge_prob 0.1, ρ 0.9, T = 2000; default), ``small``
-    (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1).
+    (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1), ``alibaba_gpu_2023``
+    (the paper's sizes on the Alibaba GPU 2023 trace; needs ``trace_dir``, the folder of its CSVs).
+
+    **Trace workload** (``workload="alibaba_gpu_2023"``, set by that preset; :mod:`cluster_envs.multiserver.alibaba`):
+    the K = 3 device types are CPU, memory and GPU, counted in units of the median request of the replayed pods;
+    ports are the ``n_ports`` most frequent pod request shapes, with ``a_k^{(l,r)}`` their request rounded up to
+    units; servers are ``n_servers`` nodes drawn from the trace (``instance_seed``), joined to the ports they can
+    host (thinned by ``edge_prob``); ``c`` follows ``capacity_mode`` on these requests. Slots: the trace's creation
+    times from their 1 % quantile to the last, cut into ``horizon`` equal slots; port ``l`` has a job in slot
+    ``t`` when a pod of its shape was created then (no Bernoulli draw: the same arrivals in every episode; ``ρ``
+    records their frequency; ``arrival_prob``, ``req_*`` and ``c_*`` are unused). Utilities and costs are drawn
+    as in the paper (the trace has none). The batched env does not replay arrivals (use ``SyncVectorEnv``).
 
     **Privileged state**: ``instance`` (``μ, σ, ṽ, ρ``), ``oracle``.
 

@@ -59,7 +59,11 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     MILP (HiGHS) over the arrived ports, cached per arrival pattern.
 
     **Presets**: ``small`` (|L| = 4, |R| = 10, edge_prob 0.3, K = 3; default), ``tiny`` (2 ports, 3 servers,
-    K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1).
+    K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1),
+    ``alibaba_gpu_2023`` (the ``small`` sizes on the Alibaba GPU 2023 trace; needs ``trace_dir``): the main env's
+    trace workload (device types, ports, replayed arrivals, node sample, units), with each server's capacity
+    its node's own (G4) and port ``l`` given ``clip(round(mean type-l pods per slot with one), tasks_low,
+    tasks_high)`` tasks.
 
     **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (the compiled gang repair per
     copy, :class:`~cluster_envs.multiserver.vector_env.ClusterGangVectorEnv`).

@@ -30,8 +30,9 @@ class SlotResult:
 class MultiServerSimulator:
     """One episode: its exogenous streams (arrivals, utilities, repair permutations) and the slot clock.
 
-    Every slot draws all ``|L|`` arrival uniforms and all ``|E|`` normals whatever the action, so two
-    policies run with the same seed see the same arrivals and the same ``Z(t)`` (common random numbers).
+    Every slot draws all ``|L|`` arrival uniforms (none when the instance replays a trace's ``schedule``) and all
+    ``|E|`` normals whatever the action, so two policies run with the same seed see the same arrivals and the same
+    ``Z(t)`` (common random numbers).
     ``edge_mask`` is ``𝟙_{l(e)}(t)`` of the current slot (int8).
     """
 

@@ -75,7 +75,10 @@ class ClusterSLAEnv(ClusterEnv):
     **Presets**: ``paper_synthetic`` (N = 3, β = (0.2, 0.3, 0.5), T = 3·10⁶, Sec. 4.1),
     ``paper_synthetic_small`` (the same at T = 6000, default), ``paper_real_standin`` (N = 6, T = 14,628,
     a synthetic stand-in for the Azure traces of Sec. 4.2, β = normalised mean load), ``example_1_1``
-    (Example 1.1), ``proportionality_3_4`` (the Sec. 3.4 example).
+    (Example 1.1), ``proportionality_3_4`` (the Sec. 3.4 example), ``alibaba_gpu_2023`` (needs ``trace_dir``, the
+    folder of the Alibaba GPU 2023 CSVs: the 4 QoS classes as users, by descending demand; user i's load in step t
+    is the GPUs its pods hold on average over slot t, the trace's creation times from their 1 % quantile to the
+    last cut into T = 10,000 slots; rescaled to mean total load ρ = 0.99; β = normalised mean load).
 
     **Privileged state** (offline oracles and evaluation only): ``loads`` (N, T), ``queue``, ``next_load``.
 
