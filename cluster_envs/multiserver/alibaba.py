@@ -12,8 +12,8 @@ The mapping (documented on the env pages, ``docs/envs/ClusterMultiServer-v0.md``
   collapse into one job: the model has at most one job per port and slot). The schedule is fixed by the trace;
   ``ρ_l`` is recorded as the fraction of slots with a type-``l`` job.
 * **Servers**: ``n_servers`` nodes drawn without replacement from the trace (``instance_seed``). A channel
-  ``(l, r)`` exists where node ``r`` can host a type-``l`` pod (enough cores, memory and GPUs), kept with
-  probability ``edge_prob`` (each port keeps at least one hosting node).
+  ``(l, r)`` exists where node ``r`` can host a type-``l`` pod (enough units of cores, memory and GPUs), kept
+  with probability ``edge_prob`` (each port keeps at least one hosting node).
 * **Requests** ``a_k^{(l,r)}``: the type's request in units (the same on every node).
 * **Capacity** ``c`` of ``ClusterMultiServer-v0`` (cluster-wide, per slot): ``capacity_mode="alpha_sum"``
   (default) applies the generator's rule to the trace's requests, ``max(max_e a_k^e, ⌊β Σ_e a_k^e⌋)``;
@@ -73,21 +73,16 @@ def trace_workload(trace: GpuTrace, n_ports: int, n_servers: int, horizon: int, 
     if n_servers > n_nodes:
         raise ValueError(f"n_servers={n_servers} exceeds the trace's {n_nodes} nodes")
     nodes = np.sort(rng.choice(n_nodes, size=n_servers, replace=False))
-    capacity_real = trace.node_capacity[:, nodes]
-    hosts = (requests_real[:, :, None] <= capacity_real[:, None, :]).all(axis=0)
+    requests = np.ceil(requests_real / unit[:, None] - 1e-9).astype(np.int64)
+    node_capacity = np.floor(trace.node_capacity[:, nodes] / unit[:, None] + 1e-9).astype(np.int64)
+    hosts = (requests[:, :, None] <= node_capacity[:, None, :]).all(axis=0)  # in units: every channel fits alone
     homeless = np.flatnonzero(~hosts.any(axis=1))
     if homeless.size:
         raise ValueError(
             f"no sampled node can host job type(s) {homeless.tolist()} (requests in cores, GiB, GPUs: "
             f"{requests_real[:, homeless].T.tolist()}); raise n_servers or change instance_seed"
         )
-    return TraceWorkload(
-        requests=np.ceil(requests_real / unit[:, None] - 1e-9).astype(np.int64),
-        schedule=schedule,
-        pods_per_slot=per_slot.sum(axis=0) / active,
-        node_capacity=np.floor(capacity_real / unit[:, None] + 1e-9).astype(np.int64),
-        hosts=hosts,
-    )
+    return TraceWorkload(requests, schedule, per_slot.sum(axis=0) / active, node_capacity, hosts)
 
 
 def _adjacency(work: TraceWorkload, edge_prob: float, rng) -> np.ndarray:
