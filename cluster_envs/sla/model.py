@@ -1,9 +1,10 @@
 """The SLA-sharing model of Perez-Salazar et al. (paper 003) without the step: the public problem
 (:class:`SLAProblem`), the load scenarios that generate an instance (spec §3.8: the paper's synthetic
-experiments, a trace loader and a synthetic stand-in for the proprietary Azure traces), and the offline
-optimum and static benchmark in closed form (:func:`capped_cumulative_work`, Proposition 2).
+experiments, a trace loader, a synthetic stand-in for the proprietary Azure traces and the GPU demand of the
+Alibaba GPU 2023 trace's QoS classes), and the offline optimum and static benchmark in closed form
+(:func:`capped_cumulative_work`, Proposition 2).
 
-``make_load_generator(name, n_users, horizon, sla, kwargs)`` checks the arguments once, at env
+``make_load_generator(name, n_users, horizon, sla, kwargs, trace_dir)`` checks the arguments once, at env
 construction, and returns a picklable ``generate(rng) -> loads`` with loads of shape (N, T).
 """
 
