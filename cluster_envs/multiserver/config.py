@@ -12,6 +12,7 @@ from cluster_envs.common.alibaba_gpu import HOW_TO_PASS, RESOURCES
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.config import check_choice, check_number
 from cluster_envs.common.env import INFO_LEVELS
+from cluster_envs.common.flat import OBSERVATION_MODES
 from cluster_envs.multiserver.gang import MIN_TASKS, GangParams
 from cluster_envs.multiserver.model import CAPACITY_MODES, NORMALIZATIONS, GeneratorParams
 
@@ -37,6 +38,7 @@ class EnvOptions:
     info_level: str = "full"
     workload: str = "synthetic"
     trace_dir: Any = None  # the folder of the trace CSVs (workload="alibaba_gpu_2023")
+    observation_mode: str = "dict"
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ def validate_common(cfg) -> None:
     check_choice("invalid_action", cfg.invalid_action, INVALID_ACTIONS)
     check_choice("binary_repair_order", cfg.binary_repair_order, REPAIR_ORDERS)
     check_choice("info_level", cfg.info_level, INFO_LEVELS)
+    check_choice("observation_mode", cfg.observation_mode, OBSERVATION_MODES)
     check_choice("compute_regret", cfg.compute_regret, (False, True))
     check_workload(cfg)
     if isinstance(cfg.arrival_prob, list | np.ndarray):
