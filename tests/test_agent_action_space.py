@@ -11,6 +11,7 @@ small sizes; ``-m slow`` draws ``SLOW`` per (id, agent, preset), the presets' ow
 
 from __future__ import annotations
 
+import importlib
 import warnings
 import zlib
 
@@ -173,7 +174,11 @@ def inside(space: gym.Space, action) -> bool:
 
 
 def presets(env_id: str) -> list[str]:
-    return list(type(gym.make(env_id).unwrapped).presets)
+    """The id's presets less those that read user data (``TRACE_PRESETS`` of its config module, e.g. a trace
+    folder): tests/multiserver and tests/sla run those on the shared trace."""
+    env = gym.make(env_id).unwrapped
+    needs_data = getattr(importlib.import_module(type(env.config).__module__), "TRACE_PRESETS", ())
+    return [name for name in type(env).presets if name not in needs_data]
 
 
 def run_configurations(env_id: str, name: str, preset_names: list[str], wanted: int, large: bool) -> None:

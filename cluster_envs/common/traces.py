@@ -1,11 +1,13 @@
 """Reading a numeric table from a user's file (a load trace, a job trace): one loader for every setting.
 
-:func:`read_table` returns a non-empty 2-D float64 array or raises an error that names the argument the path
-came from; each setting then checks what its table means (orientation, columns, ranges).
+:func:`read_table` returns a non-empty 2-D float64 array, :func:`read_columns` the named columns of a CSV with a
+header (numbers and text); both raise an error that names the argument the path came from; each setting then
+checks what its table means (orientation, columns, ranges).
 """
 
 from __future__ import annotations
 
+import csv
 import warnings
 import zipfile
 from pathlib import Path
@@ -56,3 +58,47 @@ def _header_rows(path: Path) -> int:
     except ValueError:
         return 1
     return 0
+
+
+def read_columns(path: str | Path, name: str, columns: dict[str, type]) -> dict[str, np.ndarray]:
+    """The named columns of the comma-separated file ``path`` (a header line, then one row per record).
+
+    ``columns`` maps each required column to ``float`` (parsed as float64; an empty field is an error) or
+    ``str`` (kept as text; empty allowed). Other columns are ignored. Every error is a ``ValueError`` that
+    names ``name`` (the argument the path came from), the file and the expected columns: a missing or
+    unreadable file, a missing column, a row of the wrong length, a non-numeric field, no rows.
+    """
+    path = Path(path)
+    expected = f"expected a CSV with the columns {list(columns)}"
+    if not path.is_file():
+        raise ValueError(f"{name}: no file at {str(path)!r}; {expected}")
+    try:
+        with open(path, newline="") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f"{name}: {str(path)!r} is not a readable CSV ({err}); {expected}") from None
+    if not rows:
+        raise ValueError(f"{name}: {str(path)!r} is empty; {expected}")
+    header = [field.strip() for field in rows[0]]
+    missing = [column for column in columns if column not in header]
+    if missing:
+        raise ValueError(f"{name}: {str(path)!r} lacks the column(s) {missing}; {expected}, got {header}")
+    body = rows[1:]
+    if not body:
+        raise ValueError(f"{name}: {str(path)!r} has a header but no rows; {expected}")
+    short = next((i for i, row in enumerate(body) if len(row) != len(header)), None)
+    if short is not None:
+        raise ValueError(
+            f"{name}: {str(path)!r} line {short + 2} has {len(body[short])} fields, the header {len(header)}"
+        )
+    out: dict[str, np.ndarray] = {}
+    for column, kind in columns.items():
+        values = [row[header.index(column)].strip() for row in body]
+        if kind is str:
+            out[column] = np.asarray(values, dtype=str)
+            continue
+        try:
+            out[column] = np.asarray(values, dtype=np.float64)
+        except ValueError as err:
+            raise ValueError(f"{name}: {str(path)!r} column {column!r} is not numeric ({err}); {expected}") from None
+    return out

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from cluster_envs.common.alibaba_gpu import HOW_TO_PASS, RESOURCES
+from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.config import check_choice, check_number
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.common.flat import OBSERVATION_MODES
@@ -18,6 +20,7 @@ ACTION_MODES = ("binary", "scores")
 INVALID_ACTIONS = ("repair", "raise")
 REPAIR_ORDERS = ("index", "random")
 UTILITY_DISTS = ("normal",)
+WORKLOADS = ("synthetic", ALIBABA)  # where ports, servers, requests and arrivals come from
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class EnvOptions:
     infeasible_penalty: float = 0.0
     compute_regret: bool = True
     info_level: str = "full"
+    workload: str = "synthetic"
+    trace_dir: Any = None  # the folder of the trace CSVs (workload="alibaba_gpu_2023")
     observation_mode: str = "dict"
 
 
@@ -99,14 +104,30 @@ def validate_common(cfg) -> None:
     check_choice("info_level", cfg.info_level, INFO_LEVELS)
     check_choice("observation_mode", cfg.observation_mode, OBSERVATION_MODES)
     check_choice("compute_regret", cfg.compute_regret, (False, True))
+    check_workload(cfg)
     if isinstance(cfg.arrival_prob, list | np.ndarray):
         object.__setattr__(cfg, "arrival_prob", tuple(float(p) for p in cfg.arrival_prob))
+
+
+def check_workload(cfg) -> None:
+    """``trace_dir`` is required by the trace workload and meaningless without it (the files are read at build)."""
+    check_choice("workload", cfg.workload, WORKLOADS)
+    if cfg.workload != ALIBABA:
+        if cfg.trace_dir is not None:
+            raise ValueError(f"trace_dir is only read by preset {ALIBABA!r} (workload={ALIBABA!r})")
+        return
+    if cfg.trace_dir is None:
+        raise ValueError(f"preset {ALIBABA!r} needs its data: {HOW_TO_PASS}")
+    if cfg.n_device_types != len(RESOURCES):
+        raise ValueError(f"n_device_types={cfg.n_device_types} is not allowed with workload={ALIBABA!r}, whose "
+                         f"device types are {list(RESOURCES)}")  # fmt: skip
 
 
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
     "small": {"n_ports": 4, "n_servers": 10, "edge_prob": 0.3},
     "tiny": {"n_ports": 2, "n_servers": 2, "edge_prob": 1.0, "n_device_types": 1},
+    ALIBABA: {"workload": ALIBABA},  # the paper's sizes on the trace (cluster_envs.multiserver.alibaba)
 }
 
 
@@ -132,4 +153,6 @@ GANG_PRESETS: dict[str, dict[str, Any]] = {
     "small": {},
     "tiny": {"n_ports": 2, "n_servers": 3, "edge_prob": 1.0, "n_device_types": 1, "tasks_high": 2},
     "paper": {"n_ports": 8, "n_servers": 40, "edge_prob": 0.1},
+    ALIBABA: {"workload": ALIBABA},  # the small preset's sizes on the trace (cluster_envs.multiserver.alibaba)
 }
+TRACE_PRESETS = (ALIBABA,)  # presets that read user data (trace_dir): not built without it

@@ -7,12 +7,14 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.guards import Estimate, check
 from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.multiserver import knapsack
+from cluster_envs.multiserver.alibaba import trace_instance
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
 from cluster_envs.multiserver.kernel import action_problem
 from cluster_envs.multiserver.model import (
@@ -91,7 +93,18 @@ class ClusterMultiServerEnv(ClusterEnv):
     (2 GiB) or ``ORACLE_TIME_LIMIT`` (1 s estimated per solve; the paper graph needs 0.4 MiB and ~1 ms).
 
     **Presets**: ``paper`` (|L| = 8, |R| = 40, K = 3, edge_prob 0.1, ρ 0.9, T = 2000; default), ``small``
-    (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1).
+    (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1), ``alibaba_gpu_2023``
+    (the paper's sizes on the Alibaba GPU 2023 trace; needs ``trace_dir``, the folder of its CSVs).
+
+    **Trace workload** (``workload="alibaba_gpu_2023"``, set by that preset; :mod:`cluster_envs.multiserver.alibaba`):
+    the K = 3 device types are CPU, memory and GPU, counted in units of the median request of the replayed pods;
+    ports are the ``n_ports`` most frequent pod request shapes, with ``a_k^{(l,r)}`` their request rounded up to
+    units; servers are ``n_servers`` nodes drawn from the trace (``instance_seed``), joined to the ports they can
+    host (thinned by ``edge_prob``); ``c`` follows ``capacity_mode`` on these requests. Slots: the trace's creation
+    times from their 1 % quantile to the last, cut into ``horizon`` equal slots; port ``l`` has a job in slot
+    ``t`` when a pod of its shape was created then (no Bernoulli draw: the same arrivals in every episode; ``ρ``
+    records their frequency; ``arrival_prob``, ``req_*`` and ``c_*`` are unused). Utilities and costs are drawn
+    as in the paper (the trace has none). The batched env does not replay arrivals (use ``SyncVectorEnv``).
 
     **Privileged state**: ``instance`` (``μ, σ, ṽ, ρ``), ``oracle``.
 
@@ -144,7 +157,10 @@ class ClusterMultiServerEnv(ClusterEnv):
             inst = config.instance
         else:
             rng = np.random.default_rng(np.random.SeedSequence(config.instance_seed))
-            inst = generate_instance(config.generator_params(), rng)
+            if config.workload == ALIBABA:
+                inst = trace_instance(config.generator_params(), config.trace_dir, config.horizon, rng)
+            else:
+                inst = generate_instance(config.generator_params(), rng)
         unusable = np.flatnonzero(~self._fits_alone(inst))
         if unusable.size and not config.allow_unusable_channels:
             raise ValueError(

@@ -16,7 +16,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array, hstack
 
 from cluster_envs.common.guards import Estimate
-from cluster_envs.multiserver.model import PatternCache, UtilityModel
+from cluster_envs.multiserver.model import PatternCache, UtilityModel, draw_utility
 
 MIN_TASKS = ("all", "half")
 
@@ -93,6 +93,7 @@ class GangInstance(GangStructure):
 
     utility: UtilityModel = None  # type: ignore[assignment]
     rho: np.ndarray = None  # type: ignore[assignment]
+    schedule: np.ndarray | None = None  # (T, |L|) int8 arrivals replayed from a trace instead of Bernoulli(ρ) draws
 
     @property
     def v_tilde(self) -> np.ndarray:
@@ -110,18 +111,33 @@ def generate_gang_instance(p: GangParams, rng: np.random.Generator) -> GangInsta
     task_port = np.repeat(np.arange(p.n_ports), n_tasks)
     task_req = rng.integers(p.req_low, p.req_high + 1, size=(p.n_device_types, task_port.size))
     server_cap = rng.integers(p.c_low, p.c_high + 1, size=(p.n_device_types, p.n_servers))
-    arms = np.array(
+    arms = arms_of(task_port, adj)
+    utility = draw_utility(p, p.n_device_types, len(arms), rng)
+    rho = np.broadcast_to(np.asarray(p.arrival_prob, dtype=float), (p.n_ports,)).copy()
+    return GangInstance(
+        p.n_ports,
+        p.n_servers,
+        arms,
+        task_port,
+        min_task_counts(n_tasks, p.min_tasks),
+        task_req,
+        server_cap,
+        utility=utility,
+        rho=rho,
+    )
+
+
+def arms_of(task_port: np.ndarray, adj: np.ndarray) -> np.ndarray:
+    """The arms ``(l, q, r)`` in lexicographic order: each task ``q`` of port ``l`` on each server adjacent to ``l``."""
+    return np.array(
         [(task_port[q], q, r) for q in range(task_port.size) for r in np.flatnonzero(adj[task_port[q]])],
         dtype=np.int64,
     )
-    mu = rng.uniform(p.mu_low, p.mu_high, len(arms))
-    F = rng.normal(p.cost_mean, p.cost_std, size=(p.n_device_types, len(arms)))
-    rho = np.broadcast_to(np.asarray(p.arrival_prob, dtype=float), (p.n_ports,)).copy()
-    min_tasks = n_tasks if p.min_tasks == "all" else np.ceil(n_tasks / 2).astype(np.int64)
-    utility = UtilityModel.build(mu, p.sigma_ratio * mu, F.sum(axis=0), p.normalization)
-    return GangInstance(
-        p.n_ports, p.n_servers, arms, task_port, min_tasks, task_req, server_cap, utility=utility, rho=rho
-    )
+
+
+def min_task_counts(n_tasks: np.ndarray, rule: str) -> np.ndarray:
+    """``m_l``: all of a port's tasks, or half of them rounded up."""
+    return n_tasks if rule == "all" else np.ceil(n_tasks / 2).astype(np.int64)
 
 
 def _constraint_matrices(inst: GangStructure) -> tuple:

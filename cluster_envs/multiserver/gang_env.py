@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.guards import Estimate
+from cluster_envs.multiserver.alibaba import trace_gang_instance
 from cluster_envs.multiserver.config import GANG_PRESETS, GangConfig
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import (
@@ -61,7 +63,11 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     ``ClusterMultiServer-v0``.
 
     **Presets**: ``small`` (|L| = 4, |R| = 10, edge_prob 0.3, K = 3; default), ``tiny`` (2 ports, 3 servers,
-    K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1).
+    K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1),
+    ``alibaba_gpu_2023`` (the ``small`` sizes on the Alibaba GPU 2023 trace; needs ``trace_dir``): the main env's
+    trace workload (device types, ports, replayed arrivals, node sample, units), with each server's capacity
+    its node's own (G4) and port ``l`` given ``clip(round(mean type-l pods per slot with one), tasks_low,
+    tasks_high)`` tasks.
 
     **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (the compiled gang repair per
     copy, :class:`~cluster_envs.multiserver.vector_env.ClusterGangVectorEnv`).
@@ -76,8 +82,11 @@ class ClusterGangEnv(ClusterMultiServerEnv):
         self._workspace: tuple[np.ndarray, ...] | None = None  # the repair's scratch arrays, made on first use
 
     def _make_instance(self) -> GangInstance:
-        rng = np.random.default_rng(np.random.SeedSequence(self.config.instance_seed))
-        return generate_gang_instance(self.config.gang_params(), rng)
+        config = self.config
+        rng = np.random.default_rng(np.random.SeedSequence(config.instance_seed))
+        if config.workload == ALIBABA:
+            return trace_gang_instance(config.gang_params(), config.trace_dir, config.horizon, rng)
+        return generate_gang_instance(config.gang_params(), rng)
 
     def _make_problem(self) -> GangProblem:
         inst = self.instance

@@ -110,6 +110,7 @@ class MultiServerInstance:
     c: np.ndarray  # (K,) int64
     utility: UtilityModel
     rho: np.ndarray  # (|L|,)
+    schedule: np.ndarray | None = None  # (T, |L|) int8 arrivals replayed from a trace instead of Bernoulli(ρ) draws
 
     @classmethod
     def from_arrays(cls, n_ports, n_servers, edges, A, c, mu, sigma, cost, rho, normalization="affine_clip"):
@@ -155,12 +156,18 @@ def generate_instance(params: GeneratorParams, rng: np.random.Generator) -> Mult
     edges = np.argwhere(adj).astype(np.int64)
     A = rng.integers(params.req_low, params.req_high + 1, size=(k, len(edges)))  # 2
     c = capacity_vector(params, A, rng)  # 3
-    mu = rng.uniform(params.mu_low, params.mu_high, len(edges))  # 4
-    sigma = params.sigma_ratio * mu
-    F = rng.normal(params.cost_mean, params.cost_std, size=(k, len(edges)))  # 5
+    utility = draw_utility(params, k, len(edges), rng)  # 4, 5 and 8
     rho = np.broadcast_to(np.asarray(params.arrival_prob, dtype=float), (n_l,)).copy()  # 6
-    utility = UtilityModel.build(mu, sigma, F.sum(axis=0), params.normalization)  # 8
     return MultiServerInstance(n_l, n_r, edges, A.astype(np.int64), c, utility, rho)
+
+
+def draw_utility(params, n_types: int, n_arms: int, rng: np.random.Generator) -> UtilityModel:
+    """Steps 4, 5 and 8 of spec §3.3: ``μ ~ U(mu_low, mu_high)`` and ``σ = sigma_ratio · μ`` per arm, costs
+    ``F ~ N(cost_mean, cost_std)`` per (device type, arm) summed to ``C``, then the normalisation (``params``:
+    any generator parameters with these fields)."""
+    mu = rng.uniform(params.mu_low, params.mu_high, n_arms)
+    F = rng.normal(params.cost_mean, params.cost_std, size=(n_types, n_arms))
+    return UtilityModel.build(mu, params.sigma_ratio * mu, F.sum(axis=0), params.normalization)
 
 
 def capacity_vector(params: GeneratorParams, A: np.ndarray, rng: np.random.Generator) -> np.ndarray:

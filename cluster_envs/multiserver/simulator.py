@@ -30,8 +30,9 @@ class SlotResult:
 class MultiServerSimulator:
     """One episode: its exogenous streams (arrivals, utilities, repair permutations) and the slot clock.
 
-    Every slot draws all ``|L|`` arrival uniforms and all ``|E|`` normals whatever the action, so two
-    policies run with the same seed see the same arrivals and the same ``Z(t)`` (common random numbers).
+    Every slot draws all ``|L|`` arrival uniforms (none when the instance replays a trace's ``schedule``) and all
+    ``|E|`` normals whatever the action, so two policies run with the same seed see the same arrivals and the same
+    ``Z(t)`` (common random numbers).
     ``edge_mask`` is ``𝟙_{l(e)}(t)`` of the current slot (int8).
     """
 
@@ -47,7 +48,11 @@ class MultiServerSimulator:
         self._draw_arrivals()
 
     def _draw_arrivals(self) -> None:
-        self.arrivals = (self.rng_arrivals.random(self.instance.n_ports) < self.instance.rho).astype(np.int8)
+        schedule = self.instance.schedule
+        if schedule is None:
+            self.arrivals = (self.rng_arrivals.random(self.instance.n_ports) < self.instance.rho).astype(np.int8)
+        else:  # a trace's arrivals; after the last slot (no decision follows) wrap around
+            self.arrivals = schedule[(self.t - 1) % len(schedule)].copy()
         self.edge_mask = self.arrivals[self.port_of_edge]
 
     def repair(self, requested: np.ndarray, priority: np.ndarray) -> tuple[np.ndarray, int, int]:

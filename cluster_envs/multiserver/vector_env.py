@@ -37,7 +37,7 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
     holds the ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks, the single env's reset info
     (``t`` = 1, ``arrivals``) for copies just reset and, for copies that end, ``episode_summary``. Not
     supported (use ``SyncVectorEnv``): ``obs_static=True``, ``binary_repair_order="random"``, more than 20
-    ports with ``compute_regret``.
+    ports with ``compute_regret``, a trace workload (its arrivals are replayed, not drawn).
     """
 
     env_class = ClusterMultiServerEnv
@@ -52,7 +52,10 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
         overrides = {**({} if preset is None else {"preset": preset}), **overrides}
         super().__init__(num_envs, make_copy, overrides, render_mode, self.env_class.env_id)
         cfg = self.config
-        self.require([("obs_static", getattr(cfg, "obs_static", False), False)])
+        # the kernel draws Bernoulli arrivals: a trace workload's replayed ones need SyncVectorEnv
+        self.require(
+            [("obs_static", getattr(cfg, "obs_static", False), False), ("workload", cfg.workload, "synthetic")]
+        )
         if cfg.action_mode == "binary" and cfg.invalid_action == "repair":
             self.require([("binary_repair_order", cfg.binary_repair_order, "index")])
         inst = self.instance = self.envs[0].instance

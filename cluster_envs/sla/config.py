@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.config import check_choice, check_number
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.sla.kernel import ACTION_MODES, REWARD_MODES
@@ -38,6 +39,7 @@ class SLAConfig:
     eps_ref: float = 0.02
     empty_tol: float = 1e-9
     info_level: str = "full"
+    trace_dir: Any = None  # the folder of the trace CSVs (scenario="alibaba_gpu_2023")
 
     def __post_init__(self) -> None:
         check_number("n_users", self.n_users, low=2, integer=True)
@@ -85,4 +87,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "example_1_1": {"sla": (0.5, 0.2, 0.3), "horizon": 3000, "scenario": "example_1_1"},
     "proportionality_3_4": {"sla": (0.5, 0.3, 0.2), "horizon": 60_000, "scenario": "sec_3_4", "eps_ref": 0.1},
+    # tenants = the trace's 4 QoS classes, load = their GPU demand (cluster_envs.sla.model.alibaba_gpu_loads)
+    ALIBABA: {"n_users": 4, "sla": "mean", "horizon": 10_000, "scenario": ALIBABA, "eps_ref": 0.01},
 }
+TRACE_PRESETS = (ALIBABA,)  # presets that read user data (trace_dir): not built without it

@@ -1,9 +1,10 @@
 """The SLA-sharing model of Perez-Salazar et al. (paper 003) without the step: the public problem
 (:class:`SLAProblem`), the load scenarios that generate an instance (spec §3.8: the paper's synthetic
-experiments, a trace loader and a synthetic stand-in for the proprietary Azure traces), and the offline
-optimum and static benchmark in closed form (:func:`capped_cumulative_work`, Proposition 2).
+experiments, a trace loader, a synthetic stand-in for the proprietary Azure traces and the GPU demand of the
+Alibaba GPU 2023 trace's QoS classes), and the offline optimum and static benchmark in closed form
+(:func:`capped_cumulative_work`, Proposition 2).
 
-``make_load_generator(name, n_users, horizon, sla, kwargs)`` checks the arguments once, at env
+``make_load_generator(name, n_users, horizon, sla, kwargs, trace_dir)`` checks the arguments once, at env
 construction, and returns a picklable ``generate(rng) -> loads`` with loads of shape (N, T).
 """
 
@@ -19,6 +20,8 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import lfilter
 
+from cluster_envs.common.alibaba_gpu import HOW_TO_PASS, POD_FILE, RESOURCES, load_gpu_trace
+from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.config import check_choice, check_number
 from cluster_envs.common.traces import read_table
 
@@ -150,17 +153,48 @@ def read_trace(path: str | Path, n_users: int) -> np.ndarray:
     return np.ascontiguousarray(data)
 
 
-SCENARIOS = ("paper_synthetic", "example_1_1", "sec_3_4", "gamma_iid", "trace", "trace_standin")
+def alibaba_gpu_loads(trace_dir, n_users: int, horizon: int) -> np.ndarray:
+    """S7 [ours]: the Alibaba GPU 2023 trace's QoS classes as tenants, (N, T): user i's load in step t is the
+    GPUs its pods hold on average over slot t (:meth:`GpuTrace.running_demand`, ``horizon`` equal slots of the
+    replay window). Users are the classes in descending order of total demand (LS, Burstable, BE, Guaranteed
+    in the public trace); ``n_users`` must be their number."""
+    gpu_trace = load_gpu_trace(trace_dir)
+    classes, of_pod = np.unique(gpu_trace.qos, return_inverse=True)
+    if len(classes) != n_users:
+        raise ValueError(
+            f"n_users={n_users} but trace_dir's {POD_FILE} has {len(classes)} QoS classes {classes.tolist()}; "
+            "give one user per class"
+        )
+    gpus = gpu_trace.pod_request[RESOURCES.index("gpu")]
+    demand = np.stack([gpu_trace.running_demand(np.where(of_pod == i, gpus, 0.0), horizon) for i in range(n_users)])
+    demand = demand[np.argsort(-demand.sum(axis=1), kind="stable")]
+    if (demand.sum(axis=1) <= 0).any():
+        raise ValueError(f"trace_dir: a QoS class of {POD_FILE} has no GPU demand in the replay window")
+    return demand
+
+
+SCENARIOS = ("paper_synthetic", "example_1_1", "sec_3_4", "gamma_iid", "trace", "trace_standin", ALIBABA)
 SLA_FROM_LOADS = (
     "trace",
     "trace_standin",
+    ALIBABA,
 )  # scenarios with which sla="mean" (normalised mean load) is allowed
 
 
 def make_load_generator(
-    scenario: str | Callable, n_users: int, horizon: int, sla: tuple[float, ...] | str, kwargs: dict
+    scenario: str | Callable,
+    n_users: int,
+    horizon: int,
+    sla: tuple[float, ...] | str,
+    kwargs: dict,
+    trace_dir: str | Path | None = None,
 ) -> LoadGenerator:
-    """Check a scenario's arguments and return ``generate(rng) -> loads (N, T)``."""
+    """Check a scenario's arguments and return ``generate(rng) -> loads (N, T)``; ``trace_dir`` is the folder of
+    ``scenario="alibaba_gpu_2023"`` (required by it, refused by the others)."""
+    if (scenario == ALIBABA) != (trace_dir is not None):
+        if trace_dir is None:
+            raise ValueError(f"scenario {ALIBABA!r} (preset {ALIBABA!r}) needs its data: {HOW_TO_PASS}")
+        raise ValueError(f"trace_dir is only read by scenario={ALIBABA!r} (preset {ALIBABA!r})")
     if callable(scenario):
         return functools.partial(
             _call_user_scenario, scenario, n_users=n_users, horizon=horizon, sla=sla, kwargs=kwargs
@@ -186,8 +220,13 @@ def make_load_generator(
                 f"horizon={horizon} from scenario_kwargs['start']={start} exceeds the trace length "
                 f"{kwargs['data'].shape[1]}"
             )
+    if scenario == ALIBABA:  # replayed through the trace scenario: rescaled to mean total load ρ unless scale="none"
+        if "start" in kwargs:
+            raise ValueError(f"scenario_kwargs['start'] is not allowed with scenario={ALIBABA!r} (the whole window)")
+        kwargs["data"] = alibaba_gpu_loads(trace_dir, n_users, horizon)
+    if scenario in ("trace", ALIBABA):
         check_choice("scenario_kwargs['scale']", kwargs.get("scale", "rho"), ("rho", "none"))
-    function = globals()[scenario]
+    function = trace if scenario == ALIBABA else globals()[scenario]
     context = {"n_users": n_users, "horizon": horizon, "sla": sla}
     accepted = inspect.signature(function).parameters
     allowed = sorted(k for k in accepted if k not in ("rng", *context, "data"))

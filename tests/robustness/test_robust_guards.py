@@ -5,6 +5,7 @@ every preset stays under the limits; the knapsack DP's memory estimate matches w
 
 from __future__ import annotations
 
+import importlib
 import tracemalloc
 
 import gymnasium as gym
@@ -47,10 +48,15 @@ PRESETS = [(env_id, preset) for env_id in GUARDED for preset in type(gym.make(en
 
 
 @pytest.mark.parametrize(("env_id", "preset"), PRESETS)
-def test_every_preset_is_under_the_limits(env_id, preset):
+def test_every_preset_is_under_the_limits(env_id, preset, request):
     """With its oracle on (the ClusterApprox presets with their own ``compute_regret``), and the estimate a
-    quarter of the limits at most (a margin against instance-to-instance variation)."""
-    env = gym.make(env_id, preset=preset).unwrapped
+    quarter of the limits at most (a margin against instance-to-instance variation). A preset that reads a trace
+    (``TRACE_PRESETS`` of the config module) runs on the shared one, or skips."""
+    config_module = importlib.import_module(type(gym.make(env_id).unwrapped.config).__module__)
+    data = {}
+    if preset in getattr(config_module, "TRACE_PRESETS", ()):
+        data["trace_dir"] = request.getfixturevalue("alibaba_trace_dir")
+    env = gym.make(env_id, preset=preset, **data).unwrapped
     env.reset(seed=0)
     if env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
         estimate, time_limit = env._oracle_estimate(), guards.ORACLE_TIME_LIMIT
