@@ -11,7 +11,7 @@ from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
 from cluster_envs.common.seeding import episode_streams
-from cluster_envs.sla.config import PRESETS, SLAConfig
+from cluster_envs.sla.config import PRESETS, SLAConfig, check_scenario
 from cluster_envs.sla.kernel import (
     ACTION_MODES,
     DEFICIT,
@@ -165,6 +165,8 @@ class ClusterSLAEnv(ClusterEnv):
             if not isinstance(options["scenario_kwargs"], dict):
                 raise ValueError(f"options['scenario_kwargs'] must be a dict, got {type(options['scenario_kwargs'])}")
             episode_kwargs = {**cfg.scenario_kwargs, **options["scenario_kwargs"]}
+            if not callable(cfg.scenario):
+                check_scenario(cfg.scenario, episode_kwargs, cfg.n_users, cfg.horizon, cfg.sla)
             generate_loads = make_load_generator(cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs)
         super().reset(seed=seed)
         if "loads" in options:
@@ -199,6 +201,8 @@ class ClusterSLAEnv(ClusterEnv):
             total = loads.sum()
         if not np.isfinite(total):  # queues and cumulative work would overflow to inf
             raise ValueError(f"{name} is too large: its total load overflows float64 (rescale the loads)")
+        if self.config.sla == "mean" and not loads.mean(axis=1).sum() > 0:  # β = normalised mean load
+            raise ValueError(f"{name} has zero total load, which sla='mean' divides by; give loads or explicit sla")
         return loads
 
     def _episode_over(self) -> bool:
