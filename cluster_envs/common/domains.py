@@ -180,4 +180,3 @@ def domain_table(domains: Mapping[str, Domain]) -> str:
     rows = ["| keyword | allowed values |", "|---|---|"]
     rows += [f"| `{name}` | {domain.describe()} |" for name, domain in domains.items()]
     return "\n".join(rows)
-

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import lfilter
 
-from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.config import check_choice
 from cluster_envs.common.traces import read_table
 
 LoadGenerator = Callable[[np.random.Generator], np.ndarray]
