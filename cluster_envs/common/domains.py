@@ -159,7 +159,36 @@ class Given:
         return self.text
 
 
-Domain = Number | Choice | Sequence | AnyOf | Given
+@dataclasses.dataclass(frozen=True)
+class Keywords:
+    """A dict of keyword arguments whose domains depend on the value of keyword ``key``: ``domains[value]`` (each
+    entry optional); any dict when that value has no entry (a callable chosen by the user)."""
+
+    key: str
+    domains: Mapping[str, Mapping[str, Any]]
+
+    def fits(self, value: Any) -> bool:
+        return isinstance(value, dict)
+
+    def check(self, name: str, value: Any, config: Any = None) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError(f"{name} must be a dict, got {type(value).__name__}")
+        selector = getattr(config, self.key)
+        if not isinstance(selector, str) or selector not in self.domains:
+            return value
+        allowed = self.domains[selector]
+        unknown = sorted(set(value) - set(allowed))
+        if unknown:
+            raise ValueError(f"unknown {name} {unknown} for {self.key}={selector!r}; allowed: {sorted(allowed)}")
+        for key, item in value.items():
+            allowed[key].check(f"{name}[{key!r}]", item, config)
+        return value
+
+    def describe(self) -> str:
+        return f"a dict of the keywords of the chosen `{self.key}` (table below)"
+
+
+Domain = Number | Choice | Sequence | AnyOf | Given | Keywords
 
 
 def check_domains(config: Any, domains: Mapping[str, Domain]) -> None:
@@ -179,4 +208,12 @@ def domain_table(domains: Mapping[str, Domain]) -> str:
     """The Markdown table of ``domains`` (keyword | allowed values), the docs sheets' section."""
     rows = ["| keyword | allowed values |", "|---|---|"]
     rows += [f"| `{name}` | {domain.describe()} |" for name, domain in domains.items()]
+    for name, domain in domains.items():
+        if isinstance(domain, Keywords):
+            rows += ["", f"| `{domain.key}` | `{name}` entry | allowed values |", "|---|---|---|"]
+            rows += [
+                f"| `{choice}` | `{key}` | {item.describe()} |"
+                for choice, items in domain.domains.items()
+                for key, item in items.items()
+            ]
     return "\n".join(rows)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
+from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Keywords, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.sla.kernel import ACTION_MODES, REWARD_MODES
 from cluster_envs.sla.model import SCENARIOS, SLA_FROM_LOADS
@@ -75,7 +75,7 @@ class SLAConfig:
         "sla": AnyOf((Choice(("mean",)), Sequence(Number(low=0.0, high=1.0), length="n_users"))),
         "horizon": Number(low=1, integer=True, size=True),
         "scenario": AnyOf((Choice(SCENARIOS), Given("a callable (rng, N, T, sla, **kwargs) -> loads", callable=True))),
-        "scenario_kwargs": Given("a dict of the scenario's keywords (see the scenario table)"),
+        "scenario_kwargs": Keywords("scenario", SCENARIO_DOMAINS),
         "action_mode": Choice(ACTION_MODES),
         "observation_mode": Choice(OBSERVATION_MODES),
         "obs_format": Choice(OBS_FORMATS),
@@ -116,16 +116,13 @@ class SLAConfig:
                 f"n_users × horizon = {self.n_users} × {self.horizon} exceeds {MAX_LOAD_CELLS:.0e} load entries "
                 "(the episode's load matrix); lower n_users or horizon"
             )
-        if not isinstance(self.scenario_kwargs, dict):
-            raise ValueError(f"scenario_kwargs must be a dict, got {type(self.scenario_kwargs).__name__}")
         if not callable(self.scenario):
             check_scenario(self.scenario, self.scenario_kwargs, self.n_users, self.horizon, self.sla)
 
 
 def check_scenario(scenario: str, kwargs: dict, n_users: int, horizon: int, sla: tuple[float, ...] | str) -> None:
-    """Check a built-in scenario against the env's size and ``kwargs`` against ``SCENARIO_DOMAINS`` and
-    ``SCENARIO_JOINT`` (the trace file's own checks come when it is read); also run for a reset's
-    ``options["scenario_kwargs"]``."""
+    """Check a built-in scenario against the env's size and ``kwargs`` (already checked against their domains)
+    against ``SCENARIO_JOINT``; the trace file's own checks come when it is read."""
     if sla == "mean" and scenario not in SLA_FROM_LOADS:
         raise ValueError(f"sla='mean' needs a trace scenario {list(SLA_FROM_LOADS)}, got scenario={scenario!r}")
     if scenario in THREE_USER_SCENARIOS and n_users != 3:
@@ -134,12 +131,6 @@ def check_scenario(scenario: str, kwargs: dict, n_users: int, horizon: int, sla:
         raise ValueError(
             f"horizon={horizon} must be divisible by {PERIODS[scenario]} for scenario={scenario!r} (its periods)"
         )
-    domains = SCENARIO_DOMAINS[scenario]
-    unknown = sorted(set(kwargs) - set(domains))
-    if unknown:
-        raise ValueError(f"unknown scenario_kwargs {unknown} for scenario={scenario!r}; allowed: {sorted(domains)}")
-    for key, value in kwargs.items():
-        domains[key].check(f"scenario_kwargs[{key!r}]", value)
     if scenario == "sec_3_4":
         t0, eta, eps = kwargs.get("t0"), kwargs.get("eta", 1 / 3), kwargs.get("eps", 0.1)
         if t0 is not None and t0 > horizon:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
 from cluster_envs.common.seeding import episode_streams
-from cluster_envs.sla.config import PRESETS, SLAConfig, check_scenario
+from cluster_envs.sla.config import PRESETS, SLAConfig
 from cluster_envs.sla.kernel import (
     ACTION_MODES,
     DEFICIT,
@@ -165,8 +166,7 @@ class ClusterSLAEnv(ClusterEnv):
             if not isinstance(options["scenario_kwargs"], dict):
                 raise ValueError(f"options['scenario_kwargs'] must be a dict, got {type(options['scenario_kwargs'])}")
             episode_kwargs = {**cfg.scenario_kwargs, **options["scenario_kwargs"]}
-            if not callable(cfg.scenario):
-                check_scenario(cfg.scenario, episode_kwargs, cfg.n_users, cfg.horizon, cfg.sla)
+            dataclasses.replace(cfg, scenario_kwargs=episode_kwargs)  # the config's checks, for this episode
             generate_loads = make_load_generator(cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs)
         super().reset(seed=seed)
         if "loads" in options:
