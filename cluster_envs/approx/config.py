@@ -43,14 +43,17 @@ def job_count_bound(cfg: ApproxConfig) -> float:
 class ApproxConfig:
     """Every knob of the approximation-job envs; presets (below) fill them, keyword overrides win.
 
-    Domains: ``DOMAINS``. Joint constraints: ``prices`` and ``capacity`` (a tuple) have ``n_machines`` entries;
-    ``iid_mean_range`` lies inside (0, 1) with ``rate_process="iid_beta"`` and is positive with
-    ``prices="proportional"`` and an i.i.d. rate process; ``jobs`` goes with ``job_source="list"`` and
-    ``trace_path`` with ``"trace"``; ``demand`` and ``parallelism`` need ``capacity``; ``max_visible_jobs ×
-    n_machines ≤ MAX_ALLOCATION``; with ``job_source="synthetic"`` the expected job count, bounded by
-    :func:`job_count_bound` from ``load, n_machines, prices/price_factor/price_range, horizon, q_range,
-    lifetime_median``, is at most ``MAX_JOBS``.
+    Domains: ``DOMAINS`` (one per keyword); joint constraints: ``JOINT``.
     """
+
+    JOINT: ClassVar[str] = (
+        "`prices` and `capacity` (a tuple) have `n_machines` entries; `iid_mean_range` lies inside (0, 1) with "
+        "`rate_process='iid_beta'` and is positive with `prices='proportional'` and an i.i.d. rate process; `jobs` "
+        "goes with `job_source='list'` and `trace_path` with `'trace'`; `demand` and `parallelism` need `capacity`; "
+        f"`max_visible_jobs` × `n_machines` ≤ {MAX_ALLOCATION:.0e}; with `job_source='synthetic'` the expected job "
+        "count load·M·p̄·T/(q̄·ℓ̄), bounded before any draw from `load`, `n_machines`, the prices (`prices`, "
+        f"`price_factor`, `price_range`), `horizon`, `q_range` and `lifetime_median`, is at most {MAX_JOBS:.0e}"
+    )
 
     DOMAINS: ClassVar[dict[str, Domain]] = {
         "n_machines": Number(low=1, integer=True, size=True),

@@ -60,11 +60,15 @@ _COST = Number(low=0.0, high=MAX_MAGNITUDE)
 class BilinearConfig:
     """Keyword arguments of ``ClusterBilinear-v0`` (defaults: the ``paper`` preset, Sec. V).
 
-    Domains: ``DOMAINS``. Joint constraints: per-class sequences have ``num_job_classes`` (``servers_per_class``:
-    ``num_server_classes``) entries; explicit features have shapes (I, d), (J, d), (d²,) and unit rows; λ = Σ ρ_i μ_i
-    ≤ 1 (one arrival per slot); ρ ≤ n servers, and ρ < n unless ``allow_unstable`` (:func:`check_capacity`); a
-    ``server_schedule`` array has shape (horizon, J); ``max(I·J, d², max_jobs·J) ≤ MAX_STATE``.
+    Domains: ``DOMAINS`` (one per keyword); joint constraints: ``JOINT``.
     """
+
+    JOINT: ClassVar[str] = (
+        "per-class sequences have `num_job_classes` entries (`servers_per_class`: `num_server_classes`); explicit "
+        "features have shapes (I, d), (J, d), (d²,) and rows of L2 norm ≤ 1; λ = Σ ρ_i μ_i ≤ 1 (one arrival per "
+        "slot); ρ ≤ n servers, and ρ < n unless `allow_unstable` (Assumption II.1); a `server_schedule` array has "
+        f"shape (horizon, J); max(I·J, d², `max_jobs`·J) ≤ {MAX_STATE:.0e}"
+    )
 
     DOMAINS: ClassVar[dict[str, Domain]] = {
         "num_job_classes": Number(low=1, integer=True, size=True),

@@ -55,8 +55,8 @@ class Number:
     def describe(self) -> str:
         kind = "integer" if self.integer else "number"
         interval = (
-            f"{'(' if self.low_open else '['}{_fmt(self.low, '-inf')}, "
-            f"{_fmt(self.high, 'inf')}{')' if self.high_open else ']'}"
+            f"{'(' if self.low_open or self.low is None else '['}{_fmt(self.low, '-inf')}, "
+            f"{_fmt(self.high, 'inf')}{')' if self.high_open or self.high is None else ']'}"
         )
         return f"{kind} in {interval}" + (", or None" if self.none else "")
 

@@ -70,7 +70,8 @@ COMMON_DOMAINS: dict[str, Domain] = {
     "info_level": Choice(INFO_LEVELS),
 }
 COMMON_JOINT = (
-    "1 ≤ req_low ≤ req_high, 1 ≤ c_low ≤ c_high, mu_low ≤ mu_high; n_device_types × n_ports × n_servers ≤ MAX_STATE"
+    "`req_low` ≤ `req_high`, `c_low` ≤ `c_high`, `mu_low` ≤ `mu_high`; `arrival_prob` (a tuple) has `n_ports` "
+    f"entries; `n_device_types` × `n_ports` × `n_servers` ≤ {MAX_STATE:.0e}"
 )
 
 
@@ -79,8 +80,10 @@ class MultiServerConfig(EnvOptions, GeneratorParams):
     """Keyword arguments of ``ClusterMultiServer-v0``: the generator's (defaults: the ``paper`` preset, spec
     §3.2), the common env options, and these.
 
-    Domains: ``DOMAINS``. Joint constraints: ``COMMON_JOINT``, and ``capacity`` has ``n_device_types`` entries.
+    Domains: ``DOMAINS`` (one per keyword); joint constraints: ``JOINT``.
     """
+
+    JOINT: ClassVar[str] = COMMON_JOINT + "; `capacity` (a tuple) has `n_device_types` entries"
 
     DOMAINS: ClassVar[dict[str, Domain]] = {
         **COMMON_DOMAINS,
@@ -140,9 +143,13 @@ class GangConfig(EnvOptions, GangParams):
     """Keyword arguments of ``ClusterGang-v0``: the gang generator's (defaults: the ``small`` preset, spec
     §3.12) and the common env options.
 
-    Domains: ``DOMAINS``. Joint constraints: ``COMMON_JOINT``, ``tasks_low ≤ tasks_high`` and
-    ``n_device_types × n_ports × tasks_high × n_servers ≤ MAX_STATE``.
+    Domains: ``DOMAINS`` (one per keyword); joint constraints: ``JOINT``.
     """
+
+    JOINT: ClassVar[str] = (
+        COMMON_JOINT + f"; `tasks_low` ≤ `tasks_high`; `n_device_types` × `n_ports` × `tasks_high` × `n_servers` ≤ "
+        f"{MAX_STATE:.0e}"
+    )
 
     DOMAINS: ClassVar[dict[str, Domain]] = {
         **COMMON_DOMAINS,

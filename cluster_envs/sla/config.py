@@ -53,9 +53,9 @@ SCENARIO_DOMAINS: dict[str, dict[str, Domain]] = {
     },
 }
 SCENARIO_JOINT = (
-    "sec_3_4: user 3 starts at t0 ≤ horizon, or at ⌈1/(η ε)⌉ ≤ horizon; paper_synthetic: β_b + β_s > 0 for the "
-    "(burst, stream) pair of each of periods 0-2; trace: the window [start, start + horizon) lies in the file, its "
-    "total load is finite, and positive with scale='rho' or sla='mean'"
+    "`sec_3_4`: user 3 starts at `t0` ≤ horizon, or at ⌈1/(η ε)⌉ ≤ horizon (η ε ≥ 1/horizon); `paper_synthetic`: "
+    "β_b + β_s > 0 for the (burst, stream) pair of each of periods 0-2; `trace`: the window [start, start + "
+    "horizon) lies in the file, its total load is finite, and positive with `scale='rho'` or `sla='mean'`"
 )
 
 
@@ -63,11 +63,15 @@ SCENARIO_JOINT = (
 class SLAConfig:
     """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``paper_synthetic_small`` preset).
 
-    Domains: ``DOMAINS`` (one per keyword) and ``SCENARIO_DOMAINS`` (one per ``scenario_kwargs`` entry). Joint
-    constraints: ``sla`` has ``n_users`` entries, a positive sum, and is ``"mean"`` only with a trace scenario;
-    the 3-user scenarios need ``n_users=3``, ``paper_synthetic`` a horizon divisible by 6 and ``example_1_1`` by
-    3; ``n_users × horizon ≤ MAX_LOAD_CELLS``; and ``SCENARIO_JOINT``.
+    Domains: ``DOMAINS`` (one per keyword, ``SCENARIO_DOMAINS`` per ``scenario_kwargs`` entry); joint
+    constraints: ``JOINT``.
     """
+
+    JOINT: ClassVar[str] = (
+        "`sla` has `n_users` entries and a positive sum, and is `'mean'` only with a trace scenario; the 3-user "
+        "scenarios (`paper_synthetic`, `example_1_1`, `sec_3_4`) need `n_users=3`, `paper_synthetic` a horizon "
+        f"divisible by 6 and `example_1_1` by 3; `n_users` × `horizon` ≤ {MAX_LOAD_CELLS:.0e}; " + SCENARIO_JOINT
+    )
 
     RENAMED: ClassVar[dict[str, str]] = {"obs_mode": "observation_mode"}  # deprecated in 0.2 (CHANGELOG)
     DOMAINS: ClassVar[dict[str, Domain]] = {

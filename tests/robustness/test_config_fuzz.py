@@ -92,8 +92,7 @@ CASES = [(i, mode) for i in IDS for mode in RUNNERS if mode == "single" or i in 
 
 
 def fuzz(env_id: str, mode: str, examples: int, outcomes: list, paper_scale: bool = False) -> None:
-    @settings(max_examples=examples, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])  # fmt: skip
+    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(config=configurations(env_id, paper_scale), seed=st.integers(0, 2**16))
     def check(config, seed):
         with warnings.catch_warnings():
