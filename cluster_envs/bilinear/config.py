@@ -51,9 +51,14 @@ def check_capacity(name: str, rho: Any, mu: Any, n: float, allow_unstable: bool)
 
 MAX_MAGNITUDE = 1e6  # noise, costs and weights: rewards summed over the horizon stay far from float64 overflow
 MAX_STATE = 10_000_000  # entries of the largest per-step arrays (job × server classes, feature products, job lists)
-_CLASS_RATE = Number(low=0.0, high=1.0, low_open=True)
-_TRAFFIC = Number(low=0.0, low_open=True)
+# ρ and μ at least 10⁻⁶ (a mean service of 10⁶ slots): below, λ_i = ρ_i μ_i can underflow to 0 and the class
+# probabilities λ_i/λ become NaN (found by the configuration fuzz at traffic_intensity=5e-324)
+MIN_RATE = 1e-6
+_CLASS_RATE = Number(low=MIN_RATE, high=1.0)
+_TRAFFIC = Number(low=MIN_RATE)
 _COST = Number(low=0.0, high=MAX_MAGNITUDE)
+MAX_SERVERS = 1_000_000  # n = Σ servers_per_class: the server_choice action and per-server arrays have n entries
+_SERVERS = Number(low=1, high=MAX_SERVERS, integer=True, size=True)
 
 
 @dataclass(frozen=True)
@@ -67,15 +72,14 @@ class BilinearConfig:
         "per-class sequences have `num_job_classes` entries (`servers_per_class`: `num_server_classes`); explicit "
         "features have shapes (I, d), (J, d), (d²,) and rows of L2 norm ≤ 1; λ = Σ ρ_i μ_i ≤ 1 (one arrival per "
         "slot); ρ ≤ n servers, and ρ < n unless `allow_unstable` (Assumption II.1); a `server_schedule` array has "
-        f"shape (horizon, J); max(I·J, d², `max_jobs`·J) ≤ {MAX_STATE:.0e}"
+        f"shape (horizon, J); max(I·J, d², `max_jobs`·J) ≤ {MAX_STATE:.0e}; n = Σ `servers_per_class` ≤ "
+        f"{MAX_SERVERS:.0e}"
     )
 
     DOMAINS: ClassVar[dict[str, Domain]] = {
         "num_job_classes": Number(low=1, integer=True, size=True),
         "num_server_classes": Number(low=1, integer=True, size=True),
-        "servers_per_class": AnyOf(
-            (Number(low=1, integer=True), Sequence(Number(low=1, integer=True), length="num_server_classes"))
-        ),  # fmt: skip
+        "servers_per_class": AnyOf((_SERVERS, Sequence(_SERVERS, length="num_server_classes"))),
         "feature_dim": Number(low=1, integer=True, size=True),
         "job_features": Given("None, or a (num_job_classes, feature_dim) array of rows with L2 norm ≤ 1"),
         "server_features": Given("None, or a (num_server_classes, feature_dim) array of rows with L2 norm ≤ 1"),
@@ -127,13 +131,17 @@ class BilinearConfig:
     def __post_init__(self) -> None:
         check_domains(self, self.DOMAINS)
         n_i, n_j, d = self.num_job_classes, self.num_server_classes, self.feature_dim
+        servers = _per_class(self.servers_per_class, n_j)
+        if sum(servers) > MAX_SERVERS:  # 268 435 424 servers took 9 GB (found by the configuration fuzz)
+            raise ValueError(f"servers_per_class={self.servers_per_class!r} gives {sum(servers):.0f} servers > "
+                             f"{MAX_SERVERS:.0e}; lower it")  # fmt: skip
         state = max(n_i * n_j, d * d, self.max_jobs * n_j)
         if state > MAX_STATE:
             raise ValueError(
                 f"num_job_classes={n_i}, num_server_classes={n_j}, feature_dim={d}, max_jobs={self.max_jobs} give "
                 f"per-step arrays of {state} entries > {MAX_STATE:.0e}; lower them"
             )
-        servers = tuple(int(c) for c in _per_class(self.servers_per_class, n_j))
+        servers = tuple(int(c) for c in servers)
         object.__setattr__(self, "servers_per_class", servers)
         for name, shape in (("job_features", (n_i, d)), ("server_features", (n_j, d)), ("theta", (d * d,))):
             _unit_bounded(name, getattr(self, name), shape)

@@ -43,6 +43,9 @@ REGRESSIONS = [
     ("ClusterApprox-v0", "default", {"price_factor": 1e300}),
     ("ClusterApprox-v0", "default", {"q_range": (1e-300, 1e-300)}),
     ("ClusterGang-v0", "small", {"mu_low": 1e-300, "mu_high": 1e-300, "sigma_ratio": 1e-300, "cost_mean": 1e6}),
+    # found by this fuzz
+    ("ClusterBilinear-v0", "paper", {"traffic_intensity": 5e-324}),  # λ underflowed to 0: NaN class probabilities
+    ("ClusterBilinear-v0", "paper", {"servers_per_class": 268435424}),  # 9 GB of per-server arrays
 ]
 
 
