@@ -25,7 +25,7 @@ from robust_common import IDS, sample_action, scalar_info
 from cluster_envs.registration import VECTOR_ENTRY_POINTS
 
 STEPS = 6
-FAST, SLOW = 20, 600  # examples per (id, single or batched)
+FAST, SLOW = 20, 400  # examples per (id, single or batched)
 
 # (env id, preset, overrides) of configurations that once broke the invariant (found by this fuzz or by the probe of
 # issue 19); each must now be refused at construction or run.
