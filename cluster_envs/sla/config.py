@@ -17,13 +17,14 @@ MAX_EMPTY_TOL = 1e-6
 # The load matrix (and the simulator's per-user cumulative arrays) hold n_users × horizon float64 entries: 5·10⁷
 # is 400 MB per array, beyond which a configuration is a mistake rather than an experiment.
 MAX_LOAD_CELLS = 50_000_000
-MAX_RHO = 1e3  # the mean total load per step (the capacity is 1): 10³ is already a thousandfold overload
+MAX_RHO = 1e3  # ρ, the mean total load per step (the capacity is 1): 10³ is already a thousandfold overload
 MAX_KAPPA = 1e6  # κ times a deficit (at most the horizon's total load) must stay far from float64 overflow
 THREE_USER_SCENARIOS = ("paper_synthetic", "example_1_1", "sec_3_4")
 PERIODS = {"paper_synthetic": 6, "example_1_1": 3}  # horizon must be a multiple of the scenario's periods
 
 _SHAPE = Number(low=1e-2, high=1e8)  # the Gamma shape k: below 10⁻² draws are mostly exact zeros
-_RHO = Number(low=0.0, high=MAX_RHO, low_open=True)
+# ρ at least 10⁻⁶: ρ = 5e-324 scaled every load to 0, which sla="mean" then divided by (found by the config fuzz)
+_RHO = Number(low=1e-6, high=MAX_RHO)
 
 #: The ``scenario_kwargs`` each built-in scenario accepts (its generator's keywords, ``docs/envs/ClusterSLA-v0.md``).
 SCENARIO_DOMAINS: dict[str, dict[str, Domain]] = {
@@ -49,7 +50,7 @@ SCENARIO_DOMAINS: dict[str, dict[str, Domain]] = {
         "sigma": Number(low=0.0, high=5.0),  # exp(σZ − σ²/2): beyond 5 every load underflows to 0
         "amplitude": Number(low=0.0, high=1.0),  # 1 + a sin(·) must stay non-negative
         "ar_coef": Number(low=-1.0, high=1.0, low_open=True, high_open=True),  # a stationary AR(1)
-        "day": Number(low=0.0, low_open=True),
+        "day": Number(low=1.0, high=1e12),  # 2π(t + φ) with φ ~ U[0, day) overflowed to inf at day = 3e307
     },
 }
 SCENARIO_JOINT = (

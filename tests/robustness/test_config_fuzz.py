@@ -46,7 +46,23 @@ REGRESSIONS = [
     # found by this fuzz
     ("ClusterBilinear-v0", "paper", {"traffic_intensity": 5e-324}),  # λ underflowed to 0: NaN class probabilities
     ("ClusterBilinear-v0", "paper", {"servers_per_class": 268435424}),  # 9 GB of per-server arrays
+    ("ClusterSLA-v0", "example_1_1", {"scenario": "trace_standin", "scenario_kwargs": {"day": 3.1e307}}),  # NaN
+    ("ClusterSLA-v0", "paper_real_standin", {"n_users": 3, "scenario_kwargs": {"rho": 5e-324}}),  # all-zero loads
+    ("ClusterMultiServer-v0", "paper", {"compute_regret": False, "invalid_action": "raise"}),  # (the fuzz's own bug)
+    ("ClusterGang-v0", "paper", {"compute_regret": False, "invalid_action": "raise"}),
 ]
+
+
+def feasible(env, action, zero):
+    """``action``, or under ``invalid_action="raise"`` (where the env refuses an infeasible action, by design) the
+    all-zero action, which places nothing and is always feasible, when ``action`` is refused."""
+    if getattr(env.unwrapped.config, "invalid_action", None) != "raise":
+        return env.step(action)
+    try:
+        return env.step(action)
+    except ValueError as err:
+        assert "infeasible" in str(err), err
+        return env.step(zero)
 
 
 def run_single(env_id: str, preset: str, overrides: dict, seed: int) -> str:
@@ -60,7 +76,8 @@ def run_single(env_id: str, preset: str, overrides: dict, seed: int) -> str:
     obs, _ = env.reset(seed=seed)
     assert env.observation_space.contains(obs), f"{where}: reset observation outside its space"
     for t in range(STEPS):
-        obs, reward, terminated, truncated, info = env.step(sample_action(env.action_space, rng))
+        action = sample_action(env.action_space, rng)
+        obs, reward, terminated, truncated, info = feasible(env, action, np.zeros_like(action))
         assert env.observation_space.contains(obs), f"{where}: observation outside its space at step {t}"
         assert math.isfinite(reward), f"{where}: reward {reward!r} at step {t}"
         bad = {k: v for k, v in scalar_info(info).items() if not math.isfinite(v)}
@@ -82,7 +99,8 @@ def run_batched(env_id: str, preset: str, overrides: dict, seed: int) -> str:
     obs, _ = envs.reset(seed=seed)
     assert envs.observation_space.contains(obs), f"{where}: reset observation outside its space"
     for t in range(STEPS):
-        obs, rewards, _, _, _ = envs.step(sample_action(envs.action_space, rng))
+        actions = sample_action(envs.action_space, rng)
+        obs, rewards, _, _, _ = feasible(envs, actions, np.zeros_like(actions))
         assert envs.observation_space.contains(obs), f"{where}: observation outside its space at step {t}"
         assert np.isfinite(rewards).all(), f"{where}: rewards {rewards!r} at step {t}"
     envs.reset(seed=seed + 1)
