@@ -4,7 +4,7 @@ the docs pages list the declared domains."""
 
 from __future__ import annotations
 
-import importlib.util
+import runpy
 from pathlib import Path
 
 import gymnasium as gym
@@ -96,15 +96,8 @@ def test_zero_loads_given_at_reset_are_refused_with_sla_mean(tmp_path):
         env.reset(seed=0, options={"loads": np.zeros((2, 10))})
 
 
-def _docs_domains():
-    spec = importlib.util.spec_from_file_location("docs_domains", ROOT / "docs" / "domains.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("env_id", list(ENV_ENTRY_POINTS))
 def test_docs_pages_list_the_declared_domains(env_id):
     """docs/envs/<id>.md holds the section generated from DOMAINS and JOINT (rerun `python docs/domains.py`)."""
-    domains = _docs_domains()
-    assert domains.section(env_id) in domains.page(env_id).read_text()
+    domains = runpy.run_path(str(ROOT / "docs" / "domains.py"))
+    assert domains["section"](env_id) in domains["page"](env_id).read_text()
