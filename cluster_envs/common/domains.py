@@ -133,7 +133,7 @@ class AnyOf:
         for option in self.options:
             if option.fits(value):
                 return option.check(name, value, config)
-        raise ValueError(f"{name}={value!r} is not allowed; allowed: {self.describe()}")
+        raise ValueError(f"{name} must be {self.describe()}, got {value!r}")
 
     def describe(self) -> str:
         return "; or ".join(option.describe() for option in self.options)
