@@ -30,6 +30,8 @@ from cluster_envs.approx.kernel import (
 from cluster_envs.approx.model import (
     ApproxProblem,
     Instance,
+    Jobs,
+    benchmark_estimate,
     common_deadline_jobs,
     listed_jobs,
     make_rate_process,
@@ -43,6 +45,7 @@ from cluster_envs.approx.model import (
 from cluster_envs.approx.simulator import ApproxSimulator
 from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array
+from cluster_envs.common.guards import BENCHMARK_TIME_LIMIT, check
 from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
 from cluster_envs.common.seeding import episode_streams
 
@@ -97,6 +100,9 @@ class _ApproxEnvCore(ClusterEnv):
         if not self.single_job and config.job_source == "single":
             raise ValueError("job_source='single' belongs to ClusterApproxSingleJob-v0")
         self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
+        if config.compute_benchmark:  # on the instance of instance_seed (every episode's with fixed_instance)
+            rng = np.random.default_rng(config.instance_seed)
+            self._check_benchmark(self._draw_instance(rng, np.random.default_rng(0)).jobs)
         m, k = config.n_machines, config.max_visible_jobs
         self._generalized = config.capacity is not None
         self._n_fields = 14 if self._generalized else 12
@@ -182,7 +188,10 @@ class _ApproxEnvCore(ClusterEnv):
         streams = episode_streams(self.np_random, ["instance", "rates", "misc"])
         instance_rng = np.random.default_rng(cfg.instance_seed) if cfg.fixed_instance else streams["instance"]
         self.misc_rng = streams["misc"]
-        self._instance = self._draw_instance(instance_rng, streams["rates"])
+        instance = self._draw_instance(instance_rng, streams["rates"])
+        if cfg.compute_benchmark:
+            self._check_benchmark(instance.jobs)  # before the episode's state changes
+        self._instance = instance
         self.problem = ApproxProblem(
             n_machines=cfg.n_machines,
             horizon=cfg.horizon,
@@ -215,6 +224,17 @@ class _ApproxEnvCore(ClusterEnv):
         if opt is not None:
             info["benchmark_total"] = float(opt.sum())
         return self._observation(), info
+
+    def _check_benchmark(self, jobs: Jobs) -> None:
+        """Refuse (``ValueError``) a benchmark program above the resource limits (cluster_envs.common.guards)."""
+        cfg = self.config
+        check(
+            benchmark_estimate(jobs, cfg.horizon, cfg.n_machines),
+            f"the benchmark's convex program (compute_benchmark=True) for {jobs.count} jobs",
+            "Use fewer machines (n_machines) or jobs (load, n_jobs, jobs, job_keep_fraction) or fewer distinct "
+            "arrival and deadline times (horizon, lifetime_median), or pass compute_benchmark=False.",
+            time_limit=BENCHMARK_TIME_LIMIT,
+        )
 
     def _draw_instance(self, rng: np.random.Generator, rates_rng: np.random.Generator) -> Instance:
         cfg = self.config
@@ -409,6 +429,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
     (Eq. 8 over departed jobs), ``fit_positive, slot_job_ids, arrivals, departures``; with
     ``compute_benchmark=True``: ``benchmark_total`` and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the
     end; ``benchmark_kind`` ``"eq6"``/``"p1"``/``"thm3"``); ``oracle`` only with ``expose_oracle=True``.
+    The benchmark's convex program is estimated before it runs (:mod:`cluster_envs.common.guards`): at
+    construction on the instance of ``instance_seed`` and at each reset on the drawn one, a ``ValueError`` naming
+    the keywords refuses it above ``MEMORY_LIMIT`` (2 GiB) or ``BENCHMARK_TIME_LIMIT`` (600 s estimated).
     At the end, ``episode_summary``: utility, utility_approx, regret, benchmark_total, fit, fit_positive,
     mean_migrations, budget and cost-to-utility shares, counters. ``info_level="minimal"`` keeps only ``t,
     utility_true, utility_approx`` (and ``regret``) per step, plus ``episode_summary``; the trajectory is the same.

@@ -9,8 +9,10 @@ from gymnasium import spaces
 
 from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
+from cluster_envs.common.guards import Estimate, check
 from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
 from cluster_envs.common.seeding import episode_streams
+from cluster_envs.multiserver import knapsack
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
 from cluster_envs.multiserver.kernel import action_problem
 from cluster_envs.multiserver.model import (
@@ -82,6 +84,9 @@ class ClusterMultiServerEnv(ClusterEnv):
     ``regret`` (cumulative pseudo-regret), ``realized_regret`` ṽᵀx* − U, ``oracle_x``.
     ``info_level="minimal"`` keeps the scalars only. At truncation ``episode_summary``: ``aou, average_aou,
     expected_aou, oracle_aou, regret, dropped, prob_all_arrive`` (Π ρ_l, the event Theorems 1–2 condition on).
+    With ``compute_regret``, the oracle's DP is estimated at construction for the largest arrival pattern
+    (:mod:`cluster_envs.common.guards`): a ``ValueError`` naming the keywords refuses it above ``MEMORY_LIMIT``
+    (2 GiB) or ``ORACLE_TIME_LIMIT`` (1 s estimated per solve; the paper graph needs 0.4 MiB and ~1 ms).
 
     **Presets**: ``paper`` (|L| = 8, |R| = 40, K = 3, edge_prob 0.1, ρ 0.9, T = 2000; default), ``small``
     (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1).
@@ -102,6 +107,9 @@ class ClusterMultiServerEnv(ClusterEnv):
         config = self.config
         self.instance = self._make_instance()
         self.problem = self._make_problem()
+        if config.compute_regret:
+            check(self._oracle_estimate(), f"the regret oracle's {self.oracle_solver} (compute_regret=True)",
+                  self.oracle_remedy)  # fmt: skip
         self.oracle = self._make_oracle()
         n_e = self._n_edges = self.instance.n_edges
         self._index_order = np.arange(n_e)  # the default repair priority
@@ -114,6 +122,17 @@ class ClusterMultiServerEnv(ClusterEnv):
         self._last: SlotResult | None = None
 
     # -- what ClusterGang-v0 overrides ---------------------------------------------------------------
+
+    oracle_solver = "knapsack DP"
+    oracle_remedy = (
+        "Use fewer edges (n_ports, n_servers, edge_prob) or smaller capacities (capacity, capacity_beta, req_high, "
+        "n_device_types): the DP grows with |E|·Π(c_k + 1). Or pass compute_regret=False."
+    )
+
+    def _oracle_estimate(self) -> Estimate:
+        """The oracle's solve for the largest arrival pattern (every port with ρ_l > 0)."""
+        inst = self.instance
+        return knapsack.estimate(inst.A, inst.c, usable=inst.rho[inst.port_of_edge] > 0)
 
     def _make_instance(self) -> MultiServerInstance:
         config = self.config
