@@ -21,10 +21,10 @@ REWARD_MODES = ("true", "approx", "sparse")
 
 MAX_JOBS = 1_000_000  # jobs of one instance: their arrays and the per-step job loops stay within memory and time
 MAX_ALLOCATION = 10_000_000  # entries of the (visible jobs × machines) allocation matrix
-# Prices, values, budgets, loads in [10⁻⁶, 10⁶]: far from float64 overflow once summed over jobs and steps, and
-# from underflow (q_range=(5e-324, 5e-324) divided the job count by 0; found by the configuration fuzz)
-MIN_MAGNITUDE, MAX_MAGNITUDE = 1e-6, 1e6
-_POSITIVE = Number(low=MIN_MAGNITUDE, high=MAX_MAGNITUDE)
+MAX_MAGNITUDE = 1e6  # prices, values, budgets, loads: far below float64 overflow once summed over jobs and steps
+_POSITIVE = Number(low=0.0, high=MAX_MAGNITUDE, low_open=True)
+# q̄ divides the job count: q_range=(5e-324, 5e-324) divided it by 0 (found by the configuration fuzz)
+_RATE_OF_SPEND = Number(low=1e-6, high=MAX_MAGNITUDE)
 
 
 def job_count_bound(cfg: ApproxConfig) -> float:
@@ -77,7 +77,7 @@ class ApproxConfig:
         "load": _POSITIVE,
         "lifetime_median": Number(low=1.0, high=1e9),
         "lifetime_sigma": Number(low=0.0, high=10.0),  # a log-normal's σ: e^(10·6) is already 10²⁶ steps
-        "q_range": Sequence(_POSITIVE, pair=True),
+        "q_range": Sequence(_RATE_OF_SPEND, pair=True),
         "v_range": Sequence(_POSITIVE, pair=True),
         "b_range": Sequence(_POSITIVE, pair=True),
         "budget_fraction": _POSITIVE,
