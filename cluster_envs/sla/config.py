@@ -77,7 +77,8 @@ class SLAConfig:
     RENAMED: ClassVar[dict[str, str]] = {"obs_mode": "observation_mode"}  # deprecated in 0.2 (CHANGELOG)
     DOMAINS: ClassVar[dict[str, Domain]] = {
         "n_users": Number(low=2, integer=True, size=True),
-        "sla": AnyOf((Choice(("mean",)), Sequence(Number(low=0.0, high=1.0), length="n_users"))),
+        # shares above 1 are over-commitment (normalised by max(1, Σβ), A26); 10⁶ keeps Σβ far from overflow
+        "sla": AnyOf((Choice(("mean",)), Sequence(Number(low=0.0, high=1e6), length="n_users"))),
         "horizon": Number(low=1, integer=True, size=True),
         "scenario": AnyOf((Choice(SCENARIOS), Given("a callable (rng, N, T, sla, **kwargs) -> loads", callable=True))),
         "scenario_kwargs": Keywords("scenario", SCENARIO_DOMAINS),
