@@ -15,8 +15,19 @@ saved in ``<out>/refs/<id>/results.json`` (the ``refs`` command writes them), an
     python -m baselines.ablation run sla_action_mode --seeds 0-2 --checkpoints 50000,100000
     python -m baselines.ablation table sla_action_mode
 
-Variants that need an action wrapper (``WorkConservingAction``) are evaluated through it here; the RL adapter
-of ``baselines.rl`` applies observation wrappers only.
+Learning curves are the same rows at many checkpoints (``--checkpoints 25000,50000,...``): ``table`` adds, per
+variant, the plateau (the first checkpoint whose mean normalized score lies inside the 95% interval of the best
+checkpoint's), from which a benchmark budget (``rl_steps``) is read. The ``<key>_update`` studies compare the
+shipped PPO update with the fast one of ``cluster-envs bench``'s training section (128 copies, rollout 8,192,
+minibatch 2,048, 4 epochs) on every id with a settings entry.
+
+Training runs on the id's native batched env (``baselines.rl.make_vec_env``, the path ``cluster-envs train``
+takes; step for step the same as a ``DummyVecEnv``) where the variant allows it (no wrapper but
+``FlattenObservation``, no action masks), else on a ``DummyVecEnv`` of the variant's wrapped envs. Evaluation
+plays the evaluation seeds as one batch of the native env where training could, else episode by episode.
+Variants that need a wrapper (``BanditStatsObservation``, ``SlotMaskAction``) are evaluated through it here; the
+RL adapter of ``baselines.rl`` applies observation wrappers only, so what the benchmark ships is an env kwarg
+(``action_mode``, ``observation_mode``) wherever it can be.
 """
 
 from __future__ import annotations
@@ -34,13 +45,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from baselines.rl import RunConfig, algo_class, training_seed, wrapper_class
-from baselines.settings import require_setting
-from baselines.stats import bootstrap_ci, normalized
+from baselines.bench_training import FAST_UPDATE
+from baselines.rl import MASKED, RunConfig, make_vec_env, new_model, training_seed, wrapper_class
+from baselines.settings import SETTINGS, require_setting
+from baselines.stats import bootstrap_ci, iqm, normalized
+from baselines.vec_env import flatten_batch
 
 FLATTEN = "gymnasium.wrappers.FlattenObservation"
 STATS = "baselines.wrappers.BanditStatsObservation"
-WORK_CONSERVING = "baselines.wrappers.WorkConservingAction"
 SLOT_MASK = "baselines.wrappers.SlotMaskAction"
 SHIPPED = object()  # a Variant's wrappers: the settings entry's rl_wrapper
 
@@ -83,17 +95,35 @@ STUDIES: dict[str, tuple[str, tuple[Variant, ...]]] = {
     "approx_action": (
         "ClusterApprox-v0",
         (
-            Variant("flat (shipped)", wrappers=(FLATTEN,)),
-            Variant("work-conserving", wrappers=(WORK_CONSERVING, FLATTEN)),
-            Variant("work-conserving + stats", wrappers=(WORK_CONSERVING, STATS)),
-            Variant("masked (MaskablePPO)", algo="ppo_mask", section="ppo", wrappers=(SLOT_MASK, FLATTEN)),
+            Variant("occupant (paper's reading)", env_kwargs={"action_mode": "occupant"}),
+            Variant("work-conserving", env_kwargs={"action_mode": "work_conserving"}),
+            Variant("work-conserving + stats", env_kwargs={"observation_mode": "dict"}, wrappers=(STATS,)),
+            Variant(
+                "masked (MaskablePPO)",
+                algo="ppo_mask",
+                section="ppo",
+                env_kwargs={"action_mode": "occupant", "observation_mode": "dict"},
+                wrappers=(SLOT_MASK, FLATTEN),
+            ),
         ),
     ),
     "approx_single_obs": (
         "ClusterApproxSingleJob-v0",
         (
-            Variant("flat (shipped)", wrappers=(FLATTEN,)),
-            Variant("flat + stats", wrappers=(STATS,)),
+            Variant("flat (shipped)"),
+            Variant("flat + stats", env_kwargs={"observation_mode": "dict"}, wrappers=(STATS,)),
+        ),
+    ),
+    "approx_single_action": (
+        "ClusterApproxSingleJob-v0",
+        (
+            Variant("binary (paper's)", env_kwargs={"action_mode": "binary"}),
+            Variant("paced priority", env_kwargs={"action_mode": "paced_priority"}),
+            Variant(
+                "paced priority + stats",
+                env_kwargs={"action_mode": "paced_priority", "observation_mode": "dict"},
+                wrappers=(STATS,),
+            ),
         ),
     ),
     "bilinear_action": (
@@ -125,6 +155,22 @@ STUDIES: dict[str, tuple[str, tuple[Variant, ...]]] = {
         ),
     ),
 }
+
+# The fast update of `cluster-envs bench`'s training section as PPO hyperparameters: 128 copies whose rollouts
+# make FAST_UPDATE["rollout"] steps per update.
+COPIES = 128
+FAST = {"n_envs": COPIES, "n_steps": FAST_UPDATE["rollout"] // COPIES, "batch_size": FAST_UPDATE["batch_size"],
+        "n_epochs": FAST_UPDATE["n_epochs"]}  # fmt: skip
+STUDY_KEYS = {  # the short name of each id in study names
+    "ClusterSLA-v0": "sla",
+    "ClusterBilinear-v0": "bilinear",
+    "ClusterApprox-v0": "approx",
+    "ClusterApproxSingleJob-v0": "approx_single",
+    "ClusterMultiServer-v0": "multiserver",
+    "ClusterGang-v0": "gang",
+}
+for _env_id in SETTINGS:
+    STUDIES[f"{STUDY_KEYS[_env_id]}_update"] = (_env_id, (Variant("shipped"), Variant("fast update", hyperparams=FAST)))
 
 
 # -- one run -------------------------------------------------------------------------------------------
@@ -158,7 +204,15 @@ def setup(env_id: str, variant: Variant) -> Setup:
     if variant.algo == "ppo_lstm":
         config.model_kwargs["policy"] = "MlpLstmPolicy"
     wrappers = (setting.rl_wrapper,) if variant.wrappers is SHIPPED else tuple(variant.wrappers)
-    return Setup(env_id, setting.headline, env_kwargs, tuple(w for w in wrappers if w), config)
+    wrappers = tuple(w for w in wrappers if w)
+    config.wrapper = wrappers[0] if wrappers == (FLATTEN,) else None
+    return Setup(env_id, setting.headline, env_kwargs, wrappers, config)
+
+
+def native(s: Setup) -> bool:
+    """Whether the variant can train and be evaluated on the id's batched env: no wrapper but the flattening the
+    native adapter does itself, no action masks (only the single envs compute them)."""
+    return set(s.wrappers) <= {FLATTEN} and s.config.algo not in MASKED
 
 
 def make_env(s: Setup, monitor: bool = False) -> gym.Env:
@@ -181,6 +235,13 @@ def _import(name: str) -> type:
 
 def evaluate_policy(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> list[float]:
     """The headline metric of the deterministic policy on each evaluation seed (recurrent state kept)."""
+    if native(s):
+        return evaluate_batched(s, model, normalizer, seeds)
+    return evaluate_episodes(s, model, normalizer, seeds, masked)
+
+
+def evaluate_episodes(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> list[float]:
+    """``evaluate_policy`` one episode at a time on the variant's wrapped single env."""
     values = []
     for seed in seeds:
         env = make_env(s)
@@ -199,19 +260,45 @@ def evaluate_policy(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int],
     return values
 
 
+def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]) -> list[float]:
+    """``evaluate_policy`` on the native batched env: copy i plays evaluation seed ``seeds[i]``, all at once."""
+    from gymnasium.wrappers.vector import DictInfoToList
+
+    env = DictInfoToList(
+        gym.make_vec(s.env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point", **s.env_kwargs)
+    )
+    space = env.single_observation_space
+    observe = (lambda batch: flatten_batch(space, batch)) if s.wrappers else (lambda batch: batch)
+    obs, _ = env.reset(seed=list(seeds))
+    values: list[float | None] = [None] * len(seeds)
+    state, start = None, np.ones(len(seeds), dtype=bool)
+    while any(v is None for v in values):
+        x = observe(obs)
+        x = normalizer.normalize_obs(x) if normalizer is not None else x
+        action, state = model.predict(x, state=state, episode_start=start, deterministic=True)
+        start = np.zeros(len(seeds), dtype=bool)
+        obs, _, terminated, truncated, infos = env.step(action)
+        for i in np.flatnonzero(np.logical_or(terminated, truncated)):
+            if values[i] is None:  # a copy that ended autoresets; only its first episode counts
+                values[i] = float(infos[i]["episode_summary"][s.headline])
+    env.close()
+    return [float(v) for v in values]
+
+
 def train_and_evaluate(
     env_id: str, variant: Variant, seed: int, checkpoints: Sequence[int], eval_seeds: Sequence[int]
 ) -> list[dict[str, Any]]:
     """Train ``variant`` with training seed ``seed``, evaluating at each checkpoint (env steps)."""
     import torch
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
     torch.set_num_threads(1)
     s = setup(env_id, variant)
-    vec_env = DummyVecEnv([lambda: make_env(s, monitor=True)] * s.config.n_envs)
-    if s.config.normalize is not None:
-        vec_env = VecNormalize(vec_env, gamma=s.config.model_kwargs.get("gamma", 0.99), **s.config.normalize)
-    model = algo_class(variant.algo)(env=vec_env, seed=seed, device="cpu", verbose=0, **s.config.model_kwargs)
+    if native(s):
+        vec_env, _ = make_vec_env(s.config, training_seed(seed))
+    else:
+        vec_env = DummyVecEnv([lambda: make_env(s, monitor=True)] * s.config.n_envs)
+    model = new_model(s.config, vec_env, seed)
     model.get_env().seed(training_seed(seed))  # as baselines.rl.train: training seeds never meet evaluation seeds
     rows, seconds = [], 0.0
     for checkpoint in sorted(checkpoints):
@@ -320,28 +407,51 @@ def summarize(rows: list[dict[str, str]], refs: References) -> list[dict[str, An
                 "value_ci": bootstrap_ci(per_seed),
                 "score": float(scores.mean()),
                 "score_ci": bootstrap_ci(scores),
+                "score_iqm": float(iqm(scores)),
                 "per_seed": per_seed.tolist(),
             }
         )
-    return table
+    order = list(dict.fromkeys(row["variant"] for row in table))  # variants as run, checkpoints ascending
+    return sorted(table, key=lambda row: (order.index(row["variant"]), row["steps"]))
+
+
+def plateaus(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per variant, its plateau: the first checkpoint whose mean normalized score lies inside the 95% interval of
+    the best checkpoint's (so no later checkpoint is better beyond the training seeds' spread), and that best
+    row. A variant with one checkpoint has it as its plateau; read it as converged only with later checkpoints."""
+    out = {}
+    for variant in dict.fromkeys(r["variant"] for r in table):
+        rows = [r for r in table if r["variant"] == variant]
+        best = max(rows, key=lambda r: r["score"])
+        low = best["score_ci"][0] if np.isfinite(best["score_ci"][0]) else best["score"]
+        first = next(r for r in rows if r["score"] >= low)
+        out[variant] = {"steps": first["steps"], "score": first["score"], "best_steps": best["steps"],
+                        "best_score": best["score"], "best_ci": best["score_ci"]}  # fmt: skip
+    return out
 
 
 def markdown(study: str, table: list[dict[str, Any]], refs: References) -> str:
     env_id, _ = study_of(study)
     lines = [
-        f"| {env_id} | steps | training seeds | `{refs.headline}` | normalized score |",
-        "|---|---:|---:|---:|---:|",
+        f"| {env_id} | steps | training seeds | `{refs.headline}` | normalized score | IQM |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for row in table:
         lines.append(
             f"| {row['variant']} | {row['steps']:,} | {row['seeds']} | {row['value']:.4g} {_ci(row['value_ci'])} "
-            f"| {row['score']:.3f} {_ci(row['score_ci'], 3)} |"
+            f"| {row['score']:.3f} {_ci(row['score_ci'], 3)} | {row['score_iqm']:.3f} |"
         )
     for role, agent in refs.roles.items():
         value = refs.means[agent]
-        lines.append(
-            f"| {role}: `{agent}` | — | — | {value:.4g} | {float(normalized(value, refs.naive, refs.top)) + 0.0:.3f} |"
-        )
+        score = float(normalized(value, refs.naive, refs.top)) + 0.0
+        lines.append(f"| {role}: `{agent}` | — | — | {value:.4g} | {score:.3f} | — |")
+    if len({row["steps"] for row in table}) > 1:
+        lines.append("")
+        for variant, p in plateaus(table).items():
+            lines.append(
+                f"- {variant}: plateau at {p['steps']:,} steps (score {p['score']:.3f}; best {p['best_score']:.3f} "
+                f"{_ci(p['best_ci'], 3)} at {p['best_steps']:,})"
+            )
     return "\n".join(lines)
 
 

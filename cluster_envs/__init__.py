@@ -5,9 +5,9 @@ for you.
 """
 
 from cluster_envs.common import numba_cache  # noqa: F401  (first: before any compiled function is cached)
-from cluster_envs.registration import env_ids, register_envs
+from cluster_envs.registration import env_ids, register_envs, rl_ids
 
 register_envs()
 
-__all__ = ["env_ids", "register_envs"]
+__all__ = ["env_ids", "register_envs", "rl_ids"]
 __version__ = "0.1.0"

@@ -2,6 +2,15 @@
 
 A new setting adds one line to ``ENV_ENTRY_POINTS``; the registry-wide conformance test
 (tests/test_conformance.py) then covers it automatically.
+
+Each setting also has an RL-ready id, ``Cluster<Name>RL-v0`` (``RL_IDS``): the setting's env class with the
+kwargs that give one ``Box`` observation and a ``Box``, ``Discrete`` or ``MultiDiscrete`` action, chosen by the
+RL-interface ablations (docs/rl_ablations.md), so that a client that takes only an id (CleanRL, RLlib,
+``PPO("MlpPolicy", gym.make(id))``) trains with no user code. Those kwargs only change how an action is read or
+what the agent observes (``baselines.settings.FORMAT_KWARGS``): dynamics, reward and metrics are the base id's,
+with any other kwarg passed as to the base id (e.g. the benchmark's ``service_model="exclusive"``).
+``observation_mode="flat"`` is ``gymnasium.spaces.flatten`` of the base id's Dict observation (what
+``FlattenObservation`` gives), so the base id's batched env is the RL-ready id's batched env too.
 """
 
 from __future__ import annotations
@@ -28,12 +37,42 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
 }
 
 
+# RL-ready id -> (base id, the kwargs it fixes).
+RL_IDS: dict[str, tuple[str, dict[str, str]]] = {
+    # docs/rl_ablations.md, ClusterSLA-v0 action mode: regret 23 with normalize, 453 with softmax (100k steps)
+    "ClusterSLARL-v0": ("ClusterSLA-v0", {"action_mode": "normalize"}),
+    # docs/rl_ablations.md, ClusterApprox-v0 work-conserving actions: score 0.658 vs -1.85 read as the paper does
+    "ClusterApproxRL-v0": ("ClusterApprox-v0", {"action_mode": "work_conserving", "observation_mode": "flat"}),
+    # docs/rl_ablations.md, ClusterApproxSingleJob-v0 paced priority
+    "ClusterApproxSingleJobRL-v0": (
+        "ClusterApproxSingleJob-v0",
+        {"action_mode": "paced_priority", "observation_mode": "flat"},
+    ),
+    # ClusterBilinear-v0 logits vs allocation: simplex_logits 23.8, allocation 88.1 (50k steps); the full
+    # observation (queues and the bandit's statistics) is one Box
+    "ClusterBilinearRL-v0": ("ClusterBilinear-v0", {"action_mode": "simplex_logits", "observation_mode": "full"}),
+    # docs/rl_ablations.md, ClusterMultiServer-v0 scores vs binary + mask: PPO on scores 0.988, MaskablePPO 0.945
+    "ClusterMultiServerRL-v0": ("ClusterMultiServer-v0", {"action_mode": "scores", "observation_mode": "flat"}),
+    # PPO's interface (a Box action cannot carry MaskablePPO's mask: the benchmark's MaskablePPO uses the base id)
+    "ClusterGangRL-v0": ("ClusterGang-v0", {"action_mode": "scores", "observation_mode": "flat"}),
+}
+
+
 def register_envs() -> None:
     for env_id, entry_point in ENV_ENTRY_POINTS.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=entry_point, vector_entry_point=VECTOR_ENTRY_POINTS.get(env_id))
+    for env_id, (base, kwargs) in RL_IDS.items():
+        if env_id not in gym.registry:
+            vector = VECTOR_ENTRY_POINTS.get(base)
+            gym.register(id=env_id, entry_point=ENV_ENTRY_POINTS[base], vector_entry_point=vector, kwargs=dict(kwargs))
 
 
 def env_ids() -> list[str]:
-    """Every id this package registers, in table order."""
+    """Every setting's id, in table order (the RL-ready ids are ``rl_ids()``)."""
     return list(ENV_ENTRY_POINTS)
+
+
+def rl_ids() -> list[str]:
+    """The RL-ready ids, in table order."""
+    return list(RL_IDS)

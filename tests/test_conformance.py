@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from cluster_envs import env_ids
+from cluster_envs import env_ids, rl_ids
 
-IDS = env_ids()
+IDS = env_ids() + rl_ids()  # the RL-ready ids too
 RANDOM_STEPS = 2000
 
 

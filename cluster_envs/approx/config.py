@@ -12,11 +12,16 @@ from cluster_envs.approx.model import BENCHMARK_KINDS, RATE_PROCESSES, UTILITIES
 from cluster_envs.common.config import check_number
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
+from cluster_envs.common.flat import OBSERVATION_MODES
 
 JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")
 PRICE_MODES = ("proportional", "uniform")
 BUDGET_MODES = ("hard", "soft")
 REWARD_MODES = ("true", "approx", "sparse")
+# How an action is read (cluster_envs/approx/actions.py). Multi-job, base model: "occupant" (the paper's: a machine
+# sent to an empty slot idles) or "work_conserving"; single job: "binary" (the paper's) or "paced_priority".
+MULTI_ACTION_MODES = ("occupant", "work_conserving")
+SINGLE_ACTION_MODES = ("binary", "paced_priority")
 
 
 MAX_JOBS = 1_000_000  # jobs of one instance: their arrays and the per-step job loops stay within memory and time
@@ -86,8 +91,8 @@ class ApproxConfig:
         "job_keep_fraction": Number(low=0.0, high=1.0, low_open=True),
         "budget_mode": Choice(BUDGET_MODES),
         "reward_mode": Choice(REWARD_MODES),
-        "compute_benchmark": FLAG,
-        "benchmark_kind": Choice(BENCHMARK_KINDS),
+        "compute_regret": FLAG,
+        "oracle_kind": Choice(BENCHMARK_KINDS),
         "fixed_instance": FLAG,
         "instance_seed": Number(low=0, integer=True),
         "expose_oracle": FLAG,
@@ -97,6 +102,13 @@ class ApproxConfig:
         "demand": _POSITIVE,
         "parallelism": Number(low=1, integer=True, none=True),
         "info_level": Choice(INFO_LEVELS),
+        "action_mode": Choice(MULTI_ACTION_MODES + SINGLE_ACTION_MODES),  # per id: the env checks its own
+        "observation_mode": Choice(OBSERVATION_MODES),
+    }
+
+    RENAMED: ClassVar[dict[str, str]] = {  # deprecated in 0.2 (CHANGELOG): the offline optimum is the "oracle"
+        "compute_benchmark": "compute_regret",
+        "benchmark_kind": "oracle_kind",
     }
 
     n_machines: int = 20
@@ -124,8 +136,8 @@ class ApproxConfig:
     job_keep_fraction: float = 1.0
     budget_mode: str = "hard"
     reward_mode: str = "true"
-    compute_benchmark: bool = False
-    benchmark_kind: str = "eq6"
+    compute_regret: bool = False
+    oracle_kind: str = "eq6"
     fixed_instance: bool = False
     instance_seed: int = 0
     expose_oracle: bool = False
@@ -133,6 +145,8 @@ class ApproxConfig:
     demand: float = 1.0
     parallelism: int | None = None
     info_level: str = "full"
+    action_mode: str = "occupant"
+    observation_mode: str = "dict"
 
     def __post_init__(self) -> None:
         check_domains(self, self.DOMAINS)
@@ -230,7 +244,7 @@ MULTI_PRESETS: dict[str, dict[str, Any]] = {
         "max_visible_jobs": 3,
         "job_source": "common",
         "n_jobs": 3,
-        "compute_benchmark": True,
+        "compute_regret": True,
     },
 }
 MULTI_PRESETS["paper_light"] = {**MULTI_PRESETS["paper"], "job_keep_fraction": 0.5}
@@ -242,7 +256,8 @@ _SINGLE = {
     "horizon": 2000,
     "max_visible_jobs": 1,
     "job_source": "single",
-    "compute_benchmark": True,
+    "compute_regret": True,
+    "action_mode": "binary",
 }
 SINGLE_PRESETS: dict[str, dict[str, Any]] = {
     "default": _SINGLE,

@@ -72,7 +72,7 @@ class BilinearConfig:
         "per-class sequences have `num_job_classes` entries (`servers_per_class`: `num_server_classes`); explicit "
         "features have shapes (I, d), (J, d), (d²,) and rows of L2 norm ≤ 1; λ = Σ ρ_i μ_i ≤ 1 (one arrival per "
         "slot); ρ ≤ n servers, and ρ < n unless `allow_unstable` (Assumption II.1); a `server_schedule` array has "
-        f"shape (horizon, J); max(I·J, d², `max_jobs`·J) ≤ {MAX_STATE:.0e}; n = Σ `servers_per_class` ≤ "
+        f"shape (horizon, J); max(I·J, d², `max_visible_jobs`·J) ≤ {MAX_STATE:.0e}; n = Σ `servers_per_class` ≤ "
         f"{MAX_SERVERS:.0e}"
     )
 
@@ -98,10 +98,12 @@ class BilinearConfig:
         "gamma_env": Number(low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE),
         "queue_cap": Number(low=1, integer=True, none=True),
         "server_schedule": Given("None, a callable t -> n(t) (J servers per class), or a (horizon, J) array"),
-        "max_jobs": Number(low=1, integer=True, size=True),
+        "max_visible_jobs": Number(low=1, integer=True, size=True),
         "allow_unstable": FLAG,
         "info_level": Choice(INFO_LEVELS),
     }
+
+    RENAMED: ClassVar[dict[str, str]] = {"max_jobs": "max_visible_jobs"}  # deprecated in 0.2 (CHANGELOG)
 
     num_job_classes: int = 10
     num_server_classes: int = 2
@@ -124,7 +126,7 @@ class BilinearConfig:
     gamma_env: float = 1.2
     queue_cap: int | None = None
     server_schedule: Callable[[int], Any] | Any = None
-    max_jobs: int = 32
+    max_visible_jobs: int = 32
     allow_unstable: bool = False
     info_level: str = "full"
 
@@ -135,11 +137,12 @@ class BilinearConfig:
         if sum(servers) > MAX_SERVERS:  # 268 435 424 servers took 9 GB (found by the configuration fuzz)
             raise ValueError(f"servers_per_class={self.servers_per_class!r} gives {sum(servers):.0f} servers > "
                              f"{MAX_SERVERS:.0e}; lower it")  # fmt: skip
-        state = max(n_i * n_j, d * d, self.max_jobs * n_j)
+        state = max(n_i * n_j, d * d, self.max_visible_jobs * n_j)
         if state > MAX_STATE:
             raise ValueError(
-                f"num_job_classes={n_i}, num_server_classes={n_j}, feature_dim={d}, max_jobs={self.max_jobs} give "
-                f"per-step arrays of {state} entries > {MAX_STATE:.0e}; lower them"
+                f"num_job_classes={n_i}, num_server_classes={n_j}, feature_dim={d}, "
+                f"max_visible_jobs={self.max_visible_jobs} give per-step arrays of {state} entries > {MAX_STATE:.0e}; "
+                "lower them"
             )
         servers = tuple(int(c) for c in servers)
         object.__setattr__(self, "servers_per_class", servers)

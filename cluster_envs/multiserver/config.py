@@ -10,6 +10,7 @@ import numpy as np
 
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
+from cluster_envs.common.flat import OBSERVATION_MODES
 from cluster_envs.multiserver.gang import MIN_TASKS, GangParams
 from cluster_envs.multiserver.model import CAPACITY_MODES, NORMALIZATIONS, GeneratorParams
 
@@ -37,6 +38,7 @@ class EnvOptions:
     infeasible_penalty: float = 0.0
     compute_regret: bool = True
     info_level: str = "full"
+    observation_mode: str = "dict"
 
 
 _COUNT = Number(low=1, high=MAX_MAGNITUDE, integer=True)
@@ -63,6 +65,7 @@ COMMON_DOMAINS: dict[str, Domain] = {
     "utility_dist": Choice(UTILITY_DISTS),
     "instance_seed": Number(low=0, integer=True),
     "action_mode": Choice(ACTION_MODES),
+    "observation_mode": Choice(OBSERVATION_MODES),
     "invalid_action": Choice(INVALID_ACTIONS),
     "binary_repair_order": Choice(REPAIR_ORDERS),
     "infeasible_penalty": Number(low=0.0, high=MAX_MAGNITUDE),

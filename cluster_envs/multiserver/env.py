@@ -62,6 +62,8 @@ class ClusterMultiServerEnv(ClusterEnv):
     elsewhere; Box(0, 1), unbounded with ``normalization="none"``), both zero after reset.
     ``obs_static=True`` adds ``static`` Box(0, h, (K+1, |E|)): rows ``A_k/c_k`` and ``C/max C``; h = 1
     unless ``allow_unusable_channels`` kept an edge whose request exceeds ``c`` (h = max A_k/c_k).
+    ``observation_mode="flat"``: the same Dict flattened into one float32 Box (``gymnasium.spaces.flatten``, as
+    ``FlattenObservation`` gives it).
 
     **Action.** ``action_mode="binary"``: MultiBinary(|E|), the paper's ``x``. ``"scores"``:
     Box(0, 1, (|E|,)), requesting ``{e : score_e > 0.5}`` in descending-score priority.
@@ -118,7 +120,7 @@ class ClusterMultiServerEnv(ClusterEnv):
             if config.action_mode == "binary"
             else spaces.Box(0.0, 1.0, shape=(n_e,), dtype=np.float32)
         )
-        self.observation_space = self._build_observation_space()
+        self.set_observation_space(self._build_observation_space())
         self._last: SlotResult | None = None
 
     # -- what ClusterGang-v0 overrides ---------------------------------------------------------------
@@ -210,7 +212,7 @@ class ClusterMultiServerEnv(ClusterEnv):
         self._sim = MultiServerSimulator(self.instance, streams, self.config.horizon)
         self._last = None
         self._cum = {"aou": 0.0, "expected": 0.0, "oracle": 0.0, "regret": 0.0, "dropped": 0.0}
-        return self._observation(), {"t": 1, "arrivals": self._sim.arrivals.copy()}
+        return self.emit(self._observation()), {"t": 1, "arrivals": self._sim.arrivals.copy()}
 
     def _episode_over(self) -> bool:
         return self._sim.t > self._sim.horizon
@@ -225,7 +227,7 @@ class ClusterMultiServerEnv(ClusterEnv):
         truncated = sim.t > sim.horizon
         if truncated:
             info["episode_summary"] = self.summary_from(self._cum)
-        return self._observation(), float(reward), False, truncated, info
+        return self.emit(self._observation()), float(reward), False, truncated, info
 
     def _feasible_action(self, action: Any) -> tuple[np.ndarray, int, int]:
         cfg, sim = self.config, self.simulator

@@ -43,3 +43,53 @@ def test_the_table_averages_evaluation_seeds_within_a_training_seed():
     assert row["seeds"] == 2 and row["per_seed"] == [20.0, 60.0]
     assert row["value"] == pytest.approx(40.0)
     assert row["score"] == pytest.approx(float(np.mean(normalized(np.array([20.0, 60.0]), 100.0, 0.0))))
+
+
+@pytest.mark.parametrize(
+    ("env_id", "env_kwargs", "algo"),
+    [
+        ("ClusterSLA-v0", {"horizon": 48}, "ppo"),
+        ("ClusterSLA-v0", {"horizon": 48}, "ppo_lstm"),  # the recurrent state over the batch
+        ("ClusterBilinear-v0", {"horizon": 40}, "ppo"),
+        ("ClusterApproxSingleJob-v0", {"horizon": 30}, "ppo"),  # a flattened Dict observation
+    ],
+)
+def test_batched_evaluation_equals_one_episode_at_a_time(env_id, env_kwargs, algo):
+    """Copy i of the batched env plays evaluation seed i as the single env reset with seed i does, with the
+    normalizer and a recurrent policy's state, so a curve's values do not depend on the evaluation path."""
+    from baselines.ablation import Variant, evaluate_batched, evaluate_episodes, native, new_model
+    from baselines.rl import make_vec_env
+
+    s = setup(
+        env_id,
+        Variant("v", algo=algo, env_kwargs=env_kwargs, hyperparams={"n_envs": 2, "n_steps": 16, "batch_size": 32}),
+    )
+    assert native(s)
+    vec_env, used = make_vec_env(s.config, seed=7)
+    assert used == "native"
+    model = new_model(s.config, vec_env, seed=0)
+    model.learn(total_timesteps=64)  # moves the normalizer's statistics off their start, if there is one
+    normalizer = model.get_vec_normalize_env()
+    seeds = [0, 3, 5]
+    batched = evaluate_batched(s, model, normalizer, seeds)
+    # equal up to float32 rounding: the network runs on a batch of rows instead of one row
+    assert batched == pytest.approx(evaluate_episodes(s, model, normalizer, seeds, masked=False), rel=1e-5)
+    assert len(set(batched)) > 1  # the seeds are different episodes
+    vec_env.close()
+
+
+def test_plateau_is_the_first_checkpoint_inside_the_best_interval():
+    from baselines.ablation import plateaus
+
+    refs = References("regret", {"a": 100.0}, naive=100.0, top=0.0, roles={"naive": "a"})
+    curve = {1000: (90.0, 80.0, 85.0), 2000: (30.0, 50.0, 40.0), 3000: (35.0, 45.0, 38.0), 4000: (33.0, 47.0, 41.0)}
+    rows = [
+        {"variant": "v", "train_seed": str(seed), "timesteps": str(steps), "eval_seed": "0", "value": str(value)}
+        for steps, values in curve.items()
+        for seed, value in enumerate(values)
+    ]
+    table = summarize(rows, refs)
+    best = max(table, key=lambda r: r["score"])
+    assert best["steps"] == 3000
+    first = min(r["steps"] for r in table if r["score"] >= best["score_ci"][0])
+    assert plateaus(table)["v"]["steps"] == first == 2000

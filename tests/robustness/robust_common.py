@@ -18,6 +18,7 @@ from gymnasium import spaces
 import cluster_envs
 
 IDS = cluster_envs.env_ids()
+REGISTERED = IDS + cluster_envs.rl_ids()  # with the RL-ready ids: the golden files cover every registered id
 
 
 def presets(env_id: str) -> list[str]:

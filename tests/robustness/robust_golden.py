@@ -30,7 +30,7 @@ from gymnasium.envs.registration import load_env_creator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # robust_common, also under ``python -m``
 
-from robust_common import IDS, flatten, sample_action, scalar_info  # noqa: E402
+from robust_common import REGISTERED, flatten, sample_action, scalar_info  # noqa: E402
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 SEEDS = (0, 1, 2)
@@ -140,11 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     action.add_argument("--update", action="store_true", help="write the golden files")
     action.add_argument("--check", action="store_true", help="compare with the golden files")
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.env_ids) - set(IDS))
+    unknown = sorted(set(args.env_ids) - set(REGISTERED))
     if unknown:
-        parser.error(f"unknown env ids {unknown}; registered: {IDS}")
+        parser.error(f"unknown env ids {unknown}; registered: {REGISTERED}")
     failed = False
-    for env_id in args.env_ids or IDS:
+    for env_id in args.env_ids or REGISTERED:
         if args.update:
             GOLDEN_DIR.mkdir(exist_ok=True)
             golden_path(env_id).write_text(json.dumps(generate(env_id), indent=2) + "\n")

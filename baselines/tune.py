@@ -1,0 +1,194 @@
+"""Tune an id's RL hyperparameters with rl-zoo3's own optimizer and write the best trial into the YAML file.
+
+    python -m baselines.tune run ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
+    python -m baselines.tune write ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
+
+``run`` starts ``python -m rl_zoo3.train ... -optimize`` (:func:`zoo_command` prints the exact command) on the id's
+section of ``baselines/hyperparams/<algo>.yml``: its env kwargs (the settings' RL kwargs), its observation wrapper
+and its normalization, with one torch thread, one job, TPE sampling and median pruning. The budget is
+``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations of ``eval_episodes`` episodes per trial). The
+objective is rl-zoo3's: the mean return of deterministic evaluation episodes at the trial's last evaluation,
+not the benchmark's headline metric. rl-zoo3 seeds the trials' training and evaluation envs from ``--seed``,
+which is set to a training seed (``baselines.rl.training_seed(0)``, ≥ 10⁹), so tuning never plays the benchmark's
+evaluation seeds. The study lives in an Optuna journal file (``<out>/<env_id>-<algo>.log``), so a second ``run``
+with the same arguments adds trials to it.
+
+``write`` reads the study's best trial, converts it as rl-zoo3 does (``convert_onpolicy_params``: γ, λ, powers of
+two, network size and activation) and replaces those keys in the id's YAML section, under a comment giving the
+tuning command and the best value; the other sections and keys are left as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from baselines.rl import HYPERPARAMS_DIR, training_seed
+
+ON_POLICY = {"ppo", "a2c", "ppo_lstm"}  # rl-zoo3 converts their sampled parameters with convert_onpolicy_params
+TUNED_MARK = "# tuned:"
+
+
+def study_name(env_id: str, algo: str) -> str:
+    return f"{env_id}-{algo}"
+
+
+def storage_path(out: Path, env_id: str, algo: str) -> Path:
+    return out / f"{study_name(env_id, algo)}.log"
+
+
+def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, evaluations: int = 4,
+                eval_episodes: int = 5, startup_trials: int = 5,
+                env_kwargs: Mapping[str, Any] | None = None) -> list[str]:  # fmt: skip
+    """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the YAML section's env kwargs, as
+    rl-zoo3's ``--env-kwargs`` does)."""
+    for name, value in (("trials", trials), ("steps", steps), ("evaluations", evaluations),
+                        ("eval_episodes", eval_episodes), ("startup_trials", startup_trials)):  # fmt: skip
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    command = ["python", "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "--gym-packages", "cluster_envs",
+               "-conf", str(_relative(HYPERPARAMS_DIR / f"{algo}.yml"))]  # fmt: skip
+    command += [
+        "-optimize", "--n-trials", str(trials), "--n-timesteps", str(steps), "--n-evaluations", str(evaluations),
+        "--eval-episodes", str(eval_episodes), "--n-startup-trials", str(startup_trials), "--n-jobs", "1",
+        "--num-threads", "1", "--sampler", "tpe", "--pruner", "median", "--seed", str(training_seed(0)),
+        "--storage", str(storage_path(out, env_id, algo)), "--study-name", study_name(env_id, algo),
+        "--no-optim-plots", "-f", str(out),
+    ]  # fmt: skip
+    if env_kwargs:
+        command += ["--env-kwargs", *(f"{key}:{value!r}" for key, value in env_kwargs.items())]
+    return command
+
+
+def _relative(path: Path) -> Path:
+    """``path`` relative to the working directory where it lies below it (a shorter command to print)."""
+    return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+
+
+def run(command: Sequence[str]) -> None:
+    """Run rl-zoo3 with one thread for every library (rl-zoo3's ``--num-threads`` sets torch's only)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, *command[1:]], check=True, env=env)
+
+
+def best_trial(storage: Path, env_id: str, algo: str) -> tuple[dict[str, Any], float, int]:
+    """The best trial's hyperparameters as rl-zoo3 passes them to the algorithm, its value and the number of
+    finished trials."""
+    import optuna
+
+    if algo not in ON_POLICY:
+        raise ValueError(f"algo={algo!r}: writing tuned values is implemented for {sorted(ON_POLICY)}")
+    if not storage.is_file():
+        raise FileNotFoundError(f"no study at {storage}: run `python -m baselines.tune run` first")
+    from rl_zoo3.hyperparams_opt import convert_onpolicy_params
+
+    backend = optuna.storages.journal.JournalFileBackend(str(storage))
+    study = optuna.load_study(study_name=study_name(env_id, algo), storage=optuna.storages.JournalStorage(backend))
+    finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    if not finished:
+        raise ValueError(f"the study in {storage} has no finished trial")
+    best = study.best_trial
+    return convert_onpolicy_params(best.params), float(best.value), len(finished)
+
+
+def yaml_values(params: Mapping[str, Any]) -> dict[str, Any]:
+    """rl-zoo3's converted hyperparameters as the YAML files write them: ``policy_kwargs`` as rl-zoo3's
+    ``"dict(...)"`` string (torch modules as ``nn.<Name>``)."""
+    values = {key: value for key, value in params.items() if key != "policy_kwargs"}
+    if "policy_kwargs" in params:
+        values["policy_kwargs"] = _python_literal(params["policy_kwargs"])
+    return values
+
+
+def _python_literal(value: Any) -> str:
+    if isinstance(value, dict):
+        return "dict(" + ", ".join(f"{key}={_python_literal(v)}" for key, v in value.items()) + ")"
+    if isinstance(value, type):
+        return f"nn.{value.__name__}"
+    return repr(value)
+
+
+def _yaml_scalar(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"unexpected tuned value {value!r}")
+    if isinstance(value, float):
+        return f"!!float {value:.6g}"
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    return str(value)
+
+
+def write_section(path: Path, env_id: str, values: Mapping[str, Any], comment: str) -> None:
+    """Replace ``values``' keys in ``env_id``'s section of the YAML file at ``path`` (adding missing ones at its
+    end), with ``comment`` as the section's first line (an older tuning comment is replaced). Checked by reading
+    the file back."""
+    import yaml
+
+    lines = path.read_text().splitlines()
+    try:
+        start = lines.index(f"{env_id}:")
+    except ValueError:
+        raise ValueError(f"{path} has no section {env_id!r}") from None
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(" ")), len(lines))
+    body = [line for line in lines[start + 1 : end] if not line.strip().startswith(TUNED_MARK)]
+    while body and not body[-1].strip():
+        body.pop()
+    for key, value in values.items():
+        line = f"  {key}: {_yaml_scalar(value)}"
+        at = next((i for i, old in enumerate(body) if re.match(rf"  {re.escape(key)}:", old)), None)
+        if at is None:
+            body.append(line)
+        else:
+            body[at] = line
+    body.insert(0, f"  {TUNED_MARK} {comment}")
+    tail = lines[end:]
+    new = lines[:start + 1] + body + ([""] if tail else []) + tail  # fmt: skip
+    text = "\n".join(new) + "\n"
+    section = yaml.safe_load(text)[env_id]
+    for key, value in values.items():
+        if section.get(key) != value and not (
+            isinstance(value, float) and abs(section[key] - value) <= 1e-5 * abs(value)
+        ):
+            raise ValueError(f"writing {key}={value!r} into {path} read back {section.get(key)!r}")
+    path.write_text(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m baselines.tune", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "command", choices=["run", "write", "print"], help="tune; write the best trial; print the command"
+    )
+    parser.add_argument("env_id")
+    parser.add_argument("--algo", default="ppo")
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=50_000, help="env steps per trial")
+    parser.add_argument("--evaluations", type=int, default=4, help="evaluations per trial (the pruner's points)")
+    parser.add_argument("--eval-episodes", type=int, default=5)
+    parser.add_argument("--startup-trials", type=int, default=5, help="random trials before TPE")
+    parser.add_argument("--out", type=Path, default=Path("results/tune"))
+    args = parser.parse_args(argv)
+    command = zoo_command(args.env_id, args.algo, args.trials, args.steps, args.out, evaluations=args.evaluations,
+                          eval_episodes=args.eval_episodes, startup_trials=args.startup_trials)  # fmt: skip
+    text = shlex.join(command)
+    if args.command == "print":
+        print(text)
+    elif args.command == "run":
+        print(text, flush=True)
+        run(command)
+    else:
+        params, value, finished = best_trial(storage_path(args.out, args.env_id, args.algo), args.env_id, args.algo)
+        comment = f"{text} (budget {args.trials} trials x {args.steps} steps; best of {finished}: return {value:.4g})"
+        write_section(HYPERPARAMS_DIR / f"{args.algo}.yml", args.env_id, yaml_values(params), comment)
+        print(f"wrote {sorted(params)} into {HYPERPARAMS_DIR / f'{args.algo}.yml'} [{args.env_id}]")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""The RL-ready ids (``cluster_envs.registration.RL_IDS``): one Box observation and a Box, Discrete or
+MultiDiscrete action, the base id's dynamics, reward and metrics, and an id-only client trains on them."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from baselines.settings import FORMAT_KWARGS
+from cluster_envs import rl_ids
+from cluster_envs.registration import ENV_ENTRY_POINTS, RL_IDS, VECTOR_ENTRY_POINTS
+
+ACTION_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete)
+
+
+def test_every_rl_id_is_named_after_its_base_id_and_registered_with_its_entry_points():
+    for env_id, (base, kwargs) in RL_IDS.items():
+        assert env_id == base.replace("-v", "RL-v")
+        spec = gym.spec(env_id)
+        assert spec.entry_point == ENV_ENTRY_POINTS[base]
+        assert spec.vector_entry_point == VECTOR_ENTRY_POINTS.get(base)
+        assert spec.kwargs == kwargs
+
+
+@pytest.mark.parametrize("env_id", rl_ids())
+def test_spaces_are_one_box_and_a_flat_action(env_id):
+    env = gym.make(env_id)
+    assert isinstance(env.observation_space, gym.spaces.Box) and len(env.observation_space.shape) == 1
+    assert isinstance(env.action_space, ACTION_SPACES)
+    if isinstance(env.action_space, gym.spaces.Box):
+        assert env.action_space.dtype == np.float32 and len(env.action_space.shape) == 1
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", rl_ids())
+def test_an_rl_id_is_its_base_id_read_differently(env_id):
+    """Its kwargs only change how an action is read or what is observed, and with them the base id plays the
+    same episode: same observations, rewards and episode summary."""
+    base, kwargs = RL_IDS[env_id]
+    assert set(kwargs) <= FORMAT_KWARGS
+    overrides = {"horizon": 60}  # any other kwarg passes through as to the base id
+    envs = [gym.make(env_id, **overrides), gym.make(base, **kwargs, **overrides)]
+    envs[0].action_space.seed(3)
+    actions = [envs[0].action_space.sample() for _ in range(60)]
+    runs = []
+    for env in envs:
+        obs, _ = env.reset(seed=5)
+        run = [obs]
+        for action in actions:
+            obs, reward, terminated, truncated, info = env.step(action)
+            run += [obs, reward]
+        assert truncated or terminated
+        runs.append((run, info["episode_summary"]))
+        env.close()
+    (a, summary_a), (b, summary_b) = runs
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert summary_a == summary_b
+
+
+@pytest.mark.parametrize("env_id", rl_ids())
+def test_the_native_batched_env_has_the_same_spaces(env_id):
+    env, vec = gym.make(env_id), gym.make_vec(env_id, 2, vectorization_mode="vector_entry_point")
+    assert vec.single_observation_space == env.observation_space
+    assert vec.single_action_space == env.action_space
+    env.close()
+    vec.close()
+
+
+@pytest.mark.parametrize("env_id", rl_ids())
+def test_an_id_only_client_trains_sb3_ppo(env_id):
+    """What a user types, and nothing else: the id, SB3's PPO with its MLP policy, a few hundred steps."""
+    sb3 = pytest.importorskip("stable_baselines3")
+    model = sb3.PPO("MlpPolicy", gym.make(env_id), n_steps=128, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=256)
+    assert model.num_timesteps == 256
+    obs, _ = model.get_env().envs[0].reset(seed=0)
+    action, _ = model.predict(obs, deterministic=True)
+    assert model.get_env().envs[0].action_space.contains(action)
+
+
+@pytest.mark.parametrize("env_id", [i for i in rl_ids() if RL_IDS[i][1].get("observation_mode") == "flat"])
+def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
+    """``observation_mode="flat"`` is ``gymnasium.spaces.flatten`` of the Dict the base id shows with the same
+    action reading, step for step (so a policy trained through ``FlattenObservation`` reads it unchanged)."""
+    base, kwargs = RL_IDS[env_id]
+    mine = gym.make(env_id, horizon=40)
+    theirs = gym.make(base, action_mode=kwargs["action_mode"], horizon=40)
+    flat, _ = mine.reset(seed=4)
+    obs, _ = theirs.reset(seed=4)
+    mine.action_space.seed(4)
+    for _ in range(40):
+        assert mine.observation_space.contains(flat)
+        np.testing.assert_array_equal(flat, gym.spaces.flatten(theirs.observation_space, obs))
+        action = mine.action_space.sample()
+        flat, *_ = mine.step(action)
+        obs, *_ = theirs.step(action)
+
+
+@pytest.mark.parametrize("env_id", rl_ids())
+def test_an_rl_id_is_the_interface_the_benchmarks_ppo_trains_on(env_id):
+    """The settings' PPO kwargs (rl_needs), with its FlattenObservation wrapper read as observation_mode="flat"."""
+    from baselines.settings import FLATTEN, require_setting
+
+    base, kwargs = RL_IDS[env_id]
+    setting = require_setting(base)
+    trained = setting.rl_needs("ppo")
+    if setting.rl_wrapper == FLATTEN:
+        trained["observation_mode"] = "flat"
+    assert trained == kwargs
