@@ -38,6 +38,10 @@ def test_run_prints_json_metrics(capsys):
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--set", "render_mode=human"], "render_mode='human' is not supported"),
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "1000000000"], "where training starts"),
     (["compare", "ClusterSLA-v0", "--agents", "mwu", "--seeds", "0-1000000000"], "--seeds"),
+    # configurations that crashed at reset or step before their keywords had domains (issue 19)
+    (["run", "ClusterApprox-v0", "--agent", "opm", "--seeds", "0", "--set", "price_factor=1e300"], "price_factor"),
+    (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "0", "--set", "preset=proportionality_3_4", "--set",
+      'scenario_kwargs={"eta": 1e-300}'], "eta"),
 ])  # fmt: skip
 def test_bad_input_is_a_one_line_error(capsys, argv, message):
     assert main(argv) == 2

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from cluster_envs.approx.model import BENCHMARK_KINDS, RATE_PROCESSES, UTILITIES
-from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.config import check_number
+from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.common.flat import OBSERVATION_MODES
 
@@ -21,19 +24,87 @@ MULTI_ACTION_MODES = ("occupant", "work_conserving")
 SINGLE_ACTION_MODES = ("binary", "paced_priority")
 
 
-def _check_range(name: str, value: Any, low: float, high: float | None = None) -> tuple[float, float]:
-    if not isinstance(value, tuple | list) or len(value) != 2:
-        raise ValueError(f"{name} must be a pair (low, high), got {value!r}")
-    for part in value:
-        check_number(name, part, low=low, high=high)
-    if value[0] > value[1]:
-        raise ValueError(f"{name}={value!r} must have low <= high")
-    return (float(value[0]), float(value[1]))
+MAX_JOBS = 1_000_000  # jobs of one instance: their arrays and the per-step job loops stay within memory and time
+MAX_ALLOCATION = 10_000_000  # entries of the (visible jobs × machines) allocation matrix
+MAX_MAGNITUDE = 1e6  # prices, values, budgets, loads: far below float64 overflow once summed over jobs and steps
+_POSITIVE = Number(low=0.0, high=MAX_MAGNITUDE, low_open=True)
+# q̄ divides the job count: q_range=(5e-324, 5e-324) divided it by 0 (found by the configuration fuzz)
+_RATE_OF_SPEND = Number(low=1e-6, high=MAX_MAGNITUDE)
+
+
+def job_count_bound(cfg: ApproxConfig) -> float:
+    """An upper bound on the expected synthetic job count n̄ = load·M·p̄·T / (q̄·ℓ̄) of ``synthetic_jobs``, known
+    before anything is drawn: p̄ ≤ the largest price a machine can get (rates are at most 1) and ℓ̄ ≥ half the mean
+    time-in-system of a job living the median lifetime m (half the lifetimes are at least m), that is
+    ½·(m(m+1)/2 + m(T−m))/T for m < T, else ½·(T+1)/2."""
+    if isinstance(cfg.prices, tuple):
+        price = max(cfg.prices)
+    else:
+        price = cfg.price_factor if cfg.prices == "proportional" else cfg.price_range[1]
+    m, horizon = max(1, math.floor(cfg.lifetime_median)), cfg.horizon
+    in_system = (m * (m + 1) / 2 + m * (horizon - m)) / horizon if m < horizon else (horizon + 1) / 2
+    return cfg.load * cfg.n_machines * price * horizon / (sum(cfg.q_range) / 2 * 0.5 * in_system)
 
 
 @dataclass(frozen=True)
 class ApproxConfig:
-    """Every knob of the approximation-job envs; presets (below) fill them, keyword overrides win."""
+    """Every knob of the approximation-job envs; presets (below) fill them, keyword overrides win.
+
+    Domains: ``DOMAINS`` (one per keyword); joint constraints: ``JOINT``.
+    """
+
+    JOINT: ClassVar[str] = (
+        "`prices` and `capacity` (a tuple) have `n_machines` entries; `iid_mean_range` lies inside (0, 1) with "
+        "`rate_process='iid_beta'` and is positive with `prices='proportional'` and an i.i.d. rate process; `jobs` "
+        "goes with `job_source='list'` and `trace_path` with `'trace'`; `demand` and `parallelism` need `capacity`; "
+        f"`max_visible_jobs` × `n_machines` ≤ {MAX_ALLOCATION:.0e}; with `job_source='synthetic'` the expected job "
+        "count load·M·p̄·T/(q̄·ℓ̄), bounded before any draw from `load`, `n_machines`, the prices (`prices`, "
+        f"`price_factor`, `price_range`), `horizon`, `q_range` and `lifetime_median`, is at most {MAX_JOBS:.0e}"
+    )
+
+    DOMAINS: ClassVar[dict[str, Domain]] = {
+        "n_machines": Number(low=1, integer=True, size=True),
+        "horizon": Number(low=1, integer=True, size=True),
+        "max_visible_jobs": Number(low=1, integer=True, size=True),
+        "rate_process": Choice(RATE_PROCESSES),
+        "iid_mean_range": Sequence(Number(low=0.0, high=1.0), pair=True),
+        "speed_heterogeneity": Number(low=0.0, high=1.0, high_open=True),
+        "prices": AnyOf((Choice(PRICE_MODES), Sequence(_POSITIVE, length="n_machines"))),
+        "price_factor": _POSITIVE,
+        "price_range": Sequence(_POSITIVE, pair=True),
+        "job_source": Choice(JOB_SOURCES),
+        "jobs": Given(
+            "None, or with job_source='list' a non-empty list of (arrival, deadline ≤ horizon, budget > 0, "
+            "value > 0), arrival < deadline integers"
+        ),  # fmt: skip
+        "trace_path": Given("None, or with job_source='trace' a CSV file of job_id,a,d"),
+        "n_jobs": Number(low=1, high=MAX_JOBS, integer=True, size=True),
+        "load": _POSITIVE,
+        "lifetime_median": Number(low=1.0, high=1e9),
+        "lifetime_sigma": Number(low=0.0, high=10.0),  # a log-normal's σ: e^(10·6) is already 10²⁶ steps
+        "q_range": Sequence(_RATE_OF_SPEND, pair=True),
+        "v_range": Sequence(_POSITIVE, pair=True),
+        "b_range": Sequence(_POSITIVE, pair=True),
+        "budget_fraction": _POSITIVE,
+        "utility": Choice(UTILITIES),
+        "beta": Number(low=0.0, high=1.0, low_open=True),
+        "job_keep_fraction": Number(low=0.0, high=1.0, low_open=True),
+        "budget_mode": Choice(BUDGET_MODES),
+        "reward_mode": Choice(REWARD_MODES),
+        "compute_regret": FLAG,
+        "oracle_kind": Choice(BENCHMARK_KINDS),
+        "fixed_instance": FLAG,
+        "instance_seed": Number(low=0, integer=True),
+        "expose_oracle": FLAG,
+        "capacity": AnyOf(
+            (Number(low=1, integer=True, none=True), Sequence(Number(low=1, integer=True), length="n_machines"))
+        ),  # fmt: skip
+        "demand": _POSITIVE,
+        "parallelism": Number(low=1, integer=True, none=True),
+        "info_level": Choice(INFO_LEVELS),
+        "action_mode": Choice(MULTI_ACTION_MODES + SINGLE_ACTION_MODES),  # per id: the env checks its own
+        "observation_mode": Choice(OBSERVATION_MODES),
+    }
 
     RENAMED: ClassVar[dict[str, str]] = {  # deprecated in 0.2 (CHANGELOG): the offline optimum is the "oracle"
         "compute_benchmark": "compute_regret",
@@ -78,21 +149,11 @@ class ApproxConfig:
     observation_mode: str = "dict"
 
     def __post_init__(self) -> None:
-        check_number("n_machines", self.n_machines, low=1, integer=True)
-        check_number("horizon", self.horizon, low=1, integer=True)
-        check_number("max_visible_jobs", self.max_visible_jobs, low=1, integer=True)
-        check_choice("rate_process", self.rate_process, RATE_PROCESSES)
-        object.__setattr__(self, "iid_mean_range", _check_range("iid_mean_range", self.iid_mean_range, 0.0, 1.0))
-        check_number("speed_heterogeneity", self.speed_heterogeneity, low=0.0, high=1.0, high_open=True)
-        if isinstance(self.prices, str):
-            check_choice("prices", self.prices, PRICE_MODES)
-        else:
-            prices = tuple(self.prices)
-            if len(prices) != self.n_machines:
-                raise ValueError(f"prices has {len(prices)} entries but n_machines={self.n_machines}")
-            for i, p in enumerate(prices):
-                check_number(f"prices[{i}]", p, low=0.0, low_open=True)
-            object.__setattr__(self, "prices", tuple(float(p) for p in prices))
+        check_domains(self, self.DOMAINS)
+        for name in ("iid_mean_range", "price_range", "q_range", "v_range", "b_range"):
+            object.__setattr__(self, name, tuple(float(x) for x in getattr(self, name)))
+        if isinstance(self.prices, tuple):
+            object.__setattr__(self, "prices", tuple(float(p) for p in self.prices))
         low, high = self.iid_mean_range
         if self.rate_process == "iid_beta" and not 0.0 < low <= high < 1.0:
             raise ValueError(
@@ -104,12 +165,6 @@ class ApproxConfig:
                 f"iid_mean_range={self.iid_mean_range!r} must be positive with prices='proportional'"
                 " (a machine of mean rate 0 would cost nothing)"
             )
-        check_number("price_factor", self.price_factor, low=0.0, low_open=True)
-        price_range = _check_range("price_range", self.price_range, 0.0)
-        if price_range[0] <= 0:
-            raise ValueError(f"price_range={self.price_range!r} must be positive")
-        object.__setattr__(self, "price_range", price_range)
-        check_choice("job_source", self.job_source, JOB_SOURCES)
         if self.job_source == "list":
             object.__setattr__(self, "jobs", self._checked_jobs())
         elif self.jobs is not None:
@@ -118,41 +173,22 @@ class ApproxConfig:
             raise ValueError("trace_path (a CSV of job_id,a,d) goes with job_source='trace', and only with it")
         if self.trace_path is not None and not Path(self.trace_path).is_file():
             raise ValueError(f"trace_path={self.trace_path!r} is not a file")
-        check_number("n_jobs", self.n_jobs, low=1, integer=True)
-        check_number("load", self.load, low=0.0, low_open=True)
-        check_number("lifetime_median", self.lifetime_median, low=1.0)
-        check_number("lifetime_sigma", self.lifetime_sigma, low=0.0)
-        object.__setattr__(self, "q_range", _check_range("q_range", self.q_range, 0.0))
-        object.__setattr__(self, "v_range", _check_range("v_range", self.v_range, 0.0))
-        object.__setattr__(self, "b_range", _check_range("b_range", self.b_range, 0.0))
-        if self.q_range[0] <= 0 or self.v_range[0] <= 0 or self.b_range[0] <= 0:
-            raise ValueError("q_range, v_range and b_range must be positive")
-        check_number("budget_fraction", self.budget_fraction, low=0.0, low_open=True)
-        check_choice("utility", self.utility, UTILITIES)
-        check_number("beta", self.beta, low=0.0, high=1.0, low_open=True)
-        check_number("job_keep_fraction", self.job_keep_fraction, low=0.0, high=1.0, low_open=True)
-        check_choice("budget_mode", self.budget_mode, BUDGET_MODES)
-        check_choice("reward_mode", self.reward_mode, REWARD_MODES)
-        check_choice("compute_regret", self.compute_regret, (False, True))
-        check_choice("oracle_kind", self.oracle_kind, BENCHMARK_KINDS)
-        check_choice("fixed_instance", self.fixed_instance, (False, True))
-        check_number("instance_seed", self.instance_seed, low=0, integer=True)
-        check_choice("expose_oracle", self.expose_oracle, (False, True))
-        if self.capacity is not None:
-            capacity = (self.capacity,) * self.n_machines if isinstance(self.capacity, int) else tuple(self.capacity)
-            if len(capacity) != self.n_machines:
-                raise ValueError(f"capacity has {len(capacity)} entries but n_machines={self.n_machines}")
-            for i, c in enumerate(capacity):
-                check_number(f"capacity[{i}]", c, low=1, integer=True)
-            object.__setattr__(self, "capacity", capacity)
-        check_number("demand", self.demand, low=0.0, low_open=True)
-        if self.parallelism is not None:
-            check_number("parallelism", self.parallelism, low=1, integer=True)
-        check_choice("info_level", self.info_level, INFO_LEVELS)
+        if isinstance(self.capacity, numbers.Integral):
+            object.__setattr__(self, "capacity", (self.capacity,) * self.n_machines)
         if self.capacity is None and (self.demand != 1.0 or self.parallelism is not None):
             raise ValueError("demand and parallelism need the Sec. V-C mode: set capacity (int or one per machine)")
-        check_choice("action_mode", self.action_mode, MULTI_ACTION_MODES + SINGLE_ACTION_MODES)  # per id: the env
-        check_choice("observation_mode", self.observation_mode, OBSERVATION_MODES)
+        if self.max_visible_jobs * self.n_machines > MAX_ALLOCATION:
+            raise ValueError(
+                f"max_visible_jobs × n_machines = {self.max_visible_jobs} × {self.n_machines} exceeds "
+                f"{MAX_ALLOCATION:.0e} allocation entries; lower max_visible_jobs or n_machines"
+            )
+        if self.job_source == "synthetic" and job_count_bound(self) > MAX_JOBS:
+            raise ValueError(
+                f"the synthetic job count load·M·p̄·T/(q̄·ℓ̄) may reach {job_count_bound(self):.3g} > {MAX_JOBS:.0e} "
+                f"jobs (load={self.load!r}, n_machines={self.n_machines}, price_factor={self.price_factor!r}, "
+                f"prices={self.prices!r}, horizon={self.horizon}, q_range={self.q_range!r}, lifetime_median="
+                f"{self.lifetime_median!r}); lower load, n_machines, horizon or the prices, or raise q_range"
+            )
 
     def _checked_jobs(self) -> tuple[tuple[float, float, float, float], ...]:
         if self.jobs is None or len(self.jobs) == 0:

@@ -218,7 +218,7 @@ def synthetic_jobs(
     n_jobs = max(1, int(round(load * n_machines * mean_price * horizon / (mean_q * mean_life))))
     arrival = np.sort(rng.integers(0, horizon, size=n_jobs))
     life = np.maximum(1, np.round(rng.lognormal(np.log(lifetime_median), lifetime_sigma, size=n_jobs)))
-    deadline = np.minimum(arrival + life.astype(np.int64), horizon)
+    deadline = np.minimum(arrival + np.minimum(life, horizon).astype(np.int64), horizon)  # no int64 overflow
     # then q_j, v_j and the light-load coin flips, drawn as for a trace's windows
     return trace_jobs(rng, arrival=arrival, deadline=deadline, q_range=q_range, v_range=v_range,
                       keep_fraction=keep_fraction)  # fmt: skip

@@ -10,18 +10,13 @@ import numpy as np
 
 from cluster_envs.bilinear.kernel import REWARD_MODES
 from cluster_envs.bilinear.simulator import ACTION_MODES, OBSERVATION_MODES, SERVICE_MODELS
-from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
 
 
-def _per_class(name: str, value: Any, size: int) -> tuple[float, ...]:
-    """A scalar broadcast to ``size`` entries, or a sequence of exactly ``size`` finite numbers."""
-    values = (value,) * size if np.isscalar(value) else tuple(value)
-    if len(values) != size:
-        raise ValueError(f"{name} must be a number or have {size} entries, got {len(values)}")
-    for k, x in enumerate(values):
-        check_number(f"{name}[{k}]", x)
-    return tuple(float(x) for x in values)
+def _per_class(value: Any, size: int) -> tuple[float, ...]:
+    """A scalar (checked by its domain) broadcast to ``size`` entries, or the checked sequence as floats."""
+    return tuple(float(x) for x in ((value,) * size if np.isscalar(value) else value))
 
 
 def _unit_bounded(name: str, value: Any, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -54,9 +49,59 @@ def check_capacity(name: str, rho: Any, mu: Any, n: float, allow_unstable: bool)
                          "or pass allow_unstable=True")  # fmt: skip
 
 
+MAX_MAGNITUDE = 1e6  # noise, costs and weights: rewards summed over the horizon stay far from float64 overflow
+MAX_STATE = 10_000_000  # entries of the largest per-step arrays (job × server classes, feature products, job lists)
+# ρ and μ at least 10⁻⁶ (a mean service of 10⁶ slots): below, λ_i = ρ_i μ_i can underflow to 0 and the class
+# probabilities λ_i/λ become NaN (found by the configuration fuzz at traffic_intensity=5e-324)
+MIN_RATE = 1e-6
+_CLASS_RATE = Number(low=MIN_RATE, high=1.0)
+_TRAFFIC = Number(low=MIN_RATE)
+_COST = Number(low=0.0, high=MAX_MAGNITUDE)
+MAX_SERVERS = 1_000_000  # n = Σ servers_per_class: the server_choice action and per-server arrays have n entries
+_SERVERS = Number(low=1, high=MAX_SERVERS, integer=True, size=True)
+
+
 @dataclass(frozen=True)
 class BilinearConfig:
-    """Keyword arguments of ``ClusterBilinear-v0`` (defaults: the ``paper`` preset, Sec. V)."""
+    """Keyword arguments of ``ClusterBilinear-v0`` (defaults: the ``paper`` preset, Sec. V).
+
+    Domains: ``DOMAINS`` (one per keyword); joint constraints: ``JOINT``.
+    """
+
+    JOINT: ClassVar[str] = (
+        "per-class sequences have `num_job_classes` entries (`servers_per_class`: `num_server_classes`); explicit "
+        "features have shapes (I, d), (J, d), (d²,) and rows of L2 norm ≤ 1; λ = Σ ρ_i μ_i ≤ 1 (one arrival per "
+        "slot); ρ ≤ n servers, and ρ < n unless `allow_unstable` (Assumption II.1); a `server_schedule` array has "
+        f"shape (horizon, J); max(I·J, d², `max_visible_jobs`·J) ≤ {MAX_STATE:.0e}; n = Σ `servers_per_class` ≤ "
+        f"{MAX_SERVERS:.0e}"
+    )
+
+    DOMAINS: ClassVar[dict[str, Domain]] = {
+        "num_job_classes": Number(low=1, integer=True, size=True),
+        "num_server_classes": Number(low=1, integer=True, size=True),
+        "servers_per_class": AnyOf((_SERVERS, Sequence(_SERVERS, length="num_server_classes"))),
+        "feature_dim": Number(low=1, integer=True, size=True),
+        "job_features": Given("None, or a (num_job_classes, feature_dim) array of rows with L2 norm ≤ 1"),
+        "server_features": Given("None, or a (num_server_classes, feature_dim) array of rows with L2 norm ≤ 1"),
+        "theta": Given("None, or a (feature_dim²,) array with L2 norm ≤ 1"),
+        "instance_seed": Number(low=0, integer=True, none=True),
+        "traffic_intensity": AnyOf((_TRAFFIC, Sequence(_TRAFFIC, length="num_job_classes"))),
+        "service_rate": AnyOf((_CLASS_RATE, Sequence(_CLASS_RATE, length="num_job_classes"))),
+        "noise_std": Number(low=0.0, high=MAX_MAGNITUDE),
+        "holding_costs": AnyOf((_COST, Sequence(_COST, length="num_job_classes"))),
+        "horizon": Number(low=1, integer=True, size=True),
+        "service_model": Choice(SERVICE_MODELS),
+        "action_mode": Choice(ACTION_MODES),
+        "observation_mode": Choice(OBSERVATION_MODES),
+        "reward_mode": Choice(REWARD_MODES),
+        "holding_cost_weight": _COST,
+        "gamma_env": Number(low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE),
+        "queue_cap": Number(low=1, integer=True, none=True),
+        "server_schedule": Given("None, a callable t -> n(t) (J servers per class), or a (horizon, J) array"),
+        "max_visible_jobs": Number(low=1, integer=True, size=True),
+        "allow_unstable": FLAG,
+        "info_level": Choice(INFO_LEVELS),
+    }
 
     RENAMED: ClassVar[dict[str, str]] = {"max_jobs": "max_visible_jobs"}  # deprecated in 0.2 (CHANGELOG)
 
@@ -86,29 +131,26 @@ class BilinearConfig:
     info_level: str = "full"
 
     def __post_init__(self) -> None:
-        check_number("num_job_classes", self.num_job_classes, low=1, integer=True)
-        check_number("num_server_classes", self.num_server_classes, low=1, integer=True)
-        check_number("feature_dim", self.feature_dim, low=1, integer=True)
+        check_domains(self, self.DOMAINS)
         n_i, n_j, d = self.num_job_classes, self.num_server_classes, self.feature_dim
-        servers = (
-            (self.servers_per_class,) * n_j if np.isscalar(self.servers_per_class) else tuple(self.servers_per_class)
-        )
-        if len(servers) != n_j:
-            raise ValueError(f"servers_per_class must be an integer or have {n_j} entries, got {len(servers)}")
-        for j, c in enumerate(servers):
-            check_number(f"servers_per_class[{j}]", c, low=1, integer=True)
-        object.__setattr__(self, "servers_per_class", tuple(int(c) for c in servers))
+        servers = _per_class(self.servers_per_class, n_j)
+        if sum(servers) > MAX_SERVERS:  # 268 435 424 servers took 9 GB (found by the configuration fuzz)
+            raise ValueError(f"servers_per_class={self.servers_per_class!r} gives {sum(servers):.0f} servers > "
+                             f"{MAX_SERVERS:.0e}; lower it")  # fmt: skip
+        state = max(n_i * n_j, d * d, self.max_visible_jobs * n_j)
+        if state > MAX_STATE:
+            raise ValueError(
+                f"num_job_classes={n_i}, num_server_classes={n_j}, feature_dim={d}, "
+                f"max_visible_jobs={self.max_visible_jobs} give per-step arrays of {state} entries > {MAX_STATE:.0e}; "
+                "lower them"
+            )
+        servers = tuple(int(c) for c in servers)
+        object.__setattr__(self, "servers_per_class", servers)
         for name, shape in (("job_features", (n_i, d)), ("server_features", (n_j, d)), ("theta", (d * d,))):
             _unit_bounded(name, getattr(self, name), shape)
-        if self.instance_seed is not None:
-            check_number("instance_seed", self.instance_seed, low=0, integer=True)
-        rho = _per_class("traffic_intensity", self.traffic_intensity, 1 if np.isscalar(self.traffic_intensity) else n_i)
+        rho = _per_class(self.traffic_intensity, 1 if np.isscalar(self.traffic_intensity) else n_i)
         rho = (rho[0] / n_i,) * n_i if len(rho) == 1 else rho  # a scalar is the total ρ, split evenly
-        mu = _per_class("service_rate", self.service_rate, n_i)
-        if any(r <= 0 for r in rho):
-            raise ValueError("traffic_intensity must be positive for every class")
-        if any(not 0 < m <= 1 for m in mu):
-            raise ValueError("service_rate must lie in (0, 1] for every class (geometric service per slot)")
+        mu = _per_class(self.service_rate, n_i)
         object.__setattr__(self, "traffic_intensity", rho)
         object.__setattr__(self, "service_rate", mu)
         lam = sum(r * m for r, m in zip(rho, mu, strict=True))
@@ -116,23 +158,8 @@ class BilinearConfig:
             raise ValueError(
                 f"traffic_intensity × service_rate gives λ = {lam:.4g} > 1: at most one job arrives per slot"
             )
-        check_choice("allow_unstable", self.allow_unstable, (False, True))
-        check_choice("info_level", self.info_level, INFO_LEVELS)
         check_capacity("traffic_intensity", rho, mu, sum(servers), self.allow_unstable)
-        check_number("noise_std", self.noise_std, low=0.0)
-        object.__setattr__(self, "holding_costs", _per_class("holding_costs", self.holding_costs, n_i))
-        if any(c < 0 for c in self.holding_costs):
-            raise ValueError("holding_costs must be non-negative")
-        check_number("horizon", self.horizon, low=1, integer=True)
-        check_choice("service_model", self.service_model, SERVICE_MODELS)
-        check_choice("action_mode", self.action_mode, ACTION_MODES)
-        check_choice("observation_mode", self.observation_mode, OBSERVATION_MODES)
-        check_choice("reward_mode", self.reward_mode, REWARD_MODES)
-        check_number("holding_cost_weight", self.holding_cost_weight, low=0.0)
-        check_number("gamma_env", self.gamma_env)
-        if self.queue_cap is not None:
-            check_number("queue_cap", self.queue_cap, low=1, integer=True)
-        check_number("max_visible_jobs", self.max_visible_jobs, low=1, integer=True)
+        object.__setattr__(self, "holding_costs", _per_class(self.holding_costs, n_i))
         if self.server_schedule is not None and not callable(self.server_schedule):
             sched = np.asarray(self.server_schedule)
             if sched.shape != (self.horizon, n_j):

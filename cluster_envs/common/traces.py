@@ -41,6 +41,8 @@ def read_table(path: str | Path, name: str, what: str, *, header: bool = False) 
             with warnings.catch_warnings():  # "input contained no data": reported below as an error
                 warnings.simplefilter("ignore", UserWarning)
                 data = np.loadtxt(path, delimiter=",", comments="#", dtype=np.float64, ndmin=2, skiprows=skip)
+        if np.iscomplexobj(data):  # a float conversion would drop the imaginary part with only a warning
+            raise ValueError(f"it holds complex numbers (dtype {data.dtype})")
         data = np.asarray(data, dtype=np.float64)
     except (ValueError, EOFError, OSError, UnicodeDecodeError, zipfile.BadZipFile) as err:
         raise ValueError(f"{name}: {str(path)!r} is not a readable {what} ({err})") from None

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from cluster_envs.common.alibaba_gpu import HOW_TO_PASS, RESOURCES
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
-from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.common.flat import OBSERVATION_MODES
 from cluster_envs.multiserver.gang import MIN_TASKS, GangParams
@@ -21,6 +21,11 @@ INVALID_ACTIONS = ("repair", "raise")
 REPAIR_ORDERS = ("index", "random")
 UTILITY_DISTS = ("normal",)
 WORKLOADS = ("synthetic", ALIBABA)  # where ports, servers, requests and arrivals come from
+
+
+MAX_MAGNITUDE = 1e6  # utilities, costs, penalties, requests and capacities: far from float64 and int64 overflow
+MIN_SCALE = 1e-6  # the smallest μ and σ/μ: below, σ = (σ/μ)·μ can underflow to 0 and the normalisation divides by it
+MAX_STATE = 10_000_000  # entries of the (device types × ports × servers) request and edge arrays
 
 
 @dataclass(frozen=True)
@@ -41,29 +46,81 @@ class EnvOptions:
     observation_mode: str = "dict"
 
 
+_COUNT = Number(low=1, high=MAX_MAGNITUDE, integer=True)
+_SIZE = Number(low=1, integer=True, size=True)
+_PROB = Number(low=0.0, high=1.0)
+#: The domains shared by ClusterMultiServer-v0 and ClusterGang-v0 (generator parameters and env options).
+COMMON_DOMAINS: dict[str, Domain] = {
+    "n_ports": _SIZE,
+    "n_servers": _SIZE,
+    "n_device_types": _SIZE,
+    "edge_prob": Number(low=0.0, high=1.0, low_open=True),
+    "arrival_prob": AnyOf((_PROB, Sequence(_PROB, length="n_ports"))),
+    "req_low": _COUNT,
+    "req_high": _COUNT,
+    "c_low": _COUNT,
+    "c_high": _COUNT,
+    "mu_low": Number(low=MIN_SCALE, high=MAX_MAGNITUDE),
+    "mu_high": Number(low=MIN_SCALE, high=MAX_MAGNITUDE),
+    "sigma_ratio": Number(low=MIN_SCALE, high=1e3),
+    "cost_mean": Number(low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE),
+    "cost_std": Number(low=0.0, high=MAX_MAGNITUDE),
+    "normalization": Choice(NORMALIZATIONS),
+    "horizon": _SIZE,
+    "utility_dist": Choice(UTILITY_DISTS),
+    "instance_seed": Number(low=0, integer=True),
+    "action_mode": Choice(ACTION_MODES),
+    "observation_mode": Choice(OBSERVATION_MODES),
+    "invalid_action": Choice(INVALID_ACTIONS),
+    "binary_repair_order": Choice(REPAIR_ORDERS),
+    "infeasible_penalty": Number(low=0.0, high=MAX_MAGNITUDE),
+    "compute_regret": FLAG,
+    "info_level": Choice(INFO_LEVELS),
+    "workload": Choice(WORKLOADS),
+    "trace_dir": Given(f"None, or with workload={ALIBABA!r} the folder of the Alibaba GPU 2023 trace's CSVs"),
+}
+COMMON_JOINT = (
+    f"`trace_dir` is given exactly when `workload` is {ALIBABA!r} (then `n_device_types` = {len(RESOURCES)}); "
+    "`req_low` ≤ `req_high`, `c_low` ≤ `c_high`, `mu_low` ≤ `mu_high`; `arrival_prob` (a tuple) has `n_ports` "
+    f"entries; `n_device_types` × `n_ports` × `n_servers` ≤ {MAX_STATE:.0e}"
+)
+
+
 @dataclass(frozen=True)
 class MultiServerConfig(EnvOptions, GeneratorParams):
     """Keyword arguments of ``ClusterMultiServer-v0``: the generator's (defaults: the ``paper`` preset, spec
-    §3.2), the common env options, and these."""
+    §3.2), the common env options, and these.
+
+    Domains: ``DOMAINS`` (one per keyword); joint constraints: ``JOINT``.
+    """
+
+    JOINT: ClassVar[str] = COMMON_JOINT + "; `capacity` (a tuple) has `n_device_types` entries"
+
+    DOMAINS: ClassVar[dict[str, Domain]] = {
+        **COMMON_DOMAINS,
+        "capacity_mode": Choice(CAPACITY_MODES),
+        "capacity_beta": Number(low=0.0, high=MAX_MAGNITUDE, low_open=True),
+        "capacity": AnyOf(
+            (Number(low=1, high=MAX_MAGNITUDE, integer=True, none=True), Sequence(_COUNT, length="n_device_types"))
+        ),  # fmt: skip
+        "allow_unusable_channels": FLAG,
+        "obs_static": FLAG,
+        "instance": Given("None, or an explicit instance that bypasses generation (tests)"),
+    }
 
     allow_unusable_channels: bool = False
     obs_static: bool = False
     instance: Any = None  # an explicit instance bypasses generation (tests)
 
     def __post_init__(self) -> None:
-        validate_common(self)
-        check_number("capacity_beta", self.capacity_beta, low=0.0, low_open=True)
-        check_choice("capacity_mode", self.capacity_mode, CAPACITY_MODES)
-        for name in ("allow_unusable_channels", "obs_static"):
-            check_choice(name, getattr(self, name), (False, True))
+        check_domains(self, self.DOMAINS)
+        check_joint(self)
         if self.capacity is not None:
             cap = tuple(self.capacity) if np.ndim(self.capacity) else (self.capacity,)
             if len(cap) != self.n_device_types:
                 raise ValueError(
                     f"capacity must have n_device_types={self.n_device_types} entries, got {self.capacity!r}"
                 )
-            for k, ck in enumerate(cap):
-                check_number(f"capacity[{k}]", ck, low=1, integer=True)
             object.__setattr__(self, "capacity", cap)
 
     def generator_params(self) -> GeneratorParams:
@@ -71,47 +128,23 @@ class MultiServerConfig(EnvOptions, GeneratorParams):
         return GeneratorParams(**{n: getattr(self, n) for n in names})
 
 
-def validate_common(cfg) -> None:
-    """Checks shared by ClusterMultiServer-v0 and ClusterGang-v0 (messages name the argument)."""
-    for name in ("n_ports", "n_servers", "n_device_types", "horizon", "req_low", "c_low"):
-        check_number(name, getattr(cfg, name), low=1, integer=True)
-    check_number("instance_seed", cfg.instance_seed, low=0, integer=True)
-    check_number("edge_prob", cfg.edge_prob, low=0.0, high=1.0, low_open=True)
-    rho = np.atleast_1d(np.asarray(cfg.arrival_prob, dtype=object))
-    if rho.ndim != 1 or rho.size not in (1, cfg.n_ports):
+def check_joint(cfg) -> None:
+    """``COMMON_JOINT``: the checks across keywords shared by ClusterMultiServer-v0 and ClusterGang-v0."""
+    for low, high in (("req_low", "req_high"), ("c_low", "c_high"), ("mu_low", "mu_high")):
+        if getattr(cfg, high) < getattr(cfg, low):
+            raise ValueError(f"{low}={getattr(cfg, low)} > {high}={getattr(cfg, high)}; need {low} ≤ {high}")
+    state = cfg.n_device_types * cfg.n_ports * cfg.n_servers
+    if state > MAX_STATE:
         raise ValueError(
-            f"arrival_prob must be a scalar or have n_ports={cfg.n_ports} entries, got {cfg.arrival_prob!r}"
+            f"n_device_types × n_ports × n_servers = {state} exceeds {MAX_STATE:.0e} request/edge entries; lower them"
         )
-    for i, p in enumerate(rho):  # check_number first: a string must not reach a float conversion
-        check_number(f"arrival_prob[{i}]" if rho.size > 1 else "arrival_prob", p, low=0.0, high=1.0)
-    check_number("req_high", cfg.req_high, low=1, integer=True)  # before the comparison, which needs numbers
-    if cfg.req_high < cfg.req_low:
-        raise ValueError(f"req_low={cfg.req_low} > req_high={cfg.req_high}; need 1 ≤ req_low ≤ req_high")
-    check_number("c_high", cfg.c_high, low=1, integer=True)
-    if cfg.c_high < cfg.c_low:
-        raise ValueError(f"c_low={cfg.c_low} > c_high={cfg.c_high}; need 1 ≤ c_low ≤ c_high")
-    check_number("mu_low", cfg.mu_low, low=0.0, low_open=True)
-    check_number("mu_high", cfg.mu_high, low=cfg.mu_low)
-    check_number("sigma_ratio", cfg.sigma_ratio, low=0.0, low_open=True)
-    check_number("cost_mean", cfg.cost_mean)
-    check_number("cost_std", cfg.cost_std, low=0.0)
-    check_number("infeasible_penalty", cfg.infeasible_penalty, low=0.0)
-    check_choice("utility_dist", cfg.utility_dist, UTILITY_DISTS)
-    check_choice("normalization", cfg.normalization, NORMALIZATIONS)
-    check_choice("action_mode", cfg.action_mode, ACTION_MODES)
-    check_choice("invalid_action", cfg.invalid_action, INVALID_ACTIONS)
-    check_choice("binary_repair_order", cfg.binary_repair_order, REPAIR_ORDERS)
-    check_choice("info_level", cfg.info_level, INFO_LEVELS)
-    check_choice("observation_mode", cfg.observation_mode, OBSERVATION_MODES)
-    check_choice("compute_regret", cfg.compute_regret, (False, True))
     check_workload(cfg)
-    if isinstance(cfg.arrival_prob, list | np.ndarray):
+    if isinstance(cfg.arrival_prob, tuple):
         object.__setattr__(cfg, "arrival_prob", tuple(float(p) for p in cfg.arrival_prob))
 
 
 def check_workload(cfg) -> None:
     """``trace_dir`` is required by the trace workload and meaningless without it (the files are read at build)."""
-    check_choice("workload", cfg.workload, WORKLOADS)
     if cfg.workload != ALIBABA:
         if cfg.trace_dir is not None:
             raise ValueError(f"trace_dir is only read by preset {ALIBABA!r} (workload={ALIBABA!r})")
@@ -134,15 +167,34 @@ PRESETS: dict[str, dict[str, Any]] = {
 @dataclass(frozen=True)
 class GangConfig(EnvOptions, GangParams):
     """Keyword arguments of ``ClusterGang-v0``: the gang generator's (defaults: the ``small`` preset, spec
-    §3.12) and the common env options."""
+    §3.12) and the common env options.
+
+    Domains: ``DOMAINS`` (one per keyword); joint constraints: ``JOINT``.
+    """
+
+    JOINT: ClassVar[str] = (
+        COMMON_JOINT + f"; `tasks_low` ≤ `tasks_high`; `n_device_types` × `n_ports` × `tasks_high` × `n_servers` ≤ "
+        f"{MAX_STATE:.0e}"
+    )
+
+    DOMAINS: ClassVar[dict[str, Domain]] = {
+        **COMMON_DOMAINS,
+        "tasks_low": Number(low=1, integer=True, size=True),
+        "tasks_high": Number(low=1, integer=True, size=True),
+        "min_tasks": Choice(MIN_TASKS),
+    }
 
     def __post_init__(self) -> None:
-        validate_common(self)
-        check_number("tasks_low", self.tasks_low, low=1, integer=True)
-        check_number("tasks_high", self.tasks_high, low=1, integer=True)
+        check_domains(self, self.DOMAINS)
+        check_joint(self)
         if self.tasks_high < self.tasks_low:
             raise ValueError(f"tasks_low={self.tasks_low} > tasks_high={self.tasks_high}")
-        check_choice("min_tasks", self.min_tasks, MIN_TASKS)
+        arms = self.n_device_types * self.n_ports * self.tasks_high * self.n_servers
+        if arms > MAX_STATE:
+            raise ValueError(
+                f"n_device_types × n_ports × tasks_high × n_servers = {arms} exceeds {MAX_STATE:.0e} arm entries; "
+                "lower them"
+            )
 
     def gang_params(self) -> GangParams:
         names = {f.name for f in dataclasses.fields(GangParams)}

@@ -6,23 +6,97 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numpy as np
-
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
-from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Keywords, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.sla.kernel import ACTION_MODES, REWARD_MODES
+from cluster_envs.sla.model import SCENARIOS, SLA_FROM_LOADS
 
 OBSERVATION_MODES = ("binary", "binary+sla", "full")
 OBS_FORMATS = ("box", "dict")
 MAX_EMPTY_TOL = 1e-6
+# The load matrix (and the simulator's per-user cumulative arrays) hold n_users × horizon float64 entries: 5·10⁷
+# is 400 MB per array, beyond which a configuration is a mistake rather than an experiment.
+MAX_LOAD_CELLS = 50_000_000
+MAX_RHO = 1e3  # ρ, the mean total load per step (the capacity is 1): 10³ is already a thousandfold overload
+MAX_KAPPA = 1e6  # κ times a deficit (at most the horizon's total load) must stay far from float64 overflow
+THREE_USER_SCENARIOS = ("paper_synthetic", "example_1_1", "sec_3_4")
+PERIODS = {"paper_synthetic": 6, "example_1_1": 3}  # horizon must be a multiple of the scenario's periods
+
+_SHAPE = Number(low=1e-2, high=1e8)  # the Gamma shape k: below 10⁻² draws are mostly exact zeros
+# ρ at least 10⁻⁶: ρ = 5e-324 scaled every load to 0, which sla="mean" then divided by (found by the config fuzz)
+_RHO = Number(low=1e-6, high=MAX_RHO)
+
+#: The ``scenario_kwargs`` each built-in scenario accepts (its generator's keywords, ``docs/envs/ClusterSLA-v0.md``).
+SCENARIO_DOMAINS: dict[str, dict[str, Domain]] = {
+    "paper_synthetic": {
+        "shape": _SHAPE,
+        "p23_pairs": Given("two (burst, stream) pairs of distinct users in 1..3, each pair with β_b + β_s > 0"),
+    },
+    "example_1_1": {},
+    "sec_3_4": {
+        "t0": Number(low=0, integer=True, none=True),
+        "eta": Number(low=0.0, high=1.0, low_open=True),
+        "eps": Number(low=0.0, high=1.0, low_open=True),
+    },
+    "gamma_iid": {"shape": _SHAPE, "rho": _RHO},
+    "trace": {
+        "path": Given("a .npy, .npz or .csv file of non-negative loads, N×T or T×N"),
+        "start": Number(low=0, integer=True),
+        "scale": Choice(("rho", "none")),
+        "rho": _RHO,
+    },
+    "trace_standin": {
+        "rho": _RHO,
+        "sigma": Number(low=0.0, high=5.0),  # exp(σZ − σ²/2): beyond 5 every load underflows to 0
+        "amplitude": Number(low=0.0, high=1.0),  # 1 + a sin(·) must stay non-negative
+        "ar_coef": Number(low=-1.0, high=1.0, low_open=True, high_open=True),  # a stationary AR(1)
+        "day": Number(low=1.0, high=1e12),  # 2π(t + φ) with φ ~ U[0, day) overflowed to inf at day = 3e307
+    },
+    ALIBABA: {"scale": Choice(("rho", "none")), "rho": _RHO},  # the whole replay window, read from trace_dir
+}
+SCENARIO_JOINT = (
+    "`sec_3_4`: user 3 starts at `t0` ≤ horizon, or at ⌈1/(η ε)⌉ ≤ horizon (η ε ≥ 1/horizon); `paper_synthetic`: "
+    "β_b + β_s > 0 for the (burst, stream) pair of each of periods 0-2; `trace`: the window [start, start + "
+    "horizon) lies in the file, its total load is finite, and positive with `scale='rho'` or `sla='mean'`"
+)
 
 
 @dataclass(frozen=True)
 class SLAConfig:
-    """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``paper_synthetic_small`` preset)."""
+    """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``paper_synthetic_small`` preset).
+
+    Domains: ``DOMAINS`` (one per keyword, ``SCENARIO_DOMAINS`` per ``scenario_kwargs`` entry); joint
+    constraints: ``JOINT``.
+    """
+
+    JOINT: ClassVar[str] = (
+        "`sla` has `n_users` entries and a positive sum, and is `'mean'` only with a trace scenario; the 3-user "
+        "scenarios (`paper_synthetic`, `example_1_1`, `sec_3_4`) need `n_users=3`, `paper_synthetic` a horizon "
+        f"divisible by 6 and `example_1_1` by 3; `n_users` × `horizon` ≤ {MAX_LOAD_CELLS:.0e}; " + SCENARIO_JOINT
+    )
 
     RENAMED: ClassVar[dict[str, str]] = {"obs_mode": "observation_mode"}  # deprecated in 0.2 (CHANGELOG)
+    DOMAINS: ClassVar[dict[str, Domain]] = {
+        "n_users": Number(low=2, integer=True, size=True),
+        # shares above 1 are over-commitment (normalised by max(1, Σβ), A26); 10⁶ keeps Σβ far from overflow
+        "sla": AnyOf((Choice(("mean",)), Sequence(Number(low=0.0, high=1e6), length="n_users"))),
+        "horizon": Number(low=1, integer=True, size=True),
+        "scenario": AnyOf((Choice(SCENARIOS), Given("a callable (rng, N, T, sla, **kwargs) -> loads", callable=True))),
+        "scenario_kwargs": Keywords("scenario", SCENARIO_DOMAINS),
+        "action_mode": Choice(ACTION_MODES),
+        "observation_mode": Choice(OBSERVATION_MODES),
+        "obs_format": Choice(OBS_FORMATS),
+        "include_time": FLAG,
+        "reward_mode": AnyOf((Choice(REWARD_MODES), Given("a callable f(info) -> float", callable=True))),
+        "reward_kappa": Number(low=0.0, high=MAX_KAPPA),
+        "sla_tol": Number(low=0.0),
+        "eps_ref": Number(low=0.0, high=0.5, low_open=True, high_open=True),
+        # a floating-point tolerance: a queue at or below it is emptied, so a large value would discard work
+        "empty_tol": Number(low=0.0, high=MAX_EMPTY_TOL),
+        "info_level": Choice(INFO_LEVELS),
+        "trace_dir": Given(f"None, or with scenario={ALIBABA!r} the folder of the Alibaba GPU 2023 trace's CSVs"),
+    }
 
     n_users: int = 3
     sla: tuple[float, ...] | str = (0.2, 0.3, 0.5)
@@ -42,37 +116,62 @@ class SLAConfig:
     trace_dir: Any = None  # the folder of the trace CSVs (scenario="alibaba_gpu_2023")
 
     def __post_init__(self) -> None:
-        check_number("n_users", self.n_users, low=2, integer=True)
-        check_number("horizon", self.horizon, low=1, integer=True)
-        if isinstance(self.sla, str):
-            check_choice("sla", self.sla, ("mean",))
-        else:
-            if not isinstance(self.sla, (tuple, list, np.ndarray)):
-                raise ValueError(
-                    f"sla must be a sequence of {self.n_users} non-negative shares or 'mean', got {self.sla!r}"
-                )
-            sla = tuple(np.ravel(self.sla))
-            if len(sla) != self.n_users:
-                raise ValueError(f"sla has {len(sla)} entries but n_users={self.n_users}; give one SLA share per user")
-            for i, b in enumerate(sla):
-                check_number(f"sla[{i}]", b, low=0.0)
-            if sum(sla) <= 0:
-                raise ValueError("sla must have a positive sum")
-            object.__setattr__(self, "sla", tuple(float(b) for b in sla))
-        check_choice("action_mode", self.action_mode, ACTION_MODES)
-        check_choice("observation_mode", self.observation_mode, OBSERVATION_MODES)
-        check_choice("obs_format", self.obs_format, OBS_FORMATS)
-        check_choice("include_time", self.include_time, (False, True))
-        if not callable(self.reward_mode):
-            check_choice("reward_mode", self.reward_mode, REWARD_MODES)
-        check_number("reward_kappa", self.reward_kappa, low=0.0)
-        check_number("sla_tol", self.sla_tol, low=0.0)
-        check_number("eps_ref", self.eps_ref, low=0.0, high=0.5, low_open=True, high_open=True)
-        # A floating-point tolerance: a queue at or below it is emptied, so a large value would discard work.
-        check_number("empty_tol", self.empty_tol, low=0.0, high=MAX_EMPTY_TOL)
-        check_choice("info_level", self.info_level, INFO_LEVELS)
-        if not isinstance(self.scenario_kwargs, dict):
-            raise ValueError(f"scenario_kwargs must be a dict, got {type(self.scenario_kwargs).__name__}")
+        check_domains(self, self.DOMAINS)
+        if self.sla != "mean":
+            object.__setattr__(self, "sla", tuple(float(b) for b in self.sla))
+            if sum(self.sla) <= 0:
+                raise ValueError(f"sla={self.sla!r} must have a positive sum")
+        if self.n_users * self.horizon > MAX_LOAD_CELLS:
+            raise ValueError(
+                f"n_users × horizon = {self.n_users} × {self.horizon} exceeds {MAX_LOAD_CELLS:.0e} load entries "
+                "(the episode's load matrix); lower n_users or horizon"
+            )
+        if not callable(self.scenario):
+            check_scenario(self.scenario, self.scenario_kwargs, self.n_users, self.horizon, self.sla)
+
+
+def check_scenario(scenario: str, kwargs: dict, n_users: int, horizon: int, sla: tuple[float, ...] | str) -> None:
+    """Check a built-in scenario against the env's size and ``kwargs`` (already checked against their domains)
+    against ``SCENARIO_JOINT``; the trace file's own checks come when it is read."""
+    if sla == "mean" and scenario not in SLA_FROM_LOADS:
+        raise ValueError(f"sla='mean' needs a trace scenario {list(SLA_FROM_LOADS)}, got scenario={scenario!r}")
+    if scenario in THREE_USER_SCENARIOS and n_users != 3:
+        raise ValueError(f"n_users={n_users} is not allowed with scenario={scenario!r}, which has exactly 3 users")
+    if horizon % PERIODS.get(scenario, 1):
+        raise ValueError(
+            f"horizon={horizon} must be divisible by {PERIODS[scenario]} for scenario={scenario!r} (its periods)"
+        )
+    if scenario == "sec_3_4":
+        t0, eta, eps = kwargs.get("t0"), kwargs.get("eta", 1 / 3), kwargs.get("eps", 0.1)
+        if t0 is not None and t0 > horizon:
+            raise ValueError(f"scenario_kwargs['t0']={t0} is out of range; allowed: [0, horizon={horizon}]")
+        if t0 is None and eta * eps * horizon < 1:  # t0 = ⌈1/(η ε)⌉ would lie beyond the horizon (or overflow)
+            raise ValueError(
+                f"scenario_kwargs eta={eta!r}, eps={eps!r} put user 3's start ⌈1/(η ε)⌉ beyond horizon={horizon}; "
+                "allowed: η ε ≥ 1/horizon (or give t0)"
+            )
+    if scenario == "paper_synthetic":
+        _check_pairs(kwargs.get("p23_pairs", ((1, 2), (1, 3))), sla)
+    if scenario == "trace" and "path" not in kwargs:
+        raise ValueError("scenario='trace' needs scenario_kwargs['path'] (a .npy, .npz or .csv file)")
+
+
+def _check_pairs(pairs: Any, sla: tuple[float, ...]) -> None:
+    name = "scenario_kwargs['p23_pairs']"
+    allowed = "two (burst, stream) pairs of distinct users in 1..3"
+    try:
+        pairs = tuple(tuple(pair) for pair in pairs)
+    except TypeError:
+        raise ValueError(f"{name}={pairs!r} is not allowed; allowed: {allowed}") from None
+    users = (1, 2, 3)
+    if len(pairs) != 2 or any(len(p) != 2 or p[0] == p[1] or not set(p) <= set(users) for p in pairs):
+        raise ValueError(f"{name}={pairs!r} is not allowed; allowed: {allowed}")
+    for b, s in ((2, 3), *pairs):  # each SLA-proportional period splits its load by β_b / (β_b + β_s)
+        if sla[b - 1] + sla[s - 1] <= 0:
+            raise ValueError(
+                f"sla={sla!r} gives users {b} and {s}, loaded together in scenario 'paper_synthetic', no share "
+                "(β_b + β_s = 0); allowed: a positive share for at least one user of each pair"
+            )
 
 
 PRESETS: dict[str, dict[str, Any]] = {

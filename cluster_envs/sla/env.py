@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -78,10 +79,7 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     **Presets**: ``paper_synthetic`` (N = 3, β = (0.2, 0.3, 0.5), T = 3·10⁶, Sec. 4.1),
     ``paper_synthetic_small`` (the same at T = 6000, default), ``paper_real_standin`` (N = 6, T = 14,628,
     a synthetic stand-in for the Azure traces of Sec. 4.2, β = normalised mean load), ``example_1_1``
-    (Example 1.1), ``proportionality_3_4`` (the Sec. 3.4 example), ``alibaba_gpu_2023`` (needs ``trace_dir``, the
-    folder of the Alibaba GPU 2023 CSVs: the 4 QoS classes as users, by descending demand; user i's load in step t
-    is the GPUs its pods hold on average over slot t, the trace's creation times from their 1 % quantile to the
-    last cut into T = 10,000 slots; rescaled to mean total load ρ = 0.99; β = normalised mean load).
+    (Example 1.1), ``proportionality_3_4`` (the Sec. 3.4 example).
 
     **Privileged state** (offline oracles and evaluation only): ``loads`` (N, T), ``queue``, ``next_load``.
 
@@ -171,6 +169,7 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             if not isinstance(options["scenario_kwargs"], dict):
                 raise ValueError(f"options['scenario_kwargs'] must be a dict, got {type(options['scenario_kwargs'])}")
             episode_kwargs = {**cfg.scenario_kwargs, **options["scenario_kwargs"]}
+            dataclasses.replace(cfg, scenario_kwargs=episode_kwargs)  # the config's checks, for this episode
             generate_loads = make_load_generator(
                 cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs, cfg.trace_dir
             )
@@ -219,6 +218,8 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             total = loads.sum()
         if not np.isfinite(total):  # queues and cumulative work would overflow to inf
             raise ValueError(f"{name} is too large: its total load overflows float64 (rescale the loads)")
+        if self.config.sla == "mean" and not loads.mean(axis=1).sum() > 0:  # β = normalised mean load
+            raise ValueError(f"{name} has zero total load, which sla='mean' divides by; give loads or explicit sla")
         return loads
 
     def _episode_over(self) -> bool:

@@ -4,8 +4,9 @@ experiments, a trace loader, a synthetic stand-in for the proprietary Azure trac
 Alibaba GPU 2023 trace's QoS classes), and the offline optimum and static benchmark in closed form
 (:func:`capped_cumulative_work`, Proposition 2).
 
-``make_load_generator(name, n_users, horizon, sla, kwargs, trace_dir)`` checks the arguments once, at env
-construction, and returns a picklable ``generate(rng) -> loads`` with loads of shape (N, T).
+``make_load_generator(name, n_users, horizon, sla, kwargs, trace_dir)`` returns a picklable
+``generate(rng) -> loads`` with loads of shape (N, T), for arguments the config has checked
+(``SCENARIO_DOMAINS`` in ``sla/config.py``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from scipy.signal import lfilter
 
 from cluster_envs.common.alibaba_gpu import HOW_TO_PASS, POD_FILE, RESOURCES, load_gpu_trace
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
-from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.config import check_choice
 from cluster_envs.common.traces import read_table
 
 LoadGenerator = Callable[[np.random.Generator], np.ndarray]
@@ -189,8 +190,9 @@ def make_load_generator(
     kwargs: dict,
     trace_dir: str | Path | None = None,
 ) -> LoadGenerator:
-    """Check a scenario's arguments and return ``generate(rng) -> loads (N, T)``; ``trace_dir`` is the folder of
-    ``scenario="alibaba_gpu_2023"`` (required by it, refused by the others)."""
+    """Return ``generate(rng) -> loads (N, T)`` for arguments checked by the config (``sla.config.check_scenario``);
+    a trace file is read and checked here. ``trace_dir`` is the folder of ``scenario="alibaba_gpu_2023"``
+    (required by it, refused by the others)."""
     if (scenario == ALIBABA) != (trace_dir is not None):
         if trace_dir is None:
             raise ValueError(f"scenario {ALIBABA!r} (preset {ALIBABA!r}) needs its data: {HOW_TO_PASS}")
@@ -199,44 +201,47 @@ def make_load_generator(
         return functools.partial(
             _call_user_scenario, scenario, n_users=n_users, horizon=horizon, sla=sla, kwargs=kwargs
         )
-    check_choice("scenario", scenario, SCENARIOS)
     kwargs = dict(kwargs)
-    if sla == "mean" and scenario not in SLA_FROM_LOADS:
-        raise ValueError(f"sla='mean' needs a trace scenario {list(SLA_FROM_LOADS)}, got scenario={scenario!r}")
-    if scenario in ("paper_synthetic", "example_1_1", "sec_3_4") and n_users != 3:
-        raise ValueError(f"n_users={n_users} is not allowed with scenario={scenario!r}, which has exactly 3 users")
-    if scenario == "paper_synthetic" and horizon % 6:
-        raise ValueError(f"horizon={horizon} must be divisible by 6 for scenario='paper_synthetic' (six periods)")
-    if scenario == "example_1_1" and horizon % 3:
-        raise ValueError(f"horizon={horizon} must be divisible by 3 for scenario='example_1_1' (three thirds)")
     if scenario == "trace":
-        if "path" not in kwargs:
-            raise ValueError("scenario='trace' needs scenario_kwargs['path'] (a .npy, .npz or .csv file)")
-        kwargs["data"] = read_trace(kwargs.pop("path"), n_users)
-        start = kwargs.get("start", 0)
-        check_number("scenario_kwargs['start']", start, low=0, integer=True)
-        if start + horizon > kwargs["data"].shape[1]:
-            raise ValueError(
-                f"horizon={horizon} from scenario_kwargs['start']={start} exceeds the trace length "
-                f"{kwargs['data'].shape[1]}"
-            )
+        kwargs["data"] = trace_window(read_trace(kwargs.pop("path"), n_users), horizon, sla, **kwargs)
+        kwargs["start"] = 0
     if scenario == ALIBABA:  # replayed through the trace scenario: rescaled to mean total load ρ unless scale="none"
-        if "start" in kwargs:
-            raise ValueError(f"scenario_kwargs['start'] is not allowed with scenario={ALIBABA!r} (the whole window)")
-        kwargs["data"] = alibaba_gpu_loads(trace_dir, n_users, horizon)
-    if scenario in ("trace", ALIBABA):
-        check_choice("scenario_kwargs['scale']", kwargs.get("scale", "rho"), ("rho", "none"))
+        kwargs["data"] = trace_window(alibaba_gpu_loads(trace_dir, n_users, horizon), horizon, sla, **kwargs)
     function = trace if scenario == ALIBABA else globals()[scenario]
     context = {"n_users": n_users, "horizon": horizon, "sla": sla}
     accepted = inspect.signature(function).parameters
-    allowed = sorted(k for k in accepted if k not in ("rng", *context, "data"))
-    unknown = sorted(set(kwargs) - set(allowed) - {"data"})
-    if unknown:
-        raise ValueError(f"unknown scenario_kwargs {unknown} for scenario={scenario!r}; allowed: {allowed}")
-    for key in ("shape", "rho", "sigma", "ar_coef", "eta", "eps"):
-        if key in kwargs:
-            check_number(f"scenario_kwargs[{key!r}]", kwargs[key], low=0, low_open=True)
     return functools.partial(function, **{k: v for k, v in context.items() if k in accepted}, **kwargs)
+
+
+def trace_window(
+    data: np.ndarray, horizon: int, sla: tuple[float, ...] | str, start: int = 0, scale: str = "rho", rho: float = 0.99
+) -> np.ndarray:
+    """The episode's window ``data[:, start:start + horizon]``, refused when it would give non-finite loads or
+    shares: a window beyond the file, a total load that overflows float64, or a zero total load that ``scale="rho"``
+    or ``sla="mean"`` would divide by."""
+    if start + horizon > data.shape[1]:
+        raise ValueError(
+            f"horizon={horizon} from scenario_kwargs['start']={start} exceeds the trace length {data.shape[1]}"
+        )
+    window = np.ascontiguousarray(data[:, start : start + horizon])
+    with np.errstate(all="ignore"):
+        total, factor, means = window.sum(), rho / window.sum(axis=0).mean(), window.mean(axis=1)
+    if not np.isfinite(total):
+        raise ValueError(
+            f"scenario_kwargs['path']: the trace window's total load {total} overflows float64; rescale the file"
+        )
+    if scale == "rho" and not np.isfinite(factor):
+        raise _zero_window(start, horizon, "scale='rho'")
+    if sla == "mean" and not means.sum() > 0:
+        raise _zero_window(start, horizon, "sla='mean'")
+    return window
+
+
+def _zero_window(start: int, horizon: int, divider: str) -> ValueError:
+    return ValueError(
+        f"scenario_kwargs['path']: the trace window [{start}, {start + horizon}) has (next to) zero total load, which "
+        f"{divider} divides by; allowed: a window with load, or scale='none' with explicit sla shares"
+    )
 
 
 def _call_user_scenario(scenario: Callable, rng: np.random.Generator, *, n_users, horizon, sla, kwargs) -> np.ndarray:
