@@ -36,7 +36,7 @@ import csv
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,9 +286,10 @@ def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
 
 def train_and_evaluate(
     env_id: str, variant: Variant, seed: int, checkpoints: Sequence[int], eval_seeds: Sequence[int],
-    save: Path | None = None,
+    save: Path | None = None, on_checkpoint: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """Train ``variant`` with training seed ``seed``, evaluating at each checkpoint (env steps). With ``save``, the
+    """Train ``variant`` with training seed ``seed``, evaluating at each checkpoint (env steps) and handing that
+    checkpoint's rows to ``on_checkpoint`` (a long run's curve is kept as it goes). With ``save``, the
     final model is saved there as ``cluster-envs train`` saves a run (a shipped model can be one of a curve's
     seeds: with the shipped setup, its config is the one ``compare`` and ``benchmark`` match)."""
     import torch
@@ -310,17 +311,20 @@ def train_and_evaluate(
         cpu_seconds += time.process_time() - cpu_start
         normalizer = model.get_vec_normalize_env()
         values = evaluate_policy(s, model, normalizer, eval_seeds, masked=variant.algo == "ppo_mask")
-        for eval_seed, value in zip(eval_seeds, values, strict=True):
-            rows.append(
-                {
-                    "variant": variant.name,
-                    "train_seed": seed,
-                    "timesteps": int(model.num_timesteps),
-                    "train_seconds": round(seconds, 2),
-                    "eval_seed": eval_seed,
-                    "value": value,
-                }
-            )
+        new = [
+            {
+                "variant": variant.name,
+                "train_seed": seed,
+                "timesteps": int(model.num_timesteps),
+                "train_seconds": round(seconds, 2),
+                "eval_seed": eval_seed,
+                "value": value,
+            }
+            for eval_seed, value in zip(eval_seeds, values, strict=True)
+        ]
+        rows += new
+        if on_checkpoint is not None:
+            on_checkpoint(new)
     if save is not None:
         save_run(save, model, s.config, seed, train_seconds=seconds, steps_per_second=model.num_timesteps / seconds,
                  steps_per_cpu_second=model.num_timesteps / cpu_seconds, vectorization=used, threads=1)  # fmt: skip
@@ -332,8 +336,8 @@ def run(
     study: str, seeds: Sequence[int], checkpoints: Sequence[int], eval_seeds: Sequence[int], out: Path,
     variants: Sequence[str] | None = None, save: bool = False,
 ) -> Path:  # fmt: skip
-    """Append every (variant, seed)'s rows to ``<out>/<study>.csv`` as each run finishes (with ``save``, each final
-    model to ``<out>/models/<study>/<variant>/seed<seed>``)."""
+    """Append every (variant, seed, checkpoint)'s rows to ``<out>/<study>.csv`` as each checkpoint is evaluated
+    (with ``save``, each final model to ``<out>/models/<study>/<variant>/seed<seed>``)."""
     env_id, all_variants = study_of(study)
     chosen = [v for v in all_variants if variants is None or v.name in variants]
     if variants is not None and len(chosen) != len(variants):
@@ -343,16 +347,20 @@ def run(
     for variant in chosen:
         for seed in seeds:
             folder = out / "models" / study / variant.name.replace(" ", "_") / f"seed{seed}" if save else None
-            rows = train_and_evaluate(env_id, variant, seed, checkpoints, eval_seeds, folder)
-            new = not path.is_file()
-            with path.open("a", newline="") as handle:
-                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-                if new:
-                    writer.writeheader()
-                writer.writerows(rows)
-            print(f"{study} | {variant.name} | seed {seed}: {rows[-1]['timesteps']} steps, "
-                  f"{np.mean([r['value'] for r in rows[-len(eval_seeds):]]):.4g}", flush=True)  # fmt: skip
+            train_and_evaluate(env_id, variant, seed, checkpoints, eval_seeds, folder,
+                               on_checkpoint=lambda rows: _append(path, study, rows))  # fmt: skip
     return path
+
+
+def _append(path: Path, study: str, rows: list[dict[str, Any]]) -> None:
+    new = not path.is_file()
+    with path.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+    print(f"{study} | {rows[0]['variant']} | seed {rows[0]['train_seed']}: {rows[0]['timesteps']} steps, "
+          f"{np.mean([r['value'] for r in rows]):.4g}", flush=True)  # fmt: skip
 
 
 def study_of(study: str) -> tuple[str, tuple[Variant, ...]]:
