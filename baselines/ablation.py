@@ -25,8 +25,9 @@ Training runs on the id's native batched env (``baselines.rl.make_vec_env``, the
 takes; step for step the same as a ``DummyVecEnv``) where the variant allows it (no wrapper but
 ``FlattenObservation``, no action masks), else on a ``DummyVecEnv`` of the variant's wrapped envs. Evaluation
 plays the evaluation seeds as one batch of the native env where training could, else episode by episode.
-Variants that need an action wrapper (``WorkConservingAction``) are evaluated through it here; the RL adapter
-of ``baselines.rl`` applies observation wrappers only.
+Variants that need a wrapper (``BanditStatsObservation``, ``SlotMaskAction``) are evaluated through it here; the
+RL adapter of ``baselines.rl`` applies observation wrappers only, so what the benchmark ships is an env kwarg
+(``action_mode``, ``observation_mode``) wherever it can be.
 """
 
 from __future__ import annotations
@@ -52,7 +53,6 @@ from baselines.vec_env import flatten_batch
 
 FLATTEN = "gymnasium.wrappers.FlattenObservation"
 STATS = "baselines.wrappers.BanditStatsObservation"
-WORK_CONSERVING = "baselines.wrappers.WorkConservingAction"
 SLOT_MASK = "baselines.wrappers.SlotMaskAction"
 SHIPPED = object()  # a Variant's wrappers: the settings entry's rl_wrapper
 
@@ -95,17 +95,35 @@ STUDIES: dict[str, tuple[str, tuple[Variant, ...]]] = {
     "approx_action": (
         "ClusterApprox-v0",
         (
-            Variant("flat (shipped)", wrappers=(FLATTEN,)),
-            Variant("work-conserving", wrappers=(WORK_CONSERVING, FLATTEN)),
-            Variant("work-conserving + stats", wrappers=(WORK_CONSERVING, STATS)),
-            Variant("masked (MaskablePPO)", algo="ppo_mask", section="ppo", wrappers=(SLOT_MASK, FLATTEN)),
+            Variant("occupant (paper's reading)", env_kwargs={"action_mode": "occupant"}),
+            Variant("work-conserving", env_kwargs={"action_mode": "work_conserving"}),
+            Variant("work-conserving + stats", env_kwargs={"observation_mode": "dict"}, wrappers=(STATS,)),
+            Variant(
+                "masked (MaskablePPO)",
+                algo="ppo_mask",
+                section="ppo",
+                env_kwargs={"action_mode": "occupant", "observation_mode": "dict"},
+                wrappers=(SLOT_MASK, FLATTEN),
+            ),
         ),
     ),
     "approx_single_obs": (
         "ClusterApproxSingleJob-v0",
         (
-            Variant("flat (shipped)", wrappers=(FLATTEN,)),
-            Variant("flat + stats", wrappers=(STATS,)),
+            Variant("flat (shipped)"),
+            Variant("flat + stats", env_kwargs={"observation_mode": "dict"}, wrappers=(STATS,)),
+        ),
+    ),
+    "approx_single_action": (
+        "ClusterApproxSingleJob-v0",
+        (
+            Variant("binary (paper's)", env_kwargs={"action_mode": "binary"}),
+            Variant("paced priority", env_kwargs={"action_mode": "paced_priority"}),
+            Variant(
+                "paced priority + stats",
+                env_kwargs={"action_mode": "paced_priority", "observation_mode": "dict"},
+                wrappers=(STATS,),
+            ),
         ),
     ),
     "bilinear_action": (

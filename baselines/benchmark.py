@@ -1,6 +1,8 @@
 """``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/settings.py``, under
 the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (trained on the spot, or
-loaded from the model cache ``results/models``), in one report.
+loaded from the model cache ``results/models`` or the package's shipped models), in one report. The PPO row's
+algorithm is the settings entry's ``rl_algo`` (PPO, or MaskablePPO where the ablations chose masks; the cell
+names it). RL-ready ids (``Cluster<Name>RL-v0``) are their base id's problem and are not run twice.
 
 Two tracks. The headline, **held-out instances**: every agent runs on the same evaluation seeds, whose instances
 RL never trained on (where the reset seed draws the instance, RL trains on seeds above every evaluation seed;
@@ -35,7 +37,6 @@ from baselines.settings import env_setting
 from baselines.stats import aggregate_iqm, bootstrap_ci, performance_profiles
 from cluster_envs import env_ids as registered
 
-RL_ALGO = "ppo"
 TRAINING_SEEDS = 1  # PPO runs trained per env (compare trains one, seed 0)
 SEEDS = {"quick": range(5), "full": range(10)}
 ROLES = ("paper", "ppo", "best heuristic", "oracle")
@@ -63,7 +64,7 @@ class EnvResult:
     def roles(self) -> dict[str, str]:
         """Role -> the agent playing it in this comparison (a role without an agent is left out)."""
         setting = self.comparison.setting
-        roles = {"paper": setting.paper_agent, "ppo": RL_ALGO, "best heuristic": self.best_heuristic()}
+        roles = {"paper": setting.paper_agent, "ppo": setting.rl_algo, "best heuristic": self.best_heuristic()}
         roles["oracle"] = setting.oracle_agent
         return {role: agent for role, agent in roles.items() if agent in self.comparison.agents}
 
@@ -78,7 +79,7 @@ class EnvResult:
         return sanity.flags(self.comparison)
 
     def rl_budget(self) -> str:
-        facts = self.comparison.rl_runs.get(RL_ALGO)
+        facts = self.comparison.rl_runs.get(self.comparison.setting.rl_algo)
         if facts is None:
             return "—"
         return f"{facts['total_timesteps']:,} steps × {TRAINING_SEEDS} seed"
@@ -133,7 +134,7 @@ def benchmark(
             comparison = compare(
                 env_id,
                 "all",
-                rl=[] if held_out and fixed else [RL_ALGO],
+                rl=[] if held_out and fixed else [setting.rl_algo],
                 seeds=SEEDS["quick" if quick else "full"],
                 rl_steps=setting.rl_steps_quick if quick else setting.rl_steps,
                 models_dir=models_dir,
@@ -312,7 +313,7 @@ def runs_markdown(
     nan = float("nan")
     for track, results in tracks.items():
         for env_id, result in results.items():
-            facts = result.comparison.rl_runs.get(RL_ALGO, {})
+            facts = result.comparison.rl_runs.get(result.comparison.setting.rl_algo, {})
             trained = facts.get("source", "loaded") if facts.get("reused") else f"{facts.get('train_seconds', nan):.1f}"
             lines.append(
                 f"| {env_id} | {track} | {result.seconds:.1f} | {facts.get('total_timesteps', '—')} | {trained} "

@@ -392,6 +392,55 @@ def shipped_run(env_id: str, algo: str) -> Path | None:
     return path if (path / "meta.json").is_file() else None
 
 
+SHIPPED_FILES = ("model.zip", "vecnormalize.pkl", "config.yml", "meta.json", "training.csv")
+
+
+def ship_run(run: str | Path, root: str | Path | None = None) -> Path:
+    """Copy the run saved by ``train`` in ``run`` to ``root/<env_id>/<algo>`` (default: the package's shipped
+    models) as a small archive: the files ``obtain_policy`` matches and loads, with ``model.zip`` slimmed
+    (:func:`slim_model_zip`). TensorBoard logs and the curve's figure stay behind."""
+    import shutil
+
+    run = Path(run)
+    meta = _read_meta(run)
+    out = Path(root or SHIPPED_MODELS_DIR) / meta["env_id"] / meta["algo"]
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for name in SHIPPED_FILES:
+        if (run / name).is_file():
+            shutil.copyfile(run / name, out / name)
+    slim_model_zip(out / "model.zip")
+    return out
+
+
+def slim_model_zip(path: Path) -> None:
+    """Rewrite an SB3 ``model.zip`` with the optimizer's running moments zeroed and every member deflated: SB3
+    stores them uncompressed, and Adam's two moments per weight are two thirds of the archive. The policy's
+    weights are unchanged, so the agent acts exactly as before; training resumed from it (``--load``) restarts
+    Adam's moments from zero."""
+    import io
+    import zipfile
+
+    import torch
+
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    name = "policy.optimizer.pth"
+    if name in members:
+        state = torch.load(io.BytesIO(members[name]), map_location="cpu", weights_only=False)
+        for moments in state.get("state", {}).values():
+            for key, value in moments.items():
+                if torch.is_tensor(value) and key != "step":
+                    value.zero_()
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        members[name] = buffer.getvalue()
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for member, data in members.items():
+            archive.writestr(member, data)
+
+
 def save_run(out: str | Path, model: Any, config: RunConfig, seed: int, **facts: Any) -> None:
     """Save a model, its VecNormalize statistics (if any), the hyperparameters and ``meta.json`` in ``out``."""
     out = Path(out)

@@ -14,7 +14,8 @@ terminal observations step for step (``tests/baselines/test_vec_env.py``).
 Episode statistics (``info["episode"]``, so SB3 logs ``ep_rew_mean``) come from SB3's ``VecMonitor`` around this
 adapter (:func:`monitored`); ``VecNormalize`` goes around that, so the statistics stay in raw rewards.
 The Dict observations of the envs RL sees through ``FlattenObservation`` are flattened here, on the whole batch,
-exactly as the single-env wrapper flattens each copy (:func:`flatten_batch`).
+exactly as the single-env wrapper flattens each copy (:func:`cluster_envs.common.flat.flatten_batch`); the envs' own
+``observation_mode="flat"`` does the same inside the batched env.
 """
 
 from __future__ import annotations
@@ -28,19 +29,9 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.wrappers.vector import DictInfoToList
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 
+from cluster_envs.common.flat import flatten_batch
+
 FLATTEN = "gymnasium.wrappers.FlattenObservation"
-
-
-def flatten_batch(space: gym.Space, batch: Any) -> np.ndarray:
-    """``gym.spaces.flatten(space, x)`` of every row of ``batch`` (a batched observation of ``space``), as one
-    (B, n) array: Box and MultiBinary parts are reshaped in place of a per-copy loop; other spaces (one-hot
-    encodings) fall back to flattening row by row."""
-    if isinstance(space, gym.spaces.Dict):
-        return np.concatenate([flatten_batch(sub, batch[key]) for key, sub in space.spaces.items()], axis=1)
-    if isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):
-        array = np.asarray(batch, dtype=space.dtype)
-        return array.reshape(array.shape[0], -1)
-    return np.stack([gym.spaces.flatten(space, row) for row in batch])
 
 
 class NativeVecEnv(VecEnv):

@@ -4,14 +4,11 @@
   ``sum_obs / n_obs`` (0 before the first observation) and the width ``1 / sqrt(1 + n_obs)``: the bandit's
   sufficient statistics in the form an index policy uses them (an MLP on ``n_obs`` and ``sum_obs`` alone must
   learn a division). Everything is computed from the observation, so the information rule holds.
-- ``WorkConservingAction`` (ClusterApprox-v0): a machine the policy sends to an empty job slot goes to the next
-  occupied slot (cyclically) instead of idling, so a policy cannot waste machines on empty slots; 0 (idle)
-  stays a choice, since with prices idling a machine can be right. ``work_conserving(present, action)`` is
-  the mapping as a pure function of the observation, for an adapter that acts outside an env.
 - ``SlotMaskAction`` (ClusterApprox-v0): ``action_masks()`` for sb3-contrib's MaskablePPO, allowing per machine
   idle and the occupied slots only.
 
-The two action wrappers read the raw Dict observation, so they go inside any observation wrapper.
+The action wrapper reads the raw Dict observation, so it goes inside any observation wrapper. (The work-conserving
+reading of ClusterApprox-v0's action, once a wrapper here, is the env's ``action_mode="work_conserving"``.)
 """
 
 from __future__ import annotations
@@ -47,19 +44,9 @@ class BanditStatsObservation(gym.ObservationWrapper):
         return np.concatenate([spaces.flatten(self._raw, observation), mean, width])
 
 
-def work_conserving(present: np.ndarray, action: np.ndarray) -> np.ndarray:
-    """Occupant per machine (0 idle, k = slot k) with every choice of an empty slot moved to the next occupied
-    slot, cyclically; idle where no slot is occupied. ``present`` (K,) bool, ``action`` (M,) ints in 0..K."""
-    action = np.asarray(action, dtype=np.int64)
-    occupied = np.flatnonzero(present) + 1  # slot numbers as the action writes them
-    if occupied.size == 0:
-        return np.zeros_like(action)
-    nxt = occupied[np.searchsorted(occupied, action) % occupied.size]  # first occupied slot >= the choice
-    return np.where(action == 0, 0, nxt)
-
-
-class _SlotAware(gym.Wrapper):
-    """Remembers which job slots the last observation showed occupied."""
+class SlotMaskAction(gym.Wrapper):
+    """MaskablePPO's ``action_masks()`` on ClusterApprox-v0's Dict observation: per machine, idle and the slots the
+    last observation showed occupied (flat, K + 1 per machine)."""
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
@@ -78,28 +65,9 @@ class _SlotAware(gym.Wrapper):
         return observation, info
 
     def step(self, action: Any):
-        observation, reward, terminated, truncated, info = self.env.step(self.action(action))
+        observation, reward, terminated, truncated, info = self.env.step(action)
         self._remember(observation)
         return observation, reward, terminated, truncated, info
-
-    def action(self, action: Any) -> Any:
-        return action
-
-
-class WorkConservingAction(_SlotAware):
-    """ClusterApprox-v0's action, read work-conservingly (``work_conserving``); same action space."""
-
-    def action(self, action: Any) -> np.ndarray:
-        return work_conserving(self.present, action)
-
-    @staticmethod
-    def action_from(observation: dict[str, np.ndarray], action: Any) -> np.ndarray:
-        """The env action for a policy ``action`` taken on the raw ``observation`` (for an adapter outside an env)."""
-        return work_conserving(observation["jobs"][:, PRESENT] > 0, action)
-
-
-class SlotMaskAction(_SlotAware):
-    """MaskablePPO's ``action_masks()``: per machine, idle and the occupied slots (flat, K + 1 per machine)."""
 
     def action_masks(self) -> np.ndarray:
         m = self.action_space.shape[0]

@@ -9,6 +9,8 @@ RL-interface ablations (docs/rl_ablations.md), so that a client that takes only 
 ``PPO("MlpPolicy", gym.make(id))``) trains with no user code. Those kwargs only change how an action is read or
 what the agent observes (``baselines.settings.FORMAT_KWARGS``): dynamics, reward and metrics are the base id's,
 with any other kwarg passed as to the base id (e.g. the benchmark's ``service_model="exclusive"``).
+``observation_mode="flat"`` is ``gymnasium.spaces.flatten`` of the base id's Dict observation (what
+``FlattenObservation`` gives), so the base id's batched env is the RL-ready id's batched env too.
 """
 
 from __future__ import annotations
@@ -39,9 +41,20 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
 RL_IDS: dict[str, tuple[str, dict[str, str]]] = {
     # docs/rl_ablations.md, ClusterSLA-v0 action mode: regret 23 with normalize, 453 with softmax (100k steps)
     "ClusterSLARL-v0": ("ClusterSLA-v0", {"action_mode": "normalize"}),
+    # docs/rl_ablations.md, ClusterApprox-v0 work-conserving actions: score 0.658 vs -1.85 read as the paper does
+    "ClusterApproxRL-v0": ("ClusterApprox-v0", {"action_mode": "work_conserving", "observation_mode": "flat"}),
+    # docs/rl_ablations.md, ClusterApproxSingleJob-v0 paced priority
+    "ClusterApproxSingleJobRL-v0": (
+        "ClusterApproxSingleJob-v0",
+        {"action_mode": "paced_priority", "observation_mode": "flat"},
+    ),
     # ClusterBilinear-v0 logits vs allocation: simplex_logits 23.8, allocation 88.1 (50k steps); the full
     # observation (queues and the bandit's statistics) is one Box
     "ClusterBilinearRL-v0": ("ClusterBilinear-v0", {"action_mode": "simplex_logits", "observation_mode": "full"}),
+    # docs/rl_ablations.md, ClusterMultiServer-v0 scores vs binary + mask: PPO on scores 0.988, MaskablePPO 0.945
+    "ClusterMultiServerRL-v0": ("ClusterMultiServer-v0", {"action_mode": "scores", "observation_mode": "flat"}),
+    # PPO's interface (a Box action cannot carry MaskablePPO's mask: the benchmark's MaskablePPO uses the base id)
+    "ClusterGangRL-v0": ("ClusterGang-v0", {"action_mode": "scores", "observation_mode": "flat"}),
 }
 
 

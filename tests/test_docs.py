@@ -63,4 +63,5 @@ def test_citation_and_licence():
         assert f"*{reference['title']}*" in readme
         assert all(author["family-names"] in readme for author in reference["authors"])
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
-    assert 'license = { text = "MIT" }' in (ROOT / "pyproject.toml").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'license = "MIT"' in pyproject and 'license-files = ["LICENSE"]' in pyproject

@@ -77,3 +77,34 @@ def test_an_id_only_client_trains_sb3_ppo(env_id):
     obs, _ = model.get_env().envs[0].reset(seed=0)
     action, _ = model.predict(obs, deterministic=True)
     assert model.get_env().envs[0].action_space.contains(action)
+
+
+@pytest.mark.parametrize("env_id", [i for i in rl_ids() if RL_IDS[i][1].get("observation_mode") == "flat"])
+def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
+    """``observation_mode="flat"`` is ``gymnasium.spaces.flatten`` of the Dict the base id shows with the same
+    action reading, step for step (so a policy trained through ``FlattenObservation`` reads it unchanged)."""
+    base, kwargs = RL_IDS[env_id]
+    mine = gym.make(env_id, horizon=40)
+    theirs = gym.make(base, action_mode=kwargs["action_mode"], horizon=40)
+    flat, _ = mine.reset(seed=4)
+    obs, _ = theirs.reset(seed=4)
+    mine.action_space.seed(4)
+    for _ in range(40):
+        assert mine.observation_space.contains(flat)
+        np.testing.assert_array_equal(flat, gym.spaces.flatten(theirs.observation_space, obs))
+        action = mine.action_space.sample()
+        flat, *_ = mine.step(action)
+        obs, *_ = theirs.step(action)
+
+
+@pytest.mark.parametrize("env_id", rl_ids())
+def test_an_rl_id_is_the_interface_the_benchmarks_ppo_trains_on(env_id):
+    """The settings' PPO kwargs (rl_needs), with its FlattenObservation wrapper read as observation_mode="flat"."""
+    from baselines.settings import FLATTEN, require_setting
+
+    base, kwargs = RL_IDS[env_id]
+    setting = require_setting(base)
+    trained = setting.rl_needs("ppo")
+    if setting.rl_wrapper == FLATTEN:
+        trained["observation_mode"] = "flat"
+    assert trained == kwargs

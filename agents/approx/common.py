@@ -12,6 +12,7 @@ import numpy as np
 
 from cluster_envs.approx.kernel import occupants
 from cluster_envs.approx.model import JOB_FIELDS, ApproxProblem
+from cluster_envs.approx.projection import occupant_to_assignment
 from cluster_envs.approx.simulator import budget_check
 from cluster_envs.common.config import check_choice, check_number
 
@@ -37,8 +38,13 @@ def job_rows(observation: dict) -> np.ndarray:
 
 
 def encode(occupant: np.ndarray, problem: ApproxProblem) -> np.ndarray:
-    """Occupants (M,) in 0..K as the env's action (MultiBinary for the single-job env)."""
-    return (occupant == 1).astype(np.int8) if problem.single_job else occupant.astype(np.int64)
+    """Occupants (M,) in 0..K as the env's action (single job: MultiBinary (M,); Sec. V-C mode: the (K, M)
+    assignment, one job per machine)."""
+    if problem.single_job:
+        return (occupant == 1).astype(np.int8)
+    if problem.generalized:
+        return occupant_to_assignment(occupant, problem.max_visible_jobs).astype(np.int8)
+    return occupant.astype(np.int64)
 
 
 def encode_assignment(assign: np.ndarray, problem: ApproxProblem) -> np.ndarray:

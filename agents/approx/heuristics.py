@@ -39,6 +39,9 @@ class _Scheduler(BaseAgent):
     def _last_occupant(self, observation: dict[str, Any]) -> np.ndarray:
         if "last_occupant" in observation:
             return observation["last_occupant"]
+        if "last_assignment" in observation:  # Sec. V-C mode: a machine's first job counts
+            assignment = np.asarray(observation["last_assignment"], dtype=bool)
+            return np.where(assignment.any(axis=0), assignment.argmax(axis=0) + 1, 0)
         return observation["last_mask"].astype(np.int64)  # single job: slot 1 where it ran
 
 

@@ -6,6 +6,7 @@ import numpy as np
 from numba import njit
 
 from agents.base import BaseAgent
+from agents.sla.observation import active_users
 from cluster_envs.common.config import check_choice
 from cluster_envs.sla.model import SLAProblem
 from cluster_envs.sla.runner import NO_HIDDEN_STATE
@@ -17,7 +18,7 @@ class _KernelAgent(BaseAgent):
     problem_type = SLAProblem
 
     def act(self, observation: np.ndarray) -> np.ndarray:
-        active = (np.asarray(observation[: self.params.size]) > 0.5).astype(np.float64)
+        active = active_users(observation, self.params.size)
         return self.kernel(self.params, self.memory, active, NO_HIDDEN_STATE, NO_HIDDEN_STATE)
 
 
@@ -40,10 +41,11 @@ class StaticSLA(_KernelAgent):
 
 @njit(cache=True)
 def proportional_kernel(beta, memory, active, queue, next_load):
-    """β(i)/Σ_{j active}β(j) for active users, 0 for the others; β if none is active; uniform over the
-    active users if they all have β = 0."""
+    """β(i)/Σ_{j active}β(j) for active users, 0 for the others; β if none is active (β/max β when a share
+    exceeds 1, so that the action stays in the Box(0, 1): the same allocation under ``normalize``); uniform
+    over the active users if they all have β = 0."""
     if active.sum() == 0:
-        return beta.copy()
+        return beta / max(1.0, beta.max())
     weights = beta * active
     if weights.sum() <= 0.0:
         weights = active.copy()
@@ -51,7 +53,8 @@ def proportional_kernel(beta, memory, active, queue, next_load):
 
 
 class ProportionalOnline(_KernelAgent):
-    """Algorithm 4, corrected (A14): active users get β(i)/Σ_{j active}β(j), the others 0; β if none is active."""
+    """Algorithm 4, corrected (A14): active users get β(i)/Σ_{j active}β(j), the others 0; β if none is active
+    (scaled by 1/max β if a share exceeds 1: the action space is Box(0, 1))."""
 
     name = "proportional"
     kernel = staticmethod(proportional_kernel)

@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 
 from agents.base import BaseAgent
+from agents.sla.observation import active_users
 from agents.sla.projection import kl_project
 from cluster_envs.common.config import check_choice, check_number
 from cluster_envs.sla.model import SLAProblem
@@ -84,7 +85,7 @@ class MWU(BaseAgent):
         return self.memory
 
     def act(self, observation: np.ndarray) -> np.ndarray:
-        active = (np.asarray(observation[: self.memory.size]) > 0.5).astype(np.float64)
+        active = active_users(observation, self.memory.size)
         return mwu_kernel(self.params, self.memory, active, NO_HIDDEN_STATE, NO_HIDDEN_STATE)
 
 

@@ -9,11 +9,16 @@ from typing import Any
 from cluster_envs.approx.model import BENCHMARK_KINDS, RATE_PROCESSES, UTILITIES
 from cluster_envs.common.config import check_choice, check_number
 from cluster_envs.common.env import INFO_LEVELS
+from cluster_envs.common.flat import OBSERVATION_MODES
 
 JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")
 PRICE_MODES = ("proportional", "uniform")
 BUDGET_MODES = ("hard", "soft")
 REWARD_MODES = ("true", "approx", "sparse")
+# How an action is read (cluster_envs/approx/actions.py). Multi-job, base model: "occupant" (the paper's: a machine
+# sent to an empty slot idles) or "work_conserving"; single job: "binary" (the paper's) or "paced_priority".
+MULTI_ACTION_MODES = ("occupant", "work_conserving")
+SINGLE_ACTION_MODES = ("binary", "paced_priority")
 
 
 def _check_range(name: str, value: Any, low: float, high: float | None = None) -> tuple[float, float]:
@@ -64,6 +69,8 @@ class ApproxConfig:
     demand: float = 1.0
     parallelism: int | None = None
     info_level: str = "full"
+    action_mode: str = "occupant"
+    observation_mode: str = "dict"
 
     def __post_init__(self) -> None:
         check_number("n_machines", self.n_machines, low=1, integer=True)
@@ -139,6 +146,8 @@ class ApproxConfig:
         check_choice("info_level", self.info_level, INFO_LEVELS)
         if self.capacity is None and (self.demand != 1.0 or self.parallelism is not None):
             raise ValueError("demand and parallelism need the Sec. V-C mode: set capacity (int or one per machine)")
+        check_choice("action_mode", self.action_mode, MULTI_ACTION_MODES + SINGLE_ACTION_MODES)  # per id: the env
+        check_choice("observation_mode", self.observation_mode, OBSERVATION_MODES)
 
     def _checked_jobs(self) -> tuple[tuple[float, float, float, float], ...]:
         if self.jobs is None or len(self.jobs) == 0:
@@ -207,6 +216,7 @@ _SINGLE = {
     "max_visible_jobs": 1,
     "job_source": "single",
     "compute_benchmark": True,
+    "action_mode": "binary",
 }
 SINGLE_PRESETS: dict[str, dict[str, Any]] = {
     "default": _SINGLE,

@@ -8,7 +8,14 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.approx.config import MULTI_PRESETS, SINGLE_PRESETS, ApproxConfig
+from cluster_envs.approx.actions import read_actions
+from cluster_envs.approx.config import (
+    MULTI_ACTION_MODES,
+    MULTI_PRESETS,
+    SINGLE_ACTION_MODES,
+    SINGLE_PRESETS,
+    ApproxConfig,
+)
 from cluster_envs.approx.kernel import (
     BENCHMARK_ACCRUED,
     CAPACITY,
@@ -30,6 +37,8 @@ from cluster_envs.approx.kernel import (
 from cluster_envs.approx.model import (
     ApproxProblem,
     Instance,
+    Jobs,
+    benchmark_estimate,
     common_deadline_jobs,
     listed_jobs,
     make_rate_process,
@@ -41,8 +50,9 @@ from cluster_envs.approx.model import (
     trace_jobs,
 )
 from cluster_envs.approx.simulator import ApproxSimulator
-from cluster_envs.common.config import check_reset_options
+from cluster_envs.common.config import check_choice, check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array
+from cluster_envs.common.guards import BENCHMARK_TIME_LIMIT, check
 from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
 from cluster_envs.common.seeding import episode_streams
 
@@ -96,7 +106,14 @@ class _ApproxEnvCore(ClusterEnv):
             raise ValueError(f"capacity (Sec. V-C mode) is only available in ClusterApprox-v0, not {self.env_id}")
         if not self.single_job and config.job_source == "single":
             raise ValueError("job_source='single' belongs to ClusterApproxSingleJob-v0")
+        check_choice("action_mode", config.action_mode, SINGLE_ACTION_MODES if self.single_job else MULTI_ACTION_MODES)
+        if config.capacity is not None and config.action_mode != "occupant":
+            raise ValueError(f"action_mode={config.action_mode!r} needs the base model (capacity=None): the Sec. V-C "
+                             "mode reads MultiBinary((K, M)) assignments")  # fmt: skip
         self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
+        if config.compute_benchmark:  # on the instance of instance_seed (every episode's with fixed_instance)
+            rng = np.random.default_rng(config.instance_seed)
+            self._check_benchmark(self._draw_instance(rng, np.random.default_rng(0)).jobs)
         m, k = config.n_machines, config.max_visible_jobs
         self._generalized = config.capacity is not None
         self._n_fields = 14 if self._generalized else 12
@@ -115,7 +132,11 @@ class _ApproxEnvCore(ClusterEnv):
         low[6] = -job_high[5]  # remaining budget is negative after an overrun (soft mode)
         if self.single_job:
             obs["job"] = spaces.Box(low, job_high, dtype=np.float64)
-            self.action_space = spaces.MultiBinary(m)
+            self.action_space = (
+                spaces.Box(0.0, 1.0, shape=(m,), dtype=np.float32)
+                if config.action_mode == "paced_priority"
+                else spaces.MultiBinary(m)
+            )
         else:
             obs["jobs"] = spaces.Box(np.tile(low, (k, 1)), np.tile(job_high, (k, 1)), dtype=np.float64)
             if self._generalized:
@@ -124,7 +145,7 @@ class _ApproxEnvCore(ClusterEnv):
             else:
                 obs["last_occupant"] = spaces.MultiDiscrete(np.full(m, k + 1))
                 self.action_space = spaces.MultiDiscrete(np.full(m, k + 1))
-        self.observation_space = spaces.Dict(obs)
+        self.set_observation_space(spaces.Dict(obs))
         self._action_shape = self.action_space.shape
         # how the kernel reads an action and which of its rewards is the env's (the batched env steps with them)
         self.decode_mode = DECODE_MATRIX if self._generalized else DECODE_OCCUPANT
@@ -182,7 +203,10 @@ class _ApproxEnvCore(ClusterEnv):
         streams = episode_streams(self.np_random, ["instance", "rates", "misc"])
         instance_rng = np.random.default_rng(cfg.instance_seed) if cfg.fixed_instance else streams["instance"]
         self.misc_rng = streams["misc"]
-        self._instance = self._draw_instance(instance_rng, streams["rates"])
+        instance = self._draw_instance(instance_rng, streams["rates"])
+        if cfg.compute_benchmark:
+            self._check_benchmark(instance.jobs)  # before the episode's state changes
+        self._instance = instance
         self.problem = ApproxProblem(
             n_machines=cfg.n_machines,
             horizon=cfg.horizon,
@@ -214,7 +238,18 @@ class _ApproxEnvCore(ClusterEnv):
         }
         if opt is not None:
             info["benchmark_total"] = float(opt.sum())
-        return self._observation(), info
+        return self.emit(self._observation()), info
+
+    def _check_benchmark(self, jobs: Jobs) -> None:
+        """Refuse (``ValueError``) a benchmark program above the resource limits (cluster_envs.common.guards)."""
+        cfg = self.config
+        check(
+            benchmark_estimate(jobs, cfg.horizon, cfg.n_machines),
+            f"the benchmark's convex program (compute_benchmark=True) for {jobs.count} jobs",
+            "Use fewer machines (n_machines) or jobs (load, n_jobs, jobs, job_keep_fraction) or fewer distinct "
+            "arrival and deadline times (horizon, lifetime_median), or pass compute_benchmark=False.",
+            time_limit=BENCHMARK_TIME_LIMIT,
+        )
 
     def _draw_instance(self, rng: np.random.Generator, rates_rng: np.random.Generator) -> Instance:
         cfg = self.config
@@ -283,11 +318,14 @@ class _ApproxEnvCore(ClusterEnv):
             info = self._info()
         if terminated:
             info["episode_summary"] = sim.summary()
-        return self._observation(), reward, terminated, False, info
+        return self.emit(self._observation()), reward, terminated, False, info
 
     def _flat_action(self, action: Any) -> np.ndarray:
-        """A well-formed action as a flat array for the kernel (which rejects NaN, fractions, out-of-range)."""
-        return kernel_array(action, self._action_shape, "action").reshape(-1)
+        """A well-formed action, read as ``action_mode``, as a flat array for the kernel (which rejects NaN,
+        fractions, out-of-range)."""
+        action = kernel_array(action, self._action_shape, "action")
+        seen = {key: value[None] for key, value in self.last_observation.items()}
+        return np.asarray(read_actions(self.config.action_mode, action[None], seen)[0]).reshape(-1)
 
     def _info(self) -> dict[str, Any]:
         sim = self.simulator
@@ -390,8 +428,13 @@ class ClusterApproxEnv(_ApproxEnvCore):
     ``jobs`` (K, 12): [present, is_new, v_j, β, B_j, C_j, B_j − C_j, B_j/(d_j − a_j), elapsed slots,
     remaining slots, realised work W_j, d_j − a_j], zeros for an empty slot.
 
+    ``observation_mode="flat"``: the same Dict flattened into one float64 Box (``gymnasium.spaces.flatten``, as
+    ``FlattenObservation`` gives it; ``last_occupant`` one-hot).
+
     **Action** ``MultiDiscrete([K+1]*M)``: machine i goes to job slot a_i (0 = idle); capacity (Eq. 3)
     holds by construction. Wrong shape, NaN, fractions or out-of-range values raise ``ValueError``.
+    ``action_mode="occupant"`` (default) reads it as the paper does: a machine sent to an empty slot idles
+    (``n_invalid``); ``"work_conserving"`` sends it to the next occupied slot, cyclically (``actions.py``).
     The Sec. V-C mode (``capacity`` C_i, ``demand`` r_j, ``parallelism`` u_j) uses ``MultiBinary((K, M))``
     actions, repaired deterministically (drop the highest slots on an over-full machine, then a job's
     highest machines beyond u_j; counted in ``n_repaired``); its ``jobs`` rows add r_j and u_j and
@@ -409,6 +452,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
     (Eq. 8 over departed jobs), ``fit_positive, slot_job_ids, arrivals, departures``; with
     ``compute_benchmark=True``: ``benchmark_total`` and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the
     end; ``benchmark_kind`` ``"eq6"``/``"p1"``/``"thm3"``); ``oracle`` only with ``expose_oracle=True``.
+    The benchmark's convex program is estimated before it runs (:mod:`cluster_envs.common.guards`): at
+    construction on the instance of ``instance_seed`` and at each reset on the drawn one, a ``ValueError`` naming
+    the keywords refuses it above ``MEMORY_LIMIT`` (2 GiB) or ``BENCHMARK_TIME_LIMIT`` (600 s estimated).
     At the end, ``episode_summary``: utility, utility_approx, regret, benchmark_total, fit, fit_positive,
     mean_migrations, budget and cost-to-utility shares, counters. ``info_level="minimal"`` keeps only ``t,
     utility_true, utility_approx`` (and ``regret``) per step, plus ``episode_summary``; the trajectory is the same.
@@ -434,8 +480,11 @@ class ClusterApproxSingleJobEnv(_ApproxEnvCore):
 
     The single-job case of ``ClusterApprox-v0`` (same dynamics, feedback, budget check, rewards, info keys):
     N = 1, a_1 = 0, d_1 = T, B = ρ M T (``budget_fraction`` ρ). Action ``MultiBinary(M)`` (run the job on
-    machine i or not). Observation: ``time, price, n_obs, sum_obs, last_rate, last_mask`` as in
-    ``ClusterApprox-v0`` and ``job`` (12,), the job's row (``present`` is 0 once the budget is exhausted).
+    machine i or not; ``action_mode="binary"``, default). ``action_mode="paced_priority"``: ``Box(0, 1, (M,))``,
+    a priority per machine; the machines run in descending priority while the slot's cost stays within the paced
+    budget (B − C)/(T − t) (``actions.py``). Observation: ``time, price, n_obs, sum_obs, last_rate, last_mask`` as
+    in ``ClusterApprox-v0`` and ``job`` (12,), the job's row (``present`` is 0 once the budget is exhausted);
+    ``observation_mode="flat"`` flattens it into one Box.
     ``info["executed"]`` is the executed 0/1 vector.
 
     **Presets**: ``default`` (M = 10, T = 2000, ρ = 0.2, i.i.d. Bernoulli rates with θ_i ~ U[0.1, 0.9],

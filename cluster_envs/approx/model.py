@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit
 from scipy.optimize import minimize
 
+from cluster_envs.common.guards import Estimate
 from cluster_envs.common.traces import read_table
 
 # Paper's on/off model (L677, L691): period lengths ~ Gamma(shape, scale), rates uniform per period type.
@@ -504,10 +505,40 @@ def multi_job_opt(
     return perspective(kind, value, beta, job_work(z), life)
 
 
+def _closed_form(jobs: Jobs, horizon: int) -> bool:
+    """One job spanning the horizon: Lemma 4's closed form, no program."""
+    return jobs.count == 1 and jobs.arrival[0] == 0 and jobs.deadline[0] == horizon
+
+
+# Seconds per SLSQP iteration and squared variable, and the iterations assumed (measured: 27 to 342, maxiter
+# 1000), fitted on the benchmark of instances of 24 to 1660 variables on a loaded 2-core machine
+# (docs/robustness.md, estimated vs measured).
+SLSQP_SECONDS_PER_SQUARED_VARIABLE = 2e-6
+SLSQP_ITERATIONS = 100
+
+
+def benchmark_estimate(jobs: Jobs, horizon: int, n_machines: int) -> Estimate:
+    """The peak allocation and run time of :func:`opt_per_job` on ``jobs``, without solving.
+
+    Memory, in float64: the dense constraint matrix (built from two blocks, then its negated copy as SLSQP's
+    Jacobian and SLSQP's own copy: four m x n arrays) and SLSQP's work buffer (scipy's formula, about 8.5 n² +
+    3 m n); time: a fitted cost per iteration and squared variable (the solver's dense updates), times a typical
+    iteration count."""
+    if _closed_form(jobs, horizon):
+        return Estimate(0.0, 0.0, "one job over the horizon: closed form")
+    lengths, members = segments(jobs, horizon)
+    n = float(sum(len(a) for a in members) * n_machines)
+    m = float(len(members) * n_machines + jobs.count)
+    buffer = n * (n + 1) / 2 + 3 * m * n + 9 * m + 8 * n * n + 35 * n + 28
+    memory = 8.0 * (buffer + 4 * m * n)
+    seconds = SLSQP_SECONDS_PER_SQUARED_VARIABLE * SLSQP_ITERATIONS * n * n
+    return Estimate(memory, seconds, f"{int(n)} variables (job-segment pairs x machines), {int(m)} constraints")
+
+
 def opt_per_job(
     kind: str, beta: float, jobs: Jobs, means: np.ndarray, prices: np.ndarray, horizon: int, benchmark: str
 ) -> np.ndarray:
     """OPT_j of every job (closed form for one job spanning the horizon, else the convex program)."""
-    if jobs.count == 1 and jobs.arrival[0] == 0 and jobs.deadline[0] == horizon:
+    if _closed_form(jobs, horizon):
         return np.array([single_job_opt(kind, jobs.value[0], beta, means, prices, jobs.budget[0], horizon)])
     return multi_job_opt(kind, beta, jobs, means, prices, horizon, benchmark)

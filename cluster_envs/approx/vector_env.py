@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.approx import kernel
+from cluster_envs.approx.actions import read_actions
 from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv, kernel_array
 from cluster_envs.approx.model import CHUNK
 from cluster_envs.approx.simulator import ApproxSimulator
+from cluster_envs.common.flat import flatten_batch
 from cluster_envs.common.vector import BatchedCopies
 
 # Simulator arrays whose last axis is the job axis (padded to a common width in the batch) and the fixed-size ones.
@@ -53,7 +55,9 @@ class ClusterApproxVectorEnv(BatchedCopies):
             "assign": np.zeros((b, k, m), dtype=bool),
             "executed": np.zeros((b, k, m), dtype=np.uint8),
         }
-        self._n_fields = first.observation_space["job" if first.single_job else "jobs"].shape[-1]
+        self._dict_space = first.dict_observation_space
+        self._n_fields = self._dict_space["job" if first.single_job else "jobs"].shape[-1]
+        self._seen: dict[str, np.ndarray] = {}  # the last batch observation, as a Dict (the action modes read it)
         self._width = 0  # padded job-axis width
         self._rates = np.zeros((CHUNK, b, m))  # slot-major: copies in step read one contiguous block
         self._chunk_end = np.zeros(b, dtype=np.int64)
@@ -108,8 +112,16 @@ class ClusterApproxVectorEnv(BatchedCopies):
         return info
 
     # ------------------------------------------------------------------ stepping
-    def _actions(self, actions: Any) -> np.ndarray:
-        return np.ascontiguousarray(kernel_array(actions, self._action_shape, "actions")).reshape(self.num_envs, -1)
+    def _actions(self, actions: Any, stepping: np.ndarray) -> np.ndarray:
+        """The stepping copies' actions read as ``action_mode`` (the others' are ignored: zeros), flat per copy."""
+        actions = kernel_array(actions, self._action_shape, "actions")
+        if self.config.action_mode in ("work_conserving", "paced_priority"):
+            actions = read_actions(self.config.action_mode, np.where(self._expand(stepping), actions, 0), self._seen,
+                                   "actions")  # fmt: skip
+        return np.ascontiguousarray(actions).reshape(self.num_envs, -1)
+
+    def _expand(self, mask: np.ndarray) -> np.ndarray:
+        return mask.reshape(-1, *(1,) * (len(self._action_shape) - 1))
 
     def _refill_rates(self, stepping: np.ndarray) -> None:
         """Copy b's rate chunk holding slot t_b + 1 into the batch (drawn by its own rate process, in order)."""
@@ -123,9 +135,9 @@ class ClusterApproxVectorEnv(BatchedCopies):
             self._chunk_end[b] = process.chunk_start + size
 
     def step(self, actions: Any):
-        actions = self._actions(actions)
         resetting = self._needs_reset.copy()
         stepping = ~resetting
+        actions = self._actions(actions, stepping)
         bad, code = kernel.batch_validate(actions, self._mode, self.config.max_visible_jobs, stepping)
         if bad >= 0:
             if code == kernel.BAD_VALUE:
@@ -160,7 +172,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
 
     def _end(self, stepping: np.ndarray) -> dict[str, np.ndarray]:
         """Finish the slot of the ``stepping`` copies; every copy's observation, written by the kernel straight into
-        fresh arrays (the single env's ``observation_from``, key for key)."""
+        fresh arrays (the single env's ``observation_from``, key for key), flattened in ``observation_mode="flat"``."""
         a, b, m = self._batch, self.num_envs, self.config.n_machines
         single = self.env_class.single_job
         obs = {"time": np.empty((b, 2))}
@@ -176,7 +188,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
             obs["job"] = jobs.reshape(b, self._n_fields)
         else:
             obs["jobs"], obs["last_occupant"] = jobs, occupant
-        return obs
+        self._seen = obs
+        return flatten_batch(self._dict_space, obs) if self.config.observation_mode == "flat" else obs
 
     def _infos(self, stepping: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
         f = self._batch["f"]

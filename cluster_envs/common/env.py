@@ -7,7 +7,9 @@
 - ``config_class`` and ``presets`` (class attributes), and ``env_id``, the registered id (for messages);
 - ``_episode_over()`` (True once ``step`` must not be called again) and ``_step(action)``;
 - ``_render_ansi()`` and ``_render_rgb()``;
-- it sets ``self._sim`` at ``reset``; ``simulator`` then returns it.
+- it sets ``self._sim`` at ``reset``; ``simulator`` then returns it;
+- an env with ``observation_mode`` (``"dict"`` or ``"flat"``, :mod:`cluster_envs.common.flat`) declares its Dict
+  space with :meth:`ClusterEnv.set_observation_space` and returns :meth:`ClusterEnv.emit` of its Dict observation.
 
 Actions are read with :func:`as_real_array` and rejected with :func:`invalid_action`: one ``ValueError`` form,
 naming the argument and what is allowed, for every env and its batched form.
@@ -21,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from cluster_envs.common.config import build_config
+from cluster_envs.common.flat import observation_space
 from cluster_envs.common.render import check_render_mode, render_metadata
 
 INFO_LEVELS = ("minimal", "full")
@@ -69,6 +72,20 @@ class ClusterEnv(gym.Env):
         if self._sim is None:
             raise RuntimeError(f"{self.env_id}: call reset() before using the env")
         return self._sim
+
+    def set_observation_space(self, dict_space: gym.spaces.Dict) -> None:
+        """Declare the Dict observation (``dict_observation_space``) and the space ``observation_mode`` shows."""
+        self.dict_observation_space = dict_space
+        self.observation_space = observation_space(dict_space, self.config.observation_mode)
+
+    def emit(self, observation: dict[str, np.ndarray]) -> Any:
+        """``observation`` (a Dict of ``dict_observation_space``) as ``observation_mode`` gives it: as is, or
+        flattened into one array (``gymnasium.spaces.flatten``). The Dict is kept in ``last_observation``
+        (what a policy saw: the action modes that read it, and the batched envs, use it)."""
+        self.last_observation = observation
+        if self.config.observation_mode == "flat":
+            return gym.spaces.flatten(self.dict_observation_space, observation)
+        return observation
 
     def step(self, action: Any):
         if self._sim is None:

@@ -10,6 +10,7 @@ import numpy as np
 
 from cluster_envs.common.config import check_choice, check_number
 from cluster_envs.common.env import INFO_LEVELS
+from cluster_envs.common.flat import OBSERVATION_MODES
 from cluster_envs.multiserver.gang import MIN_TASKS, GangParams
 from cluster_envs.multiserver.model import CAPACITY_MODES, NORMALIZATIONS, GeneratorParams
 
@@ -32,6 +33,7 @@ class EnvOptions:
     infeasible_penalty: float = 0.0
     compute_regret: bool = True
     info_level: str = "full"
+    observation_mode: str = "dict"
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ def validate_common(cfg) -> None:
     check_choice("invalid_action", cfg.invalid_action, INVALID_ACTIONS)
     check_choice("binary_repair_order", cfg.binary_repair_order, REPAIR_ORDERS)
     check_choice("info_level", cfg.info_level, INFO_LEVELS)
+    check_choice("observation_mode", cfg.observation_mode, OBSERVATION_MODES)
     check_choice("compute_regret", cfg.compute_regret, (False, True))
     if isinstance(cfg.arrival_prob, list | np.ndarray):
         object.__setattr__(cfg, "arrival_prob", tuple(float(p) for p in cfg.arrival_prob))

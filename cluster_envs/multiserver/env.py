@@ -9,8 +9,10 @@ from gymnasium import spaces
 
 from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
+from cluster_envs.common.guards import Estimate, check
 from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
 from cluster_envs.common.seeding import episode_streams
+from cluster_envs.multiserver import knapsack
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
 from cluster_envs.multiserver.kernel import action_problem
 from cluster_envs.multiserver.model import (
@@ -60,6 +62,8 @@ class ClusterMultiServerEnv(ClusterEnv):
     elsewhere; Box(0, 1), unbounded with ``normalization="none"``), both zero after reset.
     ``obs_static=True`` adds ``static`` Box(0, h, (K+1, |E|)): rows ``A_k/c_k`` and ``C/max C``; h = 1
     unless ``allow_unusable_channels`` kept an edge whose request exceeds ``c`` (h = max A_k/c_k).
+    ``observation_mode="flat"``: the same Dict flattened into one float32 Box (``gymnasium.spaces.flatten``, as
+    ``FlattenObservation`` gives it).
 
     **Action.** ``action_mode="binary"``: MultiBinary(|E|), the paper's ``x``. ``"scores"``:
     Box(0, 1, (|E|,)), requesting ``{e : score_e > 0.5}`` in descending-score priority.
@@ -82,6 +86,9 @@ class ClusterMultiServerEnv(ClusterEnv):
     ``regret`` (cumulative pseudo-regret), ``realized_regret`` ṽᵀx* − U, ``oracle_x``.
     ``info_level="minimal"`` keeps the scalars only. At truncation ``episode_summary``: ``aou, average_aou,
     expected_aou, oracle_aou, regret, dropped, prob_all_arrive`` (Π ρ_l, the event Theorems 1–2 condition on).
+    With ``compute_regret``, the oracle's DP is estimated at construction for the largest arrival pattern
+    (:mod:`cluster_envs.common.guards`): a ``ValueError`` naming the keywords refuses it above ``MEMORY_LIMIT``
+    (2 GiB) or ``ORACLE_TIME_LIMIT`` (1 s estimated per solve; the paper graph needs 0.4 MiB and ~1 ms).
 
     **Presets**: ``paper`` (|L| = 8, |R| = 40, K = 3, edge_prob 0.1, ρ 0.9, T = 2000; default), ``small``
     (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1).
@@ -102,6 +109,9 @@ class ClusterMultiServerEnv(ClusterEnv):
         config = self.config
         self.instance = self._make_instance()
         self.problem = self._make_problem()
+        if config.compute_regret:
+            check(self._oracle_estimate(), f"the regret oracle's {self.oracle_solver} (compute_regret=True)",
+                  self.oracle_remedy)  # fmt: skip
         self.oracle = self._make_oracle()
         n_e = self._n_edges = self.instance.n_edges
         self._index_order = np.arange(n_e)  # the default repair priority
@@ -110,10 +120,21 @@ class ClusterMultiServerEnv(ClusterEnv):
             if config.action_mode == "binary"
             else spaces.Box(0.0, 1.0, shape=(n_e,), dtype=np.float32)
         )
-        self.observation_space = self._build_observation_space()
+        self.set_observation_space(self._build_observation_space())
         self._last: SlotResult | None = None
 
     # -- what ClusterGang-v0 overrides ---------------------------------------------------------------
+
+    oracle_solver = "knapsack DP"
+    oracle_remedy = (
+        "Use fewer edges (n_ports, n_servers, edge_prob) or smaller capacities (capacity, capacity_beta, req_high, "
+        "n_device_types): the DP grows with |E|·Π(c_k + 1). Or pass compute_regret=False."
+    )
+
+    def _oracle_estimate(self) -> Estimate:
+        """The oracle's solve for the largest arrival pattern (every port with ρ_l > 0)."""
+        inst = self.instance
+        return knapsack.estimate(inst.A, inst.c, usable=inst.rho[inst.port_of_edge] > 0)
 
     def _make_instance(self) -> MultiServerInstance:
         config = self.config
@@ -191,7 +212,7 @@ class ClusterMultiServerEnv(ClusterEnv):
         self._sim = MultiServerSimulator(self.instance, streams, self.config.horizon)
         self._last = None
         self._cum = {"aou": 0.0, "expected": 0.0, "oracle": 0.0, "regret": 0.0, "dropped": 0.0}
-        return self._observation(), {"t": 1, "arrivals": self._sim.arrivals.copy()}
+        return self.emit(self._observation()), {"t": 1, "arrivals": self._sim.arrivals.copy()}
 
     def _episode_over(self) -> bool:
         return self._sim.t > self._sim.horizon
@@ -206,7 +227,7 @@ class ClusterMultiServerEnv(ClusterEnv):
         truncated = sim.t > sim.horizon
         if truncated:
             info["episode_summary"] = self.summary_from(self._cum)
-        return self._observation(), float(reward), False, truncated, info
+        return self.emit(self._observation()), float(reward), False, truncated, info
 
     def _feasible_action(self, action: Any) -> tuple[np.ndarray, int, int]:
         cfg, sim = self.config, self.simulator

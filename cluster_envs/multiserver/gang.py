@@ -15,6 +15,7 @@ from numba import njit
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array, hstack
 
+from cluster_envs.common.guards import Estimate
 from cluster_envs.multiserver.model import PatternCache, UtilityModel
 
 MIN_TASKS = ("all", "half")
@@ -171,6 +172,24 @@ def gang_milp(
     if res.x is None:
         return None
     return np.round(res.x[:n_arms]).astype(np.int8)
+
+
+# HiGHS on this MILP, fitted on gang instances of 188 to 127 240 nonzeros and 11 to 202 tasks on a loaded 2-core
+# machine (docs/robustness.md, estimated vs measured): time grows like nonzeros x tasks (the branching works on the
+# tasks' placements), memory like the nonzeros. Branch and bound can take longer than any size model says.
+MILP_SECONDS_PER_NONZERO_TASK = 1.5e-6
+MILP_BYTES_PER_NONZERO = 2048
+MILP_BASE_BYTES = 4 * 2**20
+
+
+def milp_estimate(inst: GangStructure) -> Estimate:
+    """The peak allocation and run time of :func:`gang_milp` on ``inst`` with every port arrived (the largest
+    problem: presolve removes the arms of idle ports), from the constraint matrix's nonzeros and the tasks."""
+    per_task, per_server, per_port = inst.constraints
+    nnz = per_task.nnz + per_server.nnz + 2 * per_port.nnz + 2 * inst.n_ports
+    n_tasks = inst.task_port.size
+    return Estimate(MILP_BASE_BYTES + MILP_BYTES_PER_NONZERO * nnz, MILP_SECONDS_PER_NONZERO_TASK * nnz * n_tasks,
+                    f"{inst.n_edges} arms, {n_tasks} tasks, {nnz} nonzeros")  # fmt: skip
 
 
 def _hstack(left, right):

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from cluster_envs.common.guards import Estimate
 from cluster_envs.multiserver.config import GANG_PRESETS, GangConfig
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import (
@@ -18,6 +19,7 @@ from cluster_envs.multiserver.gang import (
     gang_violation,
     gang_workspace,
     generate_gang_instance,
+    milp_estimate,
 )
 
 
@@ -54,7 +56,9 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     **Reward**: ``Σ x Z̃`` over placed arms. **Episode end**: truncated after ``horizon`` slots.
 
     **info**: as ``ClusterMultiServer-v0``; ``capacity_used`` is the (K, |R|) server load; the oracle is a
-    MILP (HiGHS) over the arrived ports, cached per arrival pattern.
+    MILP (HiGHS) over the arrived ports, cached per arrival pattern; estimated at construction from its
+    nonzeros and refused (``ValueError``) above the limits of :mod:`cluster_envs.common.guards`, as in
+    ``ClusterMultiServer-v0``.
 
     **Presets**: ``small`` (|L| = 4, |R| = 10, edge_prob 0.3, K = 3; default), ``tiny`` (2 ports, 3 servers,
     K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1).
@@ -82,6 +86,12 @@ class ClusterGangEnv(ClusterMultiServerEnv):
             inst.server_cap, cost=inst.utility.cost, horizon=self.config.horizon,
             normalization=inst.utility.normalization,
         )  # fmt: skip
+
+    oracle_solver = "MILP"
+    oracle_remedy = "Use fewer arms (n_ports, n_servers, edge_prob, tasks_high) or pass compute_regret=False."
+
+    def _oracle_estimate(self) -> Estimate:
+        return milp_estimate(self.instance)
 
     def _make_oracle(self) -> GangOracle:
         return GangOracle(self.instance)

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from cluster_envs.common.guards import Estimate
+
 # Integer sentinels: with Σ|values| below the bound, sentinel ± Σ|values| neither overflows nor reaches the
 # feasible range [−Σ|values|, Σ|values|].
 _INT_TYPES = ((np.dtype(np.int32), -(2**30), 2**29), (np.dtype(np.int64), -(2**62), 2**61))
@@ -130,15 +132,12 @@ def solve(
     dtype, neg = _value_type(values)
     values = values.astype(dtype)
 
-    order = np.flatnonzero(usable & (A <= c[:, None]).all(axis=0))[::-1].copy()
-    box = np.minimum(np.cumsum(A[:, order], axis=1).T, c).reshape(order.size, n_types)
-    rows = np.minimum(np.cumsum(upsilon[order]), s_max) + 1
+    order, box, rows, guarded = _layout(A, c, upsilon, usable, s_max)
     final_box = box[-1] if order.size else np.zeros(n_types, np.int64)
     width = int(rows[-1]) if order.size else 1  # the s-stride of the layout
     extent = final_box + 1
     point_strides = np.append(np.cumprod(extent[:0:-1])[::-1], 1).astype(np.int64)
-    bytes_per_point = (rows + 7) // 8
-    sizes = np.prod(box - A[:, order].T + 1, axis=1) * bytes_per_point
+    sizes = guarded * ((rows + 7) // 8)
     bit_offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     bits = np.zeros(int(sizes.sum()), np.uint8)
     V = np.full(int(np.prod(extent)) * width, neg, dtype=dtype)
@@ -154,6 +153,49 @@ def solve(
     top[~feasible] = neg
     cells = order.size * (s_max + 1) * int(np.prod(c + 1))
     return KnapsackTable(top, feasible, cells, upsilon, A, c, order, box, rows, bit_offset, bits)
+
+
+def _layout(A: np.ndarray, c: np.ndarray, upsilon: np.ndarray, usable: np.ndarray, s_max: int):
+    """The DP's shape: processed edges (last first), each stage's capacity box and budget rows, and its number of
+    guarded points (``c' ≥ A[:, i]`` inside the box)."""
+    order = np.flatnonzero(usable & (A <= c[:, None]).all(axis=0))[::-1].copy()
+    box = np.minimum(np.cumsum(A[:, order], axis=1).T, c).reshape(order.size, A.shape[0])
+    rows = np.minimum(np.cumsum(upsilon[order]), s_max) + 1
+    guarded = np.prod(box - A[:, order].T + 1, axis=1)
+    return order, box, rows, guarded
+
+
+# Seconds per guarded cell (point x budget row) of the sweep and per entry of the reach bounds, fitted on oracle
+# solves (one budget row, 33 to 320 edges) on a loaded 2-core machine: docs/robustness.md, estimated vs measured.
+SECONDS_PER_CELL = 8e-9
+SECONDS_PER_REACH_ENTRY = 25e-9
+
+
+def estimate(
+    A: np.ndarray, c: np.ndarray, *, budget_weights: np.ndarray | None = None, s_max: int = 0,
+    usable: np.ndarray | None = None, value_bytes: int = 8,
+) -> Estimate:  # fmt: skip
+    """The peak allocation and run time of :func:`solve` on the same arguments, without running it (``value_bytes``:
+    8 for float values, 4 or 8 for integer ones). Memory: the value table, the take bits and the reach bounds,
+    exactly as :func:`solve` allocates them; time: a fitted cost per guarded cell and per reach-bound entry."""
+    A = np.asarray(A, dtype=np.int64)
+    c = np.asarray(c, dtype=np.int64)
+    n_types, n_edges = A.shape
+    upsilon = np.zeros(n_edges, np.int64) if budget_weights is None else np.asarray(budget_weights, np.int64)
+    usable = np.ones(n_edges, bool) if usable is None else np.asarray(usable, bool)
+    order, box, rows, guarded = _layout(A, c, upsilon, usable, s_max)
+    if not order.size:
+        return Estimate(0.0, 0.0, "no usable edge")
+    # float: products of up to K capacities overflow int64 in exactly the cases the guard exists for
+    points = float(np.prod((box[-1] + 1).astype(float)))
+    value_table = points * int(rows[-1]) * value_bytes
+    take_bits = float((guarded.astype(float) * ((rows + 7) // 8)).sum())
+    reach = order.size * n_types * (float(c.max()) + 1) + order.size * (order.size + 1)
+    memory = value_table + take_bits + 8 * reach
+    cells = float((guarded.astype(float) * rows).sum())
+    box_text = " x ".join(str(int(b) + 1) for b in box[-1])
+    return Estimate(memory, cells * SECONDS_PER_CELL + reach * SECONDS_PER_REACH_ENTRY,
+                    f"{order.size} edges, capacity box {box_text}, {int(rows[-1])} budget rows")  # fmt: skip
 
 
 @njit(cache=True)

@@ -10,6 +10,7 @@ import numpy as np
 
 from cluster_envs.common import pcg
 from cluster_envs.common.env import invalid_action
+from cluster_envs.common.flat import flatten_batch
 from cluster_envs.common.vector import BatchedCopies
 from cluster_envs.multiserver import kernel
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
@@ -58,8 +59,9 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         if cfg.compute_regret and inst.n_ports > MAX_PORTS:
             raise ValueError(f"n_ports={inst.n_ports} > {MAX_PORTS} with compute_regret=True is not supported by "
                              "the batched env; use SyncVectorEnv")  # fmt: skip
-        self._obs = {  # each copy's current observation (its reset's until it steps)
-            key: np.zeros((num_envs, *space.shape), space.dtype) for key, space in self.single_observation_space.items()
+        self._dict_space = self.envs[0].dict_observation_space
+        self._obs = {  # each copy's current observation (its reset's until it steps), as a Dict
+            key: np.zeros((num_envs, *space.shape), space.dtype) for key, space in self._dict_space.items()
         }
         self._arrivals = np.zeros((num_envs, inst.n_ports), np.int8)  # of the slot about to be decided
         self._pattern = np.zeros(num_envs, np.int64)
@@ -91,7 +93,8 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         env = self.envs[b]
-        obs, info = env.reset(seed=seed, options=options)
+        _, info = env.reset(seed=seed, options=options)
+        obs = env.last_observation
         for key in OBS_KEYS:
             self._obs[key][b] = obs[key]
         self._arrivals[b] = obs["arrivals"]
@@ -148,7 +151,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info
             infos = self._add_info(infos, info, b)
         self._needs_reset = truncated.copy()  # the caller may write into the returned array
-        return obs, rewards, np.zeros(n, dtype=bool), truncated, infos
+        return self._emit(obs), rewards, np.zeros(n, dtype=bool), truncated, infos
 
     def _raise(self, code: int, b: int, action: np.ndarray) -> None:
         name = f"actions[{b}]"
@@ -160,8 +163,12 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         problem = self.envs[b].violation((action > 0.5).astype(np.int8), self._arrivals[b])
         raise invalid_action(f"is infeasible (invalid_action='raise'): it violates {problem}", name)
 
-    def _batch_observation(self) -> dict[str, np.ndarray]:
-        return {key: value.copy() for key, value in self._obs.items()}
+    def _batch_observation(self) -> Any:
+        return self._emit({key: value.copy() for key, value in self._obs.items()})
+
+    def _emit(self, obs: dict[str, np.ndarray]) -> Any:
+        """The batch's Dict observation as ``observation_mode`` gives it (flattened row by row in ``"flat"``)."""
+        return flatten_batch(self._dict_space, obs) if self.config.observation_mode == "flat" else obs
 
     def _infos(self, stepping: np.ndarray, truncated: np.ndarray, values: np.ndarray, counts: np.ndarray):
         """The step's info: rows of the kernel's fresh outputs, each with its own mask."""

@@ -258,6 +258,25 @@ def test_fractional_action_wrapper_keeps_capacity_and_is_unbiased_on_average():
     assert abs(counts.mean() / 400 - 0.25) < 0.05  # 4000 Bernoulli(0.25) draws: sd 0.007
 
 
+@pytest.mark.parametrize("env_id", [MULTI, SINGLE])
+def test_fractional_action_wrapper_passes_gymnasiums_env_checker(env_id):
+    """It is recorded in the spec (gym.make(env.spec) rebuilds it); the one warning left is gymnasium's advice to
+    check the unwrapped env, which every wrapper gets."""
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    from cluster_envs.approx.wrappers import FractionalActionWrapper
+
+    env = FractionalActionWrapper(gym.make(env_id, horizon=30))
+    assert type(gym.make(env.spec)) is FractionalActionWrapper
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env)
+    assert [str(w.message) for w in caught if "unwrapped version" not in str(w.message)] == []
+    assert env.action_space.dtype == np.float32
+
+
 # ---------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     ("kwargs", "match"),

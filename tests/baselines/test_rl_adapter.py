@@ -222,10 +222,13 @@ def test_the_adapter_sees_the_env_through_the_training_wrapper(tmp_path):
     training envs did: its actions equal the model's on the wrapped env, step by step."""
     import gymnasium as gym
 
-    env_id, short = "ClusterApproxSingleJob-v0", {"horizon": 60}
+    env_id, short = "ClusterMultiServer-v0", {"horizon": 60}
     setting = SETTINGS[env_id]
     assert setting.rl_wrapper == "gymnasium.wrappers.FlattenObservation"
-    train(env_id, "ppo", steps=256, env_overrides=short, out_dir=tmp_path / "ppo", progress=False)
+    section = {**_yaml_sections("ppo")[env_id], "normalize": {"norm_obs": True, "norm_reward": True}}
+    path = tmp_path / "ppo.yml"
+    path.write_text(yaml.safe_dump({env_id: section}))  # observations normalized too: the adapter must do both
+    train(env_id, "ppo", steps=256, env_overrides=short, out_dir=tmp_path / "ppo", progress=False, hyperparams=path)
     agent = load_agent(tmp_path / "ppo")
     assert agent.obs_normalizer.norm_obs and np.any(agent.obs_normalizer.obs_rms.var != 1.0)
     kwargs = {**setting.rl_training_kwargs, **short}

@@ -103,3 +103,30 @@ def test_the_package_data_ships_model_folders(tiny_run_files):
                                                        for p in patterns)}  # fmt: skip
     assert {"model.zip", "vecnormalize.pkl", "meta.json", "config.yml"} <= shipped
     assert not any(name.startswith("tensorboard") for name in shipped)
+
+
+def test_ship_run_keeps_the_policy_and_shrinks_the_archive(tiny_run_files, tmp_path):
+    run = rl.write_run_files(tiny_run_files, tmp_path / "run")
+    shipped = rl.ship_run(run, tmp_path / "package_models")
+    assert shipped == tmp_path / "package_models" / ENV / "ppo"
+    assert sorted(p.name for p in shipped.iterdir()) == sorted(n for n in rl.SHIPPED_FILES if (run / n).is_file())
+    assert (shipped / "model.zip").stat().st_size < (run / "model.zip").stat().st_size
+    policy, again = rl.load_agent(run), rl.load_agent(shipped)
+    for name, param in policy.model.policy.state_dict().items():
+        assert (param == again.model.policy.state_dict()[name]).all(), name
+
+
+@pytest.mark.parametrize(
+    ("env_id", "algo"),
+    [(p.parts[-2], p.parts[-1]) for p in sorted(rl.SHIPPED_MODELS_DIR.glob("*/*")) if (p / "meta.json").is_file()],
+)
+def test_every_shipped_model_serves_the_quick_benchmark(env_id, algo):
+    """`benchmark --quick` loads it rather than training: same env kwargs and hyperparameters, enough steps, and the
+    benchmark's RL row asks for this algorithm."""
+    from baselines.compare import _matches
+
+    setting = settings.require_setting(env_id)
+    assert algo == setting.rl_algo
+    config = rl.RunConfig.resolve(algo, env_id, setting.env_kwargs)
+    assert _matches(rl.shipped_run(env_id, algo), config, setting.rl_steps_quick)
+    assert (rl.shipped_run(env_id, algo) / "model.zip").stat().st_size < 400_000

@@ -6,7 +6,6 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from baselines.benchmark import RL_ALGO  # noqa: E402
 from baselines.rl import RunConfig, make_vec_env, new_model  # noqa: E402
 from baselines.settings import SETTINGS  # noqa: E402
 from baselines.vec_env import NativeVecEnv, flatten_batch  # noqa: E402
@@ -24,7 +23,7 @@ COPIES, STEPS = 3, 20
 
 
 def _config(env_id: str) -> RunConfig:
-    config = RunConfig.resolve(RL_ALGO, env_id, SHORT.get(env_id, {}))
+    config = RunConfig.resolve("ppo", env_id, SHORT.get(env_id, {}))
     config.n_envs = COPIES
     return config
 

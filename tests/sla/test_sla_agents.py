@@ -233,6 +233,14 @@ def test_proportional_online_corrected_algorithm_4():
     np.testing.assert_allclose(agent.act(np.zeros(9, np.float32)), [0.2, 0.3, 0.5])
 
 
+def test_proportional_online_stays_in_the_box_when_a_share_exceeds_one():
+    """β if none is active, scaled by 1/max β when a share exceeds 1 (the Box(0, 1)): the same direction."""
+    agent = make_agent(ENV, "proportional")
+    agent.reset(SLAProblem(3, (2.0, 0.5, 0.0), 10))
+    np.testing.assert_allclose(agent.act(np.zeros(9, np.float32)), [1.0, 0.25, 0.0])
+    np.testing.assert_allclose(agent.act(np.array([1, 1, 0, 0, 0, 0, 0, 0, 0], np.float32)), [0.8, 0.2, 0.0])
+
+
 # -- simulate() on a gym.make env (audit 12) --------------------------------------------------------
 
 

@@ -1,0 +1,122 @@
+"""ClusterApprox ids' ``action_mode`` and ``observation_mode``: how an action is read from the observation the
+policy saw, and that a mode changes nothing else (dynamics, rewards, metrics)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import cluster_envs  # noqa: F401
+from cluster_envs.approx.actions import PRESENT, REMAINING_BUDGET, REMAINING_SLOTS, paced_priority, work_conserving
+
+SMALL = {"horizon": 60}
+
+
+def test_work_conserving_moves_empty_slot_choices_to_the_next_occupied_slot():
+    present = np.array([[False, True, False, True]])  # slots 2 and 4 hold jobs
+    np.testing.assert_array_equal(work_conserving(present, np.array([[0, 1, 2, 3, 4]])), [[0, 2, 2, 4, 4]])
+    wrap = np.array([[False, True, False, False]])  # only slot 2: every non-idle choice goes there, cyclically
+    np.testing.assert_array_equal(work_conserving(wrap, np.array([[3, 4, 1, 0]])), [[2, 2, 2, 0]])
+    none = np.zeros((1, 4), dtype=bool)
+    np.testing.assert_array_equal(work_conserving(none, np.array([[0, 1, 2, 3, 4]])), np.zeros((1, 5)))
+    both = np.concatenate([present, wrap])  # rows are independent
+    np.testing.assert_array_equal(work_conserving(both, np.array([[3, 1], [3, 1]])), [[4, 2], [2, 2]])
+
+
+def test_work_conserving_leaves_values_that_are_not_slots_for_the_env_to_reject():
+    present = np.array([[True, False]])
+    out = work_conserving(present, np.array([[np.nan, 2.5, 7.0, -1.0, 2.0]]))
+    np.testing.assert_array_equal(out[0, 1:4], [2.5, 7.0, -1.0])
+    assert np.isnan(out[0, 0]) and out[0, 4] == 1
+    env = gym.make("ClusterApprox-v0", action_mode="work_conserving", **SMALL)
+    env.reset(seed=0)
+    bad = np.zeros(env.action_space.shape)
+    bad[0] = env.action_space.nvec[0]  # one past the last slot
+    with pytest.raises(ValueError, match="must lie in"):
+        env.step(bad)
+
+
+def test_a_work_conserving_action_never_sends_a_machine_to_an_empty_slot():
+    env = gym.make("ClusterApprox-v0", action_mode="work_conserving", **SMALL)
+    obs, _ = env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    served = 0
+    for _ in range(SMALL["horizon"]):
+        action = rng.integers(1, env.action_space.nvec, size=env.action_space.shape)  # never idle
+        occupied = obs["jobs"][:, PRESENT] > 0
+        obs, _, terminated, truncated, info = env.step(action)
+        assert info["n_invalid"] == 0
+        if occupied.any():  # every machine went to an occupied slot
+            assert (info["executed"] > 0).sum() + info["n_budget_blocked"] == action.size
+            served += 1
+        if terminated or truncated:
+            break
+    assert served > 0  # jobs were there to serve
+
+
+@pytest.mark.parametrize("env_id", ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"])
+def test_the_modes_play_the_base_episode(env_id):
+    """An action the paper's reading and the mode read alike (machines only on occupied slots; for the paced
+    priority the run set it picks, replayed as binary) gives the same episode: rewards, observations, metrics."""
+    mode = "work_conserving" if env_id == "ClusterApprox-v0" else "paced_priority"
+    plain = gym.make(env_id, **SMALL)
+    mine = gym.make(env_id, action_mode=mode, observation_mode="flat", **SMALL)
+    obs, _ = plain.reset(seed=1)
+    flat, _ = mine.reset(seed=1)
+    rng = np.random.default_rng(1)
+    for _ in range(SMALL["horizon"]):
+        np.testing.assert_array_equal(flat, gym.spaces.flatten(plain.observation_space, obs))
+        if mode == "work_conserving":
+            choices = np.concatenate([[0], np.flatnonzero(obs["jobs"][:, PRESENT] > 0) + 1])
+            action = theirs = rng.choice(choices, size=plain.action_space.shape)
+        else:
+            action = rng.random(mine.action_space.shape).astype(np.float32)
+            theirs = paced_priority(action[None], obs["price"][None], obs["job"][None])[0]
+        obs, r1, t1, _, i1 = plain.step(theirs)
+        flat, r2, t2, _, i2 = mine.step(action)
+        assert r1 == r2 and t1 == t2 and i1["utility_true"] == i2["utility_true"]
+        if t1:
+            assert i1["episode_summary"] == i2["episode_summary"]
+            break
+
+
+def test_paced_priority_runs_the_preferred_machines_within_the_pace():
+    prices = np.array([[0.5, 0.2, 0.4, 0.3]])
+    rows = np.zeros((1, 12))
+    rows[0, PRESENT], rows[0, REMAINING_BUDGET], rows[0, REMAINING_SLOTS] = 1.0, 10.0, 10.0  # pace 1.0
+    priority = np.array([[0.9, 0.1, 0.8, 0.7]])  # machine 0 (0.5), then 2 (0.4): 0.9; then 3 would be 1.2
+    np.testing.assert_array_equal(paced_priority(priority, prices, rows), [[1, 0, 1, 0]])
+    rows[0, REMAINING_BUDGET] = 0.8  # the pace is now 0.08: not even the first machine fits
+    np.testing.assert_array_equal(paced_priority(priority, prices, rows), [[0, 0, 0, 0]])
+    rows[0, REMAINING_BUDGET], rows[0, REMAINING_SLOTS] = 0.9, 0.0  # last slot: everything left, strictly below
+    np.testing.assert_array_equal(paced_priority(priority, prices, rows), [[1, 0, 0, 0]])
+    rows[0, PRESENT] = 0.0  # an exhausted job runs nothing
+    np.testing.assert_array_equal(paced_priority(priority, prices, rows), [[0, 0, 0, 0]])
+    with pytest.raises(ValueError, match="finite"):
+        paced_priority(np.array([[np.nan, 0, 0, 0]]), prices, rows)
+
+
+def test_the_paced_priority_never_exhausts_the_budget_early():
+    env = gym.make("ClusterApproxSingleJob-v0", action_mode="paced_priority")
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    terminated = False
+    while not terminated:
+        _, _, terminated, _, info = env.step(rng.random(env.action_space.shape))
+    summary = info["episode_summary"]
+    assert summary["n_exhausted"] == 0 and summary["mean_consumed_budget"] > 0.9
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "allowed"),
+    [
+        ("ClusterApprox-v0", {"action_mode": "binary"}, "occupant"),
+        ("ClusterApproxSingleJob-v0", {"action_mode": "work_conserving"}, "paced_priority"),
+        ("ClusterApprox-v0", {"action_mode": "work_conserving", "capacity": 2}, "capacity=None"),
+        ("ClusterApprox-v0", {"observation_mode": "box"}, "flat"),
+    ],
+)
+def test_bad_modes_are_refused_by_name(env_id, kwargs, allowed):
+    with pytest.raises(ValueError, match=allowed):
+        gym.make(env_id, **kwargs)
