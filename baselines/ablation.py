@@ -479,9 +479,10 @@ def markdown(study: str, table: list[dict[str, Any]], refs: References) -> str:
         value = refs.means[agent]
         score = float(normalized(value, refs.naive, refs.top)) + 0.0
         lines.append(f"| {role}: `{agent}` | — | — | {value:.4g} | {score:.3f} | — |")
-    if len({row["steps"] for row in table}) > 1:
+    curves = {v: p for v, p in plateaus(table).items() if sum(r["variant"] == v for r in table) > 1}
+    if curves:
         lines.append("")
-        for variant, p in plateaus(table).items():
+        for variant, p in curves.items():
             lines.append(
                 f"- {variant}: plateau at {p['steps']:,} steps (score {p['score']:.3f}; best {p['best_score']:.3f} "
                 f"{_ci(p['best_ci'], 3)} at {p['best_steps']:,})"
