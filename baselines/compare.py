@@ -44,7 +44,7 @@ from baselines.rl import (
     training_seed,
     write_run_files,
 )
-from baselines.settings import FORMAT_KWARGS, EnvSetting, env_setting, require_setting
+from baselines.settings import EnvSetting, env_setting, format_kwargs, require_setting
 from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
 
 HELD_OUT_INSTANCE_BASE = 1000  # held-out track: evaluation seed s runs on instance HELD_OUT_INSTANCE_BASE + s
@@ -196,7 +196,7 @@ def compare(
     """Run every agent on every seed and return the comparison (``write_report`` writes it out).
 
     The settings entry's ``env_kwargs`` apply to every agent, under the caller's ``env_kwargs``. An agent may
-    add kwargs of the action/observation format (``FORMAT_KWARGS``); one that needs other kwargs changes the
+    add kwargs of the action/observation format (``format_kwargs``); one that needs other kwargs changes the
     dynamics, so it is left out of ``"all"`` (listed in ``excluded``) and refused when named.
     ``rl`` names RL algorithms; each comes from ``obtain_policy``: a matching run in ``models_dir/<algo>-<env_id>``
     (default ``results/models``, the cache the command line uses too) or shipped with the package (unless
@@ -283,7 +283,7 @@ def admit(
     changes = {
         key: value
         for key, value in dict(agent.env_kwargs).items()
-        if key not in FORMAT_KWARGS and (key not in env_kwargs or env_kwargs[key] != value)
+        if key not in format_kwargs(env_id) and (key not in env_kwargs or env_kwargs[key] != value)
     }
     if changes and named:
         raise ValueError(

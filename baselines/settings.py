@@ -33,7 +33,14 @@ HIGHER, LOWER = 1, -1
 # is handled, which a reference agent never sends), never the dynamics, the reward or the metrics. An agent
 # needing any other kwarg at a value the comparison does not use faces a different problem (e.g. opm_gc's
 # capacities on ClusterApprox-v0), so `compare` does not put it next to the others.
-FORMAT_KWARGS = frozenset({"action_mode", "observation_mode", "invalid_action", "max_jobs"})
+# ClusterBilinear-v0's max_visible_jobs only sizes the per-job view; ClusterApprox-v0's sets which jobs can run.
+FORMAT_KWARGS = frozenset({"action_mode", "observation_mode", "invalid_action"})
+ENV_FORMAT_KWARGS = {"ClusterBilinear-v0": frozenset({"max_visible_jobs"})}
+
+
+def format_kwargs(env_id: str) -> frozenset[str]:
+    """The env kwargs of ``env_id`` that change only the action or observation format."""
+    return FORMAT_KWARGS | ENV_FORMAT_KWARGS.get(env_id, frozenset())
 
 
 @dataclass(frozen=True)
@@ -213,7 +220,7 @@ SETTINGS: dict[str, EnvSetting] = {
         rl_steps=200_000,
         rl_steps_quick=30_000,
         notes="The 1-anchor is `known_rates` (OPM with the true mean rates, privileged), a clairvoyant policy and "
-        "not an upper bound: the exact offline optimum (the env's `compute_benchmark=True`, P1 over the horizon) "
+        "not an upper bound: the exact offline optimum (the env's `compute_regret=True`, P1 over the horizon) "
         "takes over 2 minutes of SLSQP per episode at this preset.",
     ),
     "ClusterApproxSingleJob-v0": EnvSetting(

@@ -79,10 +79,10 @@ def _approx(kwargs: dict):
     import cluster_envs  # noqa: F401
     from cluster_envs.approx import model
 
-    env = gym.make("ClusterApprox-v0", **{**kwargs, "compute_benchmark": False}).unwrapped
+    env = gym.make("ClusterApprox-v0", **{**kwargs, "compute_regret": False}).unwrapped
     env.reset(seed=0)
     inst, cfg = env._instance, env.config
-    args = (cfg.utility, cfg.beta, inst.jobs, inst.means, inst.prices, cfg.horizon, cfg.benchmark_kind)
+    args = (cfg.utility, cfg.beta, inst.jobs, inst.means, inst.prices, cfg.horizon, cfg.oracle_kind)
     return model.benchmark_estimate(inst.jobs, cfg.horizon, cfg.n_machines), lambda: model.opt_per_job(*args)
 
 

@@ -112,7 +112,7 @@ def bilinear(rng, base, large):
         "service_model": _pick(rng, SERVICE_MODELS),
         "action_mode": _pick(rng, BILINEAR_ACTIONS),
         "observation_mode": _pick(rng, BILINEAR_OBSERVATIONS),
-        "max_jobs": _pick(rng, [4, 32]),
+        "max_visible_jobs": _pick(rng, [4, 32]),
         "horizon": _pick(rng, [2, 12]),
     }
 

@@ -27,8 +27,8 @@ class UGDAOL(BaseAgent):
 
     problem_type = BilinearProblem
     name: ClassVar[str] = "ugda_ol"
-    # jobs beyond max_jobs are invisible to a per-job agent; 128 exceeds every queue of the paper's setting
-    env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "job_allocation", "max_jobs": 128}
+    # jobs beyond max_visible_jobs are invisible to a per-job agent; 128 exceeds every queue of the paper's setting
+    env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "job_allocation", "max_visible_jobs": 128}
 
     def __init__(self, gamma_cost: float = 1.2, V: float | None = None, ucb_c: float = 2.0):
         check_number("gamma_cost", gamma_cost, low=1.0, low_open=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from cluster_envs.approx.model import BENCHMARK_KINDS, RATE_PROCESSES, UTILITIES
 from cluster_envs.common.config import check_choice, check_number
@@ -35,6 +35,11 @@ def _check_range(name: str, value: Any, low: float, high: float | None = None) -
 class ApproxConfig:
     """Every knob of the approximation-job envs; presets (below) fill them, keyword overrides win."""
 
+    RENAMED: ClassVar[dict[str, str]] = {  # deprecated in 0.2 (CHANGELOG): the offline optimum is the "oracle"
+        "compute_benchmark": "compute_regret",
+        "benchmark_kind": "oracle_kind",
+    }
+
     n_machines: int = 20
     horizon: int = 2000
     max_visible_jobs: int = 8
@@ -60,8 +65,8 @@ class ApproxConfig:
     job_keep_fraction: float = 1.0
     budget_mode: str = "hard"
     reward_mode: str = "true"
-    compute_benchmark: bool = False
-    benchmark_kind: str = "eq6"
+    compute_regret: bool = False
+    oracle_kind: str = "eq6"
     fixed_instance: bool = False
     instance_seed: int = 0
     expose_oracle: bool = False
@@ -128,8 +133,8 @@ class ApproxConfig:
         check_number("job_keep_fraction", self.job_keep_fraction, low=0.0, high=1.0, low_open=True)
         check_choice("budget_mode", self.budget_mode, BUDGET_MODES)
         check_choice("reward_mode", self.reward_mode, REWARD_MODES)
-        check_choice("compute_benchmark", self.compute_benchmark, (False, True))
-        check_choice("benchmark_kind", self.benchmark_kind, BENCHMARK_KINDS)
+        check_choice("compute_regret", self.compute_regret, (False, True))
+        check_choice("oracle_kind", self.oracle_kind, BENCHMARK_KINDS)
         check_choice("fixed_instance", self.fixed_instance, (False, True))
         check_number("instance_seed", self.instance_seed, low=0, integer=True)
         check_choice("expose_oracle", self.expose_oracle, (False, True))
@@ -203,7 +208,7 @@ MULTI_PRESETS: dict[str, dict[str, Any]] = {
         "max_visible_jobs": 3,
         "job_source": "common",
         "n_jobs": 3,
-        "compute_benchmark": True,
+        "compute_regret": True,
     },
 }
 MULTI_PRESETS["paper_light"] = {**MULTI_PRESETS["paper"], "job_keep_fraction": 0.5}
@@ -215,7 +220,7 @@ _SINGLE = {
     "horizon": 2000,
     "max_visible_jobs": 1,
     "job_source": "single",
-    "compute_benchmark": True,
+    "compute_regret": True,
     "action_mode": "binary",
 }
 SINGLE_PRESETS: dict[str, dict[str, Any]] = {

@@ -111,7 +111,7 @@ class _ApproxEnvCore(ClusterEnv):
             raise ValueError(f"action_mode={config.action_mode!r} needs the base model (capacity=None): the Sec. V-C "
                              "mode reads MultiBinary((K, M)) assignments")  # fmt: skip
         self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
-        if config.compute_benchmark:  # on the instance of instance_seed (every episode's with fixed_instance)
+        if config.compute_regret:  # on the instance of instance_seed (every episode's with fixed_instance)
             rng = np.random.default_rng(config.instance_seed)
             self._check_benchmark(self._draw_instance(rng, np.random.default_rng(0)).jobs)
         m, k = config.n_machines, config.max_visible_jobs
@@ -204,7 +204,7 @@ class _ApproxEnvCore(ClusterEnv):
         instance_rng = np.random.default_rng(cfg.instance_seed) if cfg.fixed_instance else streams["instance"]
         self.misc_rng = streams["misc"]
         instance = self._draw_instance(instance_rng, streams["rates"])
-        if cfg.compute_benchmark:
+        if cfg.compute_regret:
             self._check_benchmark(instance.jobs)  # before the episode's state changes
         self._instance = instance
         self.problem = ApproxProblem(
@@ -220,7 +220,7 @@ class _ApproxEnvCore(ClusterEnv):
             capacity=cfg.capacity,
         )
         opt = None
-        if cfg.compute_benchmark:
+        if cfg.compute_regret:
             jobs = self._instance.jobs
             opt = opt_per_job(
                 cfg.utility,
@@ -229,7 +229,7 @@ class _ApproxEnvCore(ClusterEnv):
                 self._instance.means,
                 self._instance.prices,
                 cfg.horizon,
-                cfg.benchmark_kind,
+                cfg.oracle_kind,
             )
         self._sim = ApproxSimulator(self.problem, self._instance, budget_mode=cfg.budget_mode, opt_per_job=opt)
         info = {
@@ -245,9 +245,9 @@ class _ApproxEnvCore(ClusterEnv):
         cfg = self.config
         check(
             benchmark_estimate(jobs, cfg.horizon, cfg.n_machines),
-            f"the benchmark's convex program (compute_benchmark=True) for {jobs.count} jobs",
+            f"the benchmark's convex program (compute_regret=True) for {jobs.count} jobs",
             "Use fewer machines (n_machines) or jobs (load, n_jobs, jobs, job_keep_fraction) or fewer distinct "
-            "arrival and deadline times (horizon, lifetime_median), or pass compute_benchmark=False.",
+            "arrival and deadline times (horizon, lifetime_median), or pass compute_regret=False.",
             time_limit=BENCHMARK_TIME_LIMIT,
         )
 
@@ -450,14 +450,15 @@ class ClusterApproxEnv(_ApproxEnvCore):
     (−1 where unobserved), ``n_invalid, n_budget_blocked, n_repaired, exhausted`` (per slot), ``migrations``
     (share of machines whose previous, still-running occupant changed), ``utility_true, utility_approx, fit``
     (Eq. 8 over departed jobs), ``fit_positive, slot_job_ids, arrivals, departures``; with
-    ``compute_benchmark=True``: ``benchmark_total`` and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the
-    end; ``benchmark_kind`` ``"eq6"``/``"p1"``/``"thm3"``); ``oracle`` only with ``expose_oracle=True``.
-    The benchmark's convex program is estimated before it runs (:mod:`cluster_envs.common.guards`): at
-    construction on the instance of ``instance_seed`` and at each reset on the drawn one, a ``ValueError`` naming
-    the keywords refuses it above ``MEMORY_LIMIT`` (2 GiB) or ``BENCHMARK_TIME_LIMIT`` (600 s estimated).
-    At the end, ``episode_summary``: utility, utility_approx, regret, benchmark_total, fit, fit_positive,
-    mean_migrations, budget and cost-to-utility shares, counters. ``info_level="minimal"`` keeps only ``t,
-    utility_true, utility_approx`` (and ``regret``) per step, plus ``episode_summary``; the trajectory is the same.
+    ``compute_regret=True``: ``benchmark_total`` (the offline optimum's utility) and ``regret`` (cumulative, equal
+    to Eq. 6's Reg_T at the end; ``oracle_kind`` ``"eq6"``/``"p1"``/``"thm3"`` picks the optimum); ``oracle``
+    only with ``expose_oracle=True``. The optimum's convex program is estimated before it runs
+    (:mod:`cluster_envs.common.guards`): at construction on the instance of ``instance_seed`` and at each reset on
+    the drawn one, a ``ValueError`` naming the keywords refuses it above ``MEMORY_LIMIT`` (2 GiB) or
+    ``BENCHMARK_TIME_LIMIT`` (600 s estimated). At the end, ``episode_summary``: utility, utility_approx, regret,
+    benchmark_total, fit, fit_positive, mean_migrations, budget and cost-to-utility shares, counters.
+    ``info_level="minimal"`` keeps only ``t, utility_true, utility_approx`` (and ``regret``) per step, plus
+    ``episode_summary``; the trajectory is the same.
 
     **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (``vector_env.py``) steps B
     copies through the same compiled slot transition (``kernel.py``); not for the Sec. V-C mode.

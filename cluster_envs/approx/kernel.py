@@ -7,14 +7,19 @@ below) and steps them with :func:`step_begin` and :func:`step_end`, which run :f
 libm in the last bit, and the trajectories must stay bit-for-bit those of the vectorized numpy model
 (golden hashes). Sums use numpy's summation order (:mod:`~cluster_envs.common.pairwise`) and the matrix-vector
 products ``executed @ rates`` BLAS's (:func:`batch_begin`), for the same reason.
+
+The kernels take the state as one record, :class:`State` (fields :data:`STATE_FIELDS`, by name, made by
+:func:`state_record`); the rows of its matrices and entries of its vectors are named below.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.experimental import structref
 
 from cluster_envs.common.pairwise import BLOCK, SUM_STACK, block_sum, pairwise_sum
+from cluster_envs.common.record import RecordType, field_values
 
 # Rows of the float job matrix ``jf`` (one column per job).
 BUDGET, VALUE, LIFETIME, SPENT, WORK, SURROGATE, OPT_RATE, DEMAND, FWORK, SCRATCH = range(10)
@@ -47,6 +52,34 @@ P_SIZE = 4
 # How :func:`step_begin` reads an action: occupants 0..K per machine, a 0/1 row for job slot 1, a 0/1 (K, M) matrix.
 DECODE_OCCUPANT, DECODE_SINGLE, DECODE_MATRIX = range(3)
 BAD_VALUE, OUT_OF_RANGE = -1, -2  # step_begin's error codes (nothing has changed when it returns them)
+
+# The state record: per copy b (leading axis; the single env is a batch of one) the proposed ``assign`` (B, K, M)
+# bool and ``executed`` (B, K, M) uint8 assignments and the row matrices and vectors named above (``jf``, ``ji``
+# (B, rows, jobs), ``mf``, ``mi`` (B, rows, M), ``si``, ``sf`` (B, rows, K), ``c``, ``f`` (B, size)); the
+# parameters ``p`` (P_SIZE,) are shared by every copy.
+STATE_FIELDS = ("assign", "executed", "jf", "ji", "mf", "mi", "si", "sf", "c", "f", "p")
+
+
+@structref.register
+class StateType(RecordType):
+    """The numba type of :class:`State`."""
+
+
+class State(structref.StructRefProxy):
+    """The kernels' state record (fields :data:`STATE_FIELDS`); made by :func:`state_record`."""
+
+
+structref.define_proxy(State, StateType, STATE_FIELDS)
+
+
+@njit(cache=True)
+def _pack_state(values):
+    return State(*values)
+
+
+def state_record(**fields) -> State:
+    """The :class:`State` of ``fields`` (every name of :data:`STATE_FIELDS`): the arrays are shared, not copied."""
+    return _pack_state(field_values(STATE_FIELDS, fields))
 
 
 # Every per-copy function below indexes batch arrays (leading axis: the copy b) in place: a view per array and
@@ -157,8 +190,7 @@ def _executed_dot_blas(executed, b, x, out, orow) -> None:
 
 
 @njit(cache=True, inline="always")  # into the single env's step_begin / step_end: no call
-def batch_begin(actions, mode, rates, stepping, assign, executed, jf, ji, mf, mi, si, sf, c, f, p, power_in,
-                offsets) -> int:  # fmt: skip
+def batch_begin(actions, mode, rates, stepping, state, power_in, offsets) -> int:
     """First half of slot t = c[b, T] + 1 of every stepping copy b (leading axis of the state arrays; the single
     env is a batch of one, :func:`step_begin`): decode the action (validated before, :func:`batch_validate`),
     drop proposals to empty slots, repair, budget-check, run the executed tasks and update work, spend, feedback
@@ -168,15 +200,18 @@ def batch_begin(actions, mode, rates, stepping, assign, executed, jf, ji, mf, mi
     W_j/(t − a_j) of every active job); returns their count. ``stepping=None``: every copy steps;
     ``offsets=None`` (one copy): its arguments start at ``power_in[0]``.
 
-    One loop with the whole slot inside: an inlined helper taking arrays costs a reference count per array and
-    call, more than the work here. The work and cost products ``executed @ rates`` and ``executed @ prices``
-    follow numpy's BLAS (OpenBLAS, Haswell kernels: the ones this suite's wheels select on x86-64 with AVX2) bit
-    for bit: a (1, M) matrix is a ``ddot`` (M < 16: the terms one by one), a larger one a ``dgemv_t``, whose rows
-    in blocks of 4 (and a last single row) sum the first M & -4 terms in 4 lanes i % 4, reduced as
-    (l0 + l2) + (l1 + l3), a block of 2 rows in 2 lanes i % 2, then add the last M % 4 terms as one group.
+    One loop with the whole slot inside, hence its length: an inlined helper taking arrays costs a reference
+    count per array and call, more than the work here. The work and cost products ``executed @ rates`` and
+    ``executed @ prices`` follow numpy's BLAS (OpenBLAS, Haswell kernels: the ones this suite's wheels select on
+    x86-64 with AVX2) bit for bit: a (1, M) matrix is a ``ddot`` (M < 16: the terms one by one), a larger one a
+    ``dgemv_t``, whose rows in blocks of 4 (and a last single row) sum the first M & -4 terms in 4 lanes i % 4,
+    reduced as (l0 + l2) + (l1 + l3), a block of 2 rows in 2 lanes i % 2, then add the last M % 4 terms as one
+    group.
     ``executed`` is 0/1, so every product is exact and only this order matters (FMA or not). ``while`` loops:
     numba compiles a stepped ``range`` into a much slower loop.
     """
+    assign, executed, jf, ji, mf, mi = state.assign, state.executed, state.jf, state.ji, state.mf, state.mi
+    si, sf, c, f, p = state.si, state.sf, state.c, state.f, state.p
     n_slots, m = assign.shape[1], assign.shape[2]
     body = m - (m & 3)
     two_from = n_slots & -4
@@ -343,28 +378,31 @@ def batch_begin(actions, mode, rates, stepping, assign, executed, jf, ji, mf, mi
 
 
 @njit(cache=True)
-def step_begin(action, mode, rates, assign, executed, jf, ji, mf, mi, si, sf, c, f, p, power_in) -> int:
+def step_begin(action, mode, rates, state, power_in) -> int:
     """:func:`batch_begin` for one env after validating its action: the state arrays are a batch of one (leading
     axis of length 1, as :class:`~cluster_envs.approx.simulator.ApproxSimulator` keeps them), ``action`` (A,)
     and ``rates`` (M,) this slot's. The number of utility arguments written to ``power_in``, or an error code
     < 0 (state untouched)."""
     actions = action[None]
-    code = _validate(actions, 0, mode, assign.shape[1])
+    code = _validate(actions, 0, mode, state.assign.shape[1])
     if code < 0:
         return code
+    c = state.c
     c[0, RATES_FROM] = c[0, T] + 1
-    return batch_begin(actions, mode, rates[None, None], None, assign, executed, jf, ji, mf, mi, si, sf, c, f, p,
-                       power_in, None)  # fmt: skip
+    return batch_begin(actions, mode, rates[None, None], None, state, power_in, None)
 
 
 @njit(cache=True, inline="always")  # into the single env's step_begin / step_end: no call
-def batch_end(power_out, offsets, stepping, executed, jf, ji, mf, mi, si, c, f, p, beta, horizon, obs):
+def batch_end(power_out, offsets, stepping, state, beta, horizon, obs):
     """Second half of slot t of every stepping copy b (see :func:`batch_begin`; the single env is a batch of one,
     :func:`step_end`): rewards from the utility terms ``value * power_out[offsets[b]:]`` (g(x) of batch_begin's
     arguments: x^β, log(1 + x) or x), departures, freed slots and admissions. Then, unless ``obs`` is None, every
     copy's observation (the single env's ``observation_from``) written straight into the fresh batch arrays
     ``obs`` = (time, price, n_obs, sum_obs, last_rate, last_mask, jobs, last_occupant); a (B, 0)
-    ``last_occupant`` is not written (single-job env). One loop with the slot inside, as in batch_begin."""
+    ``last_occupant`` is not written (single-job env). One loop with the slot inside, as in batch_begin, hence its
+    length."""
+    executed, jf, ji, mf, mi, si = state.executed, state.jf, state.ji, state.mf, state.mi, state.si
+    c, f, p = state.c, state.f, state.p
     n_slots, m = executed.shape[1], executed.shape[2]
     for b in range(c.shape[0]):
         if stepping is None or stepping[b]:
@@ -438,10 +476,10 @@ def batch_end(power_out, offsets, stepping, executed, jf, ji, mf, mi, si, c, f, 
 
 
 @njit(cache=True)
-def step_end(power_out, executed, jf, ji, mf, mi, si, sf, c, f, p) -> None:
+def step_end(power_out, state) -> None:
     """:func:`batch_end` for one env (state arrays a batch of one, as for :func:`step_begin`), without the
     observation."""
-    batch_end(power_out, None, None, executed, jf, ji, mf, mi, si, c, f, p, 0.0, 1, None)
+    batch_end(power_out, None, None, state, 0.0, 1, None)
 
 
 @njit(cache=True, inline="always")
@@ -507,10 +545,10 @@ def _job_rows(rows, b, beta, generalized, jf, ji, si, t) -> None:
 
 
 @njit(cache=True)
-def write_job_rows(rows, beta, generalized, jf, ji, si, t) -> None:
-    """The observation's ``jobs`` matrix (K, F) of one env (state arrays a batch of one): one row per visible job
+def write_job_rows(rows, beta, generalized, state, t) -> None:
+    """The observation's ``jobs`` matrix (K, F) of one env (``state`` a batch of one): one row per visible job
     slot, zeros for an empty slot."""
-    _job_rows(rows[None], 0, beta, generalized, jf, ji, si, t)
+    _job_rows(rows[None], 0, beta, generalized, state.jf, state.ji, state.si, t)
 
 
 @njit(cache=True)

@@ -18,9 +18,7 @@ import numpy as np
 
 from cluster_envs.approx import kernel
 from cluster_envs.approx.model import ApproxProblem, Instance, utility
-
-# The state arrays in the kernels' argument order (``kernel.step_begin``).
-STATE_ARRAYS = ("assign", "executed", "jf", "ji", "mf", "mi", "si", "sf", "c", "f")
+from cluster_envs.common.record import HoldsRecord
 
 
 def budget_check(assign: np.ndarray, prices: np.ndarray, spent: np.ndarray, budget: np.ndarray) -> np.ndarray:
@@ -30,7 +28,7 @@ def budget_check(assign: np.ndarray, prices: np.ndarray, spent: np.ndarray, budg
     return out
 
 
-class ApproxSimulator:
+class ApproxSimulator(HoldsRecord):
     """State of one episode, stepped by proposed assignments ``assign`` (K, M) bool (row k = job slot k).
 
     The state lives in the flat arrays of :mod:`cluster_envs.approx.kernel` (``jf``, ``ji``, ``mf``, ``mi``,
@@ -83,21 +81,12 @@ class ApproxSimulator:
         self.rates_now = np.zeros(m)
         self.step_info: dict = {}
         kernel.admit(0, self.ji, self.si, self.c)
-        self.batch_of_one()
+        self.record = self.make_record()
 
-    def batch_of_one(self) -> None:
-        """Views of the state arrays with a leading axis of 1, the kernels' batch layout (rebuilt after the
-        arrays are re-pointed: by the batched env, and on unpickling)."""
-        self._one = tuple(getattr(self, name)[None] for name in STATE_ARRAYS)
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        del state["_one"]  # views: a copy would no longer share the arrays' memory
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.batch_of_one()
+    def make_record(self) -> kernel.State:
+        """The kernels' record of the state arrays, with a leading axis of 1 (their batch layout; made again after
+        the arrays are re-pointed: by the batched env, and on unpickling or copying)."""
+        return kernel.state_record(**{name: getattr(self, name)[None] for name in kernel.STATE_FIELDS[:-1]}, p=self.p)
 
     # ------------------------------------------------------------------ views of the state
     horizon = property(lambda self: self.problem.horizon)
@@ -144,7 +133,7 @@ class ApproxSimulator:
         Raises ``ValueError`` (and changes nothing) if the action holds NaN, inf, fractions or values out of range.
         """
         rates = self.rates_now = self.instance.rates.rates(self.t + 1)
-        count = kernel.step_begin(action, mode, rates, *self._one, self.p, self.power_in)
+        count = kernel.step_begin(action, mode, rates, self.record, self.power_in)
         if count < 0:
             if count == kernel.BAD_VALUE:
                 raise ValueError("action must hold finite integer values (no NaN, inf or fractions)")
@@ -156,7 +145,7 @@ class ApproxSimulator:
             np.log1p(self.power_in[:count], out=self.power_out[:count])
         else:
             self.power_out[:count] = self.power_in[:count]
-        kernel.step_end(self.power_out, *self._one[1:], self.p)
+        kernel.step_end(self.power_out, self.record)
 
     def slot_details(self) -> dict:
         """Per-slot detail of the last step (the env's full ``info``)."""
@@ -182,8 +171,7 @@ class ApproxSimulator:
 
     def job_rows(self) -> np.ndarray:
         """The observation's ``jobs`` matrix (K, F): one row per visible job slot, zeros for an empty slot."""
-        jf, ji, si = self._one[2], self._one[3], self._one[6]
-        kernel.write_job_rows(self.rows, self.beta, self.problem.generalized, jf, ji, si, self.c[0])
+        kernel.write_job_rows(self.rows, self.beta, self.problem.generalized, self.record, self.c[0])
         return self.rows
 
     def summary(self) -> dict[str, float]:

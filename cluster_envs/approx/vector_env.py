@@ -13,6 +13,7 @@ from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv,
 from cluster_envs.approx.model import CHUNK
 from cluster_envs.approx.simulator import ApproxSimulator
 from cluster_envs.common.flat import flatten_batch
+from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.vector import BatchedCopies
 
 # Simulator arrays whose last axis is the job axis (padded to a common width in the batch) and the fixed-size ones.
@@ -20,7 +21,7 @@ JOB_ARRAYS = {"jf": (kernel.JF_ROWS, np.float64), "ji": (kernel.JI_ROWS, np.int6
 FIXED_ARRAYS = ("mf", "mi", "si", "sf", "c", "f", "assign", "executed")
 
 
-class ClusterApproxVectorEnv(BatchedCopies):
+class ClusterApproxVectorEnv(HoldsRecord, BatchedCopies):
     """``num_envs`` copies of ``ClusterApprox-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own single env (copy i of ``reset(seed=s)`` is seeded s + i, as in
@@ -58,7 +59,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
         self._dict_space = first.dict_observation_space
         self._n_fields = self._dict_space["job" if first.single_job else "jobs"].shape[-1]
         self._seen: dict[str, np.ndarray] = {}  # the last batch observation, as a Dict (the action modes read it)
-        self._width = 0  # padded job-axis width
+        self._width = 0  # padded job-axis width (the record is made when the job arrays are)
+        self.record = None
         self._rates = np.zeros((CHUNK, b, m))  # slot-major: copies in step read one contiguous block
         self._chunk_end = np.zeros(b, dtype=np.int64)
         self._offsets = np.zeros(b + 1, dtype=np.int64)
@@ -71,6 +73,10 @@ class ClusterApproxVectorEnv(BatchedCopies):
         """Privileged: each copy's simulator (its arrays are views into the batch)."""
         return [env.simulator for env in self.envs]
 
+    def make_record(self) -> kernel.State | None:
+        """The kernels' record of the batch arrays (None before the first reset makes the job arrays)."""
+        return kernel.state_record(**self._batch, p=self._p) if self._width else None
+
     def _widen(self, width: int) -> None:
         """Pad the job axis to ``width`` and re-point every live simulator at the new arrays."""
         old = self._width
@@ -82,6 +88,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
         self._power_in = np.zeros(self.num_envs * (self.config.max_visible_jobs + width))
         self._power_out = np.zeros_like(self._power_in)
         self._width = width
+        self.record = self.make_record()
         for b in np.flatnonzero(self._attached):
             self._attach(b, self.envs[b].simulator)
 
@@ -93,7 +100,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
             if values is not None:
                 view[...] = values[name]
             setattr(sim, name, view)  # the simulator now reads and writes its slice of the batch
-        sim.batch_of_one()
+        sim.record = sim.make_record()
         self._attached[b] = True
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -147,9 +154,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
         reset_infos = {b: self._reset_copy(b, None) for b in np.flatnonzero(resetting)}
         self._refill_rates(stepping)
         a = self._batch
-        count = kernel.batch_begin(actions, self._mode, self._rates, stepping, a["assign"], a["executed"], a["jf"],
-                                    a["ji"], a["mf"], a["mi"], a["si"], a["sf"], a["c"], a["f"], self._p,
-                                    self._power_in, self._offsets)  # fmt: skip
+        count = kernel.batch_begin(actions, self._mode, self._rates, stepping, self.record, self._power_in,
+                                   self._offsets)  # fmt: skip
         values, out = self._power_in[:count], self._power_out[:count]
         if self.config.utility == "power":
             np.power(values, self.config.beta, out=out)
@@ -173,7 +179,7 @@ class ClusterApproxVectorEnv(BatchedCopies):
     def _end(self, stepping: np.ndarray) -> dict[str, np.ndarray]:
         """Finish the slot of the ``stepping`` copies; every copy's observation, written by the kernel straight into
         fresh arrays (the single env's ``observation_from``, key for key), flattened in ``observation_mode="flat"``."""
-        a, b, m = self._batch, self.num_envs, self.config.n_machines
+        b, m = self.num_envs, self.config.n_machines
         single = self.env_class.single_job
         obs = {"time": np.empty((b, 2))}
         for key in ("price", "n_obs", "sum_obs", "last_rate"):
@@ -181,9 +187,8 @@ class ClusterApproxVectorEnv(BatchedCopies):
         obs["last_mask"] = np.empty((b, m), dtype=np.int8)
         jobs = np.empty((b, self.config.max_visible_jobs, self._n_fields))
         occupant = np.empty((b, 0 if single else m), dtype=np.int64)
-        kernel.batch_end(self._power_out, self._offsets, stepping, a["executed"], a["jf"], a["ji"], a["mf"], a["mi"],
-                          a["si"], a["c"], a["f"], self._p, float(self.config.beta),
-                          self.config.horizon, (*obs.values(), jobs, occupant))  # fmt: skip
+        kernel.batch_end(self._power_out, self._offsets, stepping, self.record, float(self.config.beta),
+                         self.config.horizon, (*obs.values(), jobs, occupant))  # fmt: skip
         if single:
             obs["job"] = jobs.reshape(b, self._n_fields)
         else:

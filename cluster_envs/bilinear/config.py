@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -58,6 +58,8 @@ def check_capacity(name: str, rho: Any, mu: Any, n: float, allow_unstable: bool)
 class BilinearConfig:
     """Keyword arguments of ``ClusterBilinear-v0`` (defaults: the ``paper`` preset, Sec. V)."""
 
+    RENAMED: ClassVar[dict[str, str]] = {"max_jobs": "max_visible_jobs"}  # deprecated in 0.2 (CHANGELOG)
+
     num_job_classes: int = 10
     num_server_classes: int = 2
     servers_per_class: int | tuple[int, ...] = 2
@@ -79,7 +81,7 @@ class BilinearConfig:
     gamma_env: float = 1.2
     queue_cap: int | None = None
     server_schedule: Callable[[int], Any] | Any = None
-    max_jobs: int = 32
+    max_visible_jobs: int = 32
     allow_unstable: bool = False
     info_level: str = "full"
 
@@ -130,7 +132,7 @@ class BilinearConfig:
         check_number("gamma_env", self.gamma_env)
         if self.queue_cap is not None:
             check_number("queue_cap", self.queue_cap, low=1, integer=True)
-        check_number("max_jobs", self.max_jobs, low=1, integer=True)
+        check_number("max_visible_jobs", self.max_visible_jobs, low=1, integer=True)
         if self.server_schedule is not None and not callable(self.server_schedule):
             sched = np.asarray(self.server_schedule)
             if sched.shape != (self.horizon, n_j):

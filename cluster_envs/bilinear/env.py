@@ -54,7 +54,7 @@ class ClusterBilinearEnv(ClusterEnv):
     observed rewards Σξ per (i, j) (I·J) (sufficient for the least-squares estimator since features
     depend only on the classes). ``"queues_stats"`` appends t/T, log1p of the cumulative counts M_ij and
     the empirical means of ξ (0 if unobserved). ``"full"`` appends u (I·d) and v (J·d). With
-    ``action_mode="job_allocation"`` a padded per-job block follows: for the first ``max_jobs`` waiting
+    ``action_mode="job_allocation"`` a padded per-job block follows: for the first ``max_visible_jobs`` waiting
     jobs in FIFO order, class + 1 (0 = empty slot), and each job's cumulative selection counts and
     summed rewards per server class (K·J each).
 
@@ -64,8 +64,8 @@ class ClusterBilinearEnv(ClusterEnv):
     ``"simplex_logits"`` ``Box(-1, 1, (J·(I+1),))``, logits 10·a, per server class a softmax over the
     non-empty classes and "idle" (last logit), y_ij = n_j π_ij; ``"server_choice"``
     ``MultiDiscrete([I+1]·n)``, the class each server (class-major) takes, I = idle, empty class = idle;
-    servers choosing one class get distinct jobs; ``"job_allocation"`` ``Box(0, 1, (max_jobs·J,))``
-    fractions x_kj/n_j over the padded job list (jobs beyond ``max_jobs`` are not served), same column
+    servers choosing one class get distinct jobs; ``"job_allocation"`` ``Box(0, 1, (max_visible_jobs·J,))``
+    fractions x_kj/n_j over the padded job list (jobs beyond ``max_visible_jobs`` are not served), same column
     projection. A
     non-finite, non-integral (``server_choice``) or wrongly shaped action raises ``ValueError`` and leaves
     the env unchanged.
@@ -86,7 +86,7 @@ class ClusterBilinearEnv(ClusterEnv):
     ``cum_regret_realized, holding_cost`` (Σ c_i Q_i(t)), ``queue_total`` (Σ_i Q_i(t)), ``queue_total_next``
     (Σ_i Q_i(t+1), what ``queue_cap`` is tested against), ``utilization`` (Σy/n),
     ``n_duplicates, n_collisions, action_projection_dist, overflow, hidden_jobs`` (waiting jobs beyond
-    ``max_jobs`` under ``job_allocation``); at the end ``episode_summary``. ``info_level="minimal"`` keeps
+    ``max_visible_jobs`` under ``job_allocation``); at the end ``episode_summary``. ``info_level="minimal"`` keeps
     only ``reward_noisy, reward_mean, reward_expected, queue_total, n_duplicates, n_collisions, regret`` (floats)
     and ``episode_summary`` (the fast setting for training and benchmarks).
     r* is the fluid LP oracle (HiGHS), once per instance (per distinct n(t) under a schedule).
@@ -112,7 +112,7 @@ class ClusterBilinearEnv(ClusterEnv):
         self._rho = np.asarray(config.traffic_intensity)
         self._mu = np.asarray(config.service_rate)
         self._costs = np.asarray(config.holding_costs)
-        k = config.max_jobs
+        k = config.max_visible_jobs
         self.action_space = {
             "allocation": lambda: spaces.Box(0.0, 1.0, shape=(n_i * n_j,), dtype=np.float32),
             "simplex_logits": lambda: spaces.Box(-1.0, 1.0, shape=(n_j * (n_i + 1),), dtype=np.float32),
@@ -135,7 +135,7 @@ class ClusterBilinearEnv(ClusterEnv):
             cfg.num_job_classes,
             cfg.num_server_classes,
             cfg.feature_dim,
-            cfg.max_jobs,
+            cfg.max_visible_jobs,
             cfg.horizon,
         )
         xi_max = 1.0 + NOISE_CLIP * cfg.noise_std
@@ -224,7 +224,7 @@ class ClusterBilinearEnv(ClusterEnv):
             service_model=cfg.service_model,
             action_mode=cfg.action_mode,
             observation_mode=cfg.observation_mode,
-            max_jobs=cfg.max_jobs,
+            max_visible_jobs=cfg.max_visible_jobs,
         )
         self._lp_cache = {}
         self._sim = BilinearSimulator(
@@ -240,7 +240,7 @@ class ClusterBilinearEnv(ClusterEnv):
             kappa=cfg.holding_cost_weight,
             gamma_env=cfg.gamma_env,
             reward_mode=cfg.reward_mode,
-            max_jobs=cfg.max_jobs if cfg.action_mode == "job_allocation" else -1,
+            max_visible_jobs=cfg.max_visible_jobs if cfg.action_mode == "job_allocation" else -1,
         )
         self._r_star = self.r_star
         q = self._sim.queue()
@@ -298,7 +298,7 @@ class ClusterBilinearEnv(ClusterEnv):
             elif mode == "server_choice":
                 sim.step_servers(a.astype(np.int64), r_star)
             else:
-                k = cfg.max_jobs
+                k = cfg.max_visible_jobs
                 visible = np.arange(k) < len(sim.job_class)
                 x = project_allocation(a.reshape(k, -1), visible, caps / self._caps) * self._caps
                 full = np.zeros((len(sim.job_class), len(caps)))
@@ -388,7 +388,7 @@ class ClusterBilinearEnv(ClusterEnv):
         if prob.observation_mode == "full":
             parts += [prob.job_features.ravel(), prob.server_features.ravel()]
         if prob.action_mode == "job_allocation":
-            k, n_j = prob.max_jobs, prob.n_server_classes
+            k, n_j = prob.max_visible_jobs, prob.n_server_classes
             shown = min(k, len(sim.job_class))
             cls, counts, sums = np.zeros(k), np.zeros((k, n_j)), np.zeros((k, n_j))
             cls[:shown] = sim.job_class[:shown] + 1

@@ -18,17 +18,24 @@ The slot's scratch and per-slot results live in row 0 whatever the copy (a batch
 fewer bytes per copy): ``draws[0]`` (``DRAW_ROWS``, n) float64 and ``servers[0]`` (``SERVER_ROWS``, n) int64:
 the per-server draws and outcomes; ``slot_stats[0]``'s y, N and Σξ; ``classes[0]`` (``CLASS_ROWS``, I) int64:
 Q(t), D(t), A(t+1); ``scratch[0]`` (2, K + I) int64 and ``work[0]`` (:func:`work_size`,) float64.
+
+These arrays and the model's constants are one record, :class:`SlotRecord` (fields :data:`SLOT_FIELDS`, by name,
+made by :func:`slot_record`), which :func:`slot_batch`, :func:`begin_slot` and :func:`end_slot` take; inside, they
+pass its fields on to their helpers as a :class:`Slot` namedtuple of arrays without memory owners
+(:func:`~cluster_envs.common.record.unowned`).
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.experimental import structref
 
 from cluster_envs.bilinear.rng import next_double, permute, standard_normal
 from cluster_envs.common.pairwise import SUM_STACK, pairwise_sum
+from cluster_envs.common.record import RecordType, field_values, strip_owner, unowned
 
 NOISE_CLIP = 10.0  # reward noise is truncated at ±10σ (probability 1.5e-23) so observations have finite bounds
 TIE_EPS = 1e-9  # a column sum within this of its cap counts as feasible (spec §3.3)
@@ -93,19 +100,41 @@ STAT_NAMES = (
 STATS = len(STAT_NAMES)
 REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
 
+# The slot's record: the model (per copy b the mean rewards ``r[b]`` (I, J) and the arrivals ``arrivals[b]``;
+# the service rates ``mu``, holding ``costs``, ``exclusive`` service, ``noise_std``, the nominal server counts
+# ``caps_nominal``, the server counts per slot ``schedule`` (rows: slots), ``server_ids`` (2, n): each server's
+# class and index, the reward's ``kappa``, ``gamma_env``, ``reward_mode`` (index of REWARD_MODES) and
+# ``max_visible_jobs`` (-1: no per-job view)), then the copies' state arrays of the layout above.
+SLOT_FIELDS = (
+    "r", "mu", "costs", "arrivals", "exclusive", "noise_std", "caps_nominal", "schedule", "server_ids", "kappa",
+    "gamma_env", "reward_mode", "max_visible_jobs",
+    "rng", "jobs", "job_stats", "counters", "draws", "servers", "slot_stats", "classes", "stats", "scratch", "work",
+    "obs",
+)  # fmt: skip
+Slot = namedtuple("Slot", SLOT_FIELDS)  # the record's fields inside compiled code, arrays without owners
 
-@intrinsic
-def _unowned(typingctx, arr):
-    """``arr`` without its memory owner: numba's reference counting of the result (an atomic operation on every
-    call that passes it, however the callee is inlined or pruned) becomes a null test. Valid while ``arr`` lives:
-    :func:`slot_batch` uses it for its arguments, which its caller holds."""
 
-    def codegen(context, builder, signature, args):
-        array = cgutils.create_struct_proxy(signature.args[0])(context, builder, value=args[0])
-        array.meminfo = cgutils.get_null_value(array.meminfo.type)
-        return array._getvalue()
+@structref.register
+class SlotRecordType(RecordType):
+    """The numba type of :class:`SlotRecord`."""
 
-    return arr(arr), codegen
+
+class SlotRecord(structref.StructRefProxy):
+    """The slot's record (fields :data:`SLOT_FIELDS`); made by :func:`slot_record`."""
+
+
+structref.define_proxy(SlotRecord, SlotRecordType, SLOT_FIELDS)
+
+
+@njit(cache=True)
+def _pack_slot(values):
+    return SlotRecord(*values)
+
+
+def slot_record(**fields) -> SlotRecord:
+    """The :class:`SlotRecord` of ``fields`` (every name of :data:`SLOT_FIELDS`): the arrays are shared, not
+    copied."""
+    return _pack_slot(field_values(SLOT_FIELDS, fields))
 
 
 def work_size(n_rows: int, n_cols: int, n_servers: int) -> int:
@@ -183,10 +212,13 @@ def project(frac, work, b, n_rows, n_cols):
 
 
 @njit(cache=True)
-def prepare(kind, actions, trow, schedule, caps_nominal, jobs, counters, slot_stats, classes, work, b):
+def prepare(kind, actions, trow, slot, b):
     """Q(t) of copy b and, for ``kind`` ``ALLOCATION``, y = its projected allocation fractions ``actions[b]``
     (I·J, row-major, :func:`project_column`) times n_j; for ``CLASSES`` with a non-empty ``actions`` (a batch), y =
-    ``actions[b]`` (I·J, row-major; a simulator sets y itself). False, changing nothing, if a fraction is NaN or inf."""
+    ``actions[b]`` (I·J, row-major; a simulator sets y itself). False, changing nothing, if a fraction is NaN or inf.
+    ``slot``: a :class:`Slot`."""
+    schedule, caps_nominal, jobs, counters = slot.schedule, slot.caps_nominal, slot.jobs, slot.counters
+    slot_stats, classes, work = slot.slot_stats, slot.classes, slot.work
     n_cls, n_cols = classes.shape[2], caps_nominal.size
     for i in range(n_cls):
         classes[0, QUEUE, i] = 0
@@ -215,17 +247,24 @@ def prepare(kind, actions, trow, schedule, caps_nominal, jobs, counters, slot_st
 
 
 @njit(cache=True)
-def settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, job_stats, counters, draws, servers,
-           slot_stats, classes, stats, scratch, work, r_star, kappa, gamma_env, reward_mode, max_jobs, b):  # fmt: skip
-    """The rest of copy b's slot after the servers' selections in ``servers[0, JOB]`` (n_j(t) = ``schedule[trow]``):
-    pay and serve them, remove the completed jobs, admit the arrival A(t+1), and the slot's statistics, reward and
-    episode totals into ``stats[b]``. One function, not one per stage: a call passes every array anew.
+def settle(slot, trow, r_star, b):
+    """The rest of copy b's slot (of the :class:`Slot` ``slot``) after the servers' selections in
+    ``servers[0, JOB]`` (n_j(t) = ``schedule[trow]``): pay and serve them, remove the completed jobs, admit the
+    arrival A(t+1), and the slot's statistics, reward and episode totals into ``stats[b]``. One function, not one
+    per stage, hence its length: the stages share most of the slot's arrays and scalars (n, the job count, the
+    paid count), and this function stays small enough for numba to drop the reference counts of its locals.
 
     ``"paper"`` service pays every selection (duplicates counted); ``"exclusive"`` keeps, per job, the first
     server in the slot's random order (the others collide). ``counters[b, COLLISIONS]`` carries collisions the
     selection already had (``server_choice``). Without an arrival the job slot after the queue is written all the
     same (nothing reads it).
     """
+    r, mu, costs, arrivals, exclusive = slot.r, slot.mu, slot.costs, slot.arrivals, slot.exclusive
+    server_ids, schedule, jobs, job_stats = slot.server_ids, slot.schedule, slot.jobs, slot.job_stats
+    counters = slot.counters
+    draws, servers, slot_stats, classes, stats = slot.draws, slot.servers, slot.slot_stats, slot.classes, slot.stats
+    scratch, work, kappa, gamma_env = slot.scratch, slot.work, slot.kappa, slot.gamma_env
+    reward_mode, max_visible_jobs = slot.reward_mode, slot.max_visible_jobs
     # pay: N, Σξ, each job's statistics, the paid rewards (also into work[0] after the I·J products below, for
     # their sum), the jobs that complete (scratch[0, 1]), the duplicates and collisions
     n, n_jobs = server_ids.shape[1], counters[b, N_JOBS]
@@ -320,7 +359,7 @@ def settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, 
     for i in range(n_cls):
         holding += costs[i] * classes[0, QUEUE, i]
         queue_total += classes[0, QUEUE, i]
-    hidden = max(0, queue_total - max_jobs) if max_jobs >= 0 else 0
+    hidden = max(0, queue_total - max_visible_jobs) if max_visible_jobs >= 0 else 0
     servers_now = 0
     for j in range(n_cols):
         servers_now += schedule[trow, j]
@@ -371,9 +410,11 @@ def draw_slot(rng, noise_std, draws, servers, b):
 
 
 @njit(cache=True)
-def select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats, classes, scratch, work,
-                   b):  # fmt: skip
-    """Each available server picks class i w.p. y_ij/n_j, then a uniform waiting job of that class (Alg. 1)."""
+def select_classes(trow, slot, b):
+    """Each available server picks class i w.p. y_ij/n_j, then a uniform waiting job of that class (Alg. 1).
+    ``slot``: a :class:`Slot`."""
+    schedule, server_ids, jobs, counters, draws = slot.schedule, slot.server_ids, slot.jobs, slot.counters, slot.draws
+    servers, slot_stats, classes, scratch, work = slot.servers, slot.slot_stats, slot.classes, slot.scratch, slot.work
     n_jobs, n_cls = counters[b, N_JOBS], slot_stats.shape[2]
     acc = 0
     for i in range(n_cls):  # scratch[0, 1]: where each class starts in scratch[0, 0], the jobs ordered by class
@@ -404,9 +445,11 @@ def select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, s
 
 
 @njit(cache=True)
-def select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats):
+def select_jobs(actions, b, trow, slot):
     """Each available server picks waiting job k (FIFO order) w.p. x_kj/n_j (x flat, waiting jobs × J, in
-    ``actions[b]``); y is x summed per class."""
+    ``actions[b]``); y is x summed per class. ``slot``: a :class:`Slot`."""
+    schedule, server_ids, jobs, counters = slot.schedule, slot.server_ids, slot.jobs, slot.counters
+    draws, servers, slot_stats = slot.draws, slot.servers, slot.slot_stats
     n_jobs, n_cls, n_cols = counters[b, N_JOBS], slot_stats.shape[2], slot_stats.shape[3]
     for s in range(server_ids.shape[1]):
         j, select = server_ids[0, s], draws[0, SELECT, s]
@@ -427,23 +470,22 @@ def select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, s
 
 
 @njit(cache=True)
-def begin_slot(actions, rng, noise_std, caps_nominal, schedule, jobs, counters, draws, servers, slot_stats, classes,
-               work, b):  # fmt: skip
-    """Q(t) and the slot's draws, for a selection made outside (``server_choice``) before :func:`end_slot`."""
-    trow = min(counters[b, T], schedule.shape[0] - 1)
-    prepare(CLASSES, actions, trow, schedule, caps_nominal, jobs, counters, slot_stats, classes, work, b)
-    draw_slot(rng, noise_std, draws, servers, b)
+def begin_slot(actions, record, b):
+    """Q(t) and the slot's draws of copy b of ``record``, for a selection made outside (``server_choice``) before
+    :func:`end_slot`."""
+    slot = unowned(record, Slot)
+    trow = min(slot.counters[b, T], slot.schedule.shape[0] - 1)
+    prepare(CLASSES, actions, trow, slot, b)
+    draw_slot(slot.rng, slot.noise_std, slot.draws, slot.servers, b)
 
 
 @njit(cache=True)
-def end_slot(r, mu, costs, arrivals, exclusive, server_ids, schedule, jobs, job_stats, counters, draws, servers,
-             slot_stats, classes, stats, scratch, work, r_star, kappa, gamma_env, reward_mode, max_jobs, obs,
-             b):  # fmt: skip
+def end_slot(record, r_star, b):
     """The rest of :func:`slot_batch` after :func:`begin_slot` and a selection made outside."""
-    trow = min(counters[b, T], schedule.shape[0] - 1)
-    settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, job_stats, counters, draws, servers,
-           slot_stats, classes, stats, scratch, work, r_star, kappa, gamma_env, reward_mode, max_jobs, b)  # fmt: skip
-    write_observation(jobs, counters, slot_stats, obs, b)
+    slot = unowned(record, Slot)
+    trow = min(slot.counters[b, T], slot.schedule.shape[0] - 1)
+    settle(slot, trow, r_star, b)
+    write_observation(slot.jobs, slot.counters, slot.slot_stats, slot.obs, b)
 
 
 @njit(cache=True)
@@ -463,12 +505,10 @@ def write_observation(jobs, counters, slot_stats, obs, b):
 
 
 @njit(cache=True)
-def slot_batch(kind, actions, stepping, r_star, rewards, status, r, mu, costs, arrivals, exclusive, noise_std,
-               caps_nominal, schedule, server_ids, kappa, gamma_env, reward_mode, max_jobs, rng, jobs, job_stats,
-               counters, draws, servers, slot_stats, classes, stats, scratch, work, obs):  # fmt: skip
-    """One slot of every copy b with ``stepping[b]`` (server counts ``schedule[min(t, len - 1)]``): its status
-    into ``status[b]`` and, when done, its reward into ``rewards[b]`` and its next observation into ``obs[b]``
-    (:func:`write_observation`). The single env steps its one copy with it.
+def slot_batch(kind, actions, stepping, r_star, rewards, status, record):
+    """One slot of every copy b of ``record`` (a :class:`SlotRecord`) with ``stepping[b]`` (server counts
+    ``schedule[min(t, len - 1)]``): its status into ``status[b]`` and, when done, its reward into ``rewards[b]``
+    and its next observation into ``obs[b]`` (:func:`write_observation`). The single env steps its one copy with it.
 
     ``kind`` ``ALLOCATION``: ``actions[b]`` holds fractions y_ij/n_j (I·J, row-major), projected; ``CLASSES``:
     y (I, J) is ``actions[b]`` (row-major) or, with an empty ``actions`` (a simulator), already in
@@ -477,16 +517,13 @@ def slot_batch(kind, actions, stepping, r_star, rewards, status, r, mu, costs, a
     The status is ``DONE``, or the copy is unchanged and it is ``NOT_FINITE`` (an allocation fraction is NaN or
     inf) or ``FULL`` (the job arrays have no room for an arrival: grow them and step it again).
 
-    The arrays are passed on without their memory owners (:func:`_unowned`): numba's reference counting of
-    arrays passed to a function or an inlined helper, atomic operations, cost more than the model itself.
+    The arrays are passed on without their memory owners (:func:`~cluster_envs.common.record.unowned`): numba's
+    reference counting of arrays passed to a function or an inlined helper, atomic operations, cost more than the
+    model itself.
     """
-    actions, stepping, r_star, rewards, status = (_unowned(actions), _unowned(stepping), _unowned(r_star),
-                                                  _unowned(rewards), _unowned(status))  # fmt: skip
-    r, mu, costs, arrivals = _unowned(r), _unowned(mu), _unowned(costs), _unowned(arrivals)
-    caps_nominal, schedule, server_ids = _unowned(caps_nominal), _unowned(schedule), _unowned(server_ids)
-    rng, jobs, job_stats, counters = _unowned(rng), _unowned(jobs), _unowned(job_stats), _unowned(counters)
-    draws, servers, slot_stats, classes = _unowned(draws), _unowned(servers), _unowned(slot_stats), _unowned(classes)
-    stats, scratch, work, obs = _unowned(stats), _unowned(scratch), _unowned(work), _unowned(obs)
+    actions, stepping, r_star = strip_owner(actions), strip_owner(stepping), strip_owner(r_star)
+    rewards, status, slot = strip_owner(rewards), strip_owner(status), unowned(record, Slot)
+    jobs, counters, schedule, stats = slot.jobs, slot.counters, slot.schedule, slot.stats
     for b in range(stepping.size):
         if not stepping[b]:
             continue
@@ -494,17 +531,14 @@ def slot_batch(kind, actions, stepping, r_star, rewards, status, r, mu, costs, a
             status[b] = FULL
             continue
         trow = min(counters[b, T], schedule.shape[0] - 1)
-        if not prepare(kind, actions, trow, schedule, caps_nominal, jobs, counters, slot_stats, classes, work, b):
+        if not prepare(kind, actions, trow, slot, b):
             status[b] = NOT_FINITE
             continue
-        draw_slot(rng, noise_std, draws, servers, b)
+        draw_slot(slot.rng, slot.noise_std, slot.draws, slot.servers, b)
         if kind == JOBS:
-            select_jobs(actions, b, trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats)
+            select_jobs(actions, b, trow, slot)
         else:
-            select_classes(trow, schedule, server_ids, jobs, counters, draws, servers, slot_stats, classes, scratch,
-                           work, b)  # fmt: skip
-        settle(r, mu, costs, arrivals, exclusive, server_ids, trow, schedule, jobs, job_stats, counters, draws,
-               servers, slot_stats, classes, stats, scratch, work, r_star[b], kappa, gamma_env, reward_mode, max_jobs,
-               b)  # fmt: skip
-        write_observation(jobs, counters, slot_stats, obs, b)
+            select_classes(trow, slot, b)
+        settle(slot, trow, r_star[b], b)
+        write_observation(jobs, counters, slot.slot_stats, slot.obs, b)
         status[b], rewards[b] = DONE, stats[b, REWARD]

@@ -8,6 +8,7 @@ v_j).ravel()`` and r_ij = z_ijᵀθ = u_iᵀΘv_j (spec §2.1).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -129,9 +130,16 @@ class BilinearProblem:
     service_model: str
     action_mode: str
     observation_mode: str
-    max_jobs: int
+    max_visible_jobs: int
     pair_features: np.ndarray = field(init=False, repr=False)
     part_slices: tuple[tuple[str, slice, tuple[int, ...]], ...] = field(init=False, repr=False)
+
+    @property
+    def max_jobs(self) -> int:
+        """Deprecated name of ``max_visible_jobs`` (removed in 0.3)."""
+        warnings.warn("max_jobs is deprecated: use max_visible_jobs (the old name is removed in 0.3)",
+                      DeprecationWarning, stacklevel=2)  # fmt: skip
+        return self.max_visible_jobs
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pair_features", pair_features(self.job_features, self.server_features))
@@ -168,7 +176,7 @@ class BilinearProblem:
 
     def observation_parts(self) -> dict[str, tuple[int, ...]]:
         """Name -> shape of each part of the flat observation, in order."""
-        n_i, n_j, d, k = self.n_job_classes, self.n_server_classes, self.feature_dim, self.max_jobs
+        n_i, n_j, d, k = self.n_job_classes, self.n_server_classes, self.feature_dim, self.max_visible_jobs
         parts: dict[str, tuple[int, ...]] = {
             "queues": (n_i,),
             "counts": (n_i, n_j),

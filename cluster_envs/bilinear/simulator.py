@@ -38,9 +38,6 @@ JOB_ARRAYS = ("jobs", "job_stats", "scratch")
 SHARED_ARRAYS = ("draws", "servers", "classes", "scratch", "work")
 ARRAYS = ("r", "arrivals", "rng", "counters", "draws", "servers", "slot_stats", "classes", "stats", "work", "obs",
           *JOB_ARRAYS)  # fmt: skip
-# the arrays kernel.slot_batch takes after the model's constants, in its order
-STATE_ARRAYS = ("rng", "jobs", "job_stats", "counters", "draws", "servers", "slot_stats", "classes", "stats",
-                "scratch", "work", "obs")  # fmt: skip
 ASSIGNMENT_DTYPE = np.dtype(
     [
         ("job_id", np.int64),
@@ -110,7 +107,7 @@ class BilinearSimulator:
     the arrays :mod:`cluster_envs.bilinear.kernel` describes: ``arrays`` maps each name in ``ARRAYS`` to an
     array whose first axis is the copy, and this simulator is copy ``row`` (its own arrays hold one copy; the
     batched env :meth:`bind` s every copy's simulator to the rows of its batch arrays). The attributes of the same
-    names are the copy's rows. ``costs``, ``kappa``, ``gamma_env``, ``reward_mode`` and ``max_jobs`` (-1: no
+    names are the copy's rows. ``costs``, ``kappa``, ``gamma_env``, ``reward_mode`` and ``max_visible_jobs`` (-1: no
     per-job view) only shape the per-slot statistics and the reward in ``stats``.
     """
 
@@ -129,7 +126,7 @@ class BilinearSimulator:
         kappa: float = 0.0,
         gamma_env: float = 0.0,
         reward_mode: str = "noisy",
-        max_jobs: int = -1,
+        max_visible_jobs: int = -1,
     ):
         self.mu, self.noise_std, self.service_model = mu, noise_std, service_model
         self.n_job, self.n_server_class = r.shape
@@ -143,7 +140,7 @@ class BilinearSimulator:
         self.schedule = np.asarray(self.caps[None, :] if schedule is None else schedule, dtype=np.int64)
         self.costs = np.zeros(self.n_job) if costs is None else np.asarray(costs, dtype=np.float64)
         self.exclusive = service_model == "exclusive"
-        self.kappa, self.gamma_env, self.max_jobs = float(kappa), float(gamma_env), int(max_jobs)
+        self.kappa, self.gamma_env, self.max_visible_jobs = float(kappa), float(gamma_env), int(max_visible_jobs)
         self.reward_mode = kernel.REWARD_MODES.index(reward_mode)
         self._r_star, self._reward, self._status = np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.int64)
         n, n_i, n_j = self.n_servers, self.n_job, self.n_server_class
@@ -180,27 +177,21 @@ class BilinearSimulator:
         self.arrays, self.row = arrays, row
         for name in ARRAYS:
             setattr(self, name, arrays[name][0 if name in SHARED_ARRAYS else row])
-        constants = (arrays["r"], self.mu, self.costs, arrays["arrivals"], self.exclusive, self.noise_std,
-                     self.caps_nominal, self.schedule, self.server_ids, self.kappa,
-                     self.gamma_env, self.reward_mode, self.max_jobs)  # fmt: skip
-        self._args = constants + tuple(arrays[name] for name in STATE_ARRAYS)
+        # the kernel's record: the batch arrays, and this simulator's model constants
+        fields = {name: arrays[name] if name in arrays else getattr(self, name) for name in kernel.SLOT_FIELDS}
+        self.record = kernel.slot_record(**fields)
 
     def __getstate__(self) -> dict:
         """Without the rows (views, which pickle and deepcopy would turn into copies): :meth:`__setstate__` binds
         them again."""
         state = self.__dict__.copy()
-        for name in (*ARRAYS, "_args"):
+        for name in (*ARRAYS, "record"):
             del state[name]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.bind(self.arrays, self.row)
-
-    @property
-    def kernel_args(self) -> tuple:
-        """The arguments of :func:`~.kernel.slot_batch` after ``status``: the constants and the copies' arrays."""
-        return self._args
 
     def resize_jobs(self, slots: int) -> None:
         """Reallocate this copy's job arrays for ``slots`` waiting jobs (at least the current count), keeping them
@@ -260,7 +251,7 @@ class BilinearSimulator:
         simulators bound to it)."""
         self._r_star[0] = r_star
         while True:
-            kernel.slot_batch(kind, action, ONE, self._r_star, self._reward, self._status, *self._args)
+            kernel.slot_batch(kind, action, ONE, self._r_star, self._reward, self._status, self.record)
             if self._status[0] != kernel.FULL:
                 return self._status[0] == kernel.DONE
             self.reserve()
@@ -288,10 +279,7 @@ class BilinearSimulator:
         class runs out, extra servers duplicate a uniform job ("paper") or idle as collisions ("exclusive").
         """
         self.reserve()
-        arrays = self.arrays
-        kernel.begin_slot(NO_ACTION, arrays["rng"], self.noise_std, self.caps_nominal, self.schedule, arrays["jobs"],
-                          arrays["counters"], arrays["draws"], arrays["servers"], arrays["slot_stats"],
-                          arrays["classes"], arrays["work"], self.row)  # fmt: skip
+        kernel.begin_slot(NO_ACTION, self.record, self.row)
         q, order, pick = self.classes[kernel.QUEUE], self.servers[kernel.ORDER], self.draws[kernel.PICK]
         available = self.server_index < self.caps_now()[self.server_class]
         choices = np.where(available & (choices < self.n_job), choices, self.n_job)
@@ -314,12 +302,7 @@ class BilinearSimulator:
             else:
                 collisions += len(extra)
         self.counters[kernel.COLLISIONS] = collisions
-        kernel.end_slot(
-            arrays["r"], self.mu, self.costs, arrays["arrivals"], self.exclusive, self.server_ids, self.schedule,
-            arrays["jobs"], arrays["job_stats"], arrays["counters"], arrays["draws"], arrays["servers"],
-            arrays["slot_stats"], arrays["classes"], arrays["stats"], arrays["scratch"], arrays["work"], r_star,
-            self.kappa, self.gamma_env, self.reward_mode, self.max_jobs, arrays["obs"], self.row,
-        )  # fmt: skip
+        kernel.end_slot(self.record, r_star, self.row)
         return self.result()
 
     def result(self) -> SlotResult:

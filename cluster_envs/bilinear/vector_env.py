@@ -202,8 +202,8 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         return out
 
     def _run(self, actions: np.ndarray, stepping: np.ndarray, rewards: np.ndarray, status: np.ndarray) -> None:
-        args = self.envs[0].simulator.kernel_args  # every copy's simulator is bound to the batch arrays
-        kernel.slot_batch(self._kind, actions, stepping, self._r_star, rewards, status, *args)
+        record = self.envs[0].simulator.record  # every copy's simulator is bound to the batch arrays
+        kernel.slot_batch(self._kind, actions, stepping, self._r_star, rewards, status, record)
 
     @property
     def simulators(self) -> list:

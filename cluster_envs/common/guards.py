@@ -10,7 +10,7 @@ Three solvers are guarded (estimates in their own modules, measured against real
   checked at construction on the instance of ``instance_seed`` and again at every reset on the drawn instance.
 
 The limits are constants, not keywords: every guarded oracle has a keyword that turns it off
-(``compute_regret=False``, ``compute_benchmark=False``), which the message names with the size keywords. Callers
+(``compute_regret=False``), which the message names with the size keywords. Callers
 of the solvers themselves (scripts) can pass other limits to :func:`check`.
 """
 

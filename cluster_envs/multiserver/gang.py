@@ -243,7 +243,7 @@ def gang_repair(
     x = np.empty(priority.size, dtype=np.int8)
     n_arrival, n_capacity = gang_repair_into(
         np.asarray(requested, bool), np.asarray(usable, bool), priority, inst.arms,
-        inst.task_req, inst.server_cap, inst.min_tasks, x, *(workspace or gang_workspace(inst)),
+        inst.task_req, inst.server_cap, inst.min_tasks, x, workspace or gang_workspace(inst),
     )  # fmt: skip
     return x, n_arrival, n_capacity
 
@@ -260,12 +260,12 @@ def gang_workspace(inst: GangStructure) -> tuple[np.ndarray, ...]:
 
 
 @njit(cache=True)
-def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, min_tasks, x, free, placed, port_order,
-                     chosen, bucket, fill, first) -> tuple[int, int]:  # fmt: skip
-    """:func:`gang_repair` into ``x``, with the scratch arrays of :func:`gang_workspace`. No branches on the
-    (random) bits and fits, which would mispredict: every arm writes its bucket's next slot and the next slot of
-    the port order, and only a gated arm (a port's first) advances them (hence the spare slots); a task is placed
-    iff no slack ``free − request`` is negative."""
+def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, min_tasks, x, work) -> tuple[int, int]:
+    """:func:`gang_repair` into ``x``, with ``work`` the scratch arrays of :func:`gang_workspace`. No branches on
+    the (random) bits and fits, which would mispredict: every arm writes its bucket's next slot and the next slot
+    of the port order, and only a gated arm (a port's first) advances them (hence the spare slots); a task is
+    placed iff no slack ``free − request`` is negative."""
+    free, placed, port_order, chosen, bucket, fill, first = work
     n_types = task_req.shape[0]
     for e in range(x.size):  # loops, not slice assignments: numba's cost tens of ns each
         x[e] = 0

@@ -7,6 +7,10 @@ The single env's kernels: the action check (:func:`action_problem`), the first-f
 from that copy's own streams (their ``PCG64`` states as rows of one array, :mod:`~cluster_envs.common.pcg`),
 so a copy sees exactly the normals and arrival uniforms its single env would draw. The observation is written
 straight into the arrays the step returns.
+
+The batch's state is one record, :class:`Batch` (fields :data:`BATCH_FIELDS`, by name): the configuration, the
+instance, the copies' state and the repairs' scratch. A step's fresh outputs are one tuple in the order of
+:data:`OUTPUTS`.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.experimental import structref
 
 from cluster_envs.common.pcg import fill_random, fill_standard_normal
+from cluster_envs.common.record import RecordType, field_values
 from cluster_envs.multiserver.gang import gang_is_feasible, gang_repair_into
 
 # Rows of the step's float outputs (the info values) and of its integer outputs.
@@ -27,6 +33,47 @@ COUNTS = 3
 # Rows of the running episode sums.
 AOU, EXPECTED_AOU, ORACLE_AOU, RUN_REGRET, DROPPED = range(5)
 SUMS = 5
+# A step's outputs, in this order: the observation's arrays (B, ...), rewards (B,), values (VALUES, B) and
+# counts (COUNTS, B) int64.
+OBS_KEYS = ("arrivals", "edge_mask", "time", "last_action", "last_utility")
+OUTPUTS = (*OBS_KEYS, "rewards", "values", "counts")
+
+# The batch record: configuration (``binary``/``scores``: the action mode; ``raise_mode``: invalid actions
+# raise; ``regret``: compute_regret; ``penalty``: infeasible_penalty; ``horizon``), instance (``gang``: repair
+# by the gang structure ``arms`` .. ``min_tasks``, else by ``A``, ``c``; the utility model ``mu`` .. ``v_tilde``),
+# copies (``t``, ``arrivals`` of the slot about to be decided, ``pattern`` their :func:`pattern_of`, ``states``
+# rows 2b and 2b + 1: copy b's utility and arrival streams, ``sums`` (SUMS, B), the oracle's ``oracle_values``
+# per arrival pattern (NaN: not solved yet) and ``missing``: copy b's next pattern is not solved yet) and scratch
+# (``used``, ``wanted``: the first-fit's; ``gang_work``: :func:`~cluster_envs.multiserver.gang.gang_workspace`).
+BATCH_FIELDS = (
+    "binary", "scores", "raise_mode", "regret", "penalty", "horizon",
+    "gang", "port_of_edge", "rho", "A", "c", "arms", "task_req", "server_cap", "min_tasks",
+    "mu", "sigma", "cost", "clips", "lo", "width", "v_tilde",
+    "t", "arrivals", "pattern", "states", "sums", "oracle_values", "missing",
+    "used", "wanted", "gang_work",
+)  # fmt: skip
+
+
+@structref.register
+class BatchType(RecordType):
+    """The numba type of :class:`Batch`."""
+
+
+class Batch(structref.StructRefProxy):
+    """The batched env's state record (fields :data:`BATCH_FIELDS`); made by :func:`batch_record`."""
+
+
+structref.define_proxy(Batch, BatchType, BATCH_FIELDS)
+
+
+@njit(cache=True)
+def _pack_batch(values):
+    return Batch(*values)
+
+
+def batch_record(**fields) -> Batch:
+    """The :class:`Batch` of ``fields`` (every name of :data:`BATCH_FIELDS`): the arrays are shared, not copied."""
+    return _pack_batch(field_values(BATCH_FIELDS, fields))
 
 
 @njit(cache=True)
@@ -157,12 +204,12 @@ def pattern_of(arrivals) -> int:
 
 
 @njit(cache=True)
-def check_actions(actions, stepping, binary, raise_mode, gang, arrivals, port_of_edge, A, c, arms, task_req,
-                  server_cap, min_tasks) -> tuple[int, int]:  # fmt: skip
+def check_actions(actions, stepping, batch) -> tuple[int, int]:
     """First problem of a stepping copy's action: (0, −1) if none, else (code, copy) with code 1 non-finite,
-    2 not binary, 3 infeasible under ``raise_mode``. Nothing is changed. ``a − a`` is 0 for every finite value,
-    integers included, and NaN for NaN and ±inf."""
-    if not raise_mode:  # the common case, one branch-free (vectorised) pass over every action first
+    2 not binary, 3 infeasible under ``batch.raise_mode``. Nothing is changed. ``a − a`` is 0 for every finite
+    value, integers included, and NaN for NaN and ±inf."""
+    binary, arrivals, port_of_edge = batch.binary, batch.arrivals, batch.port_of_edge
+    if not batch.raise_mode:  # the common case, one branch-free (vectorised) pass over every action first
         flat = actions.ravel()
         bad = 0
         if binary:
@@ -184,37 +231,46 @@ def check_actions(actions, stepping, binary, raise_mode, gang, arrivals, port_of
                 return 1, b
             if binary and a != 0 and a != 1:
                 return 2, b
-        if raise_mode:
+        if batch.raise_mode:
             for e in range(n_edges):
                 x[e] = actions[b, e] > 0.5
                 usable[e] = arrivals[b, port_of_edge[e]]
-            if gang:
-                ok = gang_is_feasible(x, usable, arms, task_req, server_cap, min_tasks)
+            if batch.gang:
+                ok = gang_is_feasible(x, usable, batch.arms, batch.task_req, batch.server_cap, batch.min_tasks)
             else:
-                ok = is_feasible(x, usable, A, c)
+                ok = is_feasible(x, usable, batch.A, batch.c)
             if not ok:
                 return 3, b
     return 0, -1
 
 
 @njit(cache=True)
-def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern, states, port_of_edge, rho, A,
-               c, arms, task_req, server_cap, min_tasks, mu, sigma, cost, clips, lo, width, v_tilde, regret,
-               oracle_values, missing, penalty, horizon, sums, obs_arrivals, obs_edge_mask, obs_time, obs_last_action,
-               obs_last_utility, rewards, values, counts, used, wanted, free, placed, port_order, chosen, bucket, fill,
-               first) -> int:  # fmt: skip
-    """One slot of every stepping copy (actions already checked by :func:`check_actions`; ``used`` to ``first``
-    are the repairs' scratch arrays). The copy state ``t``, ``arrivals`` (of the slot about to be decided),
-    ``pattern`` (their :func:`pattern_of`, with ``regret``), ``sums`` and ``states`` (rows 2b and 2b + 1: copy
-    b's utility and arrival streams) advance; the ``obs_*``, ``rewards``,
-    ``values`` and ``counts`` rows of the stepping copies are written (``values``/``counts``: zero for the
-    others, ``counts[SLOT]`` = t − 1 for all). With ``regret``, ``oracle_values`` holds the oracle's value per
-    arrival pattern (NaN: not solved yet); ``missing[b]`` says whether copy b's next pattern is not solved
-    yet, and the return value counts them.
+def step_batch(actions, stepping, batch, out) -> int:
+    """One slot of every stepping copy (actions already checked by :func:`check_actions`). The copies' state in
+    ``batch`` (``t``, ``arrivals``, ``pattern``, ``sums``, ``states``) advances; the rows of the stepping copies
+    of the outputs ``out`` (:data:`OUTPUTS`) are written (``values``/``counts``: zero for the others,
+    ``counts[SLOT]`` = t − 1 for all). With ``batch.regret``, ``batch.missing[b]`` says whether copy b's next
+    arrival pattern is not solved yet, and the return value counts them.
 
-    One function with the whole slot inside (repair, utilities, observation and sums): it runs once per copy in
-    the batch's inner loop, where a call to a compiled helper passing these arrays costs a reference count per
-    array, more than a copy's slot (the repair kernels it does call are those the single env calls too)."""
+    One function with the whole slot inside (repair, utilities, observation and sums), hence its length: it runs
+    once per copy in the batch's inner loop, where a call to a compiled helper passing these arrays costs a
+    reference count per array, more than a copy's slot (the repair kernels it does call are those the single env
+    calls too). The record's fields are read once, before the loop."""
+    scores, raise_mode, gang, regret = batch.scores, batch.raise_mode, batch.gang, batch.regret
+    penalty, horizon, port_of_edge, rho, A, c = (
+        batch.penalty,
+        batch.horizon,
+        batch.port_of_edge,
+        batch.rho,
+        batch.A,
+        batch.c,
+    )
+    arms, task_req, server_cap, min_tasks = batch.arms, batch.task_req, batch.server_cap, batch.min_tasks
+    mu, sigma, cost, clips, lo, width = batch.mu, batch.sigma, batch.cost, batch.clips, batch.lo, batch.width
+    v_tilde, t, arrivals, pattern, states = batch.v_tilde, batch.t, batch.arrivals, batch.pattern, batch.states
+    sums, oracle_values, missing = batch.sums, batch.oracle_values, batch.missing
+    used, wanted, gang_work = batch.used, batch.wanted, batch.gang_work
+    obs_arrivals, obs_edge_mask, obs_time, obs_last_action, obs_last_utility, rewards, values, counts = out
     n_copies, n_edges = actions.shape
     n_ports = arrivals.shape[1]
     few_types = A.shape[0] <= 4
@@ -243,8 +299,7 @@ def step_batch(actions, stepping, scores, raise_mode, gang, t, arrivals, pattern
             order = np.argsort(-actions[b], kind="mergesort") if scores else index_order  # stable, as the single env
             if gang:
                 n_arrival, n_capacity = gang_repair_into(requested, usable, order, arms, task_req, server_cap,
-                                                         min_tasks, x, free, placed, port_order, chosen, bucket,
-                                                         fill, first)  # fmt: skip
+                                                         min_tasks, x, gang_work)  # fmt: skip
             elif few_types:  # first_fit_into's two kernels, called directly (see there)
                 n_arrival, n_capacity = first_fit_few_types(requested, usable, order, A, c, x, wanted)
             else:

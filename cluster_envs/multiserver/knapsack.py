@@ -143,8 +143,8 @@ def solve(
     V = np.full(int(np.prod(extent)) * width, neg, dtype=dtype)
     V[::width] = 0  # V_{|E|}[s, c'] = 0 iff s = 0
     if order.size:
-        fit_count, top_sum = _reach_bounds(order, A, c, upsilon)
-        _sweep(V, bits, order, box, rows, bit_offset, upsilon, values, A, point_strides, width, fit_count, top_sum)
+        layout = (order, box, rows, bit_offset, point_strides, width)
+        _sweep(V, bits, values, upsilon, A, layout, _reach_bounds(order, A, c, upsilon))
 
     top = np.full(s_max + 1, neg, dtype=dtype)
     base = int(final_box @ point_strides) * width
@@ -224,8 +224,12 @@ def _reach_bounds(order: np.ndarray, A: np.ndarray, c: np.ndarray, upsilon: np.n
 
 
 @njit(cache=True)
-def _sweep(V, bits, order, box, rows, bit_offset, upsilon, values, A, point_strides, width, fit_count, top_sum):
-    """Every stage of the DP in place on ``V`` (layout ``[c', s]``), writing the take bits."""
+def _sweep(V, bits, values, upsilon, A, layout, bounds):
+    """Every stage of the DP in place on ``V`` (layout ``[c', s]``), writing the take bits. ``layout``: the stages'
+    (order, box, rows, bit_offset) of :class:`KnapsackTable`, the point strides and the s-stride ``width``;
+    ``bounds``: :func:`_reach_bounds`'s (fit_count, top_sum)."""
+    order, box, rows, bit_offset, point_strides, width = layout
+    fit_count, top_sum = bounds
     n_types = A.shape[0]
     scratch = np.zeros(((width + 7) // 8) * 8, np.uint8)
     packed = scratch.view(np.uint64)

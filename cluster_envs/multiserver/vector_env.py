@@ -11,6 +11,7 @@ import numpy as np
 from cluster_envs.common import pcg
 from cluster_envs.common.env import invalid_action
 from cluster_envs.common.flat import flatten_batch
+from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.vector import BatchedCopies
 from cluster_envs.multiserver import kernel
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
@@ -22,10 +23,9 @@ INFO_KEYS = {"utility": kernel.UTILITY, "raw_utility": kernel.RAW_UTILITY}
 COUNT_KEYS = {"n_dropped_arrival": kernel.DROPPED_ARRIVAL, "n_dropped_capacity": kernel.DROPPED_CAPACITY}
 REGRET_KEYS = {"expected_utility": kernel.EXPECTED, "oracle_utility": kernel.ORACLE, "slot_regret": kernel.SLOT_REGRET,
                "realized_regret": kernel.REALIZED_REGRET, "regret": kernel.REGRET}  # fmt: skip
-OBS_KEYS = ("arrivals", "edge_mask", "time", "last_action", "last_utility")
 
 
-class ClusterMultiServerVectorEnv(BatchedCopies):
+class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
     """``num_envs`` copies of ``ClusterMultiServer-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own env (copy i of ``reset(seed=s)`` is seeded s + i, as in ``SyncVectorEnv``;
@@ -70,9 +70,19 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         self._missing = np.zeros(num_envs, dtype=bool)
         self._oracle_values = np.full(2**inst.n_ports if cfg.compute_regret else 1, np.nan)
         self._states = np.zeros((2 * num_envs, pcg.WORDS), np.uint64)  # copy b's utility, arrival streams: 2b, 2b+1
-        self._static = self._static_arrays()
-        n_types, n_edges = self._static["A"].shape[0], inst.n_edges
-        self._work = (np.empty(n_types, np.int64), np.empty(n_edges, np.int64), *self._gang_workspace())
+        self.record = self.make_record()
+
+    def make_record(self) -> kernel.Batch:
+        """The kernel's record of this batch: its configuration, instance, copies' state and scratch."""
+        cfg, static = self.config, self._static_arrays()
+        return kernel.batch_record(
+            **static, binary=cfg.action_mode == "binary", scores=cfg.action_mode == "scores",
+            raise_mode=cfg.invalid_action == "raise", regret=bool(cfg.compute_regret),
+            penalty=float(cfg.infeasible_penalty), horizon=int(cfg.horizon), t=self._t, arrivals=self._arrivals,
+            pattern=self._pattern, states=self._states, sums=self._sums, oracle_values=self._oracle_values,
+            missing=self._missing, used=np.empty(static["A"].shape[0], np.int64),
+            wanted=np.empty(self.instance.n_edges, np.int64), gang_work=self._gang_workspace(),
+        )  # fmt: skip
 
     def _static_arrays(self) -> dict[str, Any]:
         """The kernel's instance arrays; the gang structure's are unused placeholders here."""
@@ -95,7 +105,7 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
         env = self.envs[b]
         _, info = env.reset(seed=seed, options=options)
         obs = env.last_observation
-        for key in OBS_KEYS:
+        for key in kernel.OBS_KEYS:
             self._obs[key][b] = obs[key]
         self._arrivals[b] = obs["arrivals"]
         self._t[b] = 1
@@ -117,28 +127,17 @@ class ClusterMultiServerVectorEnv(BatchedCopies):
 
     def step(self, actions: Any):
         actions = self.real_actions(actions)
-        cfg, static, n = self.config, self._static, self.num_envs
+        cfg, n = self.config, self.num_envs
         resetting = self._needs_reset.copy()
         stepping = ~resetting
-        raise_mode = cfg.invalid_action == "raise"
-        code, copy_index = kernel.check_actions(
-            actions, stepping, cfg.action_mode == "binary", raise_mode, static["gang"], self._arrivals,
-            static["port_of_edge"], static["A"], static["c"], static["arms"], static["task_req"],
-            static["server_cap"], static["min_tasks"],
-        )  # fmt: skip
+        code, copy_index = kernel.check_actions(actions, stepping, self.record)
         if code:
             self._raise(code, copy_index, actions[copy_index])
         reset_infos = {int(b): self._reset_copy(int(b), None, None) for b in np.flatnonzero(resetting)}
         obs = {key: np.empty_like(value) for key, value in self._obs.items()}
         rewards, values, counts = np.zeros(n), np.empty((kernel.VALUES, n)), np.empty((kernel.COUNTS, n), np.int64)
-        missing = kernel.step_batch(
-            actions, stepping, cfg.action_mode == "scores", raise_mode, static["gang"], self._t, self._arrivals,
-            self._pattern, self._states, static["port_of_edge"], static["rho"], static["A"], static["c"],
-            static["arms"], static["task_req"], static["server_cap"], static["min_tasks"], static["mu"],
-            static["sigma"], static["cost"], static["clips"], static["lo"], static["width"], static["v_tilde"],
-            cfg.compute_regret, self._oracle_values, self._missing, cfg.infeasible_penalty, cfg.horizon,
-            self._sums, *(obs[key] for key in OBS_KEYS), rewards, values, counts, *self._work,
-        )  # fmt: skip
+        out = (*(obs[key] for key in kernel.OBS_KEYS), rewards, values, counts)
+        missing = kernel.step_batch(actions, stepping, self.record, out)
         if missing:
             for b in np.flatnonzero(self._missing):
                 self._fill_oracle(int(b))

@@ -9,6 +9,7 @@ from gymnasium import spaces
 
 from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
+from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.sla.config import PRESETS, SLAConfig
@@ -20,6 +21,8 @@ from cluster_envs.sla.kernel import (
     REWARD_MODES,
     STATIC_CUM,
     WORK,
+    Copies,
+    copies_record,
     step_copies,
 )
 from cluster_envs.sla.model import SLAProblem, make_load_generator
@@ -28,7 +31,7 @@ from cluster_envs.sla.simulator import SLASimulator, feedback_vector
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
-class ClusterSLAEnv(ClusterEnv):
+class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
 
     Rendering: ``"ansi"`` (a text line per user) or ``"rgb_array"`` (bars of allocations and queues).
@@ -176,7 +179,7 @@ class ClusterSLAEnv(ClusterEnv):
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
         self._sim = SLASimulator(problem, loads, empty_tol=cfg.empty_tol, eps_ref=cfg.eps_ref, sla_tol=cfg.sla_tol)
         self._sla_bar = problem.static_share
-        self._sla_bar_rows = self._sla_bar[None]  # step_copies' (B, N) layout
+        self.record = self.make_record()
         info = {
             "sla": problem.sla_array,
             "horizon": cfg.horizon,
@@ -187,6 +190,18 @@ class ClusterSLAEnv(ClusterEnv):
             "opt_eps_total_work": float(self._sim.opt_eps_cum_work[-1]),
         }
         return self._observation(), info
+
+    def make_record(self) -> Copies | None:
+        """:func:`~cluster_envs.sla.kernel.step_copies`' record of this env's episode as a batch of one (None
+        before the first reset)."""
+        sim, cfg = getattr(self, "_sim", None), self.config
+        if sim is None:
+            return None
+        return copies_record(
+            states=sim.states, stats=sim.statistics, series=sim.series, opt_cum=sim.opt_series,
+            ts=self._batch_of_one[0], sla_bar=self._sla_bar[None], mode=self._action_mode,
+            reward_mode=self._reward_mode, kappa=cfg.reward_kappa, empty_tol=cfg.empty_tol, sla_tol=cfg.sla_tol,
+        )  # fmt: skip
 
     def _checked_loads(self, loads: Any, name: str = "options['loads']") -> np.ndarray:
         loads = np.asarray(loads, dtype=np.float64)
@@ -210,9 +225,7 @@ class ClusterSLAEnv(ClusterEnv):
         obs = np.empty((1, 3 * cfg.n_users), dtype=np.float32)
         ts, stepping, rewards = self._batch_of_one
         ts[0] = sim.t
-        step_copies(sim.states, sim.statistics, sim.series, sim.opt_series, action[None], ts, stepping,
-                    self._action_mode, self._reward_mode, cfg.reward_kappa, cfg.empty_tol, cfg.sla_tol,
-                    self._sla_bar_rows, obs, rewards)  # fmt: skip
+        step_copies(self.record, action[None], stepping, obs, rewards)
         reward = float(rewards[0])
         if reward != reward:  # NaN: the kernel rejected the action before changing anything
             raise invalid_action(f"must be finite (no NaN or inf), got {action}")

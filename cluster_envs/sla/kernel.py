@@ -5,6 +5,8 @@ load L_t arrives, and each user is served w_t = min(h_t, Q_t + L_t) (D1); the re
 Q_{t+1} = Q_t + L_t - w_t (D2). The allocator's feedback is a_t = 1[Q_{t+1} > 0] (convention A1 of
 docs/specs/sla_mwu.md). The env (env.py), the batched env (vector_env.py) and the long-horizon runner
 (runner.py) all step through the compiled :func:`advance`, so there is one implementation of the physics.
+The env and the batched env step through :func:`step_copies`, which takes their state as one record,
+:class:`Copies` (fields :data:`COPIES_FIELDS`, by name).
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.experimental import structref
+
+from cluster_envs.common.record import RecordType, field_values
 
 ACTION_MODES = ("normalize", "sub_simplex", "softmax")
 REWARD_MODES = ("work", "work_sla", "work_sla_level", "neg_regret", "neg_regret_sla")
@@ -23,6 +28,41 @@ STATE_ROWS = 10
 QUEUE_L2, QUEUE_L2_SUM, QUEUE_L2_MAX, VIOLATION_STEPS = range(4)
 # The per-step series the step reads, stacked on one axis: L_t, W'_t and the relaxed W'^ε_t.
 LOAD, STATIC_CUM, STATIC_RELAXED_CUM = range(3)
+
+
+# The record of the copies that :func:`step_copies` steps: their ``states`` (B, STATE_ROWS, N), ``stats`` (B, 4),
+# per-step ``series`` (T, B, 3, N), ``opt_cum`` OPT(t) (T, B), step counts ``ts`` (B,) and static shares
+# ``sla_bar`` (B, N); and the step's parameters: ``mode`` and ``reward_mode`` (indices of ACTION_MODES and
+# REWARD_MODES, -1: a callable reward), ``kappa``, ``empty_tol``, ``sla_tol``.
+COPIES_FIELDS = ("states", "stats", "series", "opt_cum", "ts", "sla_bar", "mode", "reward_mode", "kappa", "empty_tol",
+                 "sla_tol")  # fmt: skip
+
+
+@structref.register
+class CopiesType(RecordType):
+    """The numba type of :class:`Copies`."""
+
+
+class Copies(structref.StructRefProxy):
+    """The record of the copies :func:`step_copies` steps (fields :data:`COPIES_FIELDS`); made by
+    :func:`copies_record`."""
+
+
+structref.define_proxy(Copies, CopiesType, COPIES_FIELDS)
+
+
+@njit(cache=True)
+def _pack_copies(values):
+    return Copies(*values)
+
+
+def copies_record(**fields) -> Copies:
+    """The :class:`Copies` of ``fields`` (every name of :data:`COPIES_FIELDS`): the arrays are shared, not copied;
+    the scalar parameters are stored as int64 (modes) and float64."""
+    fields = {**fields, "mode": int(fields["mode"]), "reward_mode": int(fields["reward_mode"])}
+    for name in ("kappa", "empty_tol", "sla_tol"):
+        fields[name] = float(fields[name])
+    return _pack_copies(field_values(COPIES_FIELDS, fields))
 
 
 # The step functions below index batch arrays with a copy index b: per-copy state (B, ...), per-step series
@@ -151,17 +191,19 @@ def step_reward(states, b, opt_cum, t, reward_mode, sla_bar, kappa, sla_tol) -> 
 
 
 @njit(cache=True)
-def step_copies(states, stats, series, opt_cum, actions, ts, stepping, mode, reward_mode, kappa, empty_tol, sla_tol,
-                sla_bar, obs, rewards) -> None:  # fmt: skip
-    """One env step of every copy b with ``stepping[b]``, fused: allocation, :func:`advance`, the paper's
-    observation into ``obs[b]``, the reward into ``rewards[b]``, and ``ts[b] += 1``.
+def step_copies(copies, actions, stepping, obs, rewards) -> None:
+    """One env step of every copy b with ``stepping[b]`` (of the record ``copies``), fused: allocation,
+    :func:`advance`, the paper's observation into ``obs[b]``, the reward into ``rewards[b]``, and ``ts[b] += 1``.
 
     The single env calls it with a batch of one, the vector env with its B copies: one implementation of the
-    step. A copy whose ``actions[b]`` is not finite gets reward NaN and is left unchanged. ``mode`` and
-    ``reward_mode`` index ``ACTION_MODES`` and ``REWARD_MODES``; ``reward_mode`` -1 (a callable reward, computed
-    by the env) gives 0. The body is written out here rather than in an inlined per-copy function: inlining a
-    function with this many array arguments costs about three times the step (reference counting per argument).
+    step. A copy whose ``actions[b]`` is not finite gets reward NaN and is left unchanged. ``reward_mode`` -1 (a
+    callable reward, computed by the env) gives 0. The body is written out here rather than in an inlined
+    per-copy function: inlining a function with this many array arguments costs about three times the step
+    (reference counting per argument).
     """
+    states, stats, series, opt_cum, ts = copies.states, copies.stats, copies.series, copies.opt_cum, copies.ts
+    sla_bar, mode, reward_mode, kappa = copies.sla_bar, copies.mode, copies.reward_mode, copies.kappa
+    empty_tol, sla_tol = copies.empty_tol, copies.sla_tol
     n = states.shape[2]
     for b in range(states.shape[0]):
         if not stepping[b]:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.vector import BatchedCopies
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.kernel import (
@@ -18,6 +19,8 @@ from cluster_envs.sla.kernel import (
     REWARD_MODES,
     STATE_ROWS,
     WORK,
+    Copies,
+    copies_record,
     step_copies,
 )
 from cluster_envs.sla.simulator import feedback_vector
@@ -25,7 +28,7 @@ from cluster_envs.sla.simulator import feedback_vector
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
-class ClusterSLAVectorEnv(BatchedCopies):
+class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
     """``num_envs`` copies of ``ClusterSLA-v0`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own :class:`ClusterSLAEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as
@@ -56,7 +59,17 @@ class ClusterSLAVectorEnv(BatchedCopies):
         self._sla_bar = np.zeros((num_envs, n))
         self._ts = np.zeros(num_envs, dtype=np.int64)
         self._obs = np.zeros((num_envs, 3 * n), dtype=np.float32)
-        self._action_mode, self._reward_mode = ACTION_MODES.index(cfg.action_mode), REWARD_MODES.index(cfg.reward_mode)
+        self.record = self.make_record()
+
+    def make_record(self) -> Copies:
+        """:func:`~cluster_envs.sla.kernel.step_copies`' record of the batch arrays."""
+        cfg = self.config
+        return copies_record(
+            states=self._states, stats=self._stats, series=self._series, opt_cum=self._opt_cum, ts=self._ts,
+            sla_bar=self._sla_bar, mode=ACTION_MODES.index(cfg.action_mode),
+            reward_mode=REWARD_MODES.index(cfg.reward_mode), kappa=cfg.reward_kappa, empty_tol=cfg.empty_tol,
+            sla_tol=cfg.sla_tol,
+        )  # fmt: skip
 
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         env = self.envs[b]
@@ -100,9 +113,7 @@ class ClusterSLAVectorEnv(BatchedCopies):
         reset_infos = {b: self._reset_copy(b, None, None) for b in np.flatnonzero(~stepping)}
         cfg = self.config
         rewards = np.zeros(self.num_envs)
-        step_copies(self._states, self._stats, self._series, self._opt_cum, actions, self._ts, stepping,
-                    self._action_mode, self._reward_mode, cfg.reward_kappa, cfg.empty_tol, cfg.sla_tol,
-                    self._sla_bar, self._obs, rewards)  # fmt: skip
+        step_copies(self.record, actions, stepping, self._obs, rewards)
         truncated = stepping & (self._ts == cfg.horizon)
         work, queue, deficit = self._states.take(MINIMAL_INFO_ROWS, axis=1).transpose(1, 0, 2)  # one copy
         infos = self.masked((("work", work), ("active", queue > 0.0), ("queue", queue), ("sla_deficit", deficit)),

@@ -213,7 +213,7 @@ def _summary_from_infos(reset_info: dict, infos: list[dict]) -> dict[str, float]
     ("policy", "kwargs"),
     [
         ("random actions", {"horizon": 200, "q_range": (2.0, 5.0)}),
-        ("opm", {"preset": "common_deadline", "horizon": 200, "compute_benchmark": True}),
+        ("opm", {"preset": "common_deadline", "horizon": 200, "compute_regret": True}),
     ],
 )
 def test_episode_summary_agrees_with_the_per_step_infos(policy, kwargs):

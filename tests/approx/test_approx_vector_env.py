@@ -41,7 +41,7 @@ def _assert_same(native, sync):
 @pytest.mark.parametrize(("env_id", "kwargs"), [
     ("ClusterApprox-v0", {}),
     ("ClusterApprox-v0", {"budget_mode": "soft", "reward_mode": "approx", "utility": "log", "q_range": (2.0, 6.0)}),
-    ("ClusterApprox-v0", {"preset": "common_deadline", "reward_mode": "sparse", "compute_benchmark": False}),
+    ("ClusterApprox-v0", {"preset": "common_deadline", "reward_mode": "sparse", "compute_regret": False}),
     ("ClusterApproxSingleJob-v0", {}),
     ("ClusterApproxSingleJob-v0", {"preset": "soft", "utility": "power", "beta": 0.3}),
 ])  # fmt: skip

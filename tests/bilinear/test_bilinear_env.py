@@ -266,7 +266,7 @@ def test_queue_cap_terminates_with_overflow():
 
 
 def test_hidden_jobs_are_reported_under_job_allocation():
-    env = gym.make(ENV_ID, action_mode="job_allocation", max_jobs=2)
+    env = gym.make(ENV_ID, action_mode="job_allocation", max_visible_jobs=2)
     env.reset(seed=0)
     infos = [env.step(np.zeros(4))[4] for _ in range(10)]
     assert [i["hidden_jobs"] for i in infos] == [max(0, int(i["Q"].sum()) - 2) for i in infos]
@@ -370,7 +370,7 @@ def _expected_observation(problem, t: int, queue, rows_of_slot, history, jobs) -
     if problem.observation_mode == "full":
         parts += [problem.job_features, problem.server_features]
     if problem.action_mode == "job_allocation":
-        k = problem.max_jobs
+        k = problem.max_visible_jobs
         cls, job_counts, job_sums = np.zeros(k), np.zeros((k, n_j)), np.zeros((k, n_j))
         for slot, (job_id, job_class) in enumerate(jobs[:k]):
             cls[slot] = job_class + 1
@@ -387,7 +387,7 @@ def test_observation_is_rebuilt_from_info_and_public_data(action_mode, observati
     """Every part of every observation mode follows from the reset info, each step's info (Q_next, assignments,
     jobs) and the public problem: a hidden quantity (true means, θ, arrival rates) leaking into it fails."""
     kwargs = {"action_mode": action_mode, "observation_mode": observation_mode, "horizon": 30, "noise_std": 0.3,
-              "max_jobs": 3, "service_model": "exclusive" if action_mode == "server_choice" else "paper",
+              "max_visible_jobs": 3, "service_model": "exclusive" if action_mode == "server_choice" else "paper",
               "traffic_intensity": 2.5, "service_rate": 0.35}  # fmt: skip
     env = gym.make(ENV_ID, **kwargs)
     obs, info = env.reset(seed=7)
@@ -401,9 +401,9 @@ def test_observation_is_rebuilt_from_info_and_public_data(action_mode, observati
     for _ in range(30):
         obs, _, terminated, truncated, info = env.step(env.action_space.sample())
         rows = _assignment_rows(info)
-        waiting = {job_id for job_id, _ in info["jobs"][: problem.max_jobs]}
+        waiting = {job_id for job_id, _ in info["jobs"][: problem.max_visible_jobs]}
         reselected += len(waiting & {row[0] for row in history + rows})  # shown jobs with selections to show
-        hidden += len(info["jobs"]) > problem.max_jobs
+        hidden += len(info["jobs"]) > problem.max_visible_jobs
         history += rows
         assert np.isclose(sum(row[4] for row in rows), info["reward_noisy"])
         expected = _expected_observation(problem, info["t"], info["Q_next"], rows, history, info["jobs"])
@@ -412,7 +412,7 @@ def test_observation_is_rebuilt_from_info_and_public_data(action_mode, observati
             break
     assert truncated and len(history) > 20  # many selections, so the empirical means are far from the true ones
     assert len({(row[1], row[2]) for row in history}) > 2
-    if action_mode == "job_allocation":  # the per-job block is cut at max_jobs and shows earlier selections
+    if action_mode == "job_allocation":  # the per-job block is cut at max_visible_jobs and shows earlier selections
         assert hidden >= 3 and reselected >= 3
 
 
@@ -454,7 +454,7 @@ SUMMARY_CASES = [
     ({"service_model": "exclusive"}, 1.0),
     ({"service_model": "paper", "action_mode": "server_choice"}, None),
     ({"service_model": "exclusive", "action_mode": "server_choice"}, None),
-    ({"action_mode": "job_allocation", "max_jobs": 2}, 0.3),
+    ({"action_mode": "job_allocation", "max_visible_jobs": 2}, 0.3),
     ({"queue_cap": 6, "traffic_intensity": 3.0, "service_rate": 0.3, "horizon": 200}, 0.05),  # terminates early
 ]
 
@@ -473,7 +473,7 @@ def test_episode_summary_is_recomputed_from_the_step_infos(kwargs, scale):
     _, reset_info = env.reset(seed=5)
     env.action_space.seed(5)
     r, n_servers = env.unwrapped.true_mean_rewards, sum(env.unwrapped.problem.servers_per_class)
-    costs, max_jobs = np.asarray(kwargs["holding_costs"]), kwargs.get("max_jobs")
+    costs, max_visible_jobs = np.asarray(kwargs["holding_costs"]), kwargs.get("max_visible_jobs")
     server_choice = kwargs.get("action_mode") == "server_choice"
     rng = np.random.default_rng(2)
     totals = dict.fromkeys(("regret", "regret_realized", "reward_noisy", "reward_mean", "reward_expected",
@@ -505,8 +505,8 @@ def test_episode_summary_is_recomputed_from_the_step_infos(kwargs, scale):
             totals["collisions"] += info["n_collisions"]
         assert info["n_duplicates"] == extra
         totals["duplicates"] += extra
-        if max_jobs is not None:
-            max_hidden = max(max_hidden, int(info["Q"].sum()) - max_jobs)
+        if max_visible_jobs is not None:
+            max_hidden = max(max_hidden, int(info["Q"].sum()) - max_visible_jobs)
         if terminated or truncated:
             break
     assert terminated or truncated

@@ -149,7 +149,7 @@ def test_bad_actions_are_rejected_and_leave_the_batch_unchanged():
         np.testing.assert_array_equal(array, before[name], err_msg=name)
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"preset": "rl"}, {"action_mode": "job_allocation", "max_jobs": 3},
+@pytest.mark.parametrize("kwargs", [{}, {"preset": "rl"}, {"action_mode": "job_allocation", "max_visible_jobs": 3},
                                     {"observation_mode": "queues_stats", "num_server_classes": 3}])  # fmt: skip
 def test_split_names_every_part_of_the_observation_in_order(kwargs):
     env = gym.make(ENV_ID, **kwargs).unwrapped

@@ -27,7 +27,7 @@ def configs(draw):
         "service_model": draw(st.sampled_from(SERVICE_MODELS)),
         "action_mode": draw(st.sampled_from(ACTION_MODES)),
         "observation_mode": draw(st.sampled_from(OBSERVATION_MODES)),
-        "max_jobs": draw(st.integers(1, 6)),
+        "max_visible_jobs": draw(st.integers(1, 6)),
         "horizon": 40,
     }
 

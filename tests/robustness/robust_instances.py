@@ -75,7 +75,7 @@ def approx_multi(draw, large: bool = True, generalized: bool | None = None) -> d
             d = draw(st.integers(a + 1, horizon))
             jobs.append((a, d, draw(st.sampled_from([1e-9, 0.3, 1e12])), draw(st.sampled_from([1e-6, 1.0, 1e6]))))
         kw["jobs"] = tuple(jobs)
-    kw["compute_benchmark"] = source != "synthetic" and m <= 20  # SLSQP: small instances only
+    kw["compute_regret"] = source != "synthetic" and m <= 20  # SLSQP: small instances only
     if draw(st.booleans()) if generalized is None else generalized:  # Sec. V-C: MultiBinary((K, M)), repaired
         kw["capacity"] = draw(st.integers(1, 3))
         kw["demand"] = draw(st.sampled_from([0.5, 1.0, 2.0, 3.0]))
@@ -106,7 +106,7 @@ def bilinear(draw, large: bool = True) -> dict:
         "noise_std": draw(st.sampled_from([0.0, 0.1, 1.0])),
         "service_model": draw(st.sampled_from(SERVICE_MODELS)),
         "observation_mode": draw(st.sampled_from(OBSERVATION_MODES)),
-        "max_jobs": _size(draw, large, 64),
+        "max_visible_jobs": _size(draw, large, 64),
         "horizon": draw(st.one_of(st.just(1), st.integers(2, 12))),
     }
 

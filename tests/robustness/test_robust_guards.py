@@ -19,8 +19,8 @@ OVERSIZED = [  # the issue's findings: 40 GiB (knapsack), ~3 s per step (knapsac
     ("ClusterMultiServer-v0", {"preset": "paper", "edge_prob": 1.0}, "compute_regret=False"),
     ("ClusterGang-v0", {"preset": "paper", "edge_prob": 1.0, "n_ports": 20, "n_servers": 200, "tasks_high": 8},
      "compute_regret=False"),
-    ("ClusterApprox-v0", {"compute_benchmark": True, "load": 1000.0, "lifetime_median": 1.0, "horizon": 3},
-     "compute_benchmark=False"),
+    ("ClusterApprox-v0", {"compute_regret": True, "load": 1000.0, "lifetime_median": 1.0, "horizon": 3},
+     "compute_regret=False"),
 ]  # fmt: skip
 
 
@@ -48,13 +48,13 @@ PRESETS = [(env_id, preset) for env_id in GUARDED for preset in type(gym.make(en
 
 @pytest.mark.parametrize(("env_id", "preset"), PRESETS)
 def test_every_preset_is_under_the_limits(env_id, preset):
-    """With its oracle on (the ClusterApprox presets with their own ``compute_benchmark``), and the estimate a
+    """With its oracle on (the ClusterApprox presets with their own ``compute_regret``), and the estimate a
     quarter of the limits at most (a margin against instance-to-instance variation)."""
     env = gym.make(env_id, preset=preset).unwrapped
     env.reset(seed=0)
     if env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
         estimate, time_limit = env._oracle_estimate(), guards.ORACLE_TIME_LIMIT
-    elif env.config.compute_benchmark:
+    elif env.config.compute_regret:
         estimate = benchmark_estimate(env._instance.jobs, env.config.horizon, env.config.n_machines)
         time_limit = guards.BENCHMARK_TIME_LIMIT
     else:
@@ -91,7 +91,7 @@ def test_approx_benchmark_is_checked_again_at_reset(monkeypatch):
     obs, _ = env.reset(seed=1)
     monkeypatch.setattr("cluster_envs.approx.env.BENCHMARK_TIME_LIMIT", 0.0)
     instance = env._instance
-    with pytest.raises(ValueError, match="compute_benchmark=False"):
+    with pytest.raises(ValueError, match="compute_regret=False"):
         env.reset(seed=2)
     assert env._instance is instance  # the previous episode's state is untouched
     monkeypatch.undo()
