@@ -37,7 +37,7 @@ import csv
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ import gymnasium as gym
 import numpy as np
 
 from baselines.bench_training import FAST_UPDATE
-from baselines.rl import MASKED, RunConfig, make_vec_env, new_model, training_seed, wrapper_class
+from baselines.rl import MASKED, RunConfig, make_vec_env, new_model, save_run, training_seed, wrapper_class
 from baselines.settings import SETTINGS, require_setting
 from baselines.stats import bootstrap_ci, iqm, normalized
 from baselines.vec_env import flatten_batch
@@ -133,6 +133,19 @@ STUDIES: dict[str, tuple[str, tuple[Variant, ...]]] = {
             Variant("allocation", env_kwargs={"action_mode": "allocation"}),
         ),
     ),
+    # The instance (the bandit's θ) is drawn per episode, so a policy must learn it within the episode: from the
+    # cumulative statistics in the observation ("full", shipped), or from memory (RecurrentPPO on the last slot).
+    "bilinear_adaptation": (
+        "ClusterBilinear-v0",
+        (
+            Variant("PPO, full (cumulative statistics)"),
+            Variant("PPO, queues (last slot only)", env_kwargs={"observation_mode": "queues"}),
+            Variant(
+                "RecurrentPPO, queues (last slot only)", algo="ppo_lstm", env_kwargs={"observation_mode": "queues"}
+            ),
+            Variant("RecurrentPPO, full (cumulative statistics)", algo="ppo_lstm"),
+        ),
+    ),
     "multiserver_action": (
         "ClusterMultiServer-v0",
         (
@@ -191,9 +204,13 @@ def setup(env_id: str, variant: Variant) -> Setup:
     config.algo = variant.algo
     env_kwargs = {**setting.training_kwargs(variant.algo), **dict(variant.env_kwargs)}
     config.env_kwargs = env_kwargs
+    # The section as written (a saved run's config.yml) says what the variant changed, so a variant's run never
+    # matches the shipped YAML where `compare` and `benchmark` look for a reusable run.
     if variant.sb3_defaults:
         config.model_kwargs = {"policy": config.model_kwargs["policy"]}
         config.normalize = None
+        config.section = {k: v for k, v in config.section.items() if k in ("env_kwargs", "env_wrapper", "policy")}
+    config.section.update(variant.hyperparams)
     for key, value in variant.hyperparams.items():
         if key == "normalize":
             config.normalize = value
@@ -286,47 +303,59 @@ def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
 
 
 def train_and_evaluate(
-    env_id: str, variant: Variant, seed: int, checkpoints: Sequence[int], eval_seeds: Sequence[int]
-) -> list[dict[str, Any]]:
-    """Train ``variant`` with training seed ``seed``, evaluating at each checkpoint (env steps)."""
+    env_id: str, variant: Variant, seed: int, checkpoints: Sequence[int], eval_seeds: Sequence[int],
+    save: Path | None = None, on_checkpoint: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Train ``variant`` with training seed ``seed``, evaluating at each checkpoint (env steps) and handing that
+    checkpoint's rows to ``on_checkpoint`` (a long run's curve is kept as it goes). With ``save``, the
+    final model is saved there as ``cluster-envs train`` saves a run (a shipped model can be one of a curve's
+    seeds: with the shipped setup, its config is the one ``compare`` and ``benchmark`` match)."""
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     torch.set_num_threads(1)
     s = setup(env_id, variant)
     if native(s):
-        vec_env, _ = make_vec_env(s.config, training_seed(seed))
+        vec_env, used = make_vec_env(s.config, training_seed(seed))
     else:
-        vec_env = DummyVecEnv([lambda: make_env(s, monitor=True)] * s.config.n_envs)
+        vec_env, used = DummyVecEnv([lambda: make_env(s, monitor=True)] * s.config.n_envs), "dummy"
     model = new_model(s.config, vec_env, seed)
     model.get_env().seed(training_seed(seed))  # as baselines.rl.train: training seeds never meet evaluation seeds
-    rows, seconds = [], 0.0
+    rows, seconds, cpu_seconds = [], 0.0, 0.0
     for checkpoint in sorted(checkpoints):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         model.learn(total_timesteps=max(checkpoint - model.num_timesteps, 1), reset_num_timesteps=False)
         seconds += time.perf_counter() - start
+        cpu_seconds += time.process_time() - cpu_start
         normalizer = model.get_vec_normalize_env()
         values = evaluate_policy(s, model, normalizer, eval_seeds, masked=variant.algo == "ppo_mask")
-        for eval_seed, value in zip(eval_seeds, values, strict=True):
-            rows.append(
-                {
-                    "variant": variant.name,
-                    "train_seed": seed,
-                    "timesteps": int(model.num_timesteps),
-                    "train_seconds": round(seconds, 2),
-                    "eval_seed": eval_seed,
-                    "value": value,
-                }
-            )
+        new = [
+            {
+                "variant": variant.name,
+                "train_seed": seed,
+                "timesteps": int(model.num_timesteps),
+                "train_seconds": round(seconds, 2),
+                "eval_seed": eval_seed,
+                "value": value,
+            }
+            for eval_seed, value in zip(eval_seeds, values, strict=True)
+        ]
+        rows += new
+        if on_checkpoint is not None:
+            on_checkpoint(new)
+    if save is not None:
+        save_run(save, model, s.config, seed, train_seconds=seconds, steps_per_second=model.num_timesteps / seconds,
+                 steps_per_cpu_second=model.num_timesteps / cpu_seconds, vectorization=used, threads=1)  # fmt: skip
     vec_env.close()
     return rows
 
 
 def run(
     study: str, seeds: Sequence[int], checkpoints: Sequence[int], eval_seeds: Sequence[int], out: Path,
-    variants: Sequence[str] | None = None,
+    variants: Sequence[str] | None = None, save: bool = False,
 ) -> Path:  # fmt: skip
-    """Append every (variant, seed)'s rows to ``<out>/<study>.csv`` as each run finishes."""
+    """Append every (variant, seed, checkpoint)'s rows to ``<out>/<study>.csv`` as each checkpoint is evaluated
+    (with ``save``, each final model to ``<out>/models/<study>/<variant>/seed<seed>``)."""
     env_id, all_variants = study_of(study)
     chosen = [v for v in all_variants if variants is None or v.name in variants]
     if variants is not None and len(chosen) != len(variants):
@@ -335,16 +364,21 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     for variant in chosen:
         for seed in seeds:
-            rows = train_and_evaluate(env_id, variant, seed, checkpoints, eval_seeds)
-            new = not path.is_file()
-            with path.open("a", newline="") as handle:
-                writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-                if new:
-                    writer.writeheader()
-                writer.writerows(rows)
-            print(f"{study} | {variant.name} | seed {seed}: {rows[-1]['timesteps']} steps, "
-                  f"{np.mean([r['value'] for r in rows[-len(eval_seeds):]]):.4g}", flush=True)  # fmt: skip
+            folder = out / "models" / study / variant.name.replace(" ", "_") / f"seed{seed}" if save else None
+            train_and_evaluate(env_id, variant, seed, checkpoints, eval_seeds, folder,
+                               on_checkpoint=lambda rows: _append(path, study, rows))  # fmt: skip
     return path
+
+
+def _append(path: Path, study: str, rows: list[dict[str, Any]]) -> None:
+    new = not path.is_file()
+    with path.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+    print(f"{study} | {rows[0]['variant']} | seed {rows[0]['train_seed']}: {rows[0]['timesteps']} steps, "
+          f"{np.mean([r['value'] for r in rows]):.4g}", flush=True)  # fmt: skip
 
 
 def study_of(study: str) -> tuple[str, tuple[Variant, ...]]:
@@ -445,9 +479,10 @@ def markdown(study: str, table: list[dict[str, Any]], refs: References) -> str:
         value = refs.means[agent]
         score = float(normalized(value, refs.naive, refs.top)) + 0.0
         lines.append(f"| {role}: `{agent}` | — | — | {value:.4g} | {score:.3f} | — |")
-    if len({row["steps"] for row in table}) > 1:
+    curves = {v: p for v, p in plateaus(table).items() if sum(r["variant"] == v for r in table) > 1}
+    if curves:
         lines.append("")
-        for variant, p in plateaus(table).items():
+        for variant, p in curves.items():
             lines.append(
                 f"- {variant}: plateau at {p['steps']:,} steps (score {p['score']:.3f}; best {p['best_score']:.3f} "
                 f"{_ci(p['best_ci'], 3)} at {p['best_steps']:,})"
@@ -521,6 +556,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--checkpoints", default="100000", help="comma-separated env steps at which to evaluate")
     t.add_argument("--eval-seeds", default="0-4", help="evaluation seeds (default 0-4, the quick benchmark's)")
     t.add_argument("--variants", default=None, help="variant names separated by ; (default all)")
+    t.add_argument("--save", action="store_true", help="save each final model under <out>/models/")
     m = sub.add_parser("table", help="Markdown table (and figure) of a study's rows")
     m.add_argument("study", choices=list(STUDIES))
     m.add_argument("--figure", type=Path, default=None, help="write the curves here (PNG)")
@@ -531,7 +567,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "run":
         variants = args.variants.split(";") if args.variants else None
         checkpoints = [int(float(c)) for c in args.checkpoints.split(",")]
-        run(args.study, _ints(args.seeds), checkpoints, _ints(args.eval_seeds), args.out, variants)
+        run(args.study, _ints(args.seeds), checkpoints, _ints(args.eval_seeds), args.out, variants, args.save)
     else:
         env_id, _ = study_of(args.study)
         references = References.load(args.out / "refs" / env_id / "results.json")

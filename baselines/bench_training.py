@@ -2,9 +2,9 @@
 
 Per id, PPO with the shipped hyperparameters (``baselines/hyperparams/ppo.yml``) runs through
 
-- ``dummy x4``: today's path before issue 15 (Monitor-wrapped single envs in a ``DummyVecEnv``, the YAML's
-  ``n_envs``);
-- ``native x4``: the id's batched env through ``baselines.vec_env.NativeVecEnv`` with the same ``n_envs``;
+- ``dummy x4``: the path before issue 15 (Monitor-wrapped single envs in a ``DummyVecEnv``, 4 copies, ``n_steps``
+  = the YAML's rollout (n_envs · n_steps) / 4);
+- ``native x4``: the id's batched env through ``baselines.vec_env.NativeVecEnv`` with the same copies;
 - ``native xN``: N copies with ``n_steps`` = the YAML's rollout (n_envs · n_steps) / N, so every PPO update is the
   shipped one (same rollout size, minibatch size and epochs): only the env side changes;
 - ``null xN``: the same PPO on :class:`NullVecEnv`, an env with identical spaces whose step costs nothing (the
@@ -29,6 +29,7 @@ import gymnasium as gym
 import numpy as np
 
 COPIES = 128
+FEW = 4  # the copies of `cluster-envs train` before issue 15 (DummyVecEnv)
 ITERATIONS = 2
 REPEATS = 3
 FAST_UPDATE = {"rollout": 8192, "batch_size": 2048, "n_epochs": 4}  # the issue's probe
@@ -126,9 +127,12 @@ def variants(config, copies: int = COPIES) -> list[Variant]:
     wide = {"n_steps": max(1, rollout // copies)}
     fast = {"n_steps": max(1, FAST_UPDATE["rollout"] // copies), "batch_size": FAST_UPDATE["batch_size"],
             "n_epochs": FAST_UPDATE["n_epochs"]}  # fmt: skip
+    # The path before issue 15 had 4 copies; a YAML with more (ClusterBilinear-v0's fast update) keeps its
+    # rollout over 4 copies there, so every row runs the shipped update.
+    few = {"n_steps": max(1, rollout // FEW)}
     return [
-        Variant(f"dummy x{config.n_envs}", "dummy", config.n_envs),
-        Variant(f"native x{config.n_envs}", "native", config.n_envs),
+        Variant(f"dummy x{FEW}", "dummy", FEW, few),
+        Variant(f"native x{FEW}", "native", FEW, few),
         Variant(f"native x{copies}", "native", copies, wide),
         Variant(f"null x{copies}", "null", copies, wide),
         Variant(f"native x{copies}, fast update", "native", copies, fast),

@@ -15,7 +15,7 @@ import pytest
 from agents import agent_names
 from agents.registry import agent_class
 from baselines import benchmark as bench
-from baselines import settings
+from baselines import rl, settings
 from baselines.compare import HELD_OUT_INSTANCE_BASE, compare
 from baselines.rl import TRAIN_SEED_BASE, training_seed
 from baselines.stats import iqm
@@ -29,6 +29,8 @@ def tiny(monkeypatch):
     pytest.importorskip("yaml")
     monkeypatch.setitem(bench.SEEDS, "quick", range(2))
     monkeypatch.setitem(settings.SETTINGS, ENV, dataclasses.replace(settings.SETTINGS[ENV], rl_steps_quick=512))
+    # no shipped model: these tests train (ClusterSLA-v0's shipped run would serve 512 steps)
+    monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", Path("/nonexistent/shipped-models"))
 
 
 def _means(folder: Path, metric: str) -> dict[str, float]:
@@ -144,7 +146,6 @@ def test_rl_is_refused_on_the_held_out_instances_of_an_instance_fixed_env():
 def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path, monkeypatch):
     pytest.importorskip("stable_baselines3")
     yaml = pytest.importorskip("yaml")
-    from baselines import rl
     from baselines.compare import obtain_policy
 
     small = {"horizon": 120}
