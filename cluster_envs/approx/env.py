@@ -324,8 +324,10 @@ class _ApproxEnvCore(ClusterEnv):
         """A well-formed action, read as ``action_mode``, as a flat array for the kernel (which rejects NaN,
         fractions, out-of-range)."""
         action = kernel_array(action, self._action_shape, "action")
-        seen = {key: value[None] for key, value in self.last_observation.items()}
-        return np.asarray(read_actions(self.config.action_mode, action[None], seen)[0]).reshape(-1)
+        if self.config.action_mode in ("work_conserving", "paced_priority"):  # the modes that read the observation
+            seen = {key: value[None] for key, value in self.last_observation.items()}
+            action = np.asarray(read_actions(self.config.action_mode, action[None], seen)[0])
+        return action.reshape(-1)
 
     def _info(self) -> dict[str, Any]:
         sim = self.simulator
