@@ -85,7 +85,8 @@ class ApproxConfig:
         "q_range": Sequence(_RATE_OF_SPEND, pair=True),
         "v_range": Sequence(_POSITIVE, pair=True),
         "b_range": Sequence(_POSITIVE, pair=True),
-        "budget_fraction": _POSITIVE,
+        # ρ at least 10⁻⁹: ρ = 5e-324 made the per-step budget 0 and consumed/budget inf (found by the config fuzz)
+        "budget_fraction": Number(low=1e-9, high=MAX_MAGNITUDE),
         "utility": Choice(UTILITIES),
         "beta": Number(low=0.0, high=1.0, low_open=True),
         "job_keep_fraction": Number(low=0.0, high=1.0, low_open=True),

@@ -49,6 +49,7 @@ REGRESSIONS = [
     ("ClusterSLA-v0", "example_1_1", {"scenario": "trace_standin", "scenario_kwargs": {"day": 3.1e307}}),  # NaN
     ("ClusterSLA-v0", "paper_real_standin", {"n_users": 3, "scenario_kwargs": {"rho": 5e-324}}),  # all-zero loads
     ("ClusterApprox-v0", "default", {"n_machines": 1, "horizon": 1, "q_range": (5e-324, 5e-324)}),  # 1/0
+    ("ClusterApproxSingleJob-v0", "soft", {"horizon": 1, "budget_fraction": 5e-324}),  # budget 0: inf consumed/budget
     ("ClusterMultiServer-v0", "paper", {"compute_regret": False, "invalid_action": "raise"}),  # (the fuzz's own bug)
     ("ClusterGang-v0", "paper", {"compute_regret": False, "invalid_action": "raise"}),
 ]
