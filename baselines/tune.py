@@ -6,7 +6,12 @@
 ``run`` starts ``python -m rl_zoo3.train ... -optimize`` (:func:`zoo_command` prints the exact command) on the id's
 section of ``baselines/hyperparams/<algo>.yml``: its env kwargs (the settings' RL kwargs), its observation wrapper
 and its normalization, with one torch thread, one job, TPE sampling and median pruning. The budget is
-``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations of ``eval_episodes`` episodes per trial). The
+``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations of ``eval_episodes`` episodes per trial).
+``--native`` runs the same optimizer on the ids' native batched envs (``baselines.zoo_native``, imported through
+rl-zoo3's ``--gym-packages``), and ``--trial-cpu-seconds`` caps each trial's CPU time (a trial past it is
+pruned), so the budget in CPU time is at most ``trials`` × that cap. rl-zoo3's sampler replaces the section's
+``policy_kwargs`` (its network sizes and activations; keys it does not sample, e.g. ``log_std_init``, are
+dropped) and draws γ from [0.97, 0.9999]. The
 objective is rl-zoo3's: the mean return of deterministic evaluation episodes at the trial's last evaluation,
 not the benchmark's headline metric. rl-zoo3 seeds the trials' training and evaluation envs from ``--seed``,
 which is set to a training seed (``baselines.rl.training_seed(0)``, ≥ 10⁹), so tuning never plays the benchmark's
@@ -30,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.rl import HYPERPARAMS_DIR, training_seed
+from baselines.rl import HYPERPARAMS_DIR, RunConfig, training_seed
 
 ON_POLICY = {"ppo", "a2c", "ppo_lstm"}  # rl-zoo3 converts their sampled parameters with convert_onpolicy_params
 TUNED_MARK = "# tuned:"
@@ -45,15 +50,22 @@ def storage_path(out: Path, env_id: str, algo: str) -> Path:
 
 
 def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, evaluations: int = 4,
-                eval_episodes: int = 5, startup_trials: int = 5,
-                env_kwargs: Mapping[str, Any] | None = None) -> list[str]:  # fmt: skip
-    """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the YAML section's env kwargs, as
-    rl-zoo3's ``--env-kwargs`` does)."""
+                eval_episodes: int = 5, startup_trials: int = 5, env_kwargs: Mapping[str, Any] | None = None,
+                native: bool = False, trial_cpu_seconds: float | None = None) -> list[str]:  # fmt: skip
+    """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the section's env kwargs, as
+    rl-zoo3's ``--env-kwargs`` does; by default the command states the section's, the settings' RL kwargs on top,
+    because rl-zoo3 2.9 builds its evaluation env from ``--env-kwargs`` alone: without them it evaluates the
+    id's default env, not the one trained). ``native``: train and evaluate on the id's native batched env
+    (``baselines.zoo_native``; the evaluation episodes as one batch of ``eval_episodes`` copies);
+    ``trial_cpu_seconds``: prune a trial once it has used that much CPU time (``TrialCPUBudget``)."""
     for name, value in (("trials", trials), ("steps", steps), ("evaluations", evaluations),
                         ("eval_episodes", eval_episodes), ("startup_trials", startup_trials)):  # fmt: skip
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    command = ["python", "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "--gym-packages", "cluster_envs",
+    if trial_cpu_seconds is not None and not trial_cpu_seconds > 0:
+        raise ValueError(f"trial_cpu_seconds must be positive or None, got {trial_cpu_seconds!r}")
+    packages = ["cluster_envs", "baselines.zoo_native"] if native else ["cluster_envs"]
+    command = ["python", "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "--gym-packages", *packages,
                "-conf", str(_relative(HYPERPARAMS_DIR / f"{algo}.yml"))]  # fmt: skip
     command += [
         "-optimize", "--n-trials", str(trials), "--n-timesteps", str(steps), "--n-evaluations", str(evaluations),
@@ -62,6 +74,13 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
         "--storage", str(storage_path(out, env_id, algo)), "--study-name", study_name(env_id, algo),
         "--no-optim-plots", "-f", str(out),
     ]  # fmt: skip
+    if native:
+        command += ["--n-eval-envs", str(eval_episodes)]
+    if trial_cpu_seconds is not None:
+        budget = {"baselines.zoo_native.TrialCPUBudget": {"seconds": float(trial_cpu_seconds)}}
+        command += ["--hyperparams", f"callback:{budget!r}"]
+    if env_kwargs is None:
+        env_kwargs = RunConfig.resolve(algo, env_id).env_kwargs
     if env_kwargs:
         command += ["--env-kwargs", *(f"{key}:{value!r}" for key, value in env_kwargs.items())]
     return command
@@ -173,9 +192,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--eval-episodes", type=int, default=5)
     parser.add_argument("--startup-trials", type=int, default=5, help="random trials before TPE")
     parser.add_argument("--out", type=Path, default=Path("results/tune"))
+    parser.add_argument("--native", action="store_true", help="train on the native batched env (faster)")
+    parser.add_argument("--trial-cpu-seconds", type=float, default=None, help="prune a trial past this CPU time")
     args = parser.parse_args(argv)
     command = zoo_command(args.env_id, args.algo, args.trials, args.steps, args.out, evaluations=args.evaluations,
-                          eval_episodes=args.eval_episodes, startup_trials=args.startup_trials)  # fmt: skip
+                          eval_episodes=args.eval_episodes, startup_trials=args.startup_trials, native=args.native,
+                          trial_cpu_seconds=args.trial_cpu_seconds)  # fmt: skip
     text = shlex.join(command)
     if args.command == "print":
         print(text)

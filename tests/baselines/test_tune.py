@@ -80,3 +80,22 @@ def test_rl_zoo3_optimizes_and_its_best_trial_is_written(tmp_path, monkeypatch):
     shutil.copy(HYPERPARAMS_DIR / "ppo.yml", path)
     tune.write_section(path, "ClusterSLA-v0", tune.yaml_values(params), "test")
     assert RunConfig.resolve("ppo", "ClusterSLA-v0", path=path).model_kwargs["n_steps"] == params["n_steps"]
+
+
+def test_the_command_states_the_sections_env_kwargs_so_rl_zoo3_evaluates_the_trained_env(tmp_path):
+    # rl-zoo3 2.9 builds its evaluation env from --env-kwargs only: without them it evaluates the default env
+    command = tune.zoo_command("ClusterBilinear-v0", "ppo", 3, 1000, tmp_path)
+    stated = command[command.index("--env-kwargs") + 1 :]
+    expected = RunConfig.resolve("ppo", "ClusterBilinear-v0").env_kwargs
+    assert sorted(stated) == sorted(f"{key}:{value!r}" for key, value in expected.items())
+
+
+def test_the_native_command_imports_the_native_path_and_caps_each_trials_cpu(tmp_path):
+    command = tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, eval_episodes=3, native=True,
+                               trial_cpu_seconds=12.5)  # fmt: skip
+    packages = command[command.index("--gym-packages") + 1 : command.index("-conf")]
+    assert packages == ["cluster_envs", "baselines.zoo_native"]
+    assert command[command.index("--n-eval-envs") + 1] == "3"
+    assert "{'seconds': 12.5}" in command[command.index("--hyperparams") + 1]
+    with pytest.raises(ValueError, match="trial_cpu_seconds"):
+        tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, trial_cpu_seconds=0)
