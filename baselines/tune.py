@@ -104,17 +104,41 @@ def best_trial(storage: Path, env_id: str, algo: str) -> tuple[dict[str, Any], f
 
     if algo not in ON_POLICY:
         raise ValueError(f"algo={algo!r}: writing tuned values is implemented for {sorted(ON_POLICY)}")
-    if not storage.is_file():
-        raise FileNotFoundError(f"no study at {storage}: run `python -m baselines.tune run` first")
     from rl_zoo3.hyperparams_opt import convert_onpolicy_params
 
-    backend = optuna.storages.journal.JournalFileBackend(str(storage))
-    study = optuna.load_study(study_name=study_name(env_id, algo), storage=optuna.storages.JournalStorage(backend))
+    study = _load_study(storage, env_id, algo)
     finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not finished:
         raise ValueError(f"the study in {storage} has no finished trial")
     best = study.best_trial
     return convert_onpolicy_params(best.params), float(best.value), len(finished)
+
+
+def trials_table(storage: Path, env_id: str, algo: str) -> str:
+    """The study's trials as a Markdown table: state, objective, the value at each evaluation (the pruner's
+    points) and the sampled hyperparameters as rl-zoo3 converts them."""
+    from rl_zoo3.hyperparams_opt import convert_onpolicy_params
+
+    lines = [
+        "| trial | state | objective | at each evaluation | sampled (rl-zoo3's conversion) |",
+        "|---:|---|---:|---|---|",
+    ]
+    for trial in _load_study(storage, env_id, algo).trials:
+        params = yaml_values(convert_onpolicy_params(trial.params)) if trial.params else {}
+        shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
+        steps = ", ".join(f"{v:.4g}" for _, v in sorted(trial.intermediate_values.items()))
+        value = "—" if trial.value is None else f"{trial.value:.4g}"
+        lines.append(f"| {trial.number} | {trial.state.name.lower()} | {value} | {steps} | {shown} |")
+    return "\n".join(lines)
+
+
+def _load_study(storage: Path, env_id: str, algo: str):
+    import optuna
+
+    if not storage.is_file():
+        raise FileNotFoundError(f"no study at {storage}: run `python -m baselines.tune run` first")
+    backend = optuna.storages.journal.JournalFileBackend(str(storage))
+    return optuna.load_study(study_name=study_name(env_id, algo), storage=optuna.storages.JournalStorage(backend))
 
 
 def yaml_values(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -182,8 +206,9 @@ def write_section(path: Path, env_id: str, values: Mapping[str, Any], comment: s
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m baselines.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "command", choices=["run", "write", "print"], help="tune; write the best trial; print the command"
-    )
+        "command", choices=["run", "write", "print", "trials"],
+        help="tune; write the best trial; print the command; print the study's trials (Markdown)",
+    )  # fmt: skip
     parser.add_argument("env_id")
     parser.add_argument("--algo", default="ppo")
     parser.add_argument("--trials", type=int, default=20)
@@ -201,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = shlex.join(command)
     if args.command == "print":
         print(text)
+    elif args.command == "trials":
+        print(trials_table(storage_path(args.out, args.env_id, args.algo), args.env_id, args.algo))
     elif args.command == "run":
         print(text, flush=True)
         run(command)
