@@ -161,7 +161,7 @@ class _ApproxEnvCore(ClusterEnv):
         cfg = self.config
         if isinstance(cfg.prices, tuple):
             return max(cfg.prices)
-        return cfg.price_factor if cfg.prices == "proportional" else cfg.price_range[1]
+        return cfg.price_factor if cfg.prices in ("proportional", "flat") else cfg.price_range[1]
 
     def _job_bounds(self) -> np.ndarray:
         """Finite upper bounds of the ``jobs`` columns, from the config (fixed before any instance exists)."""
@@ -261,6 +261,9 @@ class _ApproxEnvCore(ClusterEnv):
             prices = np.asarray(cfg.prices)
         elif cfg.prices == "proportional":
             prices = cfg.price_factor * rates.means
+        elif cfg.prices == "flat":
+            prior = prior_mean_rate(cfg.rate_process, cfg.iid_mean_range, cfg.speed_heterogeneity)
+            prices = np.full(m, cfg.price_factor * prior)
         else:
             prices = rng.uniform(*cfg.price_range, size=m)
         if cfg.job_source == "synthetic":
