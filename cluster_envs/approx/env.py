@@ -470,7 +470,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
 
     **Presets**: ``default`` (M = 20, T = 2000, K = 8, on/off machines, synthetic Google-like jobs at offered
     load 2, β = 0.5), ``medium`` / ``medium_light`` (M = 100, T = 3600, K = 64, load 3), ``paper`` /
-    ``paper_light`` (M = 1000, T = 36 000, K = 256, load 3, half the jobs kept), ``common_deadline``
+    ``paper_light`` (M = 1000, T = 36 000, K = 256, load 3, half the jobs kept), ``paper_hidden_speed`` (speeds
+    s_i ~ U[0.5, 1] behind one flat price), ``paper_budget_bound`` (load 1) and ``paper_budget_bound_hidden_speed``
+    (both; readings of Sec. VI, docs/reproductions/approx.md), ``common_deadline``
     (Corollary 1: M = 8, N = 3, a_j = 0, d_j = T = 4000, i.i.d. Bernoulli rates, log utility, benchmark on).
 
     **Privileged state**: ``_instance`` (jobs, true means, rate process) and ``_sim``.
