@@ -118,7 +118,8 @@ def _gain(runs, a, b, metric="utility") -> np.ndarray:
     return _values(runs[a], metric) / _values(runs[b], metric) - 1.0
 
 
-def scheduling_tasks(env_kwargs: dict, seeds: list[int]) -> list[tuple]:
+def fig2_tasks(env_kwargs: dict, seeds: list[int]) -> list[tuple]:
+    """Every scheme at heavy and light load and every β of Fig. 2 (Table I's β among them)."""
     tasks = []
     for load, keep in (("heavy", 1.0), ("light", 0.5)):
         for beta in FIG2_BETAS:
@@ -126,6 +127,11 @@ def scheduling_tasks(env_kwargs: dict, seeds: list[int]) -> list[tuple]:
             tasks += [
                 (("fig2", load, beta, s), "ClusterApprox-v0", s, {}, kwargs, seed) for s in SCHEMES for seed in seeds
             ]
+    return tasks
+
+
+def scheduling_tasks(env_kwargs: dict, seeds: list[int]) -> list[tuple]:
+    tasks = fig2_tasks(env_kwargs, seeds)
     hetero = {**env_kwargs, "beta": 0.7, "speed_heterogeneity": HETEROGENEITY}
     tasks += [(("ablation", s), "ClusterApprox-v0", s, {}, hetero, seed) for s in SCHEMES for seed in seeds]
     heavy = {**env_kwargs, "beta": 0.8}
@@ -431,9 +437,11 @@ def _ratio(runs, a: tuple, b: tuple) -> str:
 def study_table(runs) -> list[str]:
     """One row per (env reading, agent reading): Table I's ratio, the estimation gain, Fig. 2's β = 0.9 gains and
     Fig. 1b's share of jobs with C/B < 0.9 (paired means ± sd over seeds; the paper's values in the first row)."""
-    head = ("| env reading | OPM reading | OPM/Fair β=0.5 | OPM/Fair β=0.7 | OPM/OPM w/o est. β=0.5 | "
-            "OPM/OPM w/o est. β=0.7 | OPM/Fair heavy β=0.9 | OPM/Fair light β=0.9 | C/B<0.9 OPM | C/B<0.9 Fair |")
-    paper = ("| **paper** | α = 6 | 1.104 | 1.326 | 1.083 | 1.110 | 1.47 | 1.56 | > 0.20 | ≈ 0.03 |")
+    head = (
+        "| env reading | OPM reading | OPM/Fair β=0.5 | OPM/Fair β=0.7 | OPM/OPM w/o est. β=0.5 | "
+        "OPM/OPM w/o est. β=0.7 | OPM/Fair heavy β=0.9 | OPM/Fair light β=0.9 | C/B<0.9 OPM | C/B<0.9 Fair |"
+    )
+    paper = "| **paper** | α = 6 | 1.104 | 1.326 | 1.083 | 1.110 | 1.47 | 1.56 | > 0.20 | ≈ 0.03 |"
     lines = [head, "|---" * 10 + "|", paper]  # fmt: skip
     for env_label, (_, _, every_agent) in STUDY_ENVS.items():
         for label in STUDY_AGENTS if every_agent else [DEFAULT_READING]:
@@ -477,17 +485,54 @@ def sensitivity(
     return report
 
 
+def table_one_and_fig_two(
+    scale: str = "paper",
+    out_dir: str | Path = "results/reproduce/approx-table1",
+    *,
+    preset: str | None = None,
+    workers: int = 2,
+    progress: bool = True,
+) -> Path:
+    """Table I, Fig. 1 and Fig. 2 alone (every scheme, heavy and light load, β = 0.5 … 0.9) at ``scale``, on the
+    scale's preset or on ``preset`` (e.g. a reading of the sensitivity study); writes ``report.md``, the figures
+    and ``runs.pkl`` into ``out_dir`` and returns the report."""
+    if scale not in SCALES:
+        raise ValueError(f"scale={scale!r} is not allowed; choose one of {list(SCALES)}")
+    config = SCALES[scale]
+    env_kwargs = {**config["env"], **({"preset": preset} if preset else {})}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    runs = run_tasks(fig2_tasks(env_kwargs, list(range(config["seeds"]))), workers, progress)
+    elapsed = time.perf_counter() - start
+    (out / "runs.pkl").write_bytes(pickle.dumps(runs))
+    lines = ["# Paper 000: Table I and Figs. 1-2", "", f"Env settings {env_kwargs}, {config['seeds']} seeds; "
+             f"{elapsed:.0f} s wall with {workers} worker(s).", ""]  # fmt: skip
+    lines += table_one(runs) + [""] + figure_one(runs, out) + [""] + figure_two(runs, out)
+    report = out / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    return report
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``python -m baselines.reproduce.approx sensitivity [--seeds N] [--workers W] [--out DIR]``."""
+    """``python -m baselines.reproduce.approx sensitivity [--seeds N] [--workers W] [--out DIR]`` or
+    ``python -m baselines.reproduce.approx table1 [--scale paper] [--preset P] [--workers W] [--out DIR]``."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m baselines.reproduce.approx")
-    parser.add_argument("study", choices=("sensitivity",))
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("study", choices=("sensitivity", "table1"))
+    parser.add_argument("--seeds", type=int, default=3, help="sensitivity: seeds (table1: the scale's)")
+    parser.add_argument("--scale", choices=list(SCALES), default="paper", help="table1: the scale")
+    parser.add_argument("--preset", default=None, help="table1: another ClusterApprox-v0 preset at that scale")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", default="results/reproduce/approx-sensitivity")
+    parser.add_argument("--out", default=None, help="output folder (default: results/reproduce/approx-<study>)")
     args = parser.parse_args(argv)
-    print(f"report written to {sensitivity(args.out, seeds=args.seeds, workers=args.workers)}")
+    out = args.out or f"results/reproduce/approx-{args.study}"
+    if args.study == "sensitivity":
+        report = sensitivity(out, seeds=args.seeds, workers=args.workers)
+    else:
+        report = table_one_and_fig_two(args.scale, out, preset=args.preset, workers=args.workers)
+    print(f"report written to {report}")
 
 
 if __name__ == "__main__":

@@ -64,3 +64,18 @@ def test_study_runs_every_agent_reading_on_every_full_env_reading():
             for label in readings:
                 assert {("study", env_label, load, beta, label, s) for s in ("opm", "opm_no_estimation")} <= keys
     assert len(tasks) == 2 * len(keys)  # every configuration on both seeds
+
+
+def test_table_one_checks_its_scale(tmp_path):
+    with pytest.raises(ValueError, match="scale"):
+        approx.table_one_and_fig_two("huge", tmp_path)
+
+
+@pytest.mark.slow
+def test_table_one_and_fig_two_write_their_sections_on_a_named_preset(tmp_path):
+    report = approx.table_one_and_fig_two("small", tmp_path, preset="paper_budget_bound", workers=1, progress=False)
+    text = report.read_text()
+    assert "paper_budget_bound" in text
+    for section in ("E1: Table I", "E2: Fig. 1", "E3: Fig. 2"):
+        assert section in text
+    assert (tmp_path / "fig2_utility_vs_beta.png").stat().st_size > 0
