@@ -58,8 +58,9 @@ class ApproxConfig:
 
     JOINT: ClassVar[str] = (
         "`prices` and `capacity` (a tuple) have `n_machines` entries; `iid_mean_range` lies inside (0, 1) with "
-        "`rate_process='iid_beta'` and is positive with `prices='proportional'` or `'flat'` and an i.i.d. rate process; `jobs` "
-        "goes with `job_source='list'` and `trace_path` with `'trace'`; `demand` and `parallelism` need `capacity`; "
+        "`rate_process='iid_beta'` and is positive with `prices='proportional'` or `'flat'` and an i.i.d. rate "
+        "process; `jobs` goes with `job_source='list'` and `trace_path` with `'trace'`; `demand` and `parallelism` "
+        "need `capacity`; "
         f"`max_visible_jobs` × `n_machines` ≤ {MAX_ALLOCATION:.0e}; with `job_source='synthetic'` the expected job "
         "count load·M·p̄·T/(q̄·ℓ̄), bounded before any draw from `load`, `n_machines`, the prices (`prices`, "
         f"`price_factor`, `price_range`), `horizon`, `q_range` and `lifetime_median`, is at most {MAX_JOBS:.0e}"
