@@ -220,7 +220,7 @@ def headline(comparison: Comparison) -> str:
     lines = [
         f"Track: {comparison.track} (instances: {', '.join(instances)}). Paper's algorithm: "
         f"`{comparison.paper_agent}`; 0-anchor (naive): `{setting.naive_agent}`; 1-anchor (clairvoyant): "
-        f"{setting.oracle_text}. {setting.notes}",
+        f"{setting.oracle_text}. {' '.join(filter(None, (setting.kwargs_text(comparison.env_kwargs), setting.notes)))}",
         "",
         *(f"- `{agent}`: {what}." for agent, what in setting.ablations.items() if agent in comparison.agents),
         "",
