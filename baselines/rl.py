@@ -39,7 +39,8 @@ from baselines.progress import progress_bar
 from baselines.settings import rl_base, rl_setting
 
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
-# Trained runs shipped with the package: models/<env_id>/<algo>/ holds a run folder as `train` saves it.
+# Trained runs shipped with the package: models/<env_id>/<algo>/seed<k>/ holds the run of training seed k as `train`
+# saves it (see baselines.rl_runs and baselines.ship).
 SHIPPED_MODELS_DIR = Path(__file__).parent / "models"
 TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
 
@@ -390,24 +391,34 @@ def write_run_files(files: Mapping[str, bytes], out: str | Path) -> Path:
     return out
 
 
-def shipped_run(env_id: str, algo: str) -> Path | None:
-    """The folder of the run shipped with the package for ``env_id`` and ``algo``, if there is one."""
-    path = SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo
+def shipped_run(env_id: str, algo: str, seed: int) -> Path | None:
+    """The folder of the run shipped with the package for ``env_id``, ``algo`` and training seed ``seed``, if any."""
+    path = SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo / f"seed{seed}"
     return path if (path / "meta.json").is_file() else None
+
+
+def shipped_seeds(env_id: str, algo: str) -> list[int]:
+    """The training seeds of the runs shipped for ``env_id`` and ``algo``, ascending."""
+    folder = SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo
+    names = [p.name.removeprefix("seed") for p in folder.glob("seed*") if (p / "meta.json").is_file()]
+    return sorted(int(n) for n in names if n.isdigit())
 
 
 SHIPPED_FILES = ("model.zip", "vecnormalize.pkl", "config.yml", "meta.json", "training.csv")
 
 
 def ship_run(run: str | Path, root: str | Path | None = None) -> Path:
-    """Copy the run saved by ``train`` in ``run`` to ``root/<env_id>/<algo>`` (default: the package's shipped
-    models) as a small archive: the files ``obtain_policy`` matches and loads, with ``model.zip`` slimmed
-    (:func:`slim_model_zip`). TensorBoard logs and the curve's figure stay behind."""
+    """Copy the run saved by ``train`` in ``run`` to ``root/<env_id>/<algo>/seed<k>`` (``k``: its training seed;
+    default root: the package's shipped models) as a small archive: the files ``baselines.rl_runs`` matches and
+    loads, with ``model.zip`` slimmed (:func:`slim_model_zip`). TensorBoard logs and the curve's figure stay behind.
+    ``baselines.ship`` checks a run against the settings before it calls this."""
     import shutil
 
     run = Path(run)
     meta = _read_meta(run)
-    out = Path(root or SHIPPED_MODELS_DIR) / meta["env_id"] / meta["algo"]
+    out = Path(root or SHIPPED_MODELS_DIR) / meta["env_id"].split(":")[-1] / meta["algo"] / f"seed{meta['seed']}"
+    if out.exists() and out.resolve() == run.resolve():
+        raise ValueError(f"run={str(run)!r} is the shipped folder itself; it is shipped already")
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)

@@ -14,7 +14,7 @@ pytest.importorskip("stable_baselines3")
 from baselines import benchmark as bench  # noqa: E402
 from baselines import rl, settings  # noqa: E402
 from baselines.cli import main  # noqa: E402
-from baselines.compare import obtain_policy  # noqa: E402
+from baselines.rl_runs import obtain_policies  # noqa: E402
 
 ENV = "ClusterSLA-v0"
 STEPS = 512
@@ -29,9 +29,9 @@ def tiny_run_files():
 @pytest.fixture
 def shipped(tmp_path, monkeypatch, tiny_run_files):
     root = tmp_path / "package_models"
-    rl.write_run_files(tiny_run_files, root / ENV / "ppo")
+    rl.write_run_files(tiny_run_files, root / ENV / "ppo" / "seed0")
     monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", root)
-    return root / ENV / "ppo"
+    return root / ENV / "ppo" / "seed0"
 
 
 def test_a_train_task_returns_a_complete_run(tiny_run_files):
@@ -41,14 +41,19 @@ def test_a_train_task_returns_a_complete_run(tiny_run_files):
 
 
 def test_a_matching_shipped_model_is_used_unless_retrain(shipped, tmp_path):
-    policy, facts = obtain_policy(ENV, "ppo", {}, STEPS, tmp_path / "cache", progress=False)
-    assert facts["source"] == "shipped" and facts["path"] == str(shipped)
+    def obtain(models, **kwargs):
+        ((policy, facts),) = obtain_policies(ENV, "ppo", {}, kwargs.pop("steps", STEPS), [0], models_dir=models,
+                                             progress=False, **kwargs)  # fmt: skip
+        return policy, facts
+
+    policy, facts = obtain(tmp_path / "cache")
+    assert facts["source"] == "shipped" and facts["path"] == str(shipped) and facts["training_seed"] == 0
     assert policy.model == (shipped / "model.zip").read_bytes()
     assert not (tmp_path / "cache").exists()  # nothing was trained
-    _, facts = obtain_policy(ENV, "ppo", {}, STEPS, tmp_path / "cache", progress=False, retrain=True)
-    assert facts["source"] == "trained" and (tmp_path / "cache" / f"ppo-{ENV}" / "model.zip").is_file()
+    _, facts = obtain(tmp_path / "cache", retrain=True)
+    assert facts["source"] == "trained" and (tmp_path / "cache" / f"ppo-{ENV}" / "seed0" / "model.zip").is_file()
     # Asked for more steps than the shipped run had: trained (the cache now matches the smaller request only).
-    _, facts = obtain_policy(ENV, "ppo", {}, 10 * STEPS, tmp_path / "other", progress=False)
+    _, facts = obtain(tmp_path / "other", steps=10 * STEPS)
     assert facts["source"] == "trained"
 
 
@@ -99,7 +104,7 @@ def test_the_package_data_ships_model_folders(tiny_run_files):
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     patterns = pyproject["tool"]["setuptools"]["package-data"]["baselines"]
-    shipped = {name for name in tiny_run_files if any(PurePosixPath("models", ENV, "ppo", name).match(p)
+    shipped = {name for name in tiny_run_files if any(PurePosixPath("models", ENV, "ppo", "seed0", name).match(p)
                                                        for p in patterns)}  # fmt: skip
     assert {"model.zip", "vecnormalize.pkl", "meta.json", "config.yml"} <= shipped
     assert not any(name.startswith("tensorboard") for name in shipped)
@@ -108,7 +113,7 @@ def test_the_package_data_ships_model_folders(tiny_run_files):
 def test_ship_run_keeps_the_policy_and_shrinks_the_archive(tiny_run_files, tmp_path):
     run = rl.write_run_files(tiny_run_files, tmp_path / "run")
     shipped = rl.ship_run(run, tmp_path / "package_models")
-    assert shipped == tmp_path / "package_models" / ENV / "ppo"
+    assert shipped == tmp_path / "package_models" / ENV / "ppo" / "seed0"  # the run's training seed
     assert sorted(p.name for p in shipped.iterdir()) == sorted(n for n in rl.SHIPPED_FILES if (run / n).is_file())
     assert (shipped / "model.zip").stat().st_size < (run / "model.zip").stat().st_size
     policy, again = rl.load_agent(run), rl.load_agent(shipped)
@@ -117,16 +122,22 @@ def test_ship_run_keeps_the_policy_and_shrinks_the_archive(tiny_run_files, tmp_p
 
 
 @pytest.mark.parametrize(
-    ("env_id", "algo"),
-    [(p.parts[-2], p.parts[-1]) for p in sorted(rl.SHIPPED_MODELS_DIR.glob("*/*")) if (p / "meta.json").is_file()],
+    ("env_id", "algo", "seed"),
+    [(*p.parts[-3:-1], int(p.name.removeprefix("seed"))) for p in sorted(rl.SHIPPED_MODELS_DIR.glob("*/*/seed*"))],
 )
-def test_every_shipped_model_serves_the_quick_benchmark(env_id, algo):
-    """`benchmark --quick` loads it rather than training: same env kwargs and hyperparameters, enough steps, and the
-    benchmark's RL row asks for this algorithm."""
-    from baselines.compare import _matches
+def test_every_shipped_model_serves_the_quick_benchmark(env_id, algo, seed):
+    """`benchmark --quick` loads it rather than training: its folder's training seed, the same env kwargs and
+    hyperparameters, enough steps, and the benchmark's RL row asks for this algorithm."""
+    from baselines.rl_runs import mismatches
 
     setting = settings.require_setting(env_id)
     assert algo == setting.rl_algo
     config = rl.RunConfig.resolve(algo, env_id, setting.env_kwargs)
-    assert _matches(rl.shipped_run(env_id, algo), config, setting.rl_steps_quick)
-    assert (rl.shipped_run(env_id, algo) / "model.zip").stat().st_size < 400_000
+    assert mismatches(rl.shipped_run(env_id, algo, seed), config, setting.rl_steps_quick, seed) == []
+    assert (rl.shipped_run(env_id, algo, seed) / "model.zip").stat().st_size < 400_000
+
+
+def test_every_benchmark_id_ships_a_run():
+    """Until every training seed ships, `benchmark --quick` evaluates what does (and says how many)."""
+    for env_id, setting in settings.SETTINGS.items():
+        assert rl.shipped_seeds(env_id, setting.rl_algo), env_id
