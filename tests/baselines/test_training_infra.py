@@ -141,3 +141,107 @@ def test_every_benchmark_id_ships_a_run():
     """Until every training seed ships, `benchmark --quick` evaluates what does (and says how many)."""
     for env_id, setting in settings.SETTINGS.items():
         assert rl.shipped_seeds(env_id, setting.rl_algo), env_id
+
+
+@pytest.fixture
+def three_seeds(monkeypatch):
+    """ENV's entry with 3 training seeds and the tiny runs' budget (so a STEPS run serves every command)."""
+    entry = dataclasses.replace(settings.SETTINGS[ENV], rl_steps=STEPS, rl_steps_quick=STEPS, rl_seeds=3)
+    monkeypatch.setitem(settings.SETTINGS, ENV, entry)
+    monkeypatch.setitem(bench.SEEDS, "quick", range(2))
+
+
+class Trained(Exception):
+    pass
+
+
+def _no_training(monkeypatch):
+    """Make training raise Trained with the training seeds it was asked for."""
+    import baselines.rl_runs
+
+    def run_tasks(tasks, **kwargs):
+        if tasks:
+            raise Trained([task.seed for task in tasks])
+        return []
+
+    monkeypatch.setattr(baselines.rl_runs, "run_tasks", run_tasks)
+
+
+def test_quick_evaluates_the_shipped_seeds_and_says_how_many(shipped, three_seeds, tmp_path, monkeypatch):
+    """One of three training seeds ships: --quick evaluates it without training and the headline and report say
+    1 of 3; the full benchmark (train_missing) trains the two missing seeds, and only them."""
+    _no_training(monkeypatch)
+    report = bench.benchmark(tmp_path / "quick", quick=True, progress=False, env_ids=[ENV], models_dir=tmp_path / "m")
+    assert "steps × 1 training seed (of 3) |" in report.read_text()
+    env_report = (tmp_path / "quick" / ENV / "report.md").read_text()
+    assert "`ppo` has 1 (0) of the 3 requested" in env_report and "one run: no interval" in env_report
+    with pytest.raises(Trained) as trained:
+        bench.benchmark(tmp_path / "full", progress=False, env_ids=[ENV], models_dir=tmp_path / "m")
+    assert trained.value.args == ([1, 2],)
+
+
+def test_a_shipped_run_of_another_training_seed_serves_quick(tmp_path, monkeypatch, tiny_run_files, three_seeds):
+    """A learning curve's run (seed 5) shipped as seed5/ counts for --quick, which asks for seeds 0-2."""
+    root = tmp_path / "package_models"
+    meta = {**json.loads(tiny_run_files["meta.json"]), "seed": 5}
+    rl.write_run_files({**tiny_run_files, "meta.json": json.dumps(meta).encode()}, root / ENV / "ppo" / "seed5")
+    monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", root)
+    _no_training(monkeypatch)
+    ((_, facts),) = obtain_policies(ENV, "ppo", {}, STEPS, [0, 1, 2], models_dir=tmp_path / "m", train_missing=False)
+    assert facts["training_seed"] == 5 and facts["source"] == "shipped"
+    with pytest.raises(Trained):  # the full benchmark's seeds are 0-2 exactly
+        obtain_policies(ENV, "ppo", {}, STEPS, [0, 1, 2], models_dir=tmp_path / "m", progress=False)
+
+
+def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, capsys):
+    from baselines import ship
+
+    source, root = tmp_path / "runs", tmp_path / "package_models"
+    rl.write_run_files(tiny_run_files, source / "seed0")
+    rl.write_run_files(tiny_run_files, root / ENV / "ppo" / "seed7")  # an old run (its meta says seed 0)
+    assert ship.main([ENV, "--from", str(source), "--root", str(root), "--prune"]) == 0
+    assert f"shipped {root / ENV / 'ppo' / 'seed0'}" in capsys.readouterr().out
+    assert sorted(p.name for p in (root / ENV / "ppo").iterdir()) == ["seed0"]  # seed7 pruned
+    assert (root / ENV / "ppo" / "seed0" / "model.zip").stat().st_size < (source / "seed0" / "model.zip").stat().st_size
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        ({"folder": "seed3"}, "its training seed is 0, not 3"),
+        ({"meta": {"env_kwargs": {"action_mode": "softmax"}}}, "its env kwargs are"),
+        ({"meta": {"total_timesteps": 100}}, "fewer than"),
+        ({"config": ("n_epochs: 10", "n_epochs: 3")}, "config.yml differs"),
+        ({"meta": {"algo": "a2c"}}, "it is a2c on ClusterSLA-v0, not ppo"),
+    ],
+)
+def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, three_seeds, tmp_path, capsys, edit,
+                                                              reason):  # fmt: skip
+    from baselines import ship
+
+    files = dict(tiny_run_files)
+    meta = {**json.loads(files["meta.json"]), **edit.get("meta", {})}
+    files["meta.json"] = json.dumps(meta).encode()
+    if "config" in edit:
+        files["config.yml"] = files["config.yml"].decode().replace(*edit["config"]).encode()
+    source, root = tmp_path / "runs", tmp_path / "package_models"
+    rl.write_run_files(files, source / edit.get("folder", "seed0"))
+    assert ship.main([ENV, "--from", str(source), "--root", str(root)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not shipped" in err[0] and reason in err[0], err
+    assert not root.exists()
+
+
+def test_ship_trains_the_missing_seeds_then_ships(tiny_run_files, three_seeds, tmp_path):
+    """--train: the cache's matching run of seed 0 is reused, seed 1 is trained (a backend task), both ship."""
+    from baselines import ship
+
+    cache = tmp_path / "models"
+    rl.write_run_files(tiny_run_files, cache / f"ppo-{ENV}" / "seed0")
+    shipped = ship.ship(ENV, train=True, seeds=[0, 1], models_dir=cache, root=tmp_path / "pkg", progress=False)
+    assert shipped == [tmp_path / "pkg" / ENV / "ppo" / f"seed{k}" for k in (0, 1)]
+    metas = [json.loads((path / "meta.json").read_text()) for path in shipped]
+    assert [m["seed"] for m in metas] == [0, 1]
+    assert metas[0]["train_seconds"] == json.loads(tiny_run_files["meta.json"])["train_seconds"]  # not retrained
+    with pytest.raises(ValueError, match="exactly one of source"):
+        ship.ship(ENV, source=tmp_path, train=True, seeds=[0])
