@@ -90,6 +90,8 @@ def read_comparison(folder: str | Path) -> Comparison:
     anchors, flags and explanations are re-derived from the stored per-seed metrics."""
     stored = json.loads((Path(folder) / "results.json").read_text())
     env_id, rl_runs = stored["env_id"], stored["rl_runs"]
+    if any("runs" not in facts for facts in rl_runs.values()):
+        raise ValueError(f"{folder}/results.json was written before RL rows had training seeds; run it again")
     return Comparison(
         env_id=env_id,
         seeds=stored["seeds"],
