@@ -536,4 +536,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # through the imported module, so that pickled runs name baselines.reproduce.approx.Run, not __main__.Run
+    from baselines.reproduce.approx import main as module_main
+
+    module_main()
