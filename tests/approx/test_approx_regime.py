@@ -71,11 +71,26 @@ def test_table_one_checks_its_scale(tmp_path):
         approx.table_one_and_fig_two("huge", tmp_path)
 
 
-@pytest.mark.slow
-def test_table_one_and_fig_two_write_their_sections_on_a_named_preset(tmp_path):
-    report = approx.table_one_and_fig_two("small", tmp_path, preset="paper_budget_bound", workers=1, progress=False)
+TINY = {"env": {"preset": "medium", "n_machines": 12, "horizon": 150, "max_visible_jobs": 16, "lifetime_median": 20.0,
+                "q_range": (0.2, 10.0)}, "seeds": 2}  # fmt: skip
+
+
+def test_table_one_and_fig_two_write_their_sections_on_a_named_preset(tmp_path, monkeypatch):
+    monkeypatch.setitem(approx.SCALES, "tiny", TINY)
+    report = approx.table_one_and_fig_two("tiny", tmp_path, preset="paper_budget_bound", workers=1, progress=False)
     text = report.read_text()
     assert "paper_budget_bound" in text
     for section in ("E1: Table I", "E2: Fig. 1", "E3: Fig. 2"):
         assert section in text
     assert (tmp_path / "fig2_utility_vs_beta.png").stat().st_size > 0
+
+
+def test_sensitivity_writes_one_row_per_reading(tmp_path, monkeypatch):
+    monkeypatch.setattr(approx, "STUDY_SCALE", {k: v for k, v in TINY["env"].items() if k != "preset"})
+    monkeypatch.setattr(approx, "STUDY_ENVS", {"paper_hidden_speed": ("paper_hidden_speed", {}, True)})
+    monkeypatch.setattr(approx, "STUDY_AGENTS", {"step, μ×0.1": ("step", 0.1)})
+    monkeypatch.setattr(approx, "DEFAULT_READING", "step, μ×0.1")
+    text = approx.sensitivity(tmp_path, seeds=2, workers=1, progress=False).read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| paper_hidden_speed | step, μ×0.1 |")]
+    assert len(rows) == 1 and "nan" not in rows[0]
+    assert (tmp_path / "study_runs.pkl").stat().st_size > 0
