@@ -182,8 +182,8 @@ SETTINGS: dict[str, EnvSetting] = {
         # docs/rl_ablations.md, "ClusterSLA-v0: action mode": at 100k PPO steps normalize reaches regret 23.4
         # [12.2, 38.5] over 5 training seeds (score 0.973, owm 0.978), spec §5.5's softmax logits 453 (0.471).
         rl_env_kwargs={"action_mode": "normalize"},
-        # docs/rl_curves.md (5 seeds): 51k steps score 0.766, 100k 0.973, 151k 0.989 (regret 9.2, the best
-        # checkpoint measured; beyond it not measured).
+        # docs/rl_curves.md (5 seeds): 51k steps score 0.766, 100k 0.973, 151k 0.989 (regret 9.2), 200k 0.988:
+        # the plateau is at 151k.
         rl_steps=150_000,
         rl_steps_quick=100_000,
         notes="T = 6000 does not exercise MWU's λ-rebalancing time scale (1/(ηλ) ≈ 1.8·10⁵ steps); spec §5.5.",
