@@ -290,7 +290,7 @@ def sweeps(cfg: dict, workers: int, out: Path, progress: bool) -> list[str]:
 
 # -- Where ESDP loses (issue 17) ------------------------------------------------------------------------
 
-LOSS_POINTS = (("ρ = 0.7", {"arrival_prob": 0.7}), ("ρ = 0.8", {"arrival_prob": 0.8}),
+LOSS_POINTS = (*((f"ρ = {r}", {"arrival_prob": r}) for r in (0.5, 0.6, 0.7, 0.8)),
                ("space (2, 0.25)", {"req_high": 2, "capacity_beta": 0.25}))  # fmt: skip
 LOSS_AGENTS = ("esdp", "esdp_aa", "esdp_exact_index", *BASELINES, "oracle")
 
