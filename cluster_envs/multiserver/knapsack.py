@@ -52,16 +52,18 @@ from cluster_envs.common.guards import Estimate
 # feasible range [−Σ|values|, Σ|values|].
 _INT_TYPES = ((np.dtype(np.int32), -(2**30), 2**29), (np.dtype(np.int64), -(2**62), 2**61))
 _PACK = np.uint64(0x0102040810204080)  # (8 bytes of 0/1) · _PACK >> 56 = the 8 bits, first byte lowest
-# The value table needs no initialisation, so one buffer per thread is kept from solve to solve: a fresh table of
-# tens of MB costs a page fault per 4 KiB page (a third of a paper-scale ESDP slot). Tables above the cap are not kept.
+# ESDP's value table (several budget rows) needs no initialisation, so one buffer per thread is kept from solve to
+# solve: a fresh table of tens of MB costs a page fault per 4 KiB page (a fifth of a paper-scale ESDP slot). The
+# oracle's one-row tables (solved once per arrival pattern) and tables above the cap are allocated per solve.
 _KEPT_TABLE_BYTES = 2**28
 _kept = threading.local()
 
 
-def _value_table(size: int, dtype: np.dtype) -> np.ndarray:
-    """An uninitialised array of ``size`` values: a view of this thread's kept buffer when it is small enough."""
+def _value_table(size: int, dtype: np.dtype, width: int) -> np.ndarray:
+    """An uninitialised array of ``size`` values: a view of this thread's kept buffer for a multi-row table that is
+    small enough."""
     n_bytes = size * dtype.itemsize
-    if n_bytes > _KEPT_TABLE_BYTES:
+    if width == 1 or n_bytes > _KEPT_TABLE_BYTES:
         return np.empty(size, dtype)
     buffer = getattr(_kept, "buffer", None)
     if buffer is None or buffer.size < n_bytes:
@@ -174,7 +176,7 @@ def solve(
     flat_offset = np.concatenate([[0], np.cumsum(flat_sizes)[:-1]]).astype(np.int64)
     flat = np.zeros(int(flat_sizes.sum()), np.int32)
     n_points = int(np.prod(extent))
-    V = _value_table(n_points * width, dtype)  # rows above a point's reach are never read
+    V = _value_table(n_points * width, dtype, width)  # rows above a point's reach are never read
     V[0] = 0  # V_{|E|}[s, c'] = 0 iff s = 0 (the other points are filled as the box grows)
     n_tracked = n_points if width > 1 else 0  # one budget row (the oracle): row 0 is always feasible
     reach = np.zeros(n_tracked, np.int32)
@@ -221,7 +223,8 @@ def estimate(
 ) -> Estimate:  # fmt: skip
     """The peak allocation and run time of :func:`solve` on the same arguments, without running it (``value_bytes``:
     8 for float values, 4 or 8 for integer ones). Memory: the value table, the take bits, the flat prefixes and the
-    per-point reach, exactly as :func:`solve` allocates them; time: a fitted cost per guarded cell."""
+    per-point reach, exactly as :func:`solve` allocates them (a multi-row table comes from a buffer kept between
+    solves, so only the first solve of a thread allocates it); time: a fitted cost per guarded cell."""
     A = np.asarray(A, dtype=np.int64)
     c = np.asarray(c, dtype=np.int64)
     n_types, n_edges = A.shape
