@@ -4,10 +4,10 @@ and the sensitivity sweeps of Figs. 6–13, with the paper's claims next to ours
 ``scale="small"``: the ``small`` preset (|L| = 4, |R| = 10, K = 3), T = 8000 for Figs. 2–4 and T = 500 for
 the sweeps, 10 instance seeds (episode seed = instance seed, common random numbers across agents).
 ``scale="paper"``: the ``paper`` preset at the same horizons. There ESDP's compiled DP has 5.1·10⁸ nominal cells
-per slot at t = 2,000 on instance seed 0 and costs 76–84 ms of CPU per slot on the instances with |E| ≥ 31 (6–12 ms
-on instance seeds 3–4, |E| ≤ 25), i.e. about 11 CPU minutes per T = 8,000 episode; under load 8–13 on 2 shared
-cores that was 0.4–1.4 s of wall time per slot (docs/reproductions/multiserver.md, "Paper scale"). The default is
-``small``.
+per slot at t = 2,000 on instance seed 0; since issue 17 it costs about 27 ms of CPU per slot over a T = 8,000
+literal-ESDP episode on instance seed 0 (|E| = 33; 3–5 ms on instance seeds 3–4, |E| ≤ 25), i.e. about 4 CPU
+minutes per episode (docs/reproductions/multiserver.md, "Paper scale"). ``comparison("paper")`` runs Figs. 2–4 and
+13 alone. The default is ``small``.
 Sweep grids are ours except the points the text names (ρ 0.8 and 1.0; |R| 60 and 80 at paper scale).
 """
 
@@ -193,8 +193,9 @@ def main_figures(runs: list[Run], seeds, horizon: int, out: Path) -> list[str]:
               "LWTF in that order.", "",
               f"| comparison | final improvement ± 95% CI | up to | seeds won | mean ratio t={mid} → T | paper |",
               "|---|---:|---:|---:|---:|---:|", *improvement_rows]  # fmt: skip
-    early = int((cum["hauf"][:, mid - 1] > cum["esdp"][:, mid - 1]).sum())
-    lines += ["", f"HAUF leads literal ESDP at t = {mid} in {early}/{len(seeds)} seeds (paper: HSWF leads early)."]
+    if "esdp" in cum:
+        early = int((cum["hauf"][:, mid - 1] > cum["esdp"][:, mid - 1]).sum())
+        lines += ["", f"HAUF leads literal ESDP at t = {mid} in {early}/{len(seeds)} seeds (paper: HSWF leads early)."]
     _plot(out / "fig3_ratio.png", t[skip:], {k: v[skip:] for k, v in ratios.items()},
           "Fig. 3: AOU ratio to each heuristic (mean over seeds)", "slot t", "ratio")  # fmt: skip
     avg = {a: (cum[a] / t).mean(0) for a in agents_present}
