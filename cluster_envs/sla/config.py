@@ -64,7 +64,7 @@ SCENARIO_JOINT = (
 
 @dataclass(frozen=True)
 class SLAConfig:
-    """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``paper_synthetic_small`` preset).
+    """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``default`` preset).
 
     Domains: ``DOMAINS`` (one per keyword, ``SCENARIO_DOMAINS`` per ``scenario_kwargs`` entry); joint
     constraints: ``JOINT``.
@@ -77,6 +77,7 @@ class SLAConfig:
     )
 
     RENAMED: ClassVar[dict[str, str]] = {"obs_mode": "observation_mode"}  # deprecated in 0.2 (CHANGELOG)
+    RENAMED_PRESETS: ClassVar[dict[str, str]] = {"paper_synthetic_small": "default"}  # deprecated in 0.2
     DOMAINS: ClassVar[dict[str, Domain]] = {
         "n_users": Number(low=2, integer=True, size=True),
         # shares above 1 are over-commitment (normalised by max(1, Σβ), A26); 10⁶ keeps Σβ far from overflow
@@ -176,7 +177,7 @@ def _check_pairs(pairs: Any, sla: tuple[float, ...]) -> None:
 
 PRESETS: dict[str, dict[str, Any]] = {
     "paper_synthetic": {"horizon": 3_000_000},
-    "paper_synthetic_small": {},
+    "default": {},  # formerly paper_synthetic_small
     "paper_real_standin": {
         "n_users": 6,
         "sla": "mean",
