@@ -31,12 +31,11 @@ from collections import namedtuple
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
 from cluster_envs.bilinear import served
 from cluster_envs.bilinear.rng import next_double, permute, standard_normal
 from cluster_envs.common.pairwise import SUM_STACK, pairwise_sum
-from cluster_envs.common.record import RecordType, field_values, strip_owner, unowned
+from cluster_envs.common.record import declare_record, strip_owner, unowned
 from cluster_envs.common.simplex import cap_simplex
 
 NOISE_CLIP = 10.0  # reward noise is truncated at ±10σ (probability 1.5e-23) so observations have finite bounds
@@ -122,27 +121,9 @@ SLOT_FIELDS = (
 Slot = namedtuple("Slot", SLOT_FIELDS)  # the record's fields inside compiled code, arrays without owners
 
 
-@structref.register
-class SlotRecordType(RecordType):
-    """The numba type of :class:`SlotRecord`."""
-
-
-class SlotRecord(structref.StructRefProxy):
-    """The slot's record (fields :data:`SLOT_FIELDS`); made by :func:`slot_record`."""
-
-
-structref.define_proxy(SlotRecord, SlotRecordType, SLOT_FIELDS)
-
-
-@njit(cache=True)
-def _pack_slot(values):
-    return SlotRecord(*values)
-
-
-def slot_record(**fields) -> SlotRecord:
-    """The :class:`SlotRecord` of ``fields`` (every name of :data:`SLOT_FIELDS`): the arrays are shared, not
-    copied."""
-    return _pack_slot(field_values(SLOT_FIELDS, fields))
+SlotRecordType, SlotRecord, slot_record = declare_record(
+    __name__, "SlotRecord", SLOT_FIELDS, "The slot's record (fields :data:`SLOT_FIELDS`); made by :func:`slot_record`."
+)
 
 
 def work_size(n_rows: int, n_cols: int, n_servers: int) -> int:
