@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from cluster_envs.common.alibaba_gpu import HOW_TO_PASS
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Keywords, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
@@ -127,8 +128,18 @@ class SLAConfig:
                 f"n_users × horizon = {self.n_users} × {self.horizon} exceeds {MAX_LOAD_CELLS:.0e} load entries "
                 "(the episode's load matrix); lower n_users or horizon"
             )
+        check_trace_dir(self.scenario, self.trace_dir)
         if not callable(self.scenario):
             check_scenario(self.scenario, self.scenario_kwargs, self.n_users, self.horizon, self.sla)
+
+
+def check_trace_dir(scenario: str | Callable, trace_dir: Any) -> None:
+    """``trace_dir`` is required by scenario ``alibaba_gpu_2023`` and refused by every other scenario (its folder's
+    own checks come when the trace is read)."""
+    if (scenario == ALIBABA) != (trace_dir is not None):
+        if trace_dir is None:
+            raise ValueError(f"scenario {ALIBABA!r} (preset {ALIBABA!r}) needs its data: {HOW_TO_PASS}")
+        raise ValueError(f"trace_dir is only read by scenario={ALIBABA!r} (preset {ALIBABA!r})")
 
 
 def check_scenario(scenario: str, kwargs: dict, n_users: int, horizon: int, sla: tuple[float, ...] | str) -> None:
