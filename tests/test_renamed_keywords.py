@@ -1,5 +1,6 @@
 """Every renamed keyword (a config class's ``RENAMED``, old -> new) still works for one minor version: the old
-name sets the new field with a ``DeprecationWarning`` that names both, and giving both names is a ValueError."""
+name sets the new field with a ``DeprecationWarning`` that names both, and giving both names is a ValueError.
+Likewise every renamed preset (``RENAMED_PRESETS``); every setting's default preset is named ``default``."""
 
 from __future__ import annotations
 
@@ -13,15 +14,16 @@ from gymnasium.envs.registration import load_env_creator
 from cluster_envs import env_ids
 
 
-def _renames() -> list[tuple[str, str, str]]:
+def _renames(table: str) -> list[tuple[str, str, str]]:
+    """(env id, old, new) of every entry of the config classes' ``table`` (``RENAMED`` or ``RENAMED_PRESETS``)."""
     out = []
     for env_id in env_ids():
         config_class = load_env_creator(gym.spec(env_id).entry_point).config_class
-        out += [(env_id, old, new) for old, new in getattr(config_class, "RENAMED", {}).items()]
+        out += [(env_id, old, new) for old, new in getattr(config_class, table, {}).items()]
     return out
 
 
-RENAMES = _renames()
+RENAMES = _renames("RENAMED")
 
 
 def test_the_renames_cover_the_deprecated_keywords():
@@ -51,15 +53,7 @@ def test_the_bilinear_problem_keeps_max_jobs_as_a_deprecated_alias():
         assert problem.max_jobs == problem.max_visible_jobs == 5
 
 
-def _preset_renames() -> list[tuple[str, str, str]]:
-    out = []
-    for env_id in env_ids():
-        config_class = load_env_creator(gym.spec(env_id).entry_point).config_class
-        out += [(env_id, old, new) for old, new in getattr(config_class, "RENAMED_PRESETS", {}).items()]
-    return out
-
-
-PRESET_RENAMES = _preset_renames()
+PRESET_RENAMES = _renames("RENAMED_PRESETS")
 
 
 def test_every_settings_default_preset_is_named_default():
