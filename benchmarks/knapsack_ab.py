@@ -8,8 +8,8 @@ name next to this tree's, so both run in the same process on the same inputs. Th
    on ``--instances`` random instances (1 to 3 types, up to 13 edges, integer and float values, idle edges);
 2. times one ``solve`` of each, interleaved, median of ``--repeats`` thread-CPU timings, on the bench's paper-scale
    ESDP slot (``baselines.bench.ESDP_DP_SCALE``) at t = 2,000 and 8,000, and on the state of a real literal-ESDP
-   and ESDP-AA episode (``preset="paper"``, instance and episode seed 0) after ``--slots`` slots, checking equality
-   again; and prints the OLD/NEW ratios.
+   and ESDP-AA episode (``preset="default"``, the paper's sizes, instance and episode seed 0) after ``--slots``
+   slots, checking equality again; and prints the OLD/NEW ratios.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def bench_state(t: int):
 def episode_state(agent_name: str, slots: int):
     from baselines import harness
 
-    kwargs = {"preset": "paper", "horizon": 8000, "instance_seed": 0, "info_level": "minimal"}
+    kwargs = {"preset": "default", "horizon": 8000, "instance_seed": 0, "info_level": "minimal"}
     env, agent, observation = harness.start("ClusterMultiServer-v0", agent_name, 0, env_kwargs=kwargs)
     for _ in range(slots):
         observation, *_ = env.step(agent.act(observation))

@@ -161,7 +161,7 @@ class _ApproxEnvCore(ClusterEnv):
         cfg = self.config
         if isinstance(cfg.prices, tuple):
             return max(cfg.prices)
-        return cfg.price_factor if cfg.prices == "proportional" else cfg.price_range[1]
+        return cfg.price_factor if cfg.prices in ("proportional", "flat") else cfg.price_range[1]
 
     def _job_bounds(self) -> np.ndarray:
         """Finite upper bounds of the ``jobs`` columns, from the config (fixed before any instance exists)."""
@@ -237,7 +237,7 @@ class _ApproxEnvCore(ClusterEnv):
             "arrivals": [int(j) for j in np.flatnonzero(self._instance.jobs.arrival == 0)],
         }
         if opt is not None:
-            info["benchmark_total"] = float(opt.sum())
+            info["oracle_total"] = info["benchmark_total"] = float(opt.sum())  # benchmark_total: deprecated alias
         return self.emit(self._observation()), info
 
     def _check_benchmark(self, jobs: Jobs) -> None:
@@ -261,6 +261,9 @@ class _ApproxEnvCore(ClusterEnv):
             prices = np.asarray(cfg.prices)
         elif cfg.prices == "proportional":
             prices = cfg.price_factor * rates.means
+        elif cfg.prices == "flat":
+            prior = prior_mean_rate(cfg.rate_process, cfg.iid_mean_range, cfg.speed_heterogeneity)
+            prices = np.full(m, cfg.price_factor * prior)
         else:
             prices = rng.uniform(*cfg.price_range, size=m)
         if cfg.job_source == "synthetic":
@@ -357,7 +360,7 @@ class _ApproxEnvCore(ClusterEnv):
             "departures": s["departures"],
         }
         if sim.opt_per_job is not None:
-            info["benchmark_total"] = float(sim.opt_per_job.sum())
+            info["oracle_total"] = info["benchmark_total"] = float(sim.opt_per_job.sum())  # deprecated alias
             info["regret"] = sim.benchmark_accrued - sim.utility_approx
         if self.config.expose_oracle:
             info["oracle"] = {"rates": s["rates"].copy(), "means": self._instance.means.copy()}
@@ -452,13 +455,14 @@ class ClusterApproxEnv(_ApproxEnvCore):
     (−1 where unobserved), ``n_invalid, n_budget_blocked, n_repaired, exhausted`` (per slot), ``migrations``
     (share of machines whose previous, still-running occupant changed), ``utility_true, utility_approx, fit``
     (Eq. 8 over departed jobs), ``fit_positive, slot_job_ids, arrivals, departures``; with
-    ``compute_regret=True``: ``benchmark_total`` (the offline optimum's utility) and ``regret`` (cumulative, equal
-    to Eq. 6's Reg_T at the end; ``oracle_kind`` ``"eq6"``/``"p1"``/``"thm3"`` picks the optimum); ``oracle``
-    only with ``expose_oracle=True``. The optimum's convex program is estimated before it runs
-    (:mod:`cluster_envs.common.guards`): at construction on the instance of ``instance_seed`` and at each reset on
-    the drawn one, a ``ValueError`` naming the keywords refuses it above ``MEMORY_LIMIT`` (2 GiB) or
-    ``BENCHMARK_TIME_LIMIT`` (600 s estimated). At the end, ``episode_summary``: utility, utility_approx, regret,
-    benchmark_total, fit, fit_positive, mean_migrations, budget and cost-to-utility shares, counters.
+    ``compute_regret=True``: ``oracle_total`` (the offline optimum's utility; also as ``benchmark_total``,
+    deprecated, removed in 0.3) and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the end; ``oracle_kind``
+    ``"eq6"``/``"p1"``/``"thm3"`` picks the optimum); ``oracle`` only with ``expose_oracle=True``. The optimum's
+    convex program is estimated before it runs (:mod:`cluster_envs.common.guards`): at construction on the instance
+    of ``instance_seed`` and at each reset on the drawn one, a ``ValueError`` naming the keywords refuses it above
+    ``MEMORY_LIMIT`` (2 GiB) or ``BENCHMARK_TIME_LIMIT`` (600 s estimated). At the end, ``episode_summary``:
+    utility, utility_approx, regret, oracle_total (and benchmark_total), fit, fit_positive, mean_migrations, budget
+    and cost-to-utility shares, counters.
     ``info_level="minimal"`` keeps only ``t, utility_true, utility_approx`` (and ``regret``) per step, plus
     ``episode_summary``; the trajectory is the same.
 
@@ -467,7 +471,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
 
     **Presets**: ``default`` (M = 20, T = 2000, K = 8, on/off machines, synthetic Google-like jobs at offered
     load 2, β = 0.5), ``medium`` / ``medium_light`` (M = 100, T = 3600, K = 64, load 3), ``paper`` /
-    ``paper_light`` (M = 1000, T = 36 000, K = 256, load 3, half the jobs kept), ``common_deadline``
+    ``paper_light`` (M = 1000, T = 36 000, K = 256, load 3, half the jobs kept), ``paper_hidden_speed`` (speeds
+    s_i ~ U[0.5, 1] behind one flat price), ``paper_budget_bound`` (load 1) and ``paper_budget_bound_hidden_speed``
+    (both; readings of Sec. VI, docs/reproductions/approx.md), ``common_deadline``
     (Corollary 1: M = 8, N = 3, a_j = 0, d_j = T = 4000, i.i.d. Bernoulli rates, log utility, benchmark on).
 
     **Privileged state**: ``_instance`` (jobs, true means, rate process) and ``_sim``.
