@@ -185,6 +185,35 @@ STUDY_KEYS = {  # the short name of each id in study names
 for _env_id in SETTINGS:
     STUDIES[f"{STUDY_KEYS[_env_id]}_update"] = (_env_id, (Variant("shipped"), Variant("fast update", hyperparams=FAST)))
 
+# ClusterApproxSingleJob-v0 (docs/rl_curves.md): why PPO stays at the random priority's level. The instance (rates
+# and prices) is drawn per episode of 2,000 slots, so 4 copies see 4 instances per 2,000 steps; 128 copies see
+# 128. The paced budget makes each slot's reward depend mostly on that slot's machines (a short γ), and SB3 clips
+# the Gaussian action into Box(0, 1): with log_std 0 most sampled priorities are 0 or 1, ties run by machine index.
+_NET = {"net_arch": {"pi": [64, 64], "vf": [64, 64]}}
+
+
+def _fast(gamma: float = 0.99, log_std: float = 0.0) -> dict[str, Any]:
+    return {**FAST, "gamma": gamma, "policy_kwargs": {**_NET, "log_std_init": log_std}}
+
+
+STUDIES["approx_single_learning"] = (
+    "ClusterApproxSingleJob-v0",
+    (
+        Variant("shipped"),
+        Variant("fast update", hyperparams=FAST),
+        Variant("fast update, gamma 0.9", hyperparams=_fast(0.9)),
+        Variant("fast update, log_std -1", hyperparams=_fast(log_std=-1.0)),
+        Variant("fast update, gamma 0.9, log_std -1", hyperparams=_fast(0.9, -1.0)),
+        Variant("fast update, gamma 0.5, log_std -1", hyperparams=_fast(0.5, -1.0)),
+        Variant(
+            "fast update, gamma 0.9, log_std -1 + stats",
+            env_kwargs={"observation_mode": "dict"},
+            wrappers=(STATS,),
+            hyperparams=_fast(0.9, -1.0),
+        ),  # fmt: skip
+    ),
+)
+
 
 # -- one run -------------------------------------------------------------------------------------------
 

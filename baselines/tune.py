@@ -13,9 +13,15 @@ which is set to a training seed (``baselines.rl.training_seed(0)``, ≥ 10⁹), 
 evaluation seeds. The study lives in an Optuna journal file (``<out>/<env_id>-<algo>.log``), so a second ``run``
 with the same arguments adds trials to it.
 
+With ``--keep`` (e.g. ``n_steps,batch_size,n_epochs,policy_kwargs``) the trials take those hyperparameters from
+the section and rl-zoo3 tunes the others (``baselines.zoo_train``: rl-zoo3's sampler, TPE and pruner, with the
+kept keys dropped from each draw), which is how the fast update (128 copies) is tuned without rl-zoo3 drawing
+rollouts of 128 × 4,096 steps.
+
 ``write`` reads the study's best trial, converts it as rl-zoo3 does (``convert_onpolicy_params``: γ, λ, powers of
 two, network size and activation) and replaces those keys in the id's YAML section, under a comment giving the
-tuning command and the best value; the other sections and keys are left as they are.
+tuning command and the best value (give it the ``run``'s arguments, ``--keep`` included: kept keys are not
+written); the other sections and keys are left as they are.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.rl import HYPERPARAMS_DIR, training_seed
+from baselines.zoo_train import parse_keep
 
 ON_POLICY = {"ppo", "a2c", "ppo_lstm"}  # rl-zoo3 converts their sampled parameters with convert_onpolicy_params
 TUNED_MARK = "# tuned:"
@@ -45,15 +52,17 @@ def storage_path(out: Path, env_id: str, algo: str) -> Path:
 
 
 def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, evaluations: int = 4,
-                eval_episodes: int = 5, startup_trials: int = 5,
-                env_kwargs: Mapping[str, Any] | None = None) -> list[str]:  # fmt: skip
+                eval_episodes: int = 5, startup_trials: int = 5, env_kwargs: Mapping[str, Any] | None = None,
+                keep: Sequence[str] = ()) -> list[str]:  # fmt: skip
     """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the YAML section's env kwargs, as
-    rl-zoo3's ``--env-kwargs`` does)."""
+    rl-zoo3's ``--env-kwargs`` does; ``keep``: hyperparameters every trial takes from the section, through
+    ``baselines.zoo_train``)."""
     for name, value in (("trials", trials), ("steps", steps), ("evaluations", evaluations),
                         ("eval_episodes", eval_episodes), ("startup_trials", startup_trials)):  # fmt: skip
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    command = ["python", "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "--gym-packages", "cluster_envs",
+    entry = ["baselines.zoo_train", "--keep", ",".join(parse_keep(",".join(keep)))] if keep else ["rl_zoo3.train"]
+    command = ["python", "-m", *entry, "--algo", algo, "--env", env_id, "--gym-packages", "cluster_envs",
                "-conf", str(_relative(HYPERPARAMS_DIR / f"{algo}.yml"))]  # fmt: skip
     command += [
         "-optimize", "--n-trials", str(trials), "--n-timesteps", str(steps), "--n-evaluations", str(evaluations),
@@ -78,9 +87,9 @@ def run(command: Sequence[str]) -> None:
     subprocess.run([sys.executable, *command[1:]], check=True, env=env)
 
 
-def best_trial(storage: Path, env_id: str, algo: str) -> tuple[dict[str, Any], float, int]:
-    """The best trial's hyperparameters as rl-zoo3 passes them to the algorithm, its value and the number of
-    finished trials."""
+def best_trial(storage: Path, env_id: str, algo: str, keep: Sequence[str] = ()) -> tuple[dict[str, Any], float, int]:
+    """The best trial's hyperparameters as rl-zoo3 passes them to the algorithm (without the ``keep`` keys, which
+    its trials did not use), its value and the number of finished trials."""
     import optuna
 
     if algo not in ON_POLICY:
@@ -95,7 +104,8 @@ def best_trial(storage: Path, env_id: str, algo: str) -> tuple[dict[str, Any], f
     if not finished:
         raise ValueError(f"the study in {storage} has no finished trial")
     best = study.best_trial
-    return convert_onpolicy_params(best.params), float(best.value), len(finished)
+    params = {key: value for key, value in convert_onpolicy_params(best.params).items() if key not in keep}
+    return params, float(best.value), len(finished)
 
 
 def yaml_values(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,9 +183,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--eval-episodes", type=int, default=5)
     parser.add_argument("--startup-trials", type=int, default=5, help="random trials before TPE")
     parser.add_argument("--out", type=Path, default=Path("results/tune"))
+    parser.add_argument(
+        "--keep",
+        default="",
+        help="comma-separated hyperparameters the trials take from the YAML section "
+        "(e.g. n_steps,batch_size,n_epochs,policy_kwargs: the fast update's shape)",
+    )
     args = parser.parse_args(argv)
+    keep = parse_keep(args.keep) if args.keep else ()
     command = zoo_command(args.env_id, args.algo, args.trials, args.steps, args.out, evaluations=args.evaluations,
-                          eval_episodes=args.eval_episodes, startup_trials=args.startup_trials)  # fmt: skip
+                          eval_episodes=args.eval_episodes, startup_trials=args.startup_trials, keep=keep)  # fmt: skip
     text = shlex.join(command)
     if args.command == "print":
         print(text)
@@ -183,7 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text, flush=True)
         run(command)
     else:
-        params, value, finished = best_trial(storage_path(args.out, args.env_id, args.algo), args.env_id, args.algo)
+        storage = storage_path(args.out, args.env_id, args.algo)
+        params, value, finished = best_trial(storage, args.env_id, args.algo, keep)
         comment = f"{text} (budget {args.trials} trials x {args.steps} steps; best of {finished}: return {value:.4g})"
         write_section(HYPERPARAMS_DIR / f"{args.algo}.yml", args.env_id, yaml_values(params), comment)
         print(f"wrote {sorted(params)} into {HYPERPARAMS_DIR / f'{args.algo}.yml'} [{args.env_id}]")
