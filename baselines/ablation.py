@@ -196,6 +196,15 @@ def _fast(gamma: float = 0.99, log_std: float = 0.0) -> dict[str, Any]:
     return {**FAST, "gamma": gamma, "policy_kwargs": {**_NET, "log_std_init": log_std}}
 
 
+# ClusterApprox-v0: the same per-episode instances (rates, prices, jobs), MultiDiscrete actions (no log_std).
+STUDIES["approx_learning"] = (
+    "ClusterApprox-v0",
+    (
+        Variant("shipped"),
+        Variant("fast update", hyperparams=FAST),
+        Variant("fast update, gamma 0.9", hyperparams={**FAST, "gamma": 0.9}),
+    ),
+)
 STUDIES["approx_single_learning"] = (
     "ClusterApproxSingleJob-v0",
     (
