@@ -203,6 +203,7 @@ STUDIES["approx_learning"] = (
         Variant("shipped"),
         Variant("fast update", hyperparams=FAST),
         Variant("fast update, gamma 0.9", hyperparams={**FAST, "gamma": 0.9}),
+        Variant("fast update, gamma 0.5", hyperparams={**FAST, "gamma": 0.5}),
     ),
 )
 STUDIES["approx_single_learning"] = (
@@ -214,12 +215,16 @@ STUDIES["approx_single_learning"] = (
         Variant("fast update, log_std -1", hyperparams=_fast(log_std=-1.0)),
         Variant("fast update, gamma 0.9, log_std -1", hyperparams=_fast(0.9, -1.0)),
         Variant("fast update, gamma 0.5, log_std -1", hyperparams=_fast(0.5, -1.0)),
-        Variant(
-            "fast update, gamma 0.9, log_std -1 + stats",
-            env_kwargs={"observation_mode": "dict"},
-            wrappers=(STATS,),
-            hyperparams=_fast(0.9, -1.0),
-        ),  # fmt: skip
+        Variant("fast update, gamma 0, log_std -1", hyperparams=_fast(0.0, -1.0)),
+        *(
+            Variant(
+                f"fast update, gamma {gamma:g}, log_std -1 + stats",
+                env_kwargs={"observation_mode": "dict"},
+                wrappers=(STATS,),
+                hyperparams=_fast(gamma, -1.0),
+            )
+            for gamma in (0.9, 0.5)
+        ),
     ),
 )
 
