@@ -82,24 +82,12 @@ def test_rl_zoo3_optimizes_and_its_best_trial_is_written(tmp_path, monkeypatch):
     assert RunConfig.resolve("ppo", "ClusterSLA-v0", path=path).model_kwargs["n_steps"] == params["n_steps"]
 
 
-def test_kept_keys_leave_rl_zoo3s_draw_and_the_command_goes_through_the_keeping_entry(tmp_path):
-    import optuna
-    from rl_zoo3.hyperparams_opt import sample_ppo_params
-
-    from baselines import zoo_train
-
-    trial = optuna.trial.FixedTrial(
-        {"batch_size_pow": 3, "n_steps_pow": 5, "one_minus_gamma": 0.01, "one_minus_gae_lambda": 0.05,
-         "learning_rate": 1e-4, "ent_coef": 1e-3, "clip_range": 0.2, "n_epochs": 20, "max_grad_norm": 0.5,
-         "net_arch": "tiny", "activation_fn": "relu"}
-    )  # fmt: skip
-    keep = zoo_train.parse_keep("n_steps, batch_size,n_epochs,policy_kwargs")
-    drawn = sample_ppo_params(trial, 1, 128, {})
-    kept = zoo_train.keeping(sample_ppo_params, keep)(trial, 1, 128, {})
-    assert set(drawn) - set(kept) == set(keep)
-    assert kept == {key: value for key, value in drawn.items() if key not in keep}
-    command = tune.zoo_command("ClusterApproxSingleJob-v0", "ppo", 3, 1000, tmp_path, keep=keep)
-    assert command[2:5] == ["baselines.zoo_train", "--keep", "n_steps,batch_size,n_epochs,policy_kwargs"]
-    assert command[5:7] == ["--algo", "ppo"]
-    with pytest.raises(ValueError, match="keep must name"):
-        zoo_train.parse_keep("n_envs")
+def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tmp_path):
+    """ClusterApproxSingleJob-v0's section (paced_priority Box actions, flat observation) is tuned with the fast
+    update's shape held: the command goes through baselines.zoo, and rl-zoo3's evaluation env gets the section's
+    env kwargs (at the id's defaults its spaces are a Dict observation and a MultiBinary action)."""
+    hold = ["n_steps", "batch_size", "n_epochs", "gamma", "policy_kwargs"]
+    command = tune.zoo_command("ClusterApproxSingleJob-v0", "ppo", 3, 1000, tmp_path, hold=hold)
+    assert command[2:5] == ["baselines.zoo", "--hold", ",".join(hold)]
+    at = command.index("--eval-env-kwargs")
+    assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_mode:'flat'"]
