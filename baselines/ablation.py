@@ -225,6 +225,17 @@ STUDIES["approx_single_learning"] = (
             )
             for gamma in (0.9, 0.5)
         ),
+        # the best of 8 rl-zoo3 trials on the section above (docs/rl_curves.md, "Tuning"), as `tune write` converts it
+        Variant(
+            "tuned",
+            hyperparams={
+                "gae_lambda": 0.999653,
+                "learning_rate": 0.000756884,
+                "clip_range": 0.1,
+                "ent_coef": 1.55521e-06,
+                "max_grad_norm": 0.940916,
+            },
+        ),  # fmt: skip
     ),
 )
 
