@@ -39,6 +39,10 @@ MEMORY_TARGET_MB = 2048.0
 # ESDP's dynamic program at the paper's scale (spec §4.3): |E| = 32, m = 16, c_k = 24, K = 3, slot t = 2,000.
 ESDP_DP_SCALE = {"n_edges": 32, "m": 16, "capacity": 24, "n_device_types": 3, "t": 2000}
 ESDP_DP_TARGET_S = 0.3
+# ClusterApprox-v0 at the paper's scale (issue 17): per-slot cost of each Table I scheme and of the env step,
+# timed after a warm-up that brings the concurrent jobs near the preset's steady state (≈ 80 at load 3).
+APPROX_SLOT_AGENTS = ("opm", "opm_no_estimation", "fair", "deadline_aware")
+APPROX_SLOT_SCALE = {"preset": "paper", "warmup": 3000, "steps": 500}
 # Paper-scale episodes the issue times (opt-in, they are long): id -> (agent, env kwargs, target wall seconds).
 # ESDP's 8,000 slots get the per-slot DP target times the horizon (ours; the issue asks that the run completes).
 PAPER_EPISODES = {
@@ -223,15 +227,50 @@ def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
             "cartpole_steps": median(s * r for s, r in zip(seconds, reference_rates, strict=True))}  # fmt: skip
 
 
+def bench_approx_slots(agent_names=APPROX_SLOT_AGENTS, *, preset: str = "paper", warmup: int = 3000,
+                       steps: int = 500, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """Per-slot seconds of each agent's decision and of the env step at a paper-scale preset of ClusterApprox-v0,
+    over ``steps`` slots after ``warmup`` slots of the same agent (seed ``seed``): wall (``act_seconds``,
+    ``step_seconds``) and CPU (``cpu_seconds``, both together), next to CartPole-v1's single-env rate timed in the
+    same process (``cartpole_steps``: what a slot costs in CartPole steps, which cancels most of the load)."""
+    from baselines import harness
+
+    reference = gym.make(REFERENCE)
+    reference_actions = _predrawn_actions(reference.action_space, 1024)
+    rows = {}
+    for name in agent_names:
+        env, agent, observation = harness.start("ClusterApprox-v0", name, seed, env_kwargs={"preset": preset})
+        with env:
+            for _ in range(warmup):
+                observation, *_ = env.step(agent.act(observation))
+            act = step = 0.0
+            visible = 0
+            cpu = time.process_time()
+            for _ in range(steps):
+                start = time.perf_counter()
+                action = agent.act(observation)
+                middle = time.perf_counter()
+                observation, *_ = env.step(action)
+                act, step = act + middle - start, step + time.perf_counter() - middle
+                visible += int((observation["jobs"][:, 0] > 0).sum())
+            cpu = time.process_time() - cpu
+        rate = _single_rate(reference, reference_actions, 20_000)
+        rows[name] = {"act_seconds": act / steps, "step_seconds": step / steps, "cpu_seconds": cpu / steps,
+                      "visible_jobs": visible / steps, "reference_rate": rate,
+                      "cartpole_steps": (act + step) / steps * rate}  # fmt: skip
+    return {"preset": preset, "warmup": warmup, "steps": steps, "seed": seed, "agents": rows}
+
+
 def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_sizes=BATCH_SIZES,
               batch_env_steps: int = 2_000_000, long_horizon: int | None = 3_000_000, paper_episodes: bool = False,
-              esdp_dp: bool = True, training: dict[str, int] | None = None,
+              esdp_dp: bool = True, approx_slots: bool = True, training: dict[str, int] | None = None,
               progress=None) -> dict[str, Any]:  # fmt: skip
     """Every measurement as a JSON-ready dict. ``batch_env_steps`` sets each batched timing's length
     (steps = batch_env_steps / B, at least 20 and at most ``steps``); ``long_horizon=None`` skips the SLA
     long-horizon runs; ``paper_episodes=True`` adds the (long) ``PAPER_EPISODES`` runs; ``esdp_dp`` times
-    ESDP's DP at paper scale when ClusterMultiServer-v0 is among the ids; ``training`` (the keyword arguments of
-    ``baselines.bench_training.run``: copies, iterations, repeats) adds the PPO training section."""
+    ESDP's DP at paper scale when ClusterMultiServer-v0 is among the ids; ``approx_slots`` times the Table I
+    schemes' slots at M = 1,000 (``bench_approx_slots``) when ClusterApprox-v0 is; ``training`` (the keyword
+    arguments of ``baselines.bench_training.run``: copies, iterations, repeats) adds the PPO training section."""
     say = progress or (lambda message: None)
     env_ids = list(env_ids or cluster_envs.env_ids())
     long_horizon_result = None
@@ -267,6 +306,9 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
     if esdp_dp and "ClusterMultiServer-v0" in env_ids:
         say("ClusterMultiServer-v0 ESDP dynamic program at paper scale")
         result["esdp_dp"] = bench_esdp_dp(repeats)
+    if approx_slots and "ClusterApprox-v0" in env_ids:
+        say("ClusterApprox-v0 per-slot cost of the Table I schemes at M = 1,000")
+        result["approx_slots"] = bench_approx_slots(**APPROX_SLOT_SCALE)
     if paper_episodes:
         result["paper_episodes"] = {}
         for env_id, (agent, kwargs, target) in PAPER_EPISODES.items():
@@ -375,6 +417,15 @@ def to_markdown(result: dict[str, Any]) -> str:
                      f"{dp['nominal_cells']:.3g} nominal DP cells): {dp['seconds']:.3f} s (median), "
                      f"= {dp['cartpole_steps']:,.0f} CartPole-v1 steps at {dp['reference_rate']:,.0f} steps/s "
                      f"in the same run.")  # fmt: skip
+    if "approx_slots" in result:
+        slots = result["approx_slots"]
+        lines += ["", f"ClusterApprox-v0 `preset={slots['preset']!r}` (M = 1,000), slots {slots['warmup']:,} to "
+                  f"{slots['warmup'] + slots['steps']:,}, seconds per slot:", "",
+                  "| agent | decision (wall) | env step (wall) | both (CPU) | visible jobs | CartPole steps |",
+                  "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+        lines += [f"| {name} | {r['act_seconds'] * 1e3:.2f} ms | {r['step_seconds'] * 1e3:.2f} ms | "
+                  f"{r['cpu_seconds'] * 1e3:.2f} ms | {r['visible_jobs']:.0f} | {r['cartpole_steps']:,.0f} |"
+                  for name, r in slots["agents"].items()]  # fmt: skip
     for env_id, run in result.get("paper_episodes", {}).items():
         lines.append(f"\n{env_id} {run['env_kwargs']} with {run['agent']}: {run['steps']:,} steps in "
                      f"{run['seconds']:.1f} s, peak memory {run['peak_rss_mb']:,.0f} MB.")  # fmt: skip
@@ -411,6 +462,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--paper-episodes", action="store_true",
                         help="also time the paper-scale episodes (ClusterApprox M=1000 with OPM: minutes)")  # fmt: skip
     parser.add_argument("--no-esdp-dp", action="store_true", help="skip the paper-scale ESDP DP timing")
+    parser.add_argument("--no-approx-slots", action="store_true",
+                        help="skip the ClusterApprox-v0 per-slot timing of Table I's schemes at M = 1,000")  # fmt: skip
     parser.add_argument("--no-training", action="store_true", help="skip the PPO training throughput section")
     parser.add_argument("--training-copies", type=int, default=128,
                         help="copies of the native and null envs in the training section (default 128)")  # fmt: skip
@@ -440,7 +493,8 @@ def run_from_args(args) -> Path:
         raise ValueError(f"--ids: unknown env id(s) {unknown}; registered: {cluster_envs.env_ids()}")
     result = run_bench(args.ids, steps=args.steps, repeats=args.repeats, batch_sizes=args.sizes,
                        batch_env_steps=args.batch_env_steps, long_horizon=args.long_horizon or None,
-                       paper_episodes=args.paper_episodes, esdp_dp=not args.no_esdp_dp, training=_training(args),
+                       paper_episodes=args.paper_episodes, esdp_dp=not args.no_esdp_dp,
+                       approx_slots=not args.no_approx_slots, training=_training(args),
                        progress=lambda message: print(message, file=sys.stderr))  # fmt: skip
     md, js = write(result, args.out)
     print(md.read_text())

@@ -11,9 +11,11 @@ instance's, is not in this track). The **fixed instance** track, for the envs wh
 (MultiServer, Gang): every agent and PPO on the instance PPO trained on, the offline upper reference.
 
 Per env and track the table names the naive anchor (0) and the clairvoyant anchor (1) and gives the normalized
-headline score (95% bootstrap interval over seeds) of the paper's algorithm, PPO (with its budget: env steps ×
-training seeds), the best online heuristic (the best online reference agent other than the paper's algorithm, its
-ablations and the naive anchor; "—" when none is left) and the clairvoyant anchor. The sanity flags of
+headline score of the paper's algorithm (95% bootstrap interval over evaluation seeds), PPO (one run per training seed
+of the entry's ``rl_seeds``, each scored by its mean over the evaluation seeds; interval over the runs; budget: env
+steps × training seeds; ``--quick`` evaluates the runs it finds, shipped or cached, says how many, and trains only
+where none is found), the best online heuristic (the best online reference agent other than the paper's algorithm,
+its ablations and the naive anchor; "—" when none is left) and the clairvoyant anchor. The sanity flags of
 ``baselines.sanity`` follow, each with its explanation from the settings entry. Across the envs of the headline
 track: the IQM of each role's normalized scores with stratified bootstrap intervals, and performance profiles
 (rliable). Ids without an entry are listed as skipped.
@@ -37,7 +39,6 @@ from baselines.settings import env_setting
 from baselines.stats import aggregate_iqm, bootstrap_ci, performance_profiles
 from cluster_envs import env_ids as registered
 
-TRAINING_SEEDS = 1  # PPO runs trained per env (compare trains one, seed 0)
 SEEDS = {"quick": range(5), "full": range(10)}
 ROLES = ("paper", "ppo", "best heuristic", "oracle")
 ROLE_TITLES = {"paper": "paper's algorithm", "ppo": "PPO", "best heuristic": "best heuristic", "oracle": "1-anchor"}
@@ -79,10 +80,15 @@ class EnvResult:
         return sanity.flags(self.comparison)
 
     def rl_budget(self) -> str:
+        """ "<env steps> steps × <n> training seeds", with "of <requested>" when runs are missing (``--quick``)."""
         facts = self.comparison.rl_runs.get(self.comparison.setting.rl_algo)
         if facts is None:
             return "—"
-        return f"{facts['total_timesteps']:,} steps × {TRAINING_SEEDS} seed"
+        steps = sorted({run["total_timesteps"] for run in facts["runs"]})
+        count = len(facts["runs"])
+        text = f"{steps[0]:,}" + (f"–{steps[-1]:,}" if len(steps) > 1 else "") + f" steps × {count} training seed"
+        text += "s" if count != 1 else ""
+        return text + (f" (of {facts['requested']})" if count < facts["requested"] else "")
 
     def to_json(self) -> dict[str, Any]:
         comparison = self.comparison
@@ -137,6 +143,7 @@ def benchmark(
                 rl=[] if held_out and fixed else [setting.rl_algo],
                 seeds=SEEDS["quick" if quick else "full"],
                 rl_steps=setting.rl_steps_quick if quick else setting.rl_steps,
+                train_missing=not quick,  # --quick evaluates the runs it finds (and says how many)
                 models_dir=models_dir,
                 workers=workers,
                 backend=backend,
@@ -194,25 +201,39 @@ def write_headline(out: Path, tracks: dict[str, dict[str, EnvResult]], run: dict
 
 
 def aggregate_roles(results: dict[str, EnvResult]) -> dict[str, dict[str, Any]]:
-    """Per role, the IQM over the envs that have it of the per-seed normalized scores, with rliable's stratified
+    """Per role, the IQM over the envs that have it of the normalized scores of its runs, with rliable's stratified
     bootstrap interval (the closed-form 1-anchors, score 1 on every seed, count as such)."""
     scores = role_scores(results)
     estimates = aggregate_iqm({role: matrix for role, (matrix, _) in scores.items()})
     return {
-        role: {"iqm": estimates[role][0], "ci_low": estimates[role][1], "ci_high": estimates[role][2], "envs": envs}
-        for role, (_, envs) in scores.items()
+        role: {
+            "iqm": estimates[role][0],
+            "ci_low": estimates[role][1],
+            "ci_high": estimates[role][2],
+            "envs": envs,
+            "runs": int(matrix.shape[0]),
+        }  # fmt: skip
+        for role, (matrix, envs) in scores.items()
     }
 
 
 def role_scores(results: dict[str, EnvResult]) -> dict[str, tuple[np.ndarray, list[str]]]:
-    """Per role: the (seeds, envs) matrix of normalized scores over the envs that have the role, and those envs."""
+    """Per role: the (runs, envs) matrix of normalized scores over the envs that have the role, and those envs. A
+    run is an evaluation seed of a reference agent and a training seed of PPO (``Comparison.samples``). rliable needs
+    as many runs in every env: where PPO's counts differ (``--quick`` with fewer runs shipped for some ids, or
+    entries with other ``rl_seeds``), each env contributes its first runs, as many as the env with the fewest has."""
     columns: dict[str, dict[str, np.ndarray]] = {role: {} for role in ROLES}
     for env_id, result in results.items():
         for role, agent in result.roles().items():
             columns[role][env_id] = result.comparison.normalized_scores(agent)
         if result.comparison.setting.oracle_value is not None:
             columns["oracle"][env_id] = np.ones(len(result.comparison.seeds))
-    return {role: (np.column_stack(list(c.values())), list(c)) for role, c in columns.items() if c}
+    matrices = {}
+    for role, column in columns.items():
+        if column:
+            runs = min(len(c) for c in column.values())
+            matrices[role] = (np.column_stack([c[:runs] for c in column.values()]), list(column))
+    return matrices
 
 
 def _cell_text(cell: dict[str, Any] | None) -> str:
@@ -259,8 +280,10 @@ def headline_markdown(
         "",
         "Protocol: `docs/benchmark.md`. Score: the env's headline metric normalized so that the 0-anchor (a naive "
         "policy) scores 0 and the 1-anchor (a clairvoyant policy that knows the hidden parameters, or the "
-        "closed-form offline optimum) scores 1; higher is better. Brackets: 95% bootstrap intervals over "
-        f"{seeds} evaluation seeds, the same for every agent.",
+        "closed-form offline optimum) scores 1; higher is better. Every agent plays the same "
+        f"{seeds} evaluation seeds. Brackets: 95% bootstrap intervals over those seeds, except PPO's: over its "
+        "training seeds, each run scored by its mean over the evaluation seeds (rliable's convention; the PPO budget "
+        "column gives the count, and one run has no interval).",
         "",
         "## Held-out instances (headline)",
         "",
@@ -287,13 +310,15 @@ def headline_markdown(
     lines += [
         "## Aggregate over envs (held-out instances)",
         "",
-        "Interquartile mean of the per-seed normalized scores over the envs that have the role, with a stratified "
-        "bootstrap 95% interval (rliable).",
+        "Interquartile mean of the runs' normalized scores over the envs that have the role, with a stratified "
+        "bootstrap 95% interval (rliable). A run is an evaluation seed, and for PPO a training seed; PPO uses as "
+        "many runs per env as the env with the fewest has (`role_scores`).",
         "",
-        "| role | IQM | 95% CI | envs |",
-        "|---|---:|---|---:|",
+        "| role | IQM | 95% CI | envs | runs per env |",
+        "|---|---:|---|---:|---:|",
         *(
-            f"| {ROLE_TITLES[role]} | {fmt(a['iqm'])} | {interval(a['ci_low'], a['ci_high'])} | {len(a['envs'])} |"
+            f"| {ROLE_TITLES[role]} | {fmt(a['iqm'])} | {interval(a['ci_low'], a['ci_high'])} | {len(a['envs'])} "
+            f"| {a['runs']} |"
             for role, a in aggregate.items()
         ),
         "",
@@ -307,24 +332,30 @@ def runs_markdown(
     seconds, cpu_seconds = times  # wall, and this process's CPU (workers' excluded)
     lines = [*figures, "", "## Runs", ""]
     lines += [
-        "| env | track | wall (s) | PPO steps | PPO training (s) | PPO env steps/s | per CPU-second | model |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| env | track | wall (s) | PPO seed | steps | training (s) | env steps/s | per CPU-second | model |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
-    nan = float("nan")
     for track, results in tracks.items():
         for env_id, result in results.items():
-            facts = result.comparison.rl_runs.get(result.comparison.setting.rl_algo, {})
-            trained = facts.get("source", "loaded") if facts.get("reused") else f"{facts.get('train_seconds', nan):.1f}"
-            lines.append(
-                f"| {env_id} | {track} | {result.seconds:.1f} | {facts.get('total_timesteps', '—')} | {trained} "
-                f"| {facts.get('steps_per_second', nan):.0f} | {facts.get('steps_per_cpu_second', nan):.0f} "
-                f"| `{facts.get('path', '—')}` |"
-            )
+            facts = result.comparison.rl_runs.get(result.comparison.setting.rl_algo, {"runs": [None]})
+            for run in facts["runs"]:
+                lines.append(f"| {env_id} | {track} | {result.seconds:.1f} | " + _run_cells(run))
     lines += ["", f"Total wall time: {seconds:.1f} s ({cpu_seconds:.1f} s of CPU time in this process)."]
     if skipped:
         lines += ["", f"Skipped (no entry in `baselines/settings.py`): {', '.join(skipped)}."]
     lines.append("")
     return "\n".join(lines)
+
+
+def _run_cells(run: dict[str, Any] | None) -> str:
+    """The PPO cells of the Runs table for one run (dashes without one)."""
+    if run is None:
+        return "— | — | — | — | — | — |"
+    trained = run["source"] if run["reused"] else f"{run['train_seconds']:.1f}"
+    return (
+        f"{run['training_seed']} | {run['total_timesteps']} | {trained} | {run['steps_per_second']:.0f} "
+        f"| {run['steps_per_cpu_second']:.0f} | `{run['path']}` |"
+    )
 
 
 def _pyplot():

@@ -144,6 +144,7 @@ def _cmd_compare(args: argparse.Namespace) -> None:
         seeds=parse_seeds(args.seeds),
         env_kwargs=parse_assignments(args.set, "--set"),
         rl_steps=args.rl_steps,
+        rl_seeds=args.rl_seeds,
         models_dir=args.models,
         held_out=args.held_out,
         **_scale_out(args),
@@ -258,8 +259,9 @@ def _quick_help() -> str:
     full = sorted({s.rl_steps for s in SETTINGS.values()})
     span = lambda steps: f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,}-{steps[-1]:,}"  # noqa: E731
     return (
-        f"{len(SEEDS['quick'])} evaluation seeds and {span(quick)} PPO training steps per env (default: "
-        f"{len(SEEDS['full'])} seeds, {span(full)} steps); about 6 minutes of CPU time"
+        f"{len(SEEDS['quick'])} evaluation seeds and {span(quick)} PPO training steps per env, evaluating the PPO "
+        f"runs shipped or cached (training only where none is; default: {len(SEEDS['full'])} seeds, {span(full)} "
+        "steps, every training seed of the entry's rl_seeds); about 6 minutes of CPU time"
     )
 
 
@@ -317,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     rl_help = f"RL algorithms to train (or load from the cache) and include: {', '.join(ALGOS)}"
     cmp.add_argument("--rl", default="", metavar="ALGOS", help=rl_help)
     cmp.add_argument("--rl-steps", type=int, default=None, help="RL training steps (default: the YAML's)")
+    cmp.add_argument("--rl-seeds", type=_positive, default=None, metavar="N",
+                     help="RL training seeds 0..N-1, one run each (default: the entry's rl_seeds)")  # fmt: skip
     cmp.add_argument("--seeds", default="0-9", help="evaluation seeds: a range like 0-9 or a list like 0,3,7")
     cmp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
     _add_outputs(cmp, "results/compare/<env_id>", models=True)

@@ -18,7 +18,7 @@ cannot act on another.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,19 +31,8 @@ from agents import agent_names
 from agents.registry import agent_class
 from baselines.backends import Task, run_tasks
 from baselines.harness import Episode, build_agent, env_kwargs_for
-from baselines.outputs import MODELS_DIR
-from baselines.rl import (
-    RunConfig,
-    SavedPolicy,
-    TrainTask,
-    as_json_value,
-    as_yaml_value,
-    check_eval_seeds,
-    saved_config,
-    shipped_run,
-    training_seed,
-    write_run_files,
-)
+from baselines.rl import RunConfig, SavedPolicy, check_eval_seeds
+from baselines.rl_runs import obtain_policies, training_seeds
 from baselines.settings import EnvSetting, env_setting, format_kwargs, require_setting
 from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
 
@@ -61,14 +50,33 @@ class Comparison:
     agent_env_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> the kwargs it ran with
     excluded: dict[str, dict[str, Any]] = field(default_factory=dict)  # agent -> the dynamics kwargs it needs
     privileged: set[str] = field(default_factory=set)
-    rl_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # RL agent -> training facts
+    rl_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # RL agent -> {"requested", "runs"} (see compare)
     held_out: bool = True  # False: every agent on the env kwargs' instance, where an env kwarg fixes it
     instances: dict[int, Any] = field(default_factory=dict)  # evaluation seed -> the instance it ran on
 
+    def training_seeds(self, agent: str) -> list[int | None]:
+        """The training seeds of an RL agent's runs; ``[None]`` for an agent that does not train."""
+        if agent not in self.rl_runs:
+            return [None]
+        return [run["training_seed"] for run in self.rl_runs[agent]["runs"]]
+
+    def matrix(self, agent: str, metric: str) -> np.ndarray:
+        """The metric of ``agent`` per training seed (rows, in the order of ``training_seeds``; one row for an agent
+        that does not train) and evaluation seed (columns, in the order of ``seeds``)."""
+        by_seed = {(e.training_seed, e.seed): e.metrics.get(metric, np.nan) for e in self.episodes if e.agent == agent}
+        rows = self.training_seeds(agent)
+        return np.array([[by_seed[(t, s)] for s in self.seeds] for t in rows], dtype=np.float64)
+
     def values(self, agent: str, metric: str) -> np.ndarray:
-        """The metric of ``agent`` per seed, in the order of ``seeds``."""
-        by_seed = {e.seed: e.metrics.get(metric, np.nan) for e in self.episodes if e.agent == agent}
-        return np.array([by_seed[s] for s in self.seeds], dtype=np.float64)
+        """The metric of ``agent`` per evaluation seed, in the order of ``seeds`` (an RL agent's: the mean over its
+        training seeds)."""
+        return self.matrix(agent, metric).mean(axis=0)
+
+    def samples(self, agent: str, per_seed: np.ndarray) -> np.ndarray:
+        """The units ``agent``'s statistics run over, from a (training seeds, evaluation seeds) array such as
+        ``matrix``'s: a reference agent's evaluation seeds; an RL agent's runs, one per training seed, each scored by
+        its mean over the evaluation seeds (rliable's convention: training is the source of variance)."""
+        return per_seed.mean(axis=1) if agent in self.rl_runs else per_seed[0]
 
     def traces(self, agent: str, key: str) -> list[np.ndarray]:
         return [e.trace[key] for e in self.episodes if e.agent == agent and key in e.trace]
@@ -92,15 +100,16 @@ class Comparison:
         for metric, direction in self.metrics.items():
             reference = self.values(self.paper_agent, metric) if self.paper_agent else None
             for agent in self.agents:
-                x = self.values(agent, metric)
+                per_seed = self.matrix(agent, metric)
+                x = self.samples(agent, per_seed)
                 row: dict[str, Any] = {"agent": agent, "metric": metric, "direction": direction, "n": int(x.size)}
                 row.update(_describe(x))
                 if reference is not None and agent != self.paper_agent:
-                    diff = x - reference
+                    diff = self.samples(agent, per_seed - reference)  # paired on the evaluation seeds
                     row["diff"] = float(diff.mean())
                     row["diff_low"], row["diff_high"] = bootstrap_ci(diff)
                     if direction:
-                        better = improvement_indicator(diff, direction)
+                        better = self.samples(agent, improvement_indicator(per_seed - reference, direction))
                         row["p_improve"] = float(better.mean())
                         row["p_low"], row["p_high"] = bootstrap_ci(better)
                 rows.append(row)
@@ -112,9 +121,9 @@ class Comparison:
         return "fixed instance" if fixed else "held-out instances"
 
     def normalized_scores(self, agent: str) -> np.ndarray | None:
-        """Per seed, the headline metric normalized between the naive baseline's mean (0) and the
-        clairvoyant anchor's (1): the oracle agent's mean or the closed-form benchmark's value. None
-        without a settings entry."""
+        """Per sample (``samples``: evaluation seed, or an RL agent's training seed), the headline metric normalized
+        between the naive baseline's mean (0) and the clairvoyant anchor's (1): the oracle agent's mean or the
+        closed-form benchmark's value. None without a settings entry."""
         setting = self.setting
         if setting is None:
             return None
@@ -123,7 +132,7 @@ class Comparison:
         top = setting.oracle_value
         if top is None:
             top = float(np.mean(self.values(setting.oracle_agent, metric)))
-        return normalized(self.values(agent, metric), naive, top)
+        return normalized(self.samples(agent, self.matrix(agent, metric)), naive, top)
 
     def normalized_summary(self) -> list[dict[str, Any]]:
         rows = []
@@ -141,9 +150,12 @@ class Comparison:
         skip = {self.paper_agent, naive, *ablations, *self.privileged, *self.rl_runs}
         return [a for a in self.agents if a not in skip]
 
-    def training_instances(self) -> dict[str, dict[str, Any]]:
-        """Per RL agent, the instances it trained on (``obtain_policy``'s record)."""
-        return {name: facts["training_instances"] for name, facts in self.rl_runs.items()}
+    def training_instances(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """Per RL agent and training seed (a string key, as in JSON), the instances its run trained on."""
+        return {
+            name: {str(run["training_seed"]): run["training_instances"] for run in facts["runs"]}
+            for name, facts in self.rl_runs.items()
+        }
 
     def instance_record(self) -> dict[str, Any]:
         """The track, the instance of every evaluation seed and RL's training instances (for results files)."""
@@ -184,6 +196,8 @@ def compare(
     seeds: Sequence[int] = range(10),
     env_kwargs: Mapping[str, Any] | None = None,
     rl_steps: int | None = None,
+    rl_seeds: int | Sequence[int] | None = None,
+    train_missing: bool = True,
     models_dir: str | Path | None = None,
     workers: int = 1,
     backend: str = "local",
@@ -198,9 +212,12 @@ def compare(
     The settings entry's ``env_kwargs`` apply to every agent, under the caller's ``env_kwargs``. An agent may
     add kwargs of the action/observation format (``format_kwargs``); one that needs other kwargs changes the
     dynamics, so it is left out of ``"all"`` (listed in ``excluded``) and refused when named.
-    ``rl`` names RL algorithms; each comes from ``obtain_policy``: a matching run in ``models_dir/<algo>-<env_id>``
-    (default ``results/models``, the cache the command line uses too) or shipped with the package (unless
-    ``retrain``), else one trained there (with ``threads`` torch threads, on the same backend as the episodes).
+    ``rl`` names RL algorithms. Each is one run per training seed (``rl_seeds``: n for seeds 0 .. n-1, or the seeds;
+    default the entry's ``rl_seeds``), from ``baselines.rl_runs.obtain_policies``: the matching run in the cache
+    ``models_dir`` (default ``results/models``, the command line's too) or shipped with the package (unless
+    ``retrain``), else trained there (with ``threads`` torch threads, as tasks of the same backend as the episodes;
+    ``train_missing=False`` trains only when no seed has a run). Every run plays every evaluation seed; its
+    statistics run over its training seeds (``Comparison.samples``).
     ``held_out`` runs seed ``s`` of an env whose instance an env kwarg fixes on the held-out instance
     ``HELD_OUT_INSTANCE_BASE + s``; by default every seed runs on the env kwargs' instance (see the module doc).
     """
@@ -225,30 +242,34 @@ def compare(
             excluded[name] = changes
     names = list(agent_env_kwargs)
     rl_runs: dict[str, dict[str, Any]] = {}
-    policies = []
+    policies: list[tuple[SavedPolicy, int]] = []  # (policy, training seed)
     if rl:
-        require_setting(env_id)
+        wanted = training_seeds(require_setting(env_id).rl_seeds if rl_seeds is None else rl_seeds)
         for algo in rl:  # fail on an unknown algorithm or missing hyperparameters before training anything
             RunConfig.resolve(algo, env_id, env_kwargs)
         for algo in rl:
-            policy, facts = obtain_policy(env_id, algo, env_kwargs, rl_steps, models_dir, progress, retrain=retrain,
-                                          threads=threads, backend=backend, address=address)  # fmt: skip
-            admit(env_id, policy, env_kwargs, agent_env_kwargs, named=True)
-            policies.append(policy)
-            rl_runs[policy.name] = facts
+            runs = obtain_policies(env_id, algo, env_kwargs, rl_steps, wanted, models_dir=models_dir,
+                                   train_missing=train_missing, retrain=retrain, threads=threads, workers=workers,
+                                   backend=backend, address=address, progress=progress)  # fmt: skip
+            for policy, _ in runs:
+                admit(env_id, policy, env_kwargs, agent_env_kwargs, named=True)
+            policies += [(policy, facts["training_seed"]) for policy, facts in runs]
+            rl_runs[algo] = {"requested": len(wanted), "runs": [facts for _, facts in runs]}
     record = tuple(setting.curves) if setting else ()
-    instances = {s: _instance(env_id, env_kwargs, instance_kwarg, s if per_seed else None) for s in seeds}
+    instances = {s: instance_kwargs(env_id, env_kwargs, instance_kwarg, s if per_seed else None) for s in seeds}
+    players = [(name, None) for name in names] + policies
     tasks = [
         Task(env_id, agent, seed, env_kwargs={**env_kwargs, **instances[seed]}, record=record)
-        for agent in [*names, *policies]
+        for agent, _ in players
         for seed in seeds
     ]
     episodes = run_tasks(tasks, workers=workers, backend=backend, address=address, progress=progress, desc=env_id)
+    trained_by = [trained for _, trained in players for _ in seeds]
     return Comparison(
         env_id=env_id,
         seeds=seeds,
-        agents=[*names, *(p.name for p in policies)],
-        episodes=episodes,
+        agents=[*names, *rl_runs],
+        episodes=[dataclasses.replace(e, training_seed=t) for e, t in zip(episodes, trained_by, strict=True)],
         setting=setting,
         env_kwargs=env_kwargs,
         agent_env_kwargs=agent_env_kwargs,
@@ -260,7 +281,7 @@ def compare(
     )
 
 
-def _instance(env_id: str, env_kwargs: Mapping[str, Any], kwarg: str | None, seed: int | None) -> dict[str, Any]:
+def instance_kwargs(env_id: str, env_kwargs: Mapping[str, Any], kwarg: str | None, seed: int | None) -> dict[str, Any]:
     """The env kwargs that pin an evaluation episode's instance: ``{kwarg: HELD_OUT_INSTANCE_BASE + seed}`` on the
     held-out track, the instance the env builds from ``env_kwargs`` on the fixed track, {} where the reset seed
     draws it."""
@@ -295,68 +316,3 @@ def admit(
         admitted[agent.name] = env_kwargs_for(agent, env_kwargs)
         gym.make(env_id, **admitted[agent.name]).close()
     return changes
-
-
-def obtain_policy(
-    env_id: str,
-    algo: str,
-    env_kwargs: Mapping[str, Any],
-    steps: int | None,
-    models_dir: str | Path | None,
-    progress: bool,
-    *,
-    retrain: bool = False,
-    threads: int = 1,
-    backend: str = "local",
-    address: str | None = None,
-):
-    """A policy of ``algo`` for ``env_id`` and its training facts. Unless ``retrain``: the run in
-    ``models_dir/<algo>-<env_id>`` if it matches (same env kwargs, same resolved hyperparameters, enough steps),
-    else the run shipped with the package (``baselines/models/<env_id>/<algo>``) if it matches. Otherwise a new run,
-    trained as a task of ``backend`` (in this process, or on Ray with ``address``) with ``threads`` torch threads,
-    and saved in the cache folder (overwritten)."""
-    run_dir = Path(models_dir or MODELS_DIR) / f"{algo}-{env_id.split(':')[-1]}"
-    config = RunConfig.resolve(algo, env_id, env_kwargs)
-    wanted = config.n_timesteps if steps is None else steps
-    sources = {} if retrain else {"cache": run_dir, "shipped": shipped_run(env_id, algo)}
-    source = next((name for name, path in sources.items() if _matches(path, config, wanted)), "trained")
-    if source == "trained":
-        task = TrainTask(env_id, algo, wanted, env_overrides=tuple(sorted(dict(env_kwargs).items())), threads=threads,
-                         progress=progress and backend == "local")  # fmt: skip
-        (files,) = run_tasks([task], backend=backend, address=address, desc=f"train {algo}", unit="run")
-        write_run_files(files, run_dir)
-    path = sources.get(source, run_dir)
-    meta = json.loads((path / "meta.json").read_text())
-    kwarg = require_setting(env_id).instance_kwarg
-    facts = {
-        "path": str(path),
-        "source": source,
-        "reused": source != "trained",
-        # RL trains on envs reset with these seeds (each env then continues its own RNG), on the instance the
-        # env kwargs fix where a kwarg fixes it
-        "training_instances": {
-            "first_env_seed": training_seed(meta["seed"]),
-            "n_envs": config.n_envs,
-            **_instance(env_id, config.env_kwargs, kwarg, None),
-        },
-        "total_timesteps": meta["total_timesteps"],
-        "train_seconds": meta["train_seconds"],
-        "steps_per_second": meta["steps_per_second"],
-        "steps_per_cpu_second": meta.get("steps_per_cpu_second", float("nan")),
-        "vectorization": meta.get("vectorization", "dummy"),
-    }
-    return SavedPolicy.from_dir(path), facts
-
-
-def _matches(path: Path | None, config: RunConfig, steps: int) -> bool:
-    """Whether the run in ``path`` was trained with ``config`` (env kwargs and resolved hyperparameters, e.g. not
-    before an edit of hyperparams/<algo>.yml) for at least ``steps`` steps."""
-    meta_path = None if path is None else path / "meta.json"
-    if meta_path is None or not meta_path.is_file():
-        return False
-    meta = json.loads(meta_path.read_text())
-    return (
-        meta["env_kwargs"] == as_json_value(config.env_kwargs)
-        and meta["total_timesteps"] >= steps
-        and saved_config(path) == as_yaml_value(config.as_yaml_dict())
-    )

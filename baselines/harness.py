@@ -58,6 +58,7 @@ class Episode:
     seed: int
     metrics: dict[str, float]
     trace: dict[str, np.ndarray] = field(repr=False)
+    training_seed: int | None = None  # an RL agent's: the training seed of the policy that played (see compare)
 
 
 def build_agent(env_id: str, agent: str | Agent, agent_kwargs: Mapping[str, Any] | None = None) -> Agent:

@@ -54,7 +54,10 @@ def write_report(comparison: Comparison, out_dir: str | Path, *, force: bool = F
 
 def per_seed_rows(comparison: Comparison) -> list[dict[str, Any]]:
     metrics = list(dict.fromkeys(k for e in comparison.episodes for k in e.metrics))
-    return [{"agent": e.agent, "seed": e.seed, **{m: e.metrics.get(m) for m in metrics}} for e in comparison.episodes]
+    return [
+        {"agent": e.agent, "seed": e.seed, "training_seed": e.training_seed, **{m: e.metrics.get(m) for m in metrics}}
+        for e in comparison.episodes
+    ]
 
 
 def to_json(comparison: Comparison, summary: list[dict[str, Any]]) -> dict[str, Any]:
@@ -75,7 +78,10 @@ def to_json(comparison: Comparison, summary: list[dict[str, Any]]) -> dict[str, 
         "summary": summary,
         "normalized": comparison.normalized_summary(),
         "rl_runs": comparison.rl_runs,
-        "episodes": [{"agent": e.agent, "seed": e.seed, "metrics": e.metrics} for e in comparison.episodes],
+        "episodes": [
+            {"agent": e.agent, "seed": e.seed, "training_seed": e.training_seed, "metrics": e.metrics}
+            for e in comparison.episodes
+        ],
     }
 
 
@@ -84,11 +90,15 @@ def read_comparison(folder: str | Path) -> Comparison:
     anchors, flags and explanations are re-derived from the stored per-seed metrics."""
     stored = json.loads((Path(folder) / "results.json").read_text())
     env_id, rl_runs = stored["env_id"], stored["rl_runs"]
+    if any("runs" not in facts for facts in rl_runs.values()):
+        raise ValueError(f"{folder}/results.json was written before RL rows had training seeds; run it again")
     return Comparison(
         env_id=env_id,
         seeds=stored["seeds"],
         agents=stored["agents"],
-        episodes=[Episode(env_id, e["agent"], e["seed"], e["metrics"], {}) for e in stored["episodes"]],
+        episodes=[
+            Episode(env_id, e["agent"], e["seed"], e["metrics"], {}, e["training_seed"]) for e in stored["episodes"]
+        ],
         setting=env_setting(env_id),
         env_kwargs=stored["env_kwargs"],
         agent_env_kwargs=stored["agent_env_kwargs"],
@@ -192,14 +202,15 @@ def markdown(
         lines += [
             "## RL training",
             "",
-            "| agent | steps | wall (s) | env steps/s | run folder | reused |",
-            "|---|---:|---:|---:|---|---|",
+            "| agent | training seed | steps | wall (s) | env steps/s | run folder | source |",
+            "|---|---:|---:|---:|---:|---|---|",
         ]
         for name, facts in comparison.rl_runs.items():
-            lines.append(
-                f"| {name} | {facts['total_timesteps']} | {facts['train_seconds']:.1f} "
-                f"| {facts['steps_per_second']:.0f} | `{facts['path']}` | {'yes' if facts['reused'] else 'no'} |"
-            )
+            lines += [
+                f"| {name} | {run['training_seed']} | {run['total_timesteps']} | {run['train_seconds']:.1f} "
+                f"| {run['steps_per_second']:.0f} | `{run['path']}` | {run['source']} |"
+                for run in facts["runs"]
+            ]
         lines.append("")
     lines += [
         "## Env kwargs per agent",
@@ -220,7 +231,7 @@ def headline(comparison: Comparison) -> str:
     lines = [
         f"Track: {comparison.track} (instances: {', '.join(instances)}). Paper's algorithm: "
         f"`{comparison.paper_agent}`; 0-anchor (naive): `{setting.naive_agent}`; 1-anchor (clairvoyant): "
-        f"{setting.oracle_text}. {setting.notes}",
+        f"{setting.oracle_text}. {' '.join(filter(None, (setting.kwargs_text(comparison.env_kwargs), setting.notes)))}",
         "",
         *(f"- `{agent}`: {what}." for agent, what in setting.ablations.items() if agent in comparison.agents),
         "",
@@ -234,8 +245,27 @@ def headline(comparison: Comparison) -> str:
             f"| {label(comparison, row['agent'])} | {fmt(row['mean'])} | {fmt(row['iqm'])} "
             f"| {interval(row['ci_low'], row['ci_high'])} |"
         )
+    if comparison.rl_runs:
+        lines += ["", rl_runs_sentence(comparison)]
     lines += ["", "### Sanity notes", "", *sanity.markdown(sanity.flags(comparison))]
     return "\n".join(lines)
+
+
+def rl_runs_sentence(comparison: Comparison) -> str:
+    """How the RL rows are scored, and each RL agent's training seeds (with how many of those requested it has)."""
+    parts = []
+    for name, facts in comparison.rl_runs.items():
+        seeds = [run["training_seed"] for run in facts["runs"]]
+        text = f"`{name}` has {len(seeds)} ({', '.join(map(str, seeds))})"
+        if len(seeds) < facts["requested"]:
+            text += f" of the {facts['requested']} requested: the runs found, the others not trained"
+        parts.append(text + (", one run: no interval" if len(seeds) == 1 else ""))
+    return (
+        "RL rows (rliable's convention): a run is one training seed; it plays every evaluation seed and scores its "
+        "mean over them. An RL row's n, mean, IQM and interval are over its runs, its Δ and P(better) paired on the "
+        "evaluation seeds within each run and then taken over runs; the other rows' are over evaluation seeds. "
+        f"Training seeds: {'; '.join(parts)}."
+    )
 
 
 def headline_text(benchmark_report: Path) -> str:

@@ -36,10 +36,11 @@ import numpy as np
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents.base import BaseAgent
 from baselines.progress import progress_bar
-from baselines.settings import require_setting
+from baselines.settings import rl_base, rl_setting
 
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
-# Trained runs shipped with the package: models/<env_id>/<algo>/ holds a run folder as `train` saves it.
+# Trained runs shipped with the package: models/<env_id>/<algo>/seed<k>/ holds the run of training seed k as `train`
+# saves it (see baselines.rl_runs and baselines.ship).
 SHIPPED_MODELS_DIR = Path(__file__).parent / "models"
 TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
 
@@ -96,7 +97,8 @@ def training_seed(seed: int, resumed_at: int = 0) -> int:
 
 
 def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> dict[str, Any]:
-    """The section of ``env_id`` in the rl-zoo3 YAML file of ``algo`` (a copy, raw as in the file)."""
+    """The section of ``env_id`` in the rl-zoo3 YAML file of ``algo`` (a copy, raw as in the file); an RL-ready id
+    reads its base id's section."""
     try:
         import yaml
     except ImportError:
@@ -106,7 +108,7 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     if not path.is_file():
         raise FileNotFoundError(f"no hyperparameter file {path} for algo={algo!r}")
     sections = yaml.safe_load(path.read_text()) or {}
-    base_id = env_id.split(":")[-1]
+    base_id, _ = rl_base(env_id)
     if base_id not in sections:
         raise ValueError(f"{path} has no section for env_id={base_id!r}; it has {sorted(sections)}")
     section = dict(sections[base_id])
@@ -134,15 +136,18 @@ class RunConfig:
     def resolve(
         cls, algo: str, env_id: str, overrides: Mapping[str, Any] | None = None, path: str | Path | None = None
     ) -> RunConfig:
-        """The YAML section with the settings table's RL env kwargs and the user's ``overrides`` on top."""
+        """The YAML section with the settings table's RL env kwargs and the user's ``overrides`` on top (for an
+        RL-ready id, the kwargs it fixes; see ``baselines.settings.rl_setting``)."""
         raw = load_hyperparams(algo, env_id, path)
         section = dict(raw)
-        setting = require_setting(env_id)
+        setting = rl_setting(env_id)
         table_kwargs = setting.training_kwargs(algo)
         yaml_kwargs = dict(raw.pop("env_kwargs", None) or {})
+        base, fixed = rl_base(env_id)
+        where = f"{env_id}, which fixes it (train {base} with this algorithm)" if fixed else "settings"
         for key, value in yaml_kwargs.items():
             if key in table_kwargs and table_kwargs[key] != value:
-                raise ValueError(f"env_kwargs[{key!r}] is {value!r} in the YAML but {table_kwargs[key]!r} in settings")
+                raise ValueError(f"env_kwargs[{key!r}] is {value!r} in the YAML but {table_kwargs[key]!r} in {where}")
         wrapper = raw.pop("env_wrapper", None)
         if wrapper != setting.rl_wrapper:
             raise ValueError(f"env_wrapper is {wrapper!r} in the YAML but {setting.rl_wrapper!r} in settings")
@@ -310,7 +315,7 @@ def train(
     # SB3 reseeds its env with `seed` when it builds or loads the model (set_random_seed -> env.seed(seed)), which
     # would reset the training envs with the evaluation seeds seed + i: seed them here, just before learning.
     model.get_env().seed(training_seed(seed, previous))
-    curve = _training_curve(require_setting(env_id).headline, steps, progress)
+    curve = _training_curve(rl_setting(env_id).headline, steps, progress)
     start, cpu_start = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=steps, callback=curve, reset_num_timesteps=not load)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
@@ -386,24 +391,34 @@ def write_run_files(files: Mapping[str, bytes], out: str | Path) -> Path:
     return out
 
 
-def shipped_run(env_id: str, algo: str) -> Path | None:
-    """The folder of the run shipped with the package for ``env_id`` and ``algo``, if there is one."""
-    path = SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo
+def shipped_run(env_id: str, algo: str, seed: int) -> Path | None:
+    """The folder of the run shipped with the package for ``env_id``, ``algo`` and training seed ``seed``, if any."""
+    path = SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo / f"seed{seed}"
     return path if (path / "meta.json").is_file() else None
+
+
+def shipped_seeds(env_id: str, algo: str) -> list[int]:
+    """The training seeds of the runs shipped for ``env_id`` and ``algo``, ascending."""
+    folder = SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo
+    names = [p.name.removeprefix("seed") for p in folder.glob("seed*") if (p / "meta.json").is_file()]
+    return sorted(int(n) for n in names if n.isdigit())
 
 
 SHIPPED_FILES = ("model.zip", "vecnormalize.pkl", "config.yml", "meta.json", "training.csv")
 
 
 def ship_run(run: str | Path, root: str | Path | None = None) -> Path:
-    """Copy the run saved by ``train`` in ``run`` to ``root/<env_id>/<algo>`` (default: the package's shipped
-    models) as a small archive: the files ``obtain_policy`` matches and loads, with ``model.zip`` slimmed
-    (:func:`slim_model_zip`). TensorBoard logs and the curve's figure stay behind."""
+    """Copy the run saved by ``train`` in ``run`` to ``root/<env_id>/<algo>/seed<k>`` (``k``: its training seed;
+    default root: the package's shipped models) as a small archive: the files ``baselines.rl_runs`` matches and
+    loads, with ``model.zip`` slimmed (:func:`slim_model_zip`). TensorBoard logs and the curve's figure stay behind.
+    ``baselines.ship`` checks a run against the settings before it calls this."""
     import shutil
 
     run = Path(run)
     meta = _read_meta(run)
-    out = Path(root or SHIPPED_MODELS_DIR) / meta["env_id"] / meta["algo"]
+    out = Path(root or SHIPPED_MODELS_DIR) / meta["env_id"].split(":")[-1] / meta["algo"] / f"seed{meta['seed']}"
+    if out.exists() and out.resolve() == run.resolve():
+        raise ValueError(f"run={str(run)!r} is the shipped folder itself; it is shipped already")
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -673,7 +688,7 @@ class SavedPolicy:
         if not (path / "meta.json").is_file() and list(path.glob("*/args.yml")):
             return cls._from_zoo(path, name)
         meta = _read_meta(path)
-        needs = require_setting(meta["env_id"]).rl_needs(meta["algo"])
+        needs = rl_setting(meta["env_id"]).rl_needs(meta["algo"])
         vecnorm = path / "vecnormalize.pkl"
         return cls(
             name=name or meta["algo"],
@@ -692,7 +707,7 @@ class SavedPolicy:
         args, config = (_read_zoo_yaml(args_file.parent / f) for f in ("args.yml", "config.yml"))
         env_id = args["env"]
         env_kwargs = {**(config.get("env_kwargs") or {}), **(args.get("env_kwargs") or {})}
-        needs = require_setting(env_id).rl_needs(args["algo"])
+        needs = rl_setting(env_id).rl_needs(args["algo"])
         model = next((p for p in (path / f"{env_id}.zip", path / "best_model.zip") if p.is_file()), None)
         if model is None:
             raise FileNotFoundError(f"{path} holds no {env_id}.zip or best_model.zip")

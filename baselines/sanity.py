@@ -2,10 +2,11 @@
 
 Four kinds, each with a key that ``EnvSetting.explanations`` maps to its explanation sentence:
 
-- ``below_naive:<agent>``: the agent's 95% interval of the normalized score lies entirely below 0 (the naive
-  anchor's mean);
+- ``below_naive:<agent>``: the agent's 95% interval of the normalized score (over evaluation seeds, or an RL agent's
+  training seeds: ``Comparison.samples``) lies entirely below 0 (the naive anchor's mean);
 - ``above_oracle:<agent>``: ... entirely above 1 (the clairvoyant anchor's mean or value);
-- ``identical:<a>=<b>[=...]``: agents with the same per-seed values of every reported metric (in agent order);
+- ``identical:<a>=<b>[=...]``: agents with the same per-seed values of every reported metric (in agent order; an RL
+  agent's per training seed and evaluation seed, so it matches an agent that does not train only with one run);
 - ``below_random:<agent>``: an online reference agent other than ``random`` itself whose per-seed paired
   difference to ``random`` on the headline metric has its 95% interval entirely on the worse side.
 
@@ -61,10 +62,10 @@ def _interval_flags(comparison: Comparison) -> list[tuple[str, str]]:
 
 
 def _identical_flags(comparison: Comparison) -> list[tuple[str, str]]:
-    groups: dict[bytes, list[str]] = {}
-    for agent in comparison.agents:
-        per_seed = np.stack([comparison.values(agent, m) for m in comparison.metrics])
-        groups.setdefault(np.nan_to_num(per_seed, nan=np.inf).tobytes(), []).append(agent)
+    groups: dict[tuple[tuple[int, ...], bytes], list[str]] = {}
+    for agent in comparison.agents:  # an RL agent's results per training seed and evaluation seed
+        per_seed = np.nan_to_num(np.stack([comparison.matrix(agent, m) for m in comparison.metrics]), nan=np.inf)
+        groups.setdefault((per_seed.shape, per_seed.tobytes()), []).append(agent)
     return [
         ("identical:" + "=".join(group), "identical per-seed results: " + ", ".join(f"`{a}`" for a in group))
         for group in groups.values()

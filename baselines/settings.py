@@ -23,6 +23,7 @@ RL); ``benchmark`` skips them with a note.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -63,6 +64,8 @@ class EnvSetting:
     rl_algo: str = "ppo"  # the benchmark's RL row (a baselines.rl.ALGOS name; its interface: rl_needs(rl_algo))
     rl_steps: int = 200_000  # training steps of the benchmark's RL row
     rl_steps_quick: int = 50_000  # ... and of `benchmark --quick`
+    rl_seeds: int = 5  # training seeds of the benchmark's RL row (0 .. rl_seeds - 1), each a run of its own
+    kwargs_reasons: Mapping[str, str] = field(default_factory=dict)  # env_kwargs key -> why every agent runs with it
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -70,10 +73,17 @@ class EnvSetting:
             raise ValueError(f"headline={self.headline!r} must be one of the metrics {list(self.metrics)}")
         if (self.oracle_agent is None) == (self.oracle_value is None):
             raise ValueError("give exactly one of oracle_agent and oracle_value (the clairvoyant 1-anchor)")
+        for name in ("rl_steps", "rl_steps_quick", "rl_seeds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        unknown = sorted(set(self.kwargs_reasons) - set(self.env_kwargs))
+        if unknown:
+            raise ValueError(f"kwargs_reasons names {unknown}, which are not among env_kwargs {list(self.env_kwargs)}")
         object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
         object.__setattr__(self, "env_kwargs", MappingProxyType(dict(self.env_kwargs)))
         object.__setattr__(self, "rl_env_kwargs", MappingProxyType(dict(self.rl_env_kwargs)))
-        for name in ("ablations", "explanations"):
+        for name in ("ablations", "explanations", "kwargs_reasons"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         algo_kwargs = {algo: MappingProxyType(dict(kw)) for algo, kw in self.rl_algo_env_kwargs.items()}
         object.__setattr__(self, "rl_algo_env_kwargs", MappingProxyType(algo_kwargs))
@@ -101,6 +111,19 @@ class EnvSetting:
         if self.oracle_agent is not None:
             return f"`{self.oracle_agent}`"
         return f"{self.oracle_value_name} (`{self.headline}` = {self.oracle_value:g})"
+
+    def kwargs_text(self, env_kwargs: Mapping[str, Any]) -> str:
+        """What a comparison run with ``env_kwargs`` says of the entry's env kwargs that have a reason: the value
+        every agent ran with and why, or that the caller replaced the benchmark's value."""
+        parts = []
+        for key, reason in self.kwargs_reasons.items():
+            ours, used = self.env_kwargs[key], env_kwargs.get(key)
+            if used == ours:
+                parts.append(f"`{key}={ours!r}` for every agent: {reason}.")
+            else:
+                parts.append(f"`{key}={used!r}` for every agent, set by the caller (the benchmark's `{key}={ours!r}`: "
+                             f"{reason}).")  # fmt: skip
+        return " ".join(parts)
 
 
 # SB3's MultiInputPolicy cannot take the Dict observations of these envs (their MultiBinary parts fail its
@@ -187,6 +210,10 @@ SETTINGS: dict[str, EnvSetting] = {
         # T = 2000: with β as printed SABR's indices stay clipped at 1 (r̃ ≡ 1, no learning) until slot ~1400
         # under exclusive service (measured, docs/benchmark.md); at T = 500 it is below the random matching.
         env_kwargs={"service_model": "exclusive", "horizon": 2000},
+        kwargs_reasons={
+            "service_model": "spec §3.5, E6 (under the paper's service several servers may be paid for one job)",
+            "horizon": "SABR's indices stay clipped at 1 (no learning) until slot ~1400 with β as printed",
+        },
         explanations={
             "identical:sabr=w_sabr": "W-SABR is SABR with weights w = c, and this preset's holding costs are all 1 "
             "(`paper_holding` is the Fig. 4 preset where they differ), so the two are the same algorithm here.",
@@ -203,7 +230,7 @@ SETTINGS: dict[str, EnvSetting] = {
         # (random 99.2), still improving at 401k (no plateau measured); the former update 102.7 at 100k.
         rl_steps=400_000,
         rl_steps_quick=200_000,
-        notes="Exclusive service for every agent (spec §3.5, E6). Headline: eq. 1's pseudo-regret r*T − Σ_t Σ r_ij "
+        notes="Headline: eq. 1's pseudo-regret r*T − Σ_t Σ r_ij "
         "y_ij(t) with y_ij(t) what the paper defines it to be, the expected number of class-j servers working on "
         "class-i jobs, E[N_ij | Q(t), decision] over the slot's randomised assignment (`regret_served`). Under the "
         "paper's service that is the allocation requested (`regret`); under exclusive service a server whose job "
@@ -262,9 +289,11 @@ SETTINGS: dict[str, EnvSetting] = {
         headline="regret",
         metrics=MULTISERVER_METRICS,
         curves=("regret",),
-        # ESDP's dynamic program at the default `paper` preset (|E| 24-39) took over 2 minutes per episode here;
-        # at `small` (|E| 7-14) about 5 s of CPU.
         env_kwargs={"preset": "small"},
+        kwargs_reasons={
+            "preset": "ESDP's dynamic program at the default `paper` preset (|E| 24-39) took over 2 minutes per "
+            "episode here, at `small` (|E| 7-14) about 5 s of CPU"
+        },
         # Spec §3.11: scores (any action is valid: descending-score priority, then first-fit repair), so
         # SAC and TD3 apply too; a contextual bandit, so the YAMLs use gamma = 0.
         rl_env_kwargs={"action_mode": "scores"},
@@ -279,9 +308,9 @@ SETTINGS: dict[str, EnvSetting] = {
             # the naive anchor is `random`, so HAUF below it is flagged twice; HSWF is HAUF
             **{f"{flag}:{agent}": HAUF_BELOW_RANDOM for flag in ("below_naive", "below_random") for agent in HAUF},
         },
-        notes=MULTISERVER_NOTES + " Preset `small` (not `paper`) for every agent: ESDP's dynamic program. The paper's "
-        "algorithm is ESDP solving P3 over the edges of ports with a job, Ω(t) (P3's own definition); the literal "
-        "printed ESDP, which solves over every edge and then drops the idle ports' edges, is an ablation row.",
+        notes=MULTISERVER_NOTES + " The paper's algorithm is ESDP solving P3 over the edges of ports with a job, Ω(t) "
+        "(P3's own definition); the literal printed ESDP, which solves over every edge and then drops the idle ports' "
+        "edges, is an ablation row.",
     ),
     "ClusterGang-v0": EnvSetting(
         paper_agent="esdp_gang",
@@ -290,9 +319,12 @@ SETTINGS: dict[str, EnvSetting] = {
         headline="regret",
         metrics=MULTISERVER_METRICS,
         curves=("regret",),
-        # ESDP-Gang solves MILPs every slot (≈ 50 ms of CPU per slot at the default preset), so an episode of
-        # the default T = 2000 costs about 2 CPU minutes; T = 200 keeps the benchmark's 5 seeds near one.
         env_kwargs={"horizon": 200},
+        kwargs_reasons={
+            "horizon": "ESDP-Gang solves MILPs every slot (≈ 50 ms of CPU per slot at the default preset), so an "
+            "episode of the default T = 2000 costs about 2 CPU minutes; T = 200 keeps the quick benchmark's 5 seeds "
+            "near one"
+        },
         rl_env_kwargs={"action_mode": "scores"},
         rl_algo_env_kwargs=MASKABLE,
         rl_wrapper=FLATTEN,
@@ -303,7 +335,7 @@ SETTINGS: dict[str, EnvSetting] = {
         rl_steps=200_000,
         rl_steps_quick=30_000,
         instance_kwarg="instance_seed",
-        notes=MULTISERVER_NOTES + " Horizon 200 (not 2000) for every agent: ESDP-Gang's per-slot MILPs.",
+        notes=MULTISERVER_NOTES,
     ),
 }
 
@@ -318,3 +350,23 @@ def require_setting(env_id: str) -> EnvSetting:
     if setting is None:
         raise ValueError(f"env_id={env_id!r} has no entry in baselines/settings.py; known: {list(SETTINGS)}")
     return setting
+
+
+def rl_base(env_id: str) -> tuple[str, dict[str, Any]]:
+    """``env_id`` without a ``"cluster_envs:"`` prefix and no kwargs, or for an RL-ready id (``Cluster<Name>RL-v0``)
+    its base id and the kwargs the RL-ready id fixes."""
+    from cluster_envs.registration import RL_IDS
+
+    name = env_id.split(":")[-1]
+    base, fixed = RL_IDS.get(name, (name, {}))
+    return base, dict(fixed)
+
+
+def rl_setting(env_id: str) -> EnvSetting:
+    """The entry RL trains ``env_id`` under: its own, or for an RL-ready id its base id's with the id's fixed kwargs
+    as the RL kwargs of every algorithm (the id fixes the interface; the problem's env kwargs stay the entry's)."""
+    base, fixed = rl_base(env_id)
+    setting = require_setting(base)
+    if not fixed:
+        return setting
+    return dataclasses.replace(setting, rl_env_kwargs=fixed, rl_algo_env_kwargs={})

@@ -16,6 +16,7 @@ ENV_ID = "ClusterSLA-v0"
 ENV_KWARGS = {"horizon": 60 if TINY else 600}  # a multiple of 6: the synthetic load has six periods
 SEEDS = range(2) if TINY else range(10)  # evaluation seeds, the same for every agent
 PPO_STEPS = 256 if TINY else 30_000
+RL_SEEDS = 2 if TINY else 3  # PPO's training seeds: one run each, its statistics over runs (the benchmark has 5)
 OUT = "results/tutorial"
 # --8<-- [end:settings]
 
@@ -55,8 +56,11 @@ print(table.to_markdown(["total_work", "regret", "max_sla_deficit"]))
 # --8<-- [start:compare]
 from baselines.compare import compare
 
-comparison = compare(ENV_ID, "all", rl=["ppo"], seeds=SEEDS, env_kwargs=ENV_KWARGS, rl_steps=PPO_STEPS)
-print(comparison.rl_runs["ppo"]["path"])  # the trained model, in the cache the command line uses too
+comparison = compare(
+    ENV_ID, "all", rl=["ppo"], seeds=SEEDS, env_kwargs=ENV_KWARGS, rl_steps=PPO_STEPS, rl_seeds=RL_SEEDS
+)
+runs = comparison.rl_runs["ppo"]["runs"]  # one per training seed, in the cache the command line uses too
+print([run["path"] for run in runs])
 # --8<-- [end:compare]
 
 # --8<-- [start:results]
@@ -85,7 +89,7 @@ print(write_report(comparison, OUT))  # report.md, CSV and JSON results, figures
 from baselines.harness import rollout
 from baselines.rl import load_agent
 
-ppo_agent = load_agent(comparison.rl_runs["ppo"]["path"])
+ppo_agent = load_agent(runs[0]["path"])  # the run of training seed 0
 episode = rollout(ENV_ID, ppo_agent, seed=0, env_kwargs=ENV_KWARGS)
 print(f"PPO on seed 0: regret {episode.metrics['regret']:.2f}, total work {episode.metrics['total_work']:.1f}")
 # --8<-- [end:replay]

@@ -108,3 +108,38 @@ def test_an_rl_id_is_the_interface_the_benchmarks_ppo_trains_on(env_id):
     if setting.rl_wrapper == FLATTEN:
         trained["observation_mode"] = "flat"
     assert trained == kwargs
+
+
+@pytest.mark.parametrize("env_id", rl_ids())
+def test_an_rl_id_trains_with_its_base_ids_hyperparameters_and_its_own_kwargs(env_id):
+    pytest.importorskip("yaml")
+    from baselines.rl import RunConfig
+    from baselines.settings import require_setting
+
+    base, fixed = RL_IDS[env_id]
+    config = RunConfig.resolve("ppo", env_id)
+    assert config.section == RunConfig.resolve("ppo", base).section
+    assert config.env_kwargs == {**require_setting(base).env_kwargs, **config.section.get("env_kwargs", {}), **fixed}
+
+
+def test_cluster_envs_train_takes_an_rl_id(tmp_path):
+    """`cluster-envs train <RL id>` (an id-only client) trains, and the run loads as an agent that acts in the id."""
+    pytest.importorskip("stable_baselines3")
+    from baselines.cli import main
+    from baselines.harness import rollout
+    from baselines.rl import load_agent
+
+    env_id = "ClusterSLARL-v0"  # the cheapest to step; the others differ only in their kwargs (test above)
+    out = tmp_path / "run"
+    assert main(["train", env_id, "--steps", "64", "--set", "horizon=30", "--out", str(out), "--quiet"]) == 0
+    agent = load_agent(out)
+    assert agent.trained_with.items() >= RL_IDS[env_id][1].items()
+    assert np.isfinite(rollout(env_id, agent, seed=0, env_kwargs={"horizon": 30}).metrics["return"])
+
+
+def test_an_rl_id_refuses_an_algorithm_whose_interface_it_does_not_fix():
+    pytest.importorskip("yaml")
+    from baselines.rl import RunConfig
+
+    with pytest.raises(ValueError, match="ClusterGangRL-v0, which fixes it"):
+        RunConfig.resolve("ppo_mask", "ClusterGangRL-v0")

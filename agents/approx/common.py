@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from cluster_envs.approx.kernel import occupants
 from cluster_envs.approx.model import JOB_FIELDS, ApproxProblem
@@ -60,6 +61,26 @@ def affordable(assign: np.ndarray, rows: np.ndarray, prices: np.ndarray) -> tupl
     """Alg. 1's budget check (lines 7-12) on a (K, M) proposal: (kept assignment, which slots' jobs exhaust)."""
     kept = budget_check(assign, prices, rows[:, COL["spent"]], rows[:, COL["budget"]])
     return kept, (assign & ~kept).any(axis=1)
+
+
+@njit(cache=True)
+def _budget_check_occupants(occupant, prices, spent, budget, kept, exhausted) -> None:
+    """:func:`affordable` on occupants: per job slot, machines by index, the same sequential sums."""
+    cumulative = np.zeros(spent.size)
+    for i in range(occupant.size):
+        k = occupant[i] - 1
+        if k >= 0:
+            cumulative[k] += prices[i]
+            if not spent[k] + cumulative[k] < budget[k]:
+                kept[i] = 0
+                exhausted[k] = True
+
+
+def affordable_occupants(occupant: np.ndarray, rows: np.ndarray, prices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`affordable` for occupants (M,) in 0..K: (kept occupants, which slots' jobs exhaust)."""
+    kept, exhausted = occupant.copy(), np.zeros(rows.shape[0], dtype=bool)
+    _budget_check_occupants(occupant, prices, rows[:, COL["spent"]], rows[:, COL["budget"]], kept, exhausted)
+    return kept, exhausted
 
 
 def check_common(alpha_semantics: str, grad_estimate: str, s_mode: str, y_floor: float, delta: float) -> None:

@@ -104,6 +104,7 @@ class OPMGC(OPM):
 
     name = "opm_gc"
     env_kwargs = {"capacity": 2, "parallelism": 4}
+    categorical = False  # dependent rounding (``_round``)
 
     def reset(self, problem: Any, seed: int | None = None) -> None:
         if not problem.generalized:
@@ -127,7 +128,7 @@ class OPMGC(OPM):
         load = demand @ assign
         for i in np.flatnonzero(load > self.capacity + 1e-9):
             tasks = np.flatnonzero(assign[:, i])
-            for k in tasks[np.argsort(self.grad[self.active][tasks, i])]:
+            for k in tasks[np.argsort(self.grad[tasks, i])]:  # grad: the active slots' rows
                 if demand @ assign[:, i] <= self.capacity[i] + 1e-9:
                     break
                 assign[k, i] = False

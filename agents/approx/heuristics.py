@@ -11,12 +11,95 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from agents.approx.common import COL, affordable, default_gamma, encode, encode_assignment, job_rows, ucb
 from agents.base import BaseAgent
 from cluster_envs.approx.model import ApproxProblem, utility_derivative
 from cluster_envs.approx.projection import occupant_to_assignment
 from cluster_envs.common.config import check_number
+
+
+@njit(cache=True)
+def fair_occupants(order, last, prices, spent, budget, exhausted):
+    """Fair's round-robin (spec §4.4) as occupants (M,) in 0..K; marks ``exhausted`` the jobs that cannot pay.
+
+    Turns go through ``order`` (slot indices) while machines are free: a job takes the lowest-index free machine
+    it ran on last slot (``last``: occupants of the last slot), else the lowest-index free machine, if
+    spent + Σ prices + p_i < B (sequential float sums, as the Python loop it replaced); a job that cannot pay
+    leaves the rotation.
+    """
+    m, n_slots = last.size, spent.size
+    first = np.zeros(n_slots + 2, dtype=np.int64)  # occupant v's machines: sticky[first[v]:first[v + 1]]
+    for i in range(m):
+        first[last[i] + 1] += 1
+    for v in range(n_slots + 1):
+        first[v + 1] += first[v]
+    sticky = np.empty(m, dtype=np.int64)
+    fill = first.copy()
+    for i in range(m):
+        sticky[fill[last[i]]] = i
+        fill[last[i]] += 1
+    head, end = first[1:-1].copy(), first[2:]  # job k's next sticky machine and the end of its list
+    spend = spent.copy()
+    free = np.ones(m, dtype=np.bool_)
+    occupant = np.zeros(m, dtype=np.int64)
+    queue = order.copy()
+    n_queue, lowest = queue.size, 0
+    while n_queue > 0 and lowest < m:
+        n_next = 0
+        for q in range(n_queue):
+            k = queue[q]
+            while head[k] < end[k] and not free[sticky[head[k]]]:
+                head[k] += 1
+            while lowest < m and not free[lowest]:
+                lowest += 1
+            if lowest >= m:
+                break
+            if head[k] < end[k]:
+                i = sticky[head[k]]
+                head[k] += 1
+            else:
+                i = lowest
+            if spend[k] + prices[i] < budget[k]:
+                spend[k] += prices[i]
+                free[i] = False
+                occupant[i] = k + 1
+                queue[n_next] = k
+                n_next += 1
+            else:
+                exhausted[k] = True
+        n_queue = n_next
+    return occupant
+
+
+@njit(cache=True)
+def deadline_occupants(order, last, prices, spent, budget, exhausted):
+    """Deadline-aware (spec §4.4) as occupants (M,): in ``order``, a job takes its last machines, then the other
+    free ones by index, while spent + (cumulative sum of their prices) < B; one it cannot pay exhausts it."""
+    m = last.size
+    free = np.ones(m, dtype=np.bool_)
+    occupant = np.zeros(m, dtype=np.int64)
+    candidates = np.empty(m, dtype=np.int64)
+    for k in order:
+        n = 0
+        for mine in (True, False):
+            for i in range(m):
+                if free[i] and (last[i] == k + 1) == mine:
+                    candidates[n] = i
+                    n += 1
+        if n == 0:
+            break
+        cumulative, taken = 0.0, 0
+        for c in range(n):
+            cumulative += prices[candidates[c]]
+            if spent[k] + cumulative < budget[k]:
+                occupant[candidates[c]] = k + 1
+                free[candidates[c]] = False
+                taken += 1
+        if taken < n:
+            exhausted[k] = True
+    return occupant
 
 
 class _Scheduler(BaseAgent):
@@ -52,34 +135,10 @@ class Fair(_Scheduler):
 
     def act(self, observation: dict[str, Any]) -> np.ndarray:
         rows = job_rows(observation)
-        active = self._active(rows)
-        # earliest arrival first = largest elapsed; ties by slot index
-        order = sorted(np.flatnonzero(active), key=lambda k: (-rows[k, COL["elapsed"]], k))
-        last = self._last_occupant(observation)
-        sticky = {k: [int(i) for i in np.flatnonzero(last == k + 1)] for k in order}
-        free = np.ones(self.problem.n_machines, dtype=bool)
-        lowest = 0
-        spend = {k: rows[k, COL["spent"]] for k in order}
-        occupant = np.zeros(self.problem.n_machines, dtype=np.int64)
-        queue = list(order)
-        while queue and lowest < free.size:
-            remaining = []
-            for k in queue:
-                while sticky[k] and not free[sticky[k][0]]:
-                    sticky[k].pop(0)
-                while lowest < free.size and not free[lowest]:
-                    lowest += 1
-                if lowest >= free.size:
-                    break
-                i = sticky[k].pop(0) if sticky[k] else lowest
-                if spend[k] + self.prices[i] < rows[k, COL["budget"]]:
-                    spend[k] += self.prices[i]
-                    free[i] = False
-                    occupant[i] = k + 1
-                    remaining.append(k)
-                else:
-                    self.exhausted[k] = True
-            queue = remaining
+        active = np.flatnonzero(self._active(rows))
+        order = active[np.lexsort((active, -rows[active, COL["elapsed"]]))]  # earliest arrival first, then slot
+        occupant = fair_occupants(order, self._last_occupant(observation).astype(np.int64), self.prices,
+                                  rows[:, COL["spent"]], rows[:, COL["budget"]], self.exhausted)  # fmt: skip
         return encode(occupant, self.problem)
 
 
@@ -90,25 +149,10 @@ class DeadlineAware(_Scheduler):
 
     def act(self, observation: dict[str, Any]) -> np.ndarray:
         rows = job_rows(observation)
-        active = self._active(rows)
-        order = sorted(
-            np.flatnonzero(active),
-            key=lambda k: (rows[k, COL["remaining_slots"]], -rows[k, COL["elapsed"]], k),
-        )
-        last = self._last_occupant(observation)
-        free = np.ones(self.problem.n_machines, dtype=bool)
-        occupant = np.zeros(self.problem.n_machines, dtype=np.int64)
-        for k in order:
-            mine = free & (last == k + 1)
-            candidates = np.concatenate([np.flatnonzero(mine), np.flatnonzero(free & ~mine)])
-            if candidates.size == 0:
-                break
-            paid = rows[k, COL["spent"]] + np.cumsum(self.prices[candidates])
-            take = candidates[paid < rows[k, COL["budget"]]]
-            if take.size < candidates.size:
-                self.exhausted[k] = True
-            occupant[take] = k + 1
-            free[take] = False
+        active = np.flatnonzero(self._active(rows))
+        order = active[np.lexsort((active, -rows[active, COL["elapsed"]], rows[active, COL["remaining_slots"]]))]
+        occupant = deadline_occupants(order, self._last_occupant(observation).astype(np.int64), self.prices,
+                                      rows[:, COL["spent"]], rows[:, COL["budget"]], self.exhausted)  # fmt: skip
         return encode(occupant, self.problem)
 
 

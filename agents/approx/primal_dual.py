@@ -19,21 +19,33 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from agents.approx.common import COL, affordable, check_common, default_gamma, encode_assignment, job_rows, ucb
+from agents.approx.common import (
+    COL,
+    affordable,
+    affordable_occupants,
+    check_common,
+    default_gamma,
+    encode,
+    encode_assignment,
+    job_rows,
+    ucb,
+)
 from agents.base import BaseAgent
 from cluster_envs.approx.model import ApproxProblem, utility_derivative
-from cluster_envs.approx.projection import categorical_round, occupant_to_assignment, project_columns
+from cluster_envs.approx.projection import categorical_round, project_columns
 from cluster_envs.common.config import check_number
 
 
 @njit(cache=True)
-def primal_step(x, slope, theta, lam, prices, step_size):
-    """grad = f'(S/t) θ̂ − λ p per (slot, machine) and y = x + α grad (Eqs. 18/69), in numpy's operation order."""
-    grad, y = np.empty_like(x), np.empty_like(x)
-    for k in range(x.shape[0]):
+def primal_step(x, rows, slope, theta, lam, prices, step_size):
+    """grad = f'(S/t) θ̂ − λ p and y = x + α grad (Eqs. 18/69) for the job slots ``rows`` only, in numpy's
+    operation order: (len(rows), M) arrays, row r for slot rows[r]."""
+    grad, y = np.empty((rows.size, x.shape[1])), np.empty((rows.size, x.shape[1]))
+    for r in range(rows.size):
+        k = rows[r]
         for i in range(x.shape[1]):
-            grad[k, i] = slope[k] * theta[i] - lam[k] * prices[i]
-            y[k, i] = x[k, i] + step_size * grad[k, i]
+            grad[r, i] = slope[k] * theta[i] - lam[k] * prices[i]
+            y[r, i] = x[k, i] + step_size * grad[r, i]
     return grad, y
 
 
@@ -48,6 +60,9 @@ class PrimalDualAgent(BaseAgent):
 
     problem_type = ApproxProblem
     name = "primal_dual"
+    # one occupant per machine, job j with probability x_j^i (Eq. 72); a subclass with another rounding sets it
+    # False and defines ``_round(x, rows)``: the (rows, M) assignment of the active slots' rows
+    categorical = True
 
     def __init__(
         self,
@@ -88,6 +103,7 @@ class PrimalDualAgent(BaseAgent):
         else:
             self.constant = self.rate_constant
         self.x = np.zeros((k, m))
+        self.held = np.zeros(0, dtype=np.int64)  # the job slots whose rows of x may be non-zero
         self.lam = np.zeros(k)
         self.g1 = np.zeros(k)
         self.g2 = np.zeros(k)
@@ -125,7 +141,6 @@ class PrimalDualAgent(BaseAgent):
             self.est_work[k] = 0.0
             self.exhausted[k] = False
         active = present & ~self.exhausted
-        self.active = active
         theta = self.estimate(observation)
         self.lam = np.where(active, np.maximum(0.0, self.lam + self.dual_step * (2.0 * self.g1 - self.g2)), 0.0)
         elapsed = rows[:, COL["elapsed"]]
@@ -133,17 +148,29 @@ class PrimalDualAgent(BaseAgent):
         avg = np.where(elapsed > 0, np.maximum(work / np.maximum(elapsed, 1.0), self.y_floor), self.y_floor)
         slope = utility_derivative(self.problem.utility, rows[:, COL["value"]], self.problem.beta, avg)
         theta_grad = self.theta_prev if self.grad_estimate == "lagged" else theta
-        self.grad, y = primal_step(self.x, slope, theta_grad, self.lam, self.prices, self.step_size)
-        self.x = np.zeros_like(y)  # inactive jobs hold no machines
-        if active.any():
-            self.x[active] = self._project(y[active], rows[active])
-        self.est_work += self.x @ theta
+        # only the active slots' rows move; the others hold no machines (rows of x stay 0 once cleared)
+        rows_active = np.flatnonzero(active)
+        self.x[self.held[~active[self.held]]] = 0.0
+        self.held = rows_active
+        self.grad, y = primal_step(self.x, rows_active, slope, theta_grad, self.lam, self.prices, self.step_size)
+        if rows_active.size:
+            self.x[rows_active] = self._project(y, rows[rows_active])
+        self.est_work += self.x @ theta  # over every row, as BLAS sums them (a row's order depends on its index)
         self.g2 = self.g1
         self.g1 = self.x @ self.prices - self.slack * rows[:, COL["budget_per_slot"]]
         self.theta_prev = theta
+        if self.categorical:
+            occupant = np.zeros(self.problem.n_machines, dtype=np.int64)
+            if rows_active.size:
+                drawn = categorical_round(self.x[rows_active], self.rng)
+                occupant = np.where(drawn > 0, rows_active[drawn - 1] + 1, 0)
+            if self.problem.budget_mode == "hard":
+                occupant, exhausted = affordable_occupants(occupant, rows, self.prices)
+                self.exhausted |= exhausted
+            return encode(occupant, self.problem)
         assign = np.zeros(self.x.shape, dtype=bool)
-        if active.any():
-            assign[active] = self._round(self.x[active], rows[active])
+        if rows_active.size:
+            assign[rows_active] = self._round(self.x[rows_active], rows[rows_active])
         if self.problem.budget_mode == "hard":
             assign, exhausted = affordable(assign, rows, self.prices)
             self.exhausted |= exhausted
@@ -152,10 +179,6 @@ class PrimalDualAgent(BaseAgent):
     def _project(self, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """P4: each machine's column onto {z ≥ 0, Σ_j z_j ≤ 1}."""
         return project_columns(y)
-
-    def _round(self, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """One occupant per machine, job j with probability x_j^i (Eq. 72)."""
-        return occupant_to_assignment(categorical_round(x, self.rng), x.shape[0])
 
 
 class OPS(PrimalDualAgent):

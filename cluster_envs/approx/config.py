@@ -15,7 +15,10 @@ from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.common.flat import OBSERVATION_MODES
 
 JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")
-PRICE_MODES = ("proportional", "uniform")
+# "proportional": p_i = price_factor × machine i's mean rate (the paper's L691 as spec A15 reads it); "flat": one
+# price for all, price_factor × the model's population mean rate (L691's "the mean service rate" read as the
+# cluster's, ours); "uniform": p_i ~ U[price_range]
+PRICE_MODES = ("proportional", "flat", "uniform")
 BUDGET_MODES = ("hard", "soft")
 REWARD_MODES = ("true", "approx", "sparse")
 # How an action is read (cluster_envs/approx/actions.py). Multi-job, base model: "occupant" (the paper's: a machine
@@ -40,7 +43,7 @@ def job_count_bound(cfg: ApproxConfig) -> float:
     if isinstance(cfg.prices, tuple):
         price = max(cfg.prices)
     else:
-        price = cfg.price_factor if cfg.prices == "proportional" else cfg.price_range[1]
+        price = cfg.price_factor if cfg.prices in ("proportional", "flat") else cfg.price_range[1]
     m, horizon = max(1, math.floor(cfg.lifetime_median)), cfg.horizon
     in_system = (m * (m + 1) / 2 + m * (horizon - m)) / horizon if m < horizon else (horizon + 1) / 2
     return cfg.load * cfg.n_machines * price * horizon / (sum(cfg.q_range) / 2 * 0.5 * in_system)
@@ -55,8 +58,9 @@ class ApproxConfig:
 
     JOINT: ClassVar[str] = (
         "`prices` and `capacity` (a tuple) have `n_machines` entries; `iid_mean_range` lies inside (0, 1) with "
-        "`rate_process='iid_beta'` and is positive with `prices='proportional'` and an i.i.d. rate process; `jobs` "
-        "goes with `job_source='list'` and `trace_path` with `'trace'`; `demand` and `parallelism` need `capacity`; "
+        "`rate_process='iid_beta'` and is positive with `prices='proportional'` or `'flat'` and an i.i.d. rate "
+        "process; `jobs` goes with `job_source='list'` and `trace_path` with `'trace'`; `demand` and `parallelism` "
+        "need `capacity`; "
         f"`max_visible_jobs` × `n_machines` ≤ {MAX_ALLOCATION:.0e}; with `job_source='synthetic'` the expected job "
         "count load·M·p̄·T/(q̄·ℓ̄), bounded before any draw from `load`, `n_machines`, the prices (`prices`, "
         f"`price_factor`, `price_range`), `horizon`, `q_range` and `lifetime_median`, is at most {MAX_JOBS:.0e}"
@@ -161,9 +165,9 @@ class ApproxConfig:
                 f"iid_mean_range={self.iid_mean_range!r} must lie inside (0, 1) with rate_process='iid_beta'"
                 " (a Beta distribution with mean 0 or 1 does not exist)"
             )
-        if self.prices == "proportional" and self.rate_process != "onoff_gamma" and low <= 0.0:
+        if self.prices in ("proportional", "flat") and self.rate_process != "onoff_gamma" and low <= 0.0:
             raise ValueError(
-                f"iid_mean_range={self.iid_mean_range!r} must be positive with prices='proportional'"
+                f"iid_mean_range={self.iid_mean_range!r} must be positive with prices={self.prices!r}"
                 " (a machine of mean rate 0 would cost nothing)"
             )
         if self.job_source == "list":
@@ -249,6 +253,15 @@ MULTI_PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 MULTI_PRESETS["paper_light"] = {**MULTI_PRESETS["paper"], "job_keep_fraction": 0.5}
+# Readings of Sec. VI the spec left open (docs/reproductions/approx.md, "Sensitivity to the open readings"):
+# machines whose speeds s_i ~ U[0.5, 1] the prices do not show (one price, 2 × the population mean rate), so that
+# rate estimation can matter; and an offered load of 1, where jobs' budgets, not the machines, bind (Fair then
+# spends at least 90% of nearly every budget, as in Fig. 1b).
+HIDDEN_SPEED = {"prices": "flat", "speed_heterogeneity": 0.5}
+BUDGET_BOUND = {"load": 1.0}
+MULTI_PRESETS["paper_hidden_speed"] = {**MULTI_PRESETS["paper"], **HIDDEN_SPEED}
+MULTI_PRESETS["paper_budget_bound"] = {**MULTI_PRESETS["paper"], **BUDGET_BOUND}
+MULTI_PRESETS["paper_budget_bound_hidden_speed"] = {**MULTI_PRESETS["paper"], **BUDGET_BOUND, **HIDDEN_SPEED}
 MULTI_PRESETS["medium_light"] = {**MULTI_PRESETS["medium"], "job_keep_fraction": 0.5}
 
 _SINGLE = {

@@ -161,7 +161,7 @@ class _ApproxEnvCore(ClusterEnv):
         cfg = self.config
         if isinstance(cfg.prices, tuple):
             return max(cfg.prices)
-        return cfg.price_factor if cfg.prices == "proportional" else cfg.price_range[1]
+        return cfg.price_factor if cfg.prices in ("proportional", "flat") else cfg.price_range[1]
 
     def _job_bounds(self) -> np.ndarray:
         """Finite upper bounds of the ``jobs`` columns, from the config (fixed before any instance exists)."""
@@ -261,6 +261,9 @@ class _ApproxEnvCore(ClusterEnv):
             prices = np.asarray(cfg.prices)
         elif cfg.prices == "proportional":
             prices = cfg.price_factor * rates.means
+        elif cfg.prices == "flat":
+            prior = prior_mean_rate(cfg.rate_process, cfg.iid_mean_range, cfg.speed_heterogeneity)
+            prices = np.full(m, cfg.price_factor * prior)
         else:
             prices = rng.uniform(*cfg.price_range, size=m)
         if cfg.job_source == "synthetic":
@@ -467,7 +470,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
 
     **Presets**: ``default`` (M = 20, T = 2000, K = 8, on/off machines, synthetic Google-like jobs at offered
     load 2, β = 0.5), ``medium`` / ``medium_light`` (M = 100, T = 3600, K = 64, load 3), ``paper`` /
-    ``paper_light`` (M = 1000, T = 36 000, K = 256, load 3, half the jobs kept), ``common_deadline``
+    ``paper_light`` (M = 1000, T = 36 000, K = 256, load 3, half the jobs kept), ``paper_hidden_speed`` (speeds
+    s_i ~ U[0.5, 1] behind one flat price), ``paper_budget_bound`` (load 1) and ``paper_budget_bound_hidden_speed``
+    (both; readings of Sec. VI, docs/reproductions/approx.md), ``common_deadline``
     (Corollary 1: M = 8, N = 3, a_j = 0, d_j = T = 4000, i.i.d. Bernoulli rates, log utility, benchmark on).
 
     **Privileged state**: ``_instance`` (jobs, true means, rate process) and ``_sim``.

@@ -333,7 +333,7 @@ def test_single_job_env_rejects_multi_job_options():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("preset", ["paper", "paper_light"])
+@pytest.mark.parametrize("preset", ["paper", "paper_light", "paper_hidden_speed", "paper_budget_bound_hidden_speed"])
 def test_paper_presets_run_within_budgets_and_spaces(preset):
     env = gym.make(MULTI, preset=preset).unwrapped
     obs, _ = env.reset(seed=0)

@@ -28,7 +28,8 @@ def tiny(monkeypatch):
     pytest.importorskip("stable_baselines3")
     pytest.importorskip("yaml")
     monkeypatch.setitem(bench.SEEDS, "quick", range(2))
-    monkeypatch.setitem(settings.SETTINGS, ENV, dataclasses.replace(settings.SETTINGS[ENV], rl_steps_quick=512))
+    short = dataclasses.replace(settings.SETTINGS[ENV], rl_steps_quick=512, rl_seeds=2)
+    monkeypatch.setitem(settings.SETTINGS, ENV, short)
     # no shipped model: these tests train (ClusterSLA-v0's shipped run would serve 512 steps)
     monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", Path("/nonexistent/shipped-models"))
 
@@ -37,6 +38,10 @@ def _means(folder: Path, metric: str) -> dict[str, float]:
     episodes = json.loads((folder / "results.json").read_text())["episodes"]
     agents = {e["agent"] for e in episodes}
     return {a: float(np.mean([e["metrics"][metric] for e in episodes if e["agent"] == a])) for a in agents}
+
+
+def per_seed_of(agent: str, out: Path) -> list[dict]:
+    return [e for e in json.loads((out / ENV / "results.json").read_text())["episodes"] if e["agent"] == agent]
 
 
 def test_benchmark_report(tiny, monkeypatch, tmp_path):
@@ -50,8 +55,9 @@ def test_benchmark_report(tiny, monkeypatch, tmp_path):
     entry = stored["tracks"]["held-out instances"][ENV]
     assert stored["tracks"]["fixed instance"] == {}  # the SLA instance is drawn from the reset seed
     assert (entry["naive_anchor"], entry["clairvoyant_anchor"]) == ("static", "pg")
-    steps = json.loads((tmp_path / "models" / f"ppo-{ENV}" / "meta.json").read_text())["total_timesteps"]
-    assert entry["rl_budget"] == f"{steps:,} steps × 1 seed" and f"| {steps:,} steps × 1 seed |" in text
+    steps = json.loads((tmp_path / "models" / f"ppo-{ENV}" / "seed1" / "meta.json").read_text())["total_timesteps"]
+    budget = f"{steps:,} steps × 2 training seeds"  # --quick found none, so it trained the entry's rl_seeds
+    assert entry["rl_budget"] == budget and f"| {budget} |" in text
     headline = entry["scores"]
     assert set(headline) == {"paper", "ppo", "best heuristic", "oracle"}
     mean = _means(tmp_path / ENV, "regret")
@@ -61,13 +67,19 @@ def test_benchmark_report(tiny, monkeypatch, tmp_path):
     for role, agent in (("paper", "mwu_extended"), ("ppo", "ppo"), ("oracle", "pg")):
         assert headline[role]["agent"] == agent
         assert headline[role]["mean"] == pytest.approx(score[agent])
+    # PPO's runs are its training seeds: the aggregate IQM over its 2 runs, each its mean over the 2 evaluation seeds
+    runs = [[e["metrics"]["regret"] for e in per_seed_of("ppo", tmp_path) if e["training_seed"] == t] for t in (0, 1)]
+    run_scores = (np.mean(runs, axis=1) - mean["static"]) / (mean["pg"] - mean["static"])
+    assert stored["aggregate"]["ppo"]["runs"] == 2 and stored["aggregate"]["paper"]["runs"] == 2
+    assert stored["aggregate"]["ppo"]["iqm"] == pytest.approx(float(iqm(run_scores)))
     # one env: the aggregate IQM of a role is the IQM of its per-seed scores
     per_seed = json.loads((tmp_path / ENV / "results.json").read_text())["episodes"]
     paper = [(e["metrics"]["regret"] - mean["static"]) / (mean["pg"] - mean["static"]) for e in per_seed
              if e["agent"] == "mwu_extended"]  # fmt: skip
     assert stored["aggregate"]["paper"]["iqm"] == pytest.approx(float(iqm(np.array(paper))))
     assert stored["aggregate"]["paper"]["envs"] == [ENV]
-    assert (tmp_path / "models" / f"ppo-{ENV}" / "model.zip").is_file() and (tmp_path / "profiles.png").is_file()
+    assert (tmp_path / "models" / f"ppo-{ENV}" / "seed0" / "model.zip").is_file()
+    assert (tmp_path / "profiles.png").is_file()
     # the entry's text edited after the run: render rewrites the reports from the saved results, same numbers
     edited = dataclasses.replace(settings.SETTINGS[ENV], notes="Rendered again.")
     monkeypatch.setitem(settings.SETTINGS, ENV, edited)
@@ -84,7 +96,7 @@ def test_no_headline_agent_trained_on_an_evaluation_instance(tiny, monkeypatch, 
     and PPO appears only in the fixed-instance track, on the instance it trained on."""
     multi = "ClusterMultiServer-v0"
     entry = settings.SETTINGS[multi]
-    short = dataclasses.replace(entry, env_kwargs={**entry.env_kwargs, "horizon": 30}, rl_steps_quick=256)
+    short = dataclasses.replace(entry, env_kwargs={**entry.env_kwargs, "horizon": 30}, rl_steps_quick=256, rl_seeds=1)
     monkeypatch.setitem(settings.SETTINGS, multi, short)
     bench.benchmark(tmp_path, quick=True, progress=False, env_ids=[ENV, multi], models_dir=tmp_path / "models")
     tracks = json.loads((tmp_path / "headline.json").read_text())["tracks"]
@@ -93,15 +105,19 @@ def test_no_headline_agent_trained_on_an_evaluation_instance(tiny, monkeypatch, 
     sla = headline[ENV]
     assert set(sla["evaluation_instances"].values()) == {"reset seed"}
     (ppo,) = sla["training_instances"].values()
-    train_seeds = set(range(ppo["first_env_seed"], ppo["first_env_seed"] + ppo["n_envs"]))
-    assert min(train_seeds) >= TRAIN_SEED_BASE > max(sla["evaluation_seeds"])
-    assert not train_seeds & set(sla["evaluation_seeds"])
+    assert sorted(ppo) == ["0", "1"]  # every training seed's run records its instances
+    for run in ppo.values():
+        train_seeds = set(range(run["first_env_seed"], run["first_env_seed"] + run["n_envs"]))
+        assert min(train_seeds) >= TRAIN_SEED_BASE > max(sla["evaluation_seeds"])
+        assert not train_seeds & set(sla["evaluation_seeds"])
     held = headline[multi]
     assert held["training_instances"] == {} and held["scores"].keys() == {"paper", "best heuristic", "oracle"}
     assert held["evaluation_instances"] == {str(s): HELD_OUT_INSTANCE_BASE + s for s in held["evaluation_seeds"]}
-    (trained_on,) = fixed[multi]["training_instances"].values()
-    assert set(fixed[multi]["evaluation_instances"].values()) == {trained_on["instance_seed"]}
-    assert trained_on["instance_seed"] not in held["evaluation_instances"].values()
+    (runs,) = fixed[multi]["training_instances"].values()
+    assert list(runs) == ["0"]  # the entry's rl_seeds (1 here, to keep this test cheap)
+    for trained_on in runs.values():
+        assert set(fixed[multi]["evaluation_instances"].values()) == {trained_on["instance_seed"]}
+        assert trained_on["instance_seed"] not in held["evaluation_instances"].values()
     for track, folder in (
         ("held-out instances", tmp_path / multi),
         ("fixed instance", tmp_path / "fixed-instance" / multi),
@@ -146,9 +162,15 @@ def test_rl_is_refused_on_the_held_out_instances_of_an_instance_fixed_env():
 def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path, monkeypatch):
     pytest.importorskip("stable_baselines3")
     yaml = pytest.importorskip("yaml")
-    from baselines.compare import obtain_policy
+    from baselines.rl_runs import obtain_policies
 
     small = {"horizon": 120}
+
+    def obtain_policy(env_id, algo, env_kwargs, steps, models_dir, progress):
+        ((policy, facts),) = obtain_policies(env_id, algo, env_kwargs, steps, [0], models_dir=models_dir,
+                                             progress=progress)  # fmt: skip
+        return policy, facts
+
     first, facts = obtain_policy(ENV, "ppo", small, 256, tmp_path, progress=False)
     assert not facts["reused"]
     assert facts["steps_per_cpu_second"] > 0 and facts["steps_per_second"] > 0
@@ -164,7 +186,7 @@ def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path, monkeypatch)
     monkeypatch.setattr(rl, "HYPERPARAMS_DIR", edited)
     _, facts = obtain_policy(ENV, "ppo", small, 256, tmp_path, progress=False)
     assert not facts["reused"]
-    assert yaml.safe_load((tmp_path / f"ppo-{ENV}" / "config.yml").read_text())[ENV]["n_epochs"] == 3
+    assert yaml.safe_load((tmp_path / f"ppo-{ENV}" / "seed0" / "config.yml").read_text())[ENV]["n_epochs"] == 3
     _, facts = obtain_policy(ENV, "ppo", small, 256, tmp_path, progress=False)
     assert facts["reused"]
 

@@ -205,3 +205,17 @@ def test_the_aggregate_is_rliables_iqm_with_a_reproducible_stratified_interval()
     assert first["a"][0] == pytest.approx(float(iqm(scores["a"].ravel())))
     assert first["a"][1] < first["a"][0] < first["a"][2]
     assert first["flat"][1] == pytest.approx(first["flat"][2])
+
+
+def test_the_report_says_why_the_benchmarks_env_kwargs_and_when_the_caller_changed_them():
+    """The reason of an entry's env kwarg (MultiServer's `preset`) is printed with the value the comparison ran."""
+    from baselines.report import headline
+
+    def text(**env_kwargs):
+        return headline(compare("ClusterMultiServer-v0", [], seeds=[0], env_kwargs={"horizon": 5, **env_kwargs},
+                                progress=False))  # fmt: skip
+
+    assert "`preset='small'` for every agent: ESDP's dynamic program" in text()
+    changed = text(preset="tiny")
+    assert "`preset='tiny'` for every agent, set by the caller (the benchmark's `preset='small'`" in changed
+    assert "`preset='small'` for every agent:" not in changed

@@ -47,14 +47,15 @@ def test_python_and_command_line_share_the_model_cache(tmp_path, monkeypatch, ca
     from baselines.cli import main
 
     monkeypatch.chdir(tmp_path)
-    comparison = compare("ClusterSLA-v0", "owm", rl=["ppo"], seeds=[0], env_kwargs=SMALL, rl_steps=256, progress=False)
-    assert not comparison.rl_runs["ppo"]["reused"]
-    assert (tmp_path / "results" / "models" / "ppo-ClusterSLA-v0" / "model.zip").is_file()
-    argv = ["compare", "ClusterSLA-v0", "--agents", "owm", "--rl", "ppo", "--rl-steps", "256", "--seeds", "0",
-            "--set", "horizon=60", "--quiet"]  # fmt: skip
+    comparison = compare("ClusterSLA-v0", "owm", rl=["ppo"], seeds=[0], env_kwargs=SMALL, rl_steps=256, rl_seeds=1,
+                         progress=False)  # fmt: skip
+    assert not comparison.rl_runs["ppo"]["runs"][0]["reused"]
+    assert (tmp_path / "results" / "models" / "ppo-ClusterSLA-v0" / "seed0" / "model.zip").is_file()
+    argv = ["compare", "ClusterSLA-v0", "--agents", "owm", "--rl", "ppo", "--rl-steps", "256", "--rl-seeds", "1",
+            "--seeds", "0", "--set", "horizon=60", "--quiet"]  # fmt: skip
     assert main(argv) == 0
     result = json.loads((tmp_path / "results" / "compare" / "ClusterSLA-v0" / "results.json").read_text())
-    assert result["rl_runs"]["ppo"]["reused"] is True
+    assert [run["reused"] for run in result["rl_runs"]["ppo"]["runs"]] == [True]
 
 
 def test_default_folders_are_one_per_command():

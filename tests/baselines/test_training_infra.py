@@ -14,7 +14,7 @@ pytest.importorskip("stable_baselines3")
 from baselines import benchmark as bench  # noqa: E402
 from baselines import rl, settings  # noqa: E402
 from baselines.cli import main  # noqa: E402
-from baselines.compare import obtain_policy  # noqa: E402
+from baselines.rl_runs import obtain_policies  # noqa: E402
 
 ENV = "ClusterSLA-v0"
 STEPS = 512
@@ -29,9 +29,9 @@ def tiny_run_files():
 @pytest.fixture
 def shipped(tmp_path, monkeypatch, tiny_run_files):
     root = tmp_path / "package_models"
-    rl.write_run_files(tiny_run_files, root / ENV / "ppo")
+    rl.write_run_files(tiny_run_files, root / ENV / "ppo" / "seed0")
     monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", root)
-    return root / ENV / "ppo"
+    return root / ENV / "ppo" / "seed0"
 
 
 def test_a_train_task_returns_a_complete_run(tiny_run_files):
@@ -41,14 +41,19 @@ def test_a_train_task_returns_a_complete_run(tiny_run_files):
 
 
 def test_a_matching_shipped_model_is_used_unless_retrain(shipped, tmp_path):
-    policy, facts = obtain_policy(ENV, "ppo", {}, STEPS, tmp_path / "cache", progress=False)
-    assert facts["source"] == "shipped" and facts["path"] == str(shipped)
+    def obtain(models, **kwargs):
+        ((policy, facts),) = obtain_policies(ENV, "ppo", {}, kwargs.pop("steps", STEPS), [0], models_dir=models,
+                                             progress=False, **kwargs)  # fmt: skip
+        return policy, facts
+
+    policy, facts = obtain(tmp_path / "cache")
+    assert facts["source"] == "shipped" and facts["path"] == str(shipped) and facts["training_seed"] == 0
     assert policy.model == (shipped / "model.zip").read_bytes()
     assert not (tmp_path / "cache").exists()  # nothing was trained
-    _, facts = obtain_policy(ENV, "ppo", {}, STEPS, tmp_path / "cache", progress=False, retrain=True)
-    assert facts["source"] == "trained" and (tmp_path / "cache" / f"ppo-{ENV}" / "model.zip").is_file()
+    _, facts = obtain(tmp_path / "cache", retrain=True)
+    assert facts["source"] == "trained" and (tmp_path / "cache" / f"ppo-{ENV}" / "seed0" / "model.zip").is_file()
     # Asked for more steps than the shipped run had: trained (the cache now matches the smaller request only).
-    _, facts = obtain_policy(ENV, "ppo", {}, 10 * STEPS, tmp_path / "other", progress=False)
+    _, facts = obtain(tmp_path / "other", steps=10 * STEPS)
     assert facts["source"] == "trained"
 
 
@@ -99,7 +104,7 @@ def test_the_package_data_ships_model_folders(tiny_run_files):
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     patterns = pyproject["tool"]["setuptools"]["package-data"]["baselines"]
-    shipped = {name for name in tiny_run_files if any(PurePosixPath("models", ENV, "ppo", name).match(p)
+    shipped = {name for name in tiny_run_files if any(PurePosixPath("models", ENV, "ppo", "seed0", name).match(p)
                                                        for p in patterns)}  # fmt: skip
     assert {"model.zip", "vecnormalize.pkl", "meta.json", "config.yml"} <= shipped
     assert not any(name.startswith("tensorboard") for name in shipped)
@@ -108,7 +113,7 @@ def test_the_package_data_ships_model_folders(tiny_run_files):
 def test_ship_run_keeps_the_policy_and_shrinks_the_archive(tiny_run_files, tmp_path):
     run = rl.write_run_files(tiny_run_files, tmp_path / "run")
     shipped = rl.ship_run(run, tmp_path / "package_models")
-    assert shipped == tmp_path / "package_models" / ENV / "ppo"
+    assert shipped == tmp_path / "package_models" / ENV / "ppo" / "seed0"  # the run's training seed
     assert sorted(p.name for p in shipped.iterdir()) == sorted(n for n in rl.SHIPPED_FILES if (run / n).is_file())
     assert (shipped / "model.zip").stat().st_size < (run / "model.zip").stat().st_size
     policy, again = rl.load_agent(run), rl.load_agent(shipped)
@@ -117,16 +122,126 @@ def test_ship_run_keeps_the_policy_and_shrinks_the_archive(tiny_run_files, tmp_p
 
 
 @pytest.mark.parametrize(
-    ("env_id", "algo"),
-    [(p.parts[-2], p.parts[-1]) for p in sorted(rl.SHIPPED_MODELS_DIR.glob("*/*")) if (p / "meta.json").is_file()],
+    ("env_id", "algo", "seed"),
+    [(*p.parts[-3:-1], int(p.name.removeprefix("seed"))) for p in sorted(rl.SHIPPED_MODELS_DIR.glob("*/*/seed*"))],
 )
-def test_every_shipped_model_serves_the_quick_benchmark(env_id, algo):
-    """`benchmark --quick` loads it rather than training: same env kwargs and hyperparameters, enough steps, and the
-    benchmark's RL row asks for this algorithm."""
-    from baselines.compare import _matches
+def test_every_shipped_model_serves_the_quick_benchmark(env_id, algo, seed):
+    """`benchmark --quick` loads it rather than training: its folder's training seed, the same env kwargs and
+    hyperparameters, enough steps, and the benchmark's RL row asks for this algorithm."""
+    from baselines.rl_runs import mismatches
 
     setting = settings.require_setting(env_id)
     assert algo == setting.rl_algo
     config = rl.RunConfig.resolve(algo, env_id, setting.env_kwargs)
-    assert _matches(rl.shipped_run(env_id, algo), config, setting.rl_steps_quick)
-    assert (rl.shipped_run(env_id, algo) / "model.zip").stat().st_size < 400_000
+    assert mismatches(rl.shipped_run(env_id, algo, seed), config, setting.rl_steps_quick, seed) == []
+    assert (rl.shipped_run(env_id, algo, seed) / "model.zip").stat().st_size < 400_000
+
+
+def test_every_benchmark_id_ships_a_run():
+    """Until every training seed ships, `benchmark --quick` evaluates what does (and says how many)."""
+    for env_id, setting in settings.SETTINGS.items():
+        assert rl.shipped_seeds(env_id, setting.rl_algo), env_id
+
+
+@pytest.fixture
+def three_seeds(monkeypatch):
+    """ENV's entry with 3 training seeds and the tiny runs' budget (so a STEPS run serves every command)."""
+    entry = dataclasses.replace(settings.SETTINGS[ENV], rl_steps=STEPS, rl_steps_quick=STEPS, rl_seeds=3)
+    monkeypatch.setitem(settings.SETTINGS, ENV, entry)
+    monkeypatch.setitem(bench.SEEDS, "quick", range(2))
+
+
+class Trained(Exception):
+    pass
+
+
+def _no_training(monkeypatch):
+    """Make training raise Trained with the training seeds it was asked for."""
+    import baselines.rl_runs
+
+    def run_tasks(tasks, **kwargs):
+        if tasks:
+            raise Trained([task.seed for task in tasks])
+        return []
+
+    monkeypatch.setattr(baselines.rl_runs, "run_tasks", run_tasks)
+
+
+def test_quick_evaluates_the_shipped_seeds_and_says_how_many(shipped, three_seeds, tmp_path, monkeypatch):
+    """One of three training seeds ships: --quick evaluates it without training and the headline and report say
+    1 of 3; the full benchmark (train_missing) trains the two missing seeds, and only them."""
+    _no_training(monkeypatch)
+    report = bench.benchmark(tmp_path / "quick", quick=True, progress=False, env_ids=[ENV], models_dir=tmp_path / "m")
+    assert "steps × 1 training seed (of 3) |" in report.read_text()
+    env_report = (tmp_path / "quick" / ENV / "report.md").read_text()
+    assert "`ppo` has 1 (0) of the 3 requested" in env_report and "one run: no interval" in env_report
+    with pytest.raises(Trained) as trained:
+        bench.benchmark(tmp_path / "full", progress=False, env_ids=[ENV], models_dir=tmp_path / "m")
+    assert trained.value.args == ([1, 2],)
+
+
+def test_a_shipped_run_of_another_training_seed_serves_quick(tmp_path, monkeypatch, tiny_run_files, three_seeds):
+    """A learning curve's run (seed 5) shipped as seed5/ counts for --quick, which asks for seeds 0-2."""
+    root = tmp_path / "package_models"
+    meta = {**json.loads(tiny_run_files["meta.json"]), "seed": 5}
+    rl.write_run_files({**tiny_run_files, "meta.json": json.dumps(meta).encode()}, root / ENV / "ppo" / "seed5")
+    monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", root)
+    _no_training(monkeypatch)
+    ((_, facts),) = obtain_policies(ENV, "ppo", {}, STEPS, [0, 1, 2], models_dir=tmp_path / "m", train_missing=False)
+    assert facts["training_seed"] == 5 and facts["source"] == "shipped"
+    with pytest.raises(Trained):  # the full benchmark's seeds are 0-2 exactly
+        obtain_policies(ENV, "ppo", {}, STEPS, [0, 1, 2], models_dir=tmp_path / "m", progress=False)
+
+
+def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, capsys):
+    from baselines import ship
+
+    source, root = tmp_path / "runs", tmp_path / "package_models"
+    rl.write_run_files(tiny_run_files, source / "seed0")
+    rl.write_run_files(tiny_run_files, root / ENV / "ppo" / "seed7")  # an old run (its meta says seed 0)
+    assert ship.main([ENV, "--from", str(source), "--root", str(root), "--prune"]) == 0
+    assert f"shipped {root / ENV / 'ppo' / 'seed0'}" in capsys.readouterr().out
+    assert sorted(p.name for p in (root / ENV / "ppo").iterdir()) == ["seed0"]  # seed7 pruned
+    assert (root / ENV / "ppo" / "seed0" / "model.zip").stat().st_size < (source / "seed0" / "model.zip").stat().st_size
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        ({"folder": "seed3"}, "its training seed is 0, not 3"),
+        ({"meta": {"env_kwargs": {"action_mode": "softmax"}}}, "its env kwargs are"),
+        ({"meta": {"total_timesteps": 100}}, "fewer than"),
+        ({"config": ("n_epochs: 10", "n_epochs: 3")}, "config.yml differs"),
+        ({"meta": {"algo": "a2c"}}, "it is a2c on ClusterSLA-v0, not ppo"),
+    ],
+)
+def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, three_seeds, tmp_path, capsys, edit,
+                                                              reason):  # fmt: skip
+    from baselines import ship
+
+    files = dict(tiny_run_files)
+    meta = {**json.loads(files["meta.json"]), **edit.get("meta", {})}
+    files["meta.json"] = json.dumps(meta).encode()
+    if "config" in edit:
+        files["config.yml"] = files["config.yml"].decode().replace(*edit["config"]).encode()
+    source, root = tmp_path / "runs", tmp_path / "package_models"
+    rl.write_run_files(files, source / edit.get("folder", "seed0"))
+    assert ship.main([ENV, "--from", str(source), "--root", str(root)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not shipped" in err[0] and reason in err[0], err
+    assert not root.exists()
+
+
+def test_ship_trains_the_missing_seeds_then_ships(tiny_run_files, three_seeds, tmp_path):
+    """--train: the cache's matching run of seed 0 is reused, seed 1 is trained (a backend task), both ship."""
+    from baselines import ship
+
+    cache = tmp_path / "models"
+    rl.write_run_files(tiny_run_files, cache / f"ppo-{ENV}" / "seed0")
+    shipped = ship.ship(ENV, train=True, seeds=[0, 1], models_dir=cache, root=tmp_path / "pkg", progress=False)
+    assert shipped == [tmp_path / "pkg" / ENV / "ppo" / f"seed{k}" for k in (0, 1)]
+    metas = [json.loads((path / "meta.json").read_text()) for path in shipped]
+    assert [m["seed"] for m in metas] == [0, 1]
+    assert metas[0]["train_seconds"] == json.loads(tiny_run_files["meta.json"])["train_seconds"]  # not retrained
+    with pytest.raises(ValueError, match="exactly one of source"):
+        ship.ship(ENV, source=tmp_path, train=True, seeds=[0])

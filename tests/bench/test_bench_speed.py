@@ -80,3 +80,17 @@ def test_bench_episode_failure_names_the_run():
 
     with pytest.raises(RuntimeError, match="ClusterSLA-v0 with static"):
         bench_episode("ClusterSLA-v0", "static", {"horizon": 601})
+
+
+def test_approx_slot_bench_times_each_scheme_and_writes_its_table():
+    from baselines.bench import bench_approx_slots, to_markdown
+
+    slots = bench_approx_slots(("fair", "opm"), preset="medium", warmup=300, steps=20)
+    for row in slots["agents"].values():
+        assert row["act_seconds"] > 0 and row["step_seconds"] > 0 and row["cpu_seconds"] >= 0  # CPU clock: coarse
+        assert row["visible_jobs"] > 0 and row["cartpole_steps"] > 0
+    result = {"machine": {"python": "3", "gymnasium": "1", "numpy": "2", "load_average": None},
+              "settings": {"repeats": 1}, "single": [], "batched": [], "missing_vector_entry_point": [],
+              "approx_slots": slots, "targets": []}  # fmt: skip
+    markdown = to_markdown(result)
+    assert "| fair |" in markdown and "| opm |" in markdown

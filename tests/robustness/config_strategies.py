@@ -23,7 +23,14 @@ SMALL_SIZE = 12  # the largest size the fuzz draws above a size's lower bound
 ORACLE_FLAGS = {"compute_benchmark": False, "compute_regret": False}
 # Presets whose reset alone takes seconds (measured 1.6 s each): only the long profile draws them. ClusterSLA-v0's
 # paper_synthetic (15 s; paper_synthetic_small at T = 3·10⁶) is left to tests/sla/test_sla_paper_scale.py.
-PAPER_SCALE = {("ClusterApprox-v0", "paper"), ("ClusterApprox-v0", "paper_light")}
+PAPER_SCALE_APPROX = (
+    "paper",
+    "paper_light",
+    "paper_hidden_speed",
+    "paper_budget_bound",
+    "paper_budget_bound_hidden_speed",
+)
+PAPER_SCALE = {("ClusterApprox-v0", name) for name in PAPER_SCALE_APPROX}
 NOT_FUZZED = {("ClusterSLA-v0", "paper_synthetic")}
 WRONG_TYPES = (float("nan"), float("inf"), -float("inf"), "1", None, True, 1j, (1,))
 

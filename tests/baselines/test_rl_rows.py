@@ -1,0 +1,91 @@
+"""How an RL row is scored (rliable's convention): a run is a training seed, scored by its mean over the evaluation
+seeds every agent plays; the RL row's statistics run over its runs, the reference agents' over evaluation seeds; the
+aggregate over envs and the sanity flags read the same units. Built from synthetic episodes: no training."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from baselines import benchmark as bench
+from baselines import sanity
+from baselines.compare import Comparison
+from baselines.harness import Episode
+from baselines.settings import SETTINGS
+from baselines.stats import bootstrap_ci, improvement_indicator
+
+ENV = "ClusterMultiServer-v0"  # regret, lower is better; paper esdp_aa, naive random, clairvoyant oracle
+SEEDS = [0, 1, 2, 3]
+REFERENCE = {"esdp_aa": [40.0, 45.0, 35.0, 42.0], "random": [100.0, 104.0, 96.0, 102.0], "oracle": [0.0, 1, 0, 1]}
+
+
+def comparison(env_id: str, rl: dict[str, np.ndarray], reference=REFERENCE) -> Comparison:
+    """Reference agents with one regret per evaluation seed, RL agents with a (training seeds, evaluation seeds)
+    array of regrets (training seeds 0, 1, ...)."""
+    setting = SETTINGS[env_id]
+
+    def episode(agent, seed, value, training_seed=None):
+        return Episode(env_id, agent, seed, {m: value if m == "regret" else 0.0 for m in setting.metrics}, {},
+                       training_seed)  # fmt: skip
+
+    episodes = [episode(a, s, v) for a, values in reference.items() for s, v in zip(SEEDS, values, strict=True)]
+    episodes += [
+        episode(a, s, v, t) for a, x in rl.items() for t, row in enumerate(x) for s, v in zip(SEEDS, row, strict=True)
+    ]
+    runs = {a: {"requested": len(x), "runs": [{"training_seed": t} for t in range(len(x))]} for a, x in rl.items()}
+    return Comparison(env_id, SEEDS, [*reference, *rl], episodes, setting, privileged={"oracle"}, rl_runs=runs)
+
+
+PPO = np.array([[30.0, 38.0, 33.0, 36.0], [60.0, 62.0, 55.0, 58.0], [20.0, 25.0, 21.0, 24.0]])  # 3 training seeds
+
+
+def test_an_rl_rows_statistics_run_over_its_training_seeds():
+    c = comparison(ENV, {"ppo": PPO})
+    np.testing.assert_array_equal(c.matrix("ppo", "regret"), PPO)
+    runs = PPO.mean(axis=1)  # a run's score: its mean over the evaluation seeds
+    row = next(r for r in c.summary() if r["agent"] == "ppo" and r["metric"] == "regret")
+    assert row["n"] == 3 and row["mean"] == pytest.approx(PPO.mean())
+    assert (row["ci_low"], row["ci_high"]) == bootstrap_ci(runs)
+    paper = np.array(REFERENCE["esdp_aa"])
+    assert (row["diff_low"], row["diff_high"]) == bootstrap_ci(runs - paper.mean())  # paired within each run
+    assert row["p_improve"] == pytest.approx(improvement_indicator(PPO - paper, -1).mean())
+    naive, top = np.mean(REFERENCE["random"]), np.mean(REFERENCE["oracle"])
+    np.testing.assert_allclose(c.normalized_scores("ppo"), (runs - naive) / (top - naive))
+    reference = next(r for r in c.summary() if r["agent"] == "random" and r["metric"] == "regret")
+    assert reference["n"] == len(SEEDS)  # the reference agents' over evaluation seeds
+
+
+def test_identical_results_are_flagged_per_training_seed_and_evaluation_seed():
+    twin = {"ppo": PPO, "a2c": PPO.copy()}
+    assert "identical:ppo=a2c" in [f.key for f in sanity.flags(comparison(ENV, twin))]
+    # one run equal to a reference agent's seeds is that agent's result; a second, different run is not
+    one = np.array([REFERENCE["esdp_aa"]])
+    assert "identical:esdp_aa=ppo" in [f.key for f in sanity.flags(comparison(ENV, {"ppo": one}))]
+    two = np.vstack([one, one + 1])
+    assert not [f for f in sanity.flags(comparison(ENV, {"ppo": two})) if f.key.startswith("identical")]
+
+
+def test_the_aggregate_takes_as_many_runs_from_every_env(tmp_path):
+    """MultiServer's PPO has 3 runs and Gang's MaskablePPO 1 (e.g. --quick with one shipped seed): the PPO role's
+    (runs, envs) matrix has 1 row, each env's first run; the reference roles keep every evaluation seed."""
+    gang = {"esdp_gang": REFERENCE["esdp_aa"], "random": REFERENCE["random"], "oracle": REFERENCE["oracle"]}
+    results = {
+        ENV: bench.EnvResult(comparison(ENV, {"ppo": PPO}), tmp_path / "a.md", 1.0),
+        "ClusterGang-v0": bench.EnvResult(comparison("ClusterGang-v0", {"ppo_mask": PPO[1:2]}, gang), tmp_path, 1.0),
+    }
+    scores = bench.role_scores(results)
+    ppo, envs = scores["ppo"]
+    assert ppo.shape == (1, 2) and envs == [ENV, "ClusterGang-v0"]
+    first = [results[e].comparison.normalized_scores(a)[0] for e, a in zip(envs, ("ppo", "ppo_mask"), strict=True)]
+    np.testing.assert_allclose(ppo[0], first)
+    assert scores["paper"][0].shape == (len(SEEDS), 2)
+    aggregate = bench.aggregate_roles(results)
+    assert aggregate["ppo"]["runs"] == 1 and aggregate["paper"]["runs"] == len(SEEDS)
+
+
+def test_rl_seeds_is_a_positive_integer():
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="rl_seeds must be a positive integer"):
+            dataclasses.replace(SETTINGS[ENV], rl_seeds=bad)
