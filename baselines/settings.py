@@ -291,8 +291,8 @@ SETTINGS: dict[str, EnvSetting] = {
         curves=("regret",),
         env_kwargs={"preset": "small"},
         kwargs_reasons={
-            "preset": "ESDP's dynamic program at the default `paper` preset (|E| 24-39) took over 2 minutes per "
-            "episode here, at `small` (|E| 7-14) about 5 s of CPU"
+            "preset": "ESDP's dynamic program at the default preset (the paper's sizes, |E| 24-39) took over 2 "
+            "minutes per episode here, at `small` (|E| 7-14) about 5 s of CPU"
         },
         # Spec §3.11: scores (any action is valid: descending-score priority, then first-fit repair), so
         # SAC and TD3 apply too; a contextual bandit, so the YAMLs use gamma = 0.

@@ -3,11 +3,11 @@ and the sensitivity sweeps of Figs. 6–13, with the paper's claims next to ours
 
 ``scale="small"``: the ``small`` preset (|L| = 4, |R| = 10, K = 3), T = 8000 for Figs. 2–4 and T = 500 for
 the sweeps, 10 instance seeds (episode seed = instance seed, common random numbers across agents).
-``scale="paper"``: the ``paper`` preset at the same horizons. There ESDP's compiled DP has 5.1·10⁸ nominal cells
-per slot at t = 2,000 on instance seed 0 and costs 76–84 ms of CPU per slot on the instances with |E| ≥ 31 (6–12 ms
-on instance seeds 3–4, |E| ≤ 25), i.e. about 11 CPU minutes per T = 8,000 episode; under load 8–13 on 2 shared
-cores that was 0.4–1.4 s of wall time per slot (docs/reproductions/multiserver.md, "Paper scale"). The default is
-``small``.
+``scale="paper"``: the ``default`` preset (the paper's sizes) at the same horizons. There ESDP's compiled DP has
+5.1·10⁸ nominal cells per slot at t = 2,000 on instance seed 0 and costs 76–84 ms of CPU per slot on the instances
+with |E| ≥ 31 (6–12 ms on instance seeds 3–4, |E| ≤ 25), i.e. about 11 CPU minutes per T = 8,000 episode; under
+load 8–13 on 2 shared cores that was 0.4–1.4 s of wall time per slot (docs/reproductions/multiserver.md, "Paper
+scale"). The default is ``small``.
 Sweep grids are ours except the points the text names (ρ 0.8 and 1.0; |R| 60 and 80 at paper scale).
 """
 
@@ -49,7 +49,7 @@ SCALES = {
         "overhead_t": 2000,
     },
     "paper": {
-        "preset": "paper",
+        "preset": "default",
         "horizon": 8000,
         "sweep_horizon": 2000,
         "seeds": range(10),
