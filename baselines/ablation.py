@@ -200,6 +200,70 @@ for _env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
             Variant("tuned", algo=_algo, hyperparams_file=f"results/tune/{_env_id}-{_algo}.yml"),
         ),
     )
+# ClusterApproxSingleJob-v0 (docs/rl_curves.md): why PPO stays at the random priority's level. The instance (rates
+# and prices) is drawn per episode of 2,000 slots, so 4 copies see 4 instances per 2,000 steps; 128 copies see
+# 128. The paced budget makes each slot's reward depend mostly on that slot's machines (a short γ), and SB3 clips
+# the Gaussian action into Box(0, 1): with log_std 0 most sampled priorities are 0 or 1, ties run by machine index.
+_NET = {"net_arch": {"pi": [64, 64], "vf": [64, 64]}}
+
+
+def _fast(gamma: float = 0.99, log_std: float = 0.0) -> dict[str, Any]:
+    return {**FAST, "gamma": gamma, "policy_kwargs": {**_NET, "log_std_init": log_std}}
+
+
+# ClusterApprox-v0: the same per-episode instances (rates, prices, jobs), MultiDiscrete actions (no log_std).
+STUDIES["approx_learning"] = (
+    "ClusterApprox-v0",
+    (
+        Variant("shipped"),
+        Variant("fast update", hyperparams=FAST),
+        Variant("fast update, gamma 0.9", hyperparams={**FAST, "gamma": 0.9}),
+        Variant("fast update, gamma 0.5", hyperparams={**FAST, "gamma": 0.5}),
+        # the best of 5 rl-zoo3 trials on the section (fast update, gamma 0.5; docs/rl_curves.md), not adopted
+        Variant(
+            "tuned",
+            hyperparams={
+                "gae_lambda": 0.999863,
+                "learning_rate": 0.000120444,
+                "clip_range": 0.2,
+                "ent_coef": 0.0186623,
+                "max_grad_norm": 0.67023,
+            },
+        ),  # fmt: skip
+    ),
+)
+STUDIES["approx_single_learning"] = (
+    "ClusterApproxSingleJob-v0",
+    (
+        Variant("shipped"),
+        Variant("fast update", hyperparams=FAST),
+        Variant("fast update, gamma 0.9", hyperparams=_fast(0.9)),
+        Variant("fast update, log_std -1", hyperparams=_fast(log_std=-1.0)),
+        Variant("fast update, gamma 0.9, log_std -1", hyperparams=_fast(0.9, -1.0)),
+        Variant("fast update, gamma 0.5, log_std -1", hyperparams=_fast(0.5, -1.0)),
+        Variant("fast update, gamma 0, log_std -1", hyperparams=_fast(0.0, -1.0)),
+        *(
+            Variant(
+                f"fast update, gamma {gamma:g}, log_std -1 + stats",
+                env_kwargs={"observation_mode": "dict"},
+                wrappers=(STATS,),
+                hyperparams=_fast(gamma, -1.0),
+            )
+            for gamma in (0.9, 0.5)
+        ),
+        # the best of 8 rl-zoo3 trials on the section above (docs/rl_curves.md, "Tuning"), as `tune write` converts it
+        Variant(
+            "tuned",
+            hyperparams={
+                "gae_lambda": 0.999653,
+                "learning_rate": 0.000756884,
+                "clip_range": 0.1,
+                "ent_coef": 1.55521e-06,
+                "max_grad_norm": 0.940916,
+            },
+        ),  # fmt: skip
+    ),
+)
 
 
 # -- one run -------------------------------------------------------------------------------------------

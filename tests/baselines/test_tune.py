@@ -26,15 +26,24 @@ CONVERTED = {  # what rl-zoo3's convert_onpolicy_params returns
 }
 
 
+def _section(text: str) -> str:
+    return text.split("ClusterSLA-v0:\n", 1)[1].split("\n\n", 1)[0]
+
+
 def test_the_best_trial_replaces_its_keys_in_one_section_only(tmp_path):
     path = tmp_path / "ppo.yml"
     shutil.copy(HYPERPARAMS_DIR / "ppo.yml", path)
-    before = yaml.safe_load(path.read_text())
+    original = path.read_text()
+    before = yaml.safe_load(original)
     for _ in range(2):  # a second tuning replaces the first one's comment and values
         tune.write_section(path, "ClusterSLA-v0", tune.yaml_values(CONVERTED), "python -m rl_zoo3.train ...")
     text = path.read_text()
     after = yaml.safe_load(text)
-    assert text.count(tune.TUNED_MARK) == 1
+    # one comment in the section; the other sections keep theirs (ClusterApproxSingleJob-v0's tuning)
+    assert _section(text).count(tune.TUNED_MARK) == 1
+    assert text.count(tune.TUNED_MARK) - 1 == original.count(tune.TUNED_MARK) - _section(original).count(
+        tune.TUNED_MARK
+    )
     assert {k: v for k, v in after.items() if k != "ClusterSLA-v0"} == {
         k: v for k, v in before.items() if k != "ClusterSLA-v0"
     }
@@ -128,3 +137,14 @@ def test_the_evaluation_env_gets_the_sections_env_kwargs(tmp_path):
     assert command[:5] == ["python", "-m", "baselines.zoo", "--hold", "gamma"]
     at = command.index("--eval-env-kwargs")
     assert command[at + 1 :] == ["preset:'small'", "action_mode:'scores'"]
+
+
+def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tmp_path):
+    """ClusterApproxSingleJob-v0's section (paced_priority Box actions, flat observation) is tuned with the fast
+    update's shape held: the command goes through baselines.zoo, and rl-zoo3's evaluation env gets the section's
+    env kwargs (at the id's defaults its spaces are a Dict observation and a MultiBinary action)."""
+    hold = ["n_steps", "batch_size", "n_epochs", "gamma", "policy_kwargs"]
+    command = tune.zoo_command("ClusterApproxSingleJob-v0", "ppo", 3, 1000, tmp_path, hold=hold)
+    assert command[2:5] == ["baselines.zoo", "--hold", ",".join(hold)]
+    at = command.index("--eval-env-kwargs")
+    assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_mode:'flat'"]
