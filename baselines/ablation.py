@@ -23,8 +23,9 @@ minibatch 2,048, 4 epochs) on every id with a settings entry.
 
 Training runs on the id's native batched env (``baselines.rl.make_vec_env``, the path ``cluster-envs train``
 takes; step for step the same as a ``DummyVecEnv``) where the variant allows it (no wrapper but
-``FlattenObservation``, no action masks), else on a ``DummyVecEnv`` of the variant's wrapped envs. Evaluation
-plays the evaluation seeds as one batch of the native env where training could, else episode by episode.
+``FlattenObservation``; action masks only where the batched env computes them, as ClusterMultiServer-v0's and
+ClusterGang-v0's do), else on a ``DummyVecEnv`` of the variant's wrapped envs. Evaluation plays the evaluation
+seeds as one batch of the native env where training ran on it, else episode by episode.
 Variants that need a wrapper (``BanditStatsObservation``, ``SlotMaskAction``) are evaluated through it here; the
 RL adapter of ``baselines.rl`` applies observation wrappers only, so what the benchmark ships is an env kwarg
 (``action_mode``, ``observation_mode``) wherever it can be.
@@ -71,6 +72,7 @@ class Variant:
     wrappers: Any = SHIPPED
     hyperparams: Mapping[str, Any] = field(default_factory=dict)
     sb3_defaults: bool = False
+    hyperparams_file: str | None = None  # a YAML file in place of baselines/hyperparams/<section>.yml
 
 
 # The env kwargs a variant states are on top of the settings entry's training kwargs for its algorithm.
@@ -185,6 +187,84 @@ STUDY_KEYS = {  # the short name of each id in study names
 for _env_id in SETTINGS:
     STUDIES[f"{STUDY_KEYS[_env_id]}_update"] = (_env_id, (Variant("shipped"), Variant("fast update", hyperparams=FAST)))
 
+# ClusterMultiServer-v0, ClusterGang-v0 (fixed instance): the benchmark's RL row as shipped (PPO on scores;
+# MaskablePPO on the binary action with the batched env's masks), the fast update, and rl-zoo3's best trial
+# (`python -m baselines.tune write <id> --algo <algo> ... --to results/tune/<id>-<algo>.yml`, docs/rl_curves.md).
+for _env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
+    _algo = SETTINGS[_env_id].rl_algo
+    STUDIES[f"{STUDY_KEYS[_env_id]}_curve"] = (
+        _env_id,
+        (
+            Variant("shipped", algo=_algo),
+            Variant("fast update", algo=_algo, hyperparams=FAST),
+            Variant("tuned", algo=_algo, hyperparams_file=f"results/tune/{_env_id}-{_algo}.yml"),
+        ),
+    )
+# ClusterApproxSingleJob-v0 (docs/rl_curves.md): why PPO stays at the random priority's level. The instance (rates
+# and prices) is drawn per episode of 2,000 slots, so 4 copies see 4 instances per 2,000 steps; 128 copies see
+# 128. The paced budget makes each slot's reward depend mostly on that slot's machines (a short γ), and SB3 clips
+# the Gaussian action into Box(0, 1): with log_std 0 most sampled priorities are 0 or 1, ties run by machine index.
+_NET = {"net_arch": {"pi": [64, 64], "vf": [64, 64]}}
+
+
+def _fast(gamma: float = 0.99, log_std: float = 0.0) -> dict[str, Any]:
+    return {**FAST, "gamma": gamma, "policy_kwargs": {**_NET, "log_std_init": log_std}}
+
+
+# ClusterApprox-v0: the same per-episode instances (rates, prices, jobs), MultiDiscrete actions (no log_std).
+STUDIES["approx_learning"] = (
+    "ClusterApprox-v0",
+    (
+        Variant("shipped"),
+        Variant("fast update", hyperparams=FAST),
+        Variant("fast update, gamma 0.9", hyperparams={**FAST, "gamma": 0.9}),
+        Variant("fast update, gamma 0.5", hyperparams={**FAST, "gamma": 0.5}),
+        # the best of 5 rl-zoo3 trials on the section (fast update, gamma 0.5; docs/rl_curves.md), not adopted
+        Variant(
+            "tuned",
+            hyperparams={
+                "gae_lambda": 0.999863,
+                "learning_rate": 0.000120444,
+                "clip_range": 0.2,
+                "ent_coef": 0.0186623,
+                "max_grad_norm": 0.67023,
+            },
+        ),  # fmt: skip
+    ),
+)
+STUDIES["approx_single_learning"] = (
+    "ClusterApproxSingleJob-v0",
+    (
+        Variant("shipped"),
+        Variant("fast update", hyperparams=FAST),
+        Variant("fast update, gamma 0.9", hyperparams=_fast(0.9)),
+        Variant("fast update, log_std -1", hyperparams=_fast(log_std=-1.0)),
+        Variant("fast update, gamma 0.9, log_std -1", hyperparams=_fast(0.9, -1.0)),
+        Variant("fast update, gamma 0.5, log_std -1", hyperparams=_fast(0.5, -1.0)),
+        Variant("fast update, gamma 0, log_std -1", hyperparams=_fast(0.0, -1.0)),
+        *(
+            Variant(
+                f"fast update, gamma {gamma:g}, log_std -1 + stats",
+                env_kwargs={"observation_mode": "dict"},
+                wrappers=(STATS,),
+                hyperparams=_fast(gamma, -1.0),
+            )
+            for gamma in (0.9, 0.5)
+        ),
+        # the best of 8 rl-zoo3 trials on the section above (docs/rl_curves.md, "Tuning"), as `tune write` converts it
+        Variant(
+            "tuned",
+            hyperparams={
+                "gae_lambda": 0.999653,
+                "learning_rate": 0.000756884,
+                "clip_range": 0.1,
+                "ent_coef": 1.55521e-06,
+                "max_grad_norm": 0.940916,
+            },
+        ),  # fmt: skip
+    ),
+)
+
 # Learning curves to a plateau of the ClusterSLA-v0 and ClusterBilinear-v0 sections as shipped, and on
 # ClusterBilinear-v0 the policies that could adapt within an episode at the shipped (fast) update's budgets
 # (docs/rl_curves.md).
@@ -215,7 +295,7 @@ class Setup:
 
 def setup(env_id: str, variant: Variant) -> Setup:
     setting = require_setting(env_id)
-    config = RunConfig.resolve(variant.section or variant.algo, env_id, variant.env_kwargs)
+    config = RunConfig.resolve(variant.section or variant.algo, env_id, variant.env_kwargs, variant.hyperparams_file)
     config.algo = variant.algo
     env_kwargs = {**setting.training_kwargs(variant.algo), **dict(variant.env_kwargs)}
     config.env_kwargs = env_kwargs
@@ -242,9 +322,10 @@ def setup(env_id: str, variant: Variant) -> Setup:
 
 
 def native(s: Setup) -> bool:
-    """Whether the variant can train and be evaluated on the id's batched env: no wrapper but the flattening the
-    native adapter does itself, no action masks (only the single envs compute them)."""
-    return set(s.wrappers) <= {FLATTEN} and s.config.algo not in MASKED
+    """Whether the variant may train on the id's batched env: no wrapper but the flattening the native adapter
+    does itself (``make_vec_env`` still falls back to a DummyVecEnv where the batched env cannot run the config,
+    e.g. action masks it does not compute)."""
+    return set(s.wrappers) <= {FLATTEN}
 
 
 def make_env(s: Setup, monitor: bool = False) -> gym.Env:
@@ -265,10 +346,12 @@ def _import(name: str) -> type:
     return getattr(__import__(module, fromlist=[cls]), cls)
 
 
-def evaluate_policy(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> list[float]:
-    """The headline metric of the deterministic policy on each evaluation seed (recurrent state kept)."""
-    if native(s):
-        return evaluate_batched(s, model, normalizer, seeds)
+def evaluate_policy(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool,
+                    batched: bool) -> list[float]:  # fmt: skip
+    """The headline metric of the deterministic policy on each evaluation seed (recurrent state kept), on the
+    batched env where the variant trained on it."""
+    if batched:
+        return evaluate_batched(s, model, normalizer, seeds, masked)
     return evaluate_episodes(s, model, normalizer, seeds, masked)
 
 
@@ -292,8 +375,9 @@ def evaluate_episodes(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int
     return values
 
 
-def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]) -> list[float]:
-    """``evaluate_policy`` on the native batched env: copy i plays evaluation seed ``seeds[i]``, all at once."""
+def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> list[float]:
+    """``evaluate_policy`` on the native batched env: copy i plays evaluation seed ``seeds[i]``, all at once
+    (``masked``: with the batched env's ``action_masks()``)."""
     from gymnasium.wrappers.vector import DictInfoToList
 
     env = DictInfoToList(
@@ -307,7 +391,8 @@ def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
     while any(v is None for v in values):
         x = observe(obs)
         x = normalizer.normalize_obs(x) if normalizer is not None else x
-        action, state = model.predict(x, state=state, episode_start=start, deterministic=True)
+        extra = {"action_masks": env.unwrapped.action_masks()} if masked else {}
+        action, state = model.predict(x, state=state, episode_start=start, deterministic=True, **extra)
         start = np.zeros(len(seeds), dtype=bool)
         obs, _, terminated, truncated, infos = env.step(action)
         for i in np.flatnonzero(np.logical_or(terminated, truncated)):
@@ -343,7 +428,7 @@ def train_and_evaluate(
         seconds += time.perf_counter() - start
         cpu_seconds += time.process_time() - cpu_start
         normalizer = model.get_vec_normalize_env()
-        values = evaluate_policy(s, model, normalizer, eval_seeds, masked=variant.algo == "ppo_mask")
+        values = evaluate_policy(s, model, normalizer, eval_seeds, variant.algo in MASKED, used == "native")
         new = [
             {
                 "variant": variant.name,
@@ -427,7 +512,7 @@ class References:
         top = setting.oracle_value
         if top is None:
             top = means[setting.oracle_agent or setting.paper_agent]
-        skip = {setting.paper_agent, setting.naive_agent, setting.oracle_agent}
+        skip = {setting.paper_agent, setting.naive_agent, setting.oracle_agent, *setting.ablations}  # as benchmark
         heuristics = [a for a in means if a not in skip and not agent_class(data["env_id"], a).privileged]
         roles = {"paper": setting.paper_agent, "naive": setting.naive_agent}
         if heuristics:

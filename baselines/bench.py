@@ -47,7 +47,7 @@ APPROX_SLOT_SCALE = {"preset": "paper", "warmup": 3000, "steps": 500}
 # ESDP's 8,000 slots get the per-slot DP target times the horizon (ours; the issue asks that the run completes).
 PAPER_EPISODES = {
     "ClusterApprox-v0": ("opm", {"preset": "paper"}, 300.0),
-    "ClusterMultiServer-v0": ("esdp", {"preset": "paper", "horizon": 8000}, 8000 * ESDP_DP_TARGET_S),
+    "ClusterMultiServer-v0": ("esdp", {"preset": "default", "horizon": 8000}, 8000 * ESDP_DP_TARGET_S),
 }
 
 _EPISODE_SCRIPT = """
@@ -183,15 +183,9 @@ def bench_sla_long_horizon(horizon: int = 3_000_000, seed: int = 0, policies=SLA
     return seconds
 
 
-def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
-    """Seconds of one ESDP slot (the DP of Algorithm 2, the selection (21) and the backtrack) at
-    ``ESDP_DP_SCALE``, interleaved with CartPole-v1 single-env rates timed in the same process.
-
-    The instance is random (``A ∈ {1, 2}``, every edge played 1–300 times, ``v̂ ~ U(0, 1)``, seeded).
-    ``cartpole_steps`` = seconds × CartPole's rate: what one slot costs in CartPole steps, which cancels
-    most of the machine's load (0.3 s is 30,000 steps at the ≈100k steps/s CartPole-v1 ran at on the 2-core
-    reference machines of issue 7).
-    """
+def esdp_bench_agent(seed: int = 0):
+    """The ESDP agent of :func:`bench_esdp_dp` on its random ``ESDP_DP_SCALE`` instance (``A ∈ {1, 2}``, every edge
+    played 1–300 times, ``v̂ ~ U(0, 1)``, seeded), before its slot ``t``."""
     from agents.multiserver.esdp import ESDP
     from cluster_envs.multiserver.model import MultiServerProblem
 
@@ -206,6 +200,20 @@ def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
     agent.reset(problem)
     agent.n = rng.integers(1, 301, size=n_edges)
     agent.sums = rng.random(n_edges) * agent.n
+    return agent
+
+
+def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
+    """Seconds of one ESDP slot (the DP of Algorithm 2, the selection (21) and the backtrack) at
+    ``ESDP_DP_SCALE``, interleaved with CartPole-v1 single-env rates timed in the same process.
+
+    The instance is :func:`esdp_bench_agent`'s. ``cartpole_steps`` = seconds × CartPole's rate: what one slot
+    costs in CartPole steps, which cancels most of the machine's load (0.3 s is 30,000 steps at the ≈100k
+    steps/s CartPole-v1 ran at on the 2-core reference machines of issue 7).
+    """
+    scale = ESDP_DP_SCALE
+    agent = esdp_bench_agent(seed)
+    n_edges = scale["n_edges"]
     observation = {"last_action": np.zeros(n_edges), "last_utility": np.zeros(n_edges),
                    "edge_mask": np.ones(n_edges)}  # fmt: skip
     reference = gym.make(REFERENCE)

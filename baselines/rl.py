@@ -225,9 +225,10 @@ def make_vec_env(config: RunConfig, seed: int, vectorization: str = "native") ->
     with ``seed + i``), and the vectorization used. ``"native"``: the id's batched env (``vector_entry_point``)
     through ``baselines.vec_env.NativeVecEnv``, which flattens the observation itself; it falls back to
     ``"dummy"`` when the batched env cannot run the config (no vector entry point, env kwargs it refuses, an
-    observation wrapper other than FlattenObservation, or an algorithm that needs action masks, which only the
-    single envs compute). ``"dummy"``: Monitor-wrapped single envs (inside the observation wrapper, as rl-zoo3
-    stacks them) in a DummyVecEnv."""
+    observation wrapper other than FlattenObservation, or an algorithm that needs action masks where the batched
+    env does not compute them: ``action_masks()`` for all copies, as ClusterMultiServer-v0's and ClusterGang-v0's
+    do). ``"dummy"``: Monitor-wrapped single envs (inside the observation wrapper, as rl-zoo3 stacks them) in a
+    DummyVecEnv."""
     if vectorization not in VECTORIZATIONS:
         raise ValueError(f"vectorization={vectorization!r} is not allowed; allowed: {list(VECTORIZATIONS)}")
     vec_env = _native_vec_env(config) if vectorization == "native" else None
@@ -249,12 +250,14 @@ def _native_vec_env(config: RunConfig):
     """The native VecEnv of ``config``, or None where the batched env cannot run it (see ``make_vec_env``)."""
     from baselines.vec_env import make_native
 
-    if config.algo in MASKED:
-        return None
     try:
-        return make_native(config.env_id, config.n_envs, config.env_kwargs, config.wrapper)
+        vec_env = make_native(config.env_id, config.n_envs, config.env_kwargs, config.wrapper)
     except ValueError:  # the env kwargs themselves were checked on a single env before, so this is a refusal
         return None
+    if config.algo in MASKED and not vec_env.venv.has_batched("action_masks"):
+        vec_env.close()
+        return None
+    return vec_env
 
 
 @dataclass

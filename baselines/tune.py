@@ -2,8 +2,11 @@
 
     python -m baselines.tune run ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
     python -m baselines.tune write ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
+    python -m baselines.tune run ClusterGang-v0 --algo ppo_mask --hold gamma,gae_lambda --trials 8 --steps 10000
 
-``run`` starts ``python -m rl_zoo3.train ... -optimize`` (:func:`zoo_command` prints the exact command) on the id's
+``run`` starts rl-zoo3's ``train ... -optimize`` through ``python -m baselines.zoo`` (rl-zoo3's entry with
+MaskablePPO added as ``ppo_mask`` and ``--hold``: keys the optimizer keeps at the section's values, e.g. a
+contextual bandit's γ = 0; :func:`zoo_command` prints the exact command) on the id's
 section of ``baselines/hyperparams/<algo>.yml``: its env kwargs (the settings' RL kwargs), its observation wrapper
 and its normalization, with one torch thread, one job, TPE sampling and median pruning. The budget is
 ``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations of ``eval_episodes`` episodes per trial).
@@ -19,8 +22,10 @@ evaluation seeds. The study lives in an Optuna journal file (``<out>/<env_id>-<a
 with the same arguments adds trials to it.
 
 ``write`` reads the study's best trial, converts it as rl-zoo3 does (``convert_onpolicy_params``: γ, λ, powers of
-two, network size and activation) and replaces those keys in the id's YAML section, under a comment giving the
-tuning command and the best value; the other sections and keys are left as they are.
+two, network size and activation), drops the held keys and replaces the others in the id's YAML section, under a
+comment giving the tuning command and the best value; the other sections and keys are left as they are. With
+``--to PATH`` it writes a copy of the YAML file there instead (a candidate to compare over training seeds before
+it replaces the shipped section: ``baselines.ablation``'s ``Variant(hyperparams_file=...)``).
 """
 
 from __future__ import annotations
@@ -35,9 +40,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.rl import HYPERPARAMS_DIR, RunConfig, training_seed
+from baselines.rl import HYPERPARAMS_DIR, load_hyperparams, training_seed
 
-ON_POLICY = {"ppo", "a2c", "ppo_lstm"}  # rl-zoo3 converts their sampled parameters with convert_onpolicy_params
+ON_POLICY = {"ppo", "a2c", "ppo_lstm", "ppo_mask"}  # rl-zoo3 converts their samples with convert_onpolicy_params
 TUNED_MARK = "# tuned:"
 
 
@@ -51,13 +56,13 @@ def storage_path(out: Path, env_id: str, algo: str) -> Path:
 
 def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, evaluations: int = 4,
                 eval_episodes: int = 5, startup_trials: int = 5, env_kwargs: Mapping[str, Any] | None = None,
-                native: bool = False, trial_cpu_seconds: float | None = None) -> list[str]:  # fmt: skip
-    """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the section's env kwargs, as
-    rl-zoo3's ``--env-kwargs`` does; by default the command states the section's, the settings' RL kwargs on top,
-    because rl-zoo3 2.9 builds its evaluation env from ``--env-kwargs`` alone: without them it evaluates the
-    id's default env, not the one trained). ``native``: train and evaluate on the id's native batched env
-    (``baselines.zoo_native``; the evaluation episodes as one batch of ``eval_episodes`` copies);
-    ``trial_cpu_seconds``: prune a trial once it has used that much CPU time (``TrialCPUBudget``)."""
+                hold: Sequence[str] = (), native: bool = False,
+                trial_cpu_seconds: float | None = None) -> list[str]:  # fmt: skip
+    """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the YAML section's env kwargs, as
+    rl-zoo3's ``--env-kwargs`` does; ``hold``: hyperparameters kept at the section's values). ``native``: train
+    and evaluate on the id's native batched env (``baselines.zoo_native``; the evaluation episodes as one batch
+    of ``eval_episodes`` copies); ``trial_cpu_seconds``: prune a trial once it has used that much CPU time
+    (``TrialCPUBudget``)."""
     for name, value in (("trials", trials), ("steps", steps), ("evaluations", evaluations),
                         ("eval_episodes", eval_episodes), ("startup_trials", startup_trials)):  # fmt: skip
         if not isinstance(value, int) or value < 1:
@@ -65,7 +70,8 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
     if trial_cpu_seconds is not None and not trial_cpu_seconds > 0:
         raise ValueError(f"trial_cpu_seconds must be positive or None, got {trial_cpu_seconds!r}")
     packages = ["cluster_envs", "baselines.zoo_native"] if native else ["cluster_envs"]
-    command = ["python", "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id, "--gym-packages", *packages,
+    command = ["python", "-m", "baselines.zoo", *(["--hold", ",".join(hold)] if hold else []), "--algo", algo,
+               "--env", env_id, "--gym-packages", *packages,
                "-conf", str(_relative(HYPERPARAMS_DIR / f"{algo}.yml"))]  # fmt: skip
     command += [
         "-optimize", "--n-trials", str(trials), "--n-timesteps", str(steps), "--n-evaluations", str(evaluations),
@@ -79,11 +85,20 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
     if trial_cpu_seconds is not None:
         budget = {"baselines.zoo_native.TrialCPUBudget": {"seconds": float(trial_cpu_seconds)}}
         command += ["--hyperparams", f"callback:{budget!r}"]
-    if env_kwargs is None:
-        env_kwargs = RunConfig.resolve(algo, env_id).env_kwargs
     if env_kwargs:
-        command += ["--env-kwargs", *(f"{key}:{value!r}" for key, value in env_kwargs.items())]
+        command += ["--env-kwargs", *_zoo_dict(env_kwargs)]
+    # rl-zoo3 2.9.2 builds the evaluation env with the command line's env kwargs only (ExperimentManager's
+    # eval_env_kwargs is fixed before it reads the YAML's): without them it would score trials on the id's
+    # defaults (ClusterMultiServer-v0: another preset, so another instance and observation size). Pass them.
+    eval_kwargs = env_kwargs if env_kwargs else load_hyperparams(algo, env_id).get("env_kwargs") or {}
+    if eval_kwargs:
+        command += ["--eval-env-kwargs", *_zoo_dict(eval_kwargs)]
     return command
+
+
+def _zoo_dict(kwargs: Mapping[str, Any]) -> list[str]:
+    """``kwargs`` as rl-zoo3's ``StoreDict`` arguments (``key:value``, the value a Python literal)."""
+    return [f"{key}:{value!r}" for key, value in kwargs.items()]
 
 
 def _relative(path: Path) -> Path:
@@ -97,9 +112,9 @@ def run(command: Sequence[str]) -> None:
     subprocess.run([sys.executable, *command[1:]], check=True, env=env)
 
 
-def best_trial(storage: Path, env_id: str, algo: str) -> tuple[dict[str, Any], float, int]:
-    """The best trial's hyperparameters as rl-zoo3 passes them to the algorithm, its value and the number of
-    finished trials."""
+def best_trial(storage: Path, env_id: str, algo: str, hold: Sequence[str] = ()) -> tuple[dict[str, Any], float, int]:
+    """The best trial's hyperparameters as rl-zoo3 passes them to the algorithm (without the ``hold`` keys, which
+    the trials did not change), its value and the number of finished trials."""
     import optuna
 
     if algo not in ON_POLICY:
@@ -111,7 +126,8 @@ def best_trial(storage: Path, env_id: str, algo: str) -> tuple[dict[str, Any], f
     if not finished:
         raise ValueError(f"the study in {storage} has no finished trial")
     best = study.best_trial
-    return convert_onpolicy_params(best.params), float(best.value), len(finished)
+    params = {key: value for key, value in convert_onpolicy_params(best.params).items() if key not in hold}
+    return params, float(best.value), len(finished)
 
 
 def trials_table(storage: Path, env_id: str, algo: str) -> str:
@@ -216,13 +232,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--evaluations", type=int, default=4, help="evaluations per trial (the pruner's points)")
     parser.add_argument("--eval-episodes", type=int, default=5)
     parser.add_argument("--startup-trials", type=int, default=5, help="random trials before TPE")
+    parser.add_argument("--hold", default="", help="comma-separated hyperparameters kept at the section's values")
     parser.add_argument("--out", type=Path, default=Path("results/tune"))
+    parser.add_argument("--to", type=Path, default=None, help="write: a copy of the YAML file with the best trial")
     parser.add_argument("--native", action="store_true", help="train on the native batched env (faster)")
     parser.add_argument("--trial-cpu-seconds", type=float, default=None, help="prune a trial past this CPU time")
     args = parser.parse_args(argv)
+    hold = [key for key in args.hold.split(",") if key]
     command = zoo_command(args.env_id, args.algo, args.trials, args.steps, args.out, evaluations=args.evaluations,
-                          eval_episodes=args.eval_episodes, startup_trials=args.startup_trials, native=args.native,
-                          trial_cpu_seconds=args.trial_cpu_seconds)  # fmt: skip
+                          eval_episodes=args.eval_episodes, startup_trials=args.startup_trials, hold=hold,
+                          native=args.native, trial_cpu_seconds=args.trial_cpu_seconds)  # fmt: skip
     text = shlex.join(command)
     if args.command == "print":
         print(text)
@@ -232,10 +251,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text, flush=True)
         run(command)
     else:
-        params, value, finished = best_trial(storage_path(args.out, args.env_id, args.algo), args.env_id, args.algo)
+        storage = storage_path(args.out, args.env_id, args.algo)
+        params, value, finished = best_trial(storage, args.env_id, args.algo, hold)
         comment = f"{text} (budget {args.trials} trials x {args.steps} steps; best of {finished}: return {value:.4g})"
-        write_section(HYPERPARAMS_DIR / f"{args.algo}.yml", args.env_id, yaml_values(params), comment)
-        print(f"wrote {sorted(params)} into {HYPERPARAMS_DIR / f'{args.algo}.yml'} [{args.env_id}]")
+        path = HYPERPARAMS_DIR / f"{args.algo}.yml"
+        if args.to is not None:
+            args.to.parent.mkdir(parents=True, exist_ok=True)
+            args.to.write_text(path.read_text())
+            path = args.to
+        write_section(path, args.env_id, yaml_values(params), comment)
+        print(f"wrote {sorted(params)} into {path} [{args.env_id}]")
     return 0
 
 

@@ -32,6 +32,10 @@ from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 from cluster_envs.common.flat import flatten_batch
 
 FLATTEN = "gymnasium.wrappers.FlattenObservation"
+# Methods SB3 calls per copy (``env_method``) that a batched env answers for all copies at once, from the batch's
+# state: its copies (``env.envs``) hold the configuration but are not stepped, so theirs would be stale.
+# MaskablePPO's ``action_masks`` is one (sb3_contrib's ``get_action_masks``).
+BATCHED_METHODS = frozenset({"action_masks"})
 
 
 class NativeVecEnv(VecEnv):
@@ -101,7 +105,14 @@ class NativeVecEnv(VecEnv):
             setattr(target, attr_name, value)
 
     def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
+        if method_name in BATCHED_METHODS and self.has_batched(method_name):
+            rows = getattr(self.env.unwrapped, method_name)(*method_args, **method_kwargs)
+            return [rows[i] for i in self._get_indices(indices)]
         return [getattr(t, method_name)(*method_args, **method_kwargs) for t in self._targets(indices)]
+
+    def has_batched(self, method_name: str) -> bool:
+        """Whether the batched env computes ``method_name`` for every copy itself (see ``BATCHED_METHODS``)."""
+        return callable(getattr(self.env.unwrapped, method_name, None))
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices=None) -> list[bool]:
         return [False] * len(list(self._get_indices(indices)))

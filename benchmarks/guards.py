@@ -20,17 +20,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a fresh
 
 CASES = {
     "knapsack": [
-        {"preset": "paper"},
-        {"preset": "paper", "edge_prob": 0.3},
-        {"preset": "paper", "edge_prob": 0.5},
-        {"preset": "paper", "edge_prob": 0.7},
-        {"preset": "paper", "edge_prob": 1.0},
-        {"preset": "paper", "edge_prob": 1.0, "n_device_types": 2, "capacity_beta": 1.0},
-        {"preset": "paper", "edge_prob": 1.0, "n_device_types": 1, "req_high": 5, "capacity_beta": 1000.0},
-        {"preset": "paper", "edge_prob": 0.3, "req_high": 3, "capacity_beta": 0.7},
+        {"preset": "default"},
+        {"preset": "default", "edge_prob": 0.3},
+        {"preset": "default", "edge_prob": 0.5},
+        {"preset": "default", "edge_prob": 0.7},
+        {"preset": "default", "edge_prob": 1.0},
+        {"preset": "default", "edge_prob": 1.0, "n_device_types": 2, "capacity_beta": 1.0},
+        {"preset": "default", "edge_prob": 1.0, "n_device_types": 1, "req_high": 5, "capacity_beta": 1000.0},
+        {"preset": "default", "edge_prob": 0.3, "req_high": 3, "capacity_beta": 0.7},
     ],
     "gang": [
-        {"preset": "small"},
+        {"preset": "default"},
         {"preset": "paper"},
         {"preset": "paper", "edge_prob": 0.5},
         {"preset": "paper", "edge_prob": 1.0},

@@ -52,7 +52,7 @@ def run_episode(
     agent_name: str,
     rep: int,
     horizon: int = 500,
-    preset: str = "paper",
+    preset: str = "default",
     env_kwargs: dict[str, Any] | None = None,
     agent_kwargs: dict[str, Any] | None = None,
 ) -> Episode:

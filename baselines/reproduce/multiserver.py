@@ -3,11 +3,11 @@ and the sensitivity sweeps of Figs. 6–13, with the paper's claims next to ours
 
 ``scale="small"``: the ``small`` preset (|L| = 4, |R| = 10, K = 3), T = 8000 for Figs. 2–4 and T = 500 for
 the sweeps, 10 instance seeds (episode seed = instance seed, common random numbers across agents).
-``scale="paper"``: the ``paper`` preset at the same horizons. There ESDP's compiled DP has 5.1·10⁸ nominal cells
-per slot at t = 2,000 on instance seed 0 and costs 76–84 ms of CPU per slot on the instances with |E| ≥ 31 (6–12 ms
-on instance seeds 3–4, |E| ≤ 25), i.e. about 11 CPU minutes per T = 8,000 episode; under load 8–13 on 2 shared
-cores that was 0.4–1.4 s of wall time per slot (docs/reproductions/multiserver.md, "Paper scale"). The default is
-``small``.
+``scale="paper"``: the ``default`` preset (the paper's sizes) at the same horizons. There ESDP's compiled DP has
+5.1·10⁸ nominal cells per slot at t = 2,000 on instance seed 0; since issue 17 it costs about 27 ms of CPU per slot
+over a T = 8,000 literal-ESDP episode on instance seed 0 (|E| = 33; 3–5 ms on instance seeds 3–4, |E| ≤ 25), i.e.
+about 4 CPU minutes per episode (docs/reproductions/multiserver.md, "Paper scale"). ``comparison("paper")`` runs
+Figs. 2–4 and 13 alone. The default is ``small``.
 Sweep grids are ours except the points the text names (ρ 0.8 and 1.0; |R| 60 and 80 at paper scale).
 """
 
@@ -29,7 +29,8 @@ from baselines.progress import progress_bar
 
 ENV_ID = "ClusterMultiServer-v0"
 BASELINES = ("hauf", "lcf", "lwtf")
-MAIN_AGENTS = ("esdp", "esdp_aa", *BASELINES, "random", "oracle")
+ESDP_READINGS = ("esdp", "esdp_aa", "esdp_exact_index")  # literal (21), over Ω(t), exact-index selection
+MAIN_AGENTS = (*ESDP_READINGS, *BASELINES, "random", "oracle")
 SWEEP_AGENTS = ("esdp", *BASELINES)
 PAPER_IMPROVEMENT = {"hauf": 73.0, "lcf": 36.0, "lwtf": 28.0}  # "up to", within 8000 slots [001:L477]
 
@@ -49,7 +50,7 @@ SCALES = {
         "overhead_t": 2000,
     },
     "paper": {
-        "preset": "paper",
+        "preset": "default",
         "horizon": 8000,
         "sweep_horizon": 2000,
         "seeds": range(10),
@@ -75,7 +76,8 @@ class Run:
     utility: np.ndarray  # realised U(x(t)) per slot
     expected: np.ndarray  # ṽᵀx(t)
     oracle: np.ndarray  # ṽᵀx*(t)
-    seconds: np.ndarray  # decision time per slot
+    seconds: np.ndarray  # decision time per slot (wall)
+    cpu_seconds: float  # mean CPU time of the deciding thread per slot
     cells: float  # mean DP cells per slot (ESDP), 0 otherwise
     oracle_cardinality: float  # mean ‖x*(t)‖₁
 
@@ -87,7 +89,16 @@ def run_one(agent_name: str, seed: int, env_kwargs: dict, agent_kwargs: dict) ->
     env, agent, observation = harness.start(ENV_ID, agent_name, seed, env_kwargs=kwargs, agent_kwargs=agent_kwargs)
     horizon = env.unwrapped.config.horizon
     out = {key: np.empty(horizon) for key in ("utility", "expected", "oracle", "seconds")}
-    totals = {"cells": 0.0, "cardinality": 0.0}
+    totals = {"cells": 0.0, "cardinality": 0.0, "cpu": 0.0}
+    act = agent.act
+
+    def timed_act(obs):  # the deciding thread's CPU time: on a shared machine the wall time is mostly waiting
+        begin = time.thread_time()
+        action = act(obs)
+        totals["cpu"] += time.thread_time() - begin
+        return action
+
+    agent.act = timed_act
 
     def record(step: harness.Step) -> None:
         out["seconds"][step.t] = step.act_seconds
@@ -100,7 +111,7 @@ def run_one(agent_name: str, seed: int, env_kwargs: dict, agent_kwargs: dict) ->
 
     with env:
         harness.play(env, agent, observation, on_step=record)
-    return Run(agent_name, seed, **out, cells=totals["cells"] / horizon,
+    return Run(agent_name, seed, **out, cpu_seconds=totals["cpu"] / horizon, cells=totals["cells"] / horizon,
                oracle_cardinality=totals["cardinality"] / horizon)  # fmt: skip
 
 
@@ -165,7 +176,7 @@ def main_figures(runs: list[Run], seeds, horizon: int, out: Path) -> list[str]:
     ratios, improvement_rows = {}, []
     skip = min(200, horizon // 10)
     mid = min(500, horizon // 2)  # the early point of the "widening gap" check
-    for learner in ("esdp", "esdp_aa"):
+    for learner in (a for a in ESDP_READINGS if a in cum):
         for b in BASELINES:
             ratio = cum[learner] / cum[b]
             ratios[f"{learner}/{b}"] = ratio.mean(0)
@@ -182,8 +193,9 @@ def main_figures(runs: list[Run], seeds, horizon: int, out: Path) -> list[str]:
               "LWTF in that order.", "",
               f"| comparison | final improvement ± 95% CI | up to | seeds won | mean ratio t={mid} → T | paper |",
               "|---|---:|---:|---:|---:|---:|", *improvement_rows]  # fmt: skip
-    early = int((cum["hauf"][:, mid - 1] > cum["esdp"][:, mid - 1]).sum())
-    lines += ["", f"HAUF leads literal ESDP at t = {mid} in {early}/{len(seeds)} seeds (paper: HSWF leads early)."]
+    if "esdp" in cum:
+        early = int((cum["hauf"][:, mid - 1] > cum["esdp"][:, mid - 1]).sum())
+        lines += ["", f"HAUF leads literal ESDP at t = {mid} in {early}/{len(seeds)} seeds (paper: HSWF leads early)."]
     _plot(out / "fig3_ratio.png", t[skip:], {k: v[skip:] for k, v in ratios.items()},
           "Fig. 3: AOU ratio to each heuristic (mean over seeds)", "slot t", "ratio")  # fmt: skip
     avg = {a: (cum[a] / t).mean(0) for a in agents_present}
@@ -191,19 +203,22 @@ def main_figures(runs: list[Run], seeds, horizon: int, out: Path) -> list[str]:
     lines += ["", "## Fig. 4: average AOU and average per-slot pseudo-regret", "",
               "| agent | " + " | ".join(f"(1/T)Σ regret, T={h}" for h in _checkpoints(horizon)) + " |",
               "|---|" + "---:|" * len(_checkpoints(horizon))]  # fmt: skip
-    for a in ("esdp", "esdp_aa", *BASELINES):
+    for a in (*ESDP_READINGS, *BASELINES):
         if a in cum:
             gaps = np.array([np.cumsum(by[a, s].oracle - by[a, s].expected) for s in seeds]).mean(0)
             lines.append(f"| {a} | " + " | ".join(f"{gaps[h - 1] / h:.4f}" for h in _checkpoints(horizon)) + " |")
     lines += ["", "## Fig. 13: cumulative AOU at T (prefixes of the same runs; the agents do not use T)", "",
               "| agent | " + " | ".join(f"T={h}" for h in _checkpoints(horizon)) + " |",
               "|---|" + "---:|" * len(_checkpoints(horizon))]  # fmt: skip
-    for a in ("esdp", "esdp_aa", *BASELINES):
+    for a in (a for a in (*ESDP_READINGS, *BASELINES) if a in cum):
         lines.append(
             f"| {a} | " + " | ".join(_fmt(*mean_ci(cum[a][:, h - 1]), 0) for h in _checkpoints(horizon)) + " |"
         )
     seconds = {a: np.mean([by[a, s].seconds.mean() for s in seeds]) * 1e3 for a in agents_present}
-    lines += ["", "Mean decision time per slot (ms): " + ", ".join(f"{a} {v:.2f}" for a, v in seconds.items()), ""]
+    cpu = {a: np.mean([by[a, s].cpu_seconds for s in seeds]) * 1e3 for a in agents_present}
+    lines += ["", "Mean decision time per slot (ms), wall: " + ", ".join(f"{a} {v:.2f}" for a, v in seconds.items()),
+              "", "Mean decision time per slot (ms), CPU of the deciding thread: "
+              + ", ".join(f"{a} {v:.2f}" for a, v in cpu.items()), ""]  # fmt: skip
     return lines
 
 
@@ -276,7 +291,7 @@ def sweeps(cfg: dict, workers: int, out: Path, progress: bool) -> list[str]:
 
 # -- Where ESDP loses (issue 17) ------------------------------------------------------------------------
 
-LOSS_POINTS = (("ρ = 0.7", {"arrival_prob": 0.7}), ("ρ = 0.8", {"arrival_prob": 0.8}),
+LOSS_POINTS = (*((f"ρ = {r}", {"arrival_prob": r}) for r in (0.5, 0.6, 0.7, 0.8)),
                ("space (2, 0.25)", {"req_high": 2, "capacity_beta": 0.25}))  # fmt: skip
 LOSS_AGENTS = ("esdp", "esdp_aa", "esdp_exact_index", *BASELINES, "oracle")
 
@@ -336,22 +351,17 @@ def overhead(cfg: dict, window: int = 100) -> list[str]:
     return [*lines, ""]
 
 
-def run(
-    scale: str = "small",
-    out_dir: str | Path = "results/reproduce/multiserver",
-    workers: int | None = None,
-    progress: bool = True,
-) -> Path:
-    """Write ``report.md`` and the figures into ``out_dir`` (a progress bar per batch of episodes with ``progress``);
-    return the report's path."""
+def _setup(scale: str, out_dir: str | Path, workers: int | None) -> tuple[dict, Path, int]:
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r} is not known; allowed: {sorted(SCALES)}")
-    cfg = SCALES[scale]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    workers = workers or min(2, os.cpu_count() or 1)
-    seeds = list(cfg["seeds"])
-    start = time.perf_counter()
+    return SCALES[scale], out, workers or min(2, os.cpu_count() or 1)
+
+
+def _comparison(scale: str, seeds: list[int], workers: int, progress: bool, out: Path) -> list[str]:
+    """The header and Figs. 2–4 and 13: every agent of ``MAIN_AGENTS`` on ``seeds`` at the scale's horizon."""
+    cfg = SCALES[scale]
     env_kwargs = {"preset": cfg["preset"], "horizon": cfg["horizon"]}
     tasks = [(a, s, env_kwargs, {}) for a in MAIN_AGENTS for s in seeds]
     runs = run_many(tasks, workers, progress, "Figs. 2-4 and 13")
@@ -360,7 +370,40 @@ def run(
              f"Preset `{cfg['preset']}`, instance seeds = episode seeds = {seeds[0]}–{seeds[-1]}, "
              f"ρ = 0.9 (Pr[all ports arrive] = {prob_all:.3f}), default δ and g, first-fail heuristics.",
              ""]  # fmt: skip
-    lines += main_figures(runs, seeds, cfg["horizon"], out)
+    return lines + main_figures(runs, seeds, cfg["horizon"], out)
+
+
+def comparison(
+    scale: str = "paper",
+    out_dir: str | Path = "results/reproduce/multiserver",
+    seeds=range(5),
+    workers: int | None = None,
+    progress: bool = True,
+) -> Path:
+    """Figs. 2–4 and 13 only (no overhead, sweeps or loss points): ``comparison.md`` and the figures in ``out_dir``;
+    return the report's path. At ``scale="paper"`` this is the T = 8,000 comparison of
+    docs/reproductions/multiserver.md ("Paper scale")."""
+    _, out, workers = _setup(scale, out_dir, workers)
+    start = time.perf_counter()
+    lines = _comparison(scale, list(seeds), workers, progress, out)
+    lines.append(f"Total wall time: {time.perf_counter() - start:.0f} s with {workers} worker(s).")
+    report = out / "comparison.md"
+    report.write_text("\n".join(lines) + "\n")
+    return report
+
+
+def run(
+    scale: str = "small",
+    out_dir: str | Path = "results/reproduce/multiserver",
+    workers: int | None = None,
+    progress: bool = True,
+) -> Path:
+    """Write ``report.md`` and the figures into ``out_dir`` (a progress bar per batch of episodes with ``progress``);
+    return the report's path."""
+    cfg, out, workers = _setup(scale, out_dir, workers)
+    seeds = list(cfg["seeds"])
+    start = time.perf_counter()
+    lines = _comparison(scale, seeds, workers, progress, out)
     lines += overhead(cfg)
     lines += sweeps(cfg, workers, out, progress)
     lines += [f"## Where literal ESDP loses (T = {cfg['sweep_horizon']}, {len(seeds)} seeds, AOU ± 95% CI)", ""]

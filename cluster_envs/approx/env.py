@@ -237,7 +237,7 @@ class _ApproxEnvCore(ClusterEnv):
             "arrivals": [int(j) for j in np.flatnonzero(self._instance.jobs.arrival == 0)],
         }
         if opt is not None:
-            info["benchmark_total"] = float(opt.sum())
+            info["oracle_total"] = info["benchmark_total"] = float(opt.sum())  # benchmark_total: deprecated alias
         return self.emit(self._observation()), info
 
     def _check_benchmark(self, jobs: Jobs) -> None:
@@ -360,7 +360,7 @@ class _ApproxEnvCore(ClusterEnv):
             "departures": s["departures"],
         }
         if sim.opt_per_job is not None:
-            info["benchmark_total"] = float(sim.opt_per_job.sum())
+            info["oracle_total"] = info["benchmark_total"] = float(sim.opt_per_job.sum())  # deprecated alias
             info["regret"] = sim.benchmark_accrued - sim.utility_approx
         if self.config.expose_oracle:
             info["oracle"] = {"rates": s["rates"].copy(), "means": self._instance.means.copy()}
@@ -455,13 +455,14 @@ class ClusterApproxEnv(_ApproxEnvCore):
     (−1 where unobserved), ``n_invalid, n_budget_blocked, n_repaired, exhausted`` (per slot), ``migrations``
     (share of machines whose previous, still-running occupant changed), ``utility_true, utility_approx, fit``
     (Eq. 8 over departed jobs), ``fit_positive, slot_job_ids, arrivals, departures``; with
-    ``compute_regret=True``: ``benchmark_total`` (the offline optimum's utility) and ``regret`` (cumulative, equal
-    to Eq. 6's Reg_T at the end; ``oracle_kind`` ``"eq6"``/``"p1"``/``"thm3"`` picks the optimum); ``oracle``
-    only with ``expose_oracle=True``. The optimum's convex program is estimated before it runs
-    (:mod:`cluster_envs.common.guards`): at construction on the instance of ``instance_seed`` and at each reset on
-    the drawn one, a ``ValueError`` naming the keywords refuses it above ``MEMORY_LIMIT`` (2 GiB) or
-    ``BENCHMARK_TIME_LIMIT`` (600 s estimated). At the end, ``episode_summary``: utility, utility_approx, regret,
-    benchmark_total, fit, fit_positive, mean_migrations, budget and cost-to-utility shares, counters.
+    ``compute_regret=True``: ``oracle_total`` (the offline optimum's utility; also as ``benchmark_total``,
+    deprecated, removed in 0.3) and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the end; ``oracle_kind``
+    ``"eq6"``/``"p1"``/``"thm3"`` picks the optimum); ``oracle`` only with ``expose_oracle=True``. The optimum's
+    convex program is estimated before it runs (:mod:`cluster_envs.common.guards`): at construction on the instance
+    of ``instance_seed`` and at each reset on the drawn one, a ``ValueError`` naming the keywords refuses it above
+    ``MEMORY_LIMIT`` (2 GiB) or ``BENCHMARK_TIME_LIMIT`` (600 s estimated). At the end, ``episode_summary``:
+    utility, utility_approx, regret, oracle_total (and benchmark_total), fit, fit_positive, mean_migrations, budget
+    and cost-to-utility shares, counters.
     ``info_level="minimal"`` keeps only ``t, utility_true, utility_approx`` (and ``regret``) per step, plus
     ``episode_summary``; the trajectory is the same.
 

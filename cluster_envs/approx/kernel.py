@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
 from cluster_envs.common.pairwise import BLOCK, SUM_STACK, block_sum, pairwise_sum
-from cluster_envs.common.record import RecordType, field_values
+from cluster_envs.common.record import declare_record
 
 # Rows of the float job matrix ``jf`` (one column per job).
 BUDGET, VALUE, LIFETIME, SPENT, WORK, SURROGATE, OPT_RATE, DEMAND, FWORK, SCRATCH = range(10)
@@ -60,26 +59,12 @@ BAD_VALUE, OUT_OF_RANGE = -1, -2  # step_begin's error codes (nothing has change
 STATE_FIELDS = ("assign", "executed", "jf", "ji", "mf", "mi", "si", "sf", "c", "f", "p")
 
 
-@structref.register
-class StateType(RecordType):
-    """The numba type of :class:`State`."""
-
-
-class State(structref.StructRefProxy):
-    """The kernels' state record (fields :data:`STATE_FIELDS`); made by :func:`state_record`."""
-
-
-structref.define_proxy(State, StateType, STATE_FIELDS)
-
-
-@njit(cache=True)
-def _pack_state(values):
-    return State(*values)
-
-
-def state_record(**fields) -> State:
-    """The :class:`State` of ``fields`` (every name of :data:`STATE_FIELDS`): the arrays are shared, not copied."""
-    return _pack_state(field_values(STATE_FIELDS, fields))
+StateType, State, state_record = declare_record(
+    __name__,
+    "State",
+    STATE_FIELDS,
+    "The kernels' state record (fields :data:`STATE_FIELDS`); made by :func:`state_record`.",
+)
 
 
 # Every per-copy function below indexes batch arrays (leading axis: the copy b) in place: a view per array and

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from cluster_envs.common.simplex import cap_sorted
+
 
 @njit(cache=True)
 def _positive(a):
@@ -29,24 +31,17 @@ def _clip(y, z, over) -> None:
 
 
 @njit(cache=True)
-def _simplex(u, cols, columns, z) -> None:
-    """z[:, columns] = max(cols − η, 0) with the sort-based threshold η of each column of ``u``, the columns
-    of ``cols`` sorted in descending order (row by row, so that the (K, n) arrays are read in memory order)."""
-    n_rows, n = u.shape
-    running, eta = np.zeros(n), np.zeros(n)
-    k_star = np.full(n, n_rows)
-    cumulative = np.empty((n_rows, n))
-    for k in range(n_rows):
-        for j in range(n):
-            running[j] = u[k, j] if k == 0 else running[j] + u[k, j]
-            cumulative[k, j] = running[j] - 1.0
-            if u[k, j] - cumulative[k, j] / (k + 1) > 0:  # the last index where the support condition holds
-                k_star[j] = k + 1
-    for j in range(n):
-        eta[j] = cumulative[k_star[j] - 1, j] / k_star[j]
-    for k in range(n_rows):
-        for j in range(n):
-            z[k, columns[j]] = _positive(cols[k, j] - eta[j])
+def _cap_columns(cols, ordered, columns, z) -> None:
+    """z[:, columns] = the projection of each column of ``cols`` (``ordered``: its entries in decreasing order)
+    onto the simplex (:func:`~cluster_envs.common.simplex.cap_sorted`, cap 1, the plain form)."""
+    n_rows = z.shape[0]
+    work = np.empty((1, 2 * n_rows))
+    for j in range(columns.size):
+        for k in range(n_rows):
+            work[0, k], work[0, n_rows + k] = cols[k, j], ordered[k, j]
+        cap_sorted(work, 0, 0, n_rows, 1.0, n_rows, False)
+        for k in range(n_rows):
+            z[k, columns[j]] = work[0, k]
 
 
 def project_columns(y: np.ndarray) -> np.ndarray:
@@ -63,7 +58,7 @@ def project_columns(y: np.ndarray) -> np.ndarray:
         return z
     cols = y[:, over]
     cols = np.where(np.isfinite(cols), cols, -1e300)
-    _simplex(-np.sort(-cols, axis=0), cols, np.flatnonzero(over), z)  # numpy's sort is the fast part
+    _cap_columns(cols, -np.sort(-cols, axis=0), np.flatnonzero(over), z)  # numpy's sort is the fast part
     return z
 
 

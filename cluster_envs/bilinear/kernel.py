@@ -31,12 +31,12 @@ from collections import namedtuple
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
 from cluster_envs.bilinear import served
 from cluster_envs.bilinear.rng import next_double, permute, standard_normal
 from cluster_envs.common.pairwise import SUM_STACK, pairwise_sum
-from cluster_envs.common.record import RecordType, field_values, strip_owner, unowned
+from cluster_envs.common.record import declare_record, strip_owner, unowned
+from cluster_envs.common.simplex import cap_simplex
 
 NOISE_CLIP = 10.0  # reward noise is truncated at ±10σ (probability 1.5e-23) so observations have finite bounds
 TIE_EPS = 1e-9  # a column sum within this of its cap counts as feasible (spec §3.3)
@@ -121,34 +121,16 @@ SLOT_FIELDS = (
 Slot = namedtuple("Slot", SLOT_FIELDS)  # the record's fields inside compiled code, arrays without owners
 
 
-@structref.register
-class SlotRecordType(RecordType):
-    """The numba type of :class:`SlotRecord`."""
-
-
-class SlotRecord(structref.StructRefProxy):
-    """The slot's record (fields :data:`SLOT_FIELDS`); made by :func:`slot_record`."""
-
-
-structref.define_proxy(SlotRecord, SlotRecordType, SLOT_FIELDS)
-
-
-@njit(cache=True)
-def _pack_slot(values):
-    return SlotRecord(*values)
-
-
-def slot_record(**fields) -> SlotRecord:
-    """The :class:`SlotRecord` of ``fields`` (every name of :data:`SLOT_FIELDS`): the arrays are shared, not
-    copied."""
-    return _pack_slot(field_values(SLOT_FIELDS, fields))
+SlotRecordType, SlotRecord, slot_record = declare_record(
+    __name__, "SlotRecord", SLOT_FIELDS, "The slot's record (fields :data:`SLOT_FIELDS`); made by :func:`slot_record`."
+)
 
 
 def work_size(n_rows: int, n_cols: int, n_servers: int) -> int:
     """Length of a copy's float scratch: the projection's (:func:`project`) or the slot statistics' (the products
     r·N, r·y and y, then the paid rewards), whichever is longer, and the stack of :func:`pairwise_sum` for sums of
     over 128 terms."""
-    size = max(n_cols + 5 * n_rows + n_rows * n_cols, n_rows * n_cols + n_servers)
+    size = max(n_cols + 3 * n_rows + n_rows * n_cols, n_rows * n_cols + n_servers)
     return size + (SUM_STACK if max(n_rows * n_cols, n_servers) > 128 else 0)
 
 
@@ -160,55 +142,28 @@ def _work_sum(work, lo, n):
     return pairwise_sum(work, (0,), lo, n, work, (0,), work.shape[1] - SUM_STACK)
 
 
-@njit(cache=True, inline="always")
-def _maximum(a, b):
-    return a if a >= b else b  # np.maximum's choice on ties (-0.0 vs 0.0)
-
-
 @njit(cache=True)
 def project_column(frac, work, b, n_rows, n_cols, j):
     """Column j of the column-capped projection (spec §3.3) of ``frac[b]`` (rows × columns, flat row-major): rows
-    i with ``work[0, n_cols + i]`` ≤ 0 (inactive) zeroed, the column onto {Σ_i ≤ ``work[0, j]``} (Euclidean
-    projection, Duchi et al. 2008). The result, flat row-major, at ``work[0, n_cols + n_rows :]``
-    (:func:`work_size` with these rows and columns; four columns' worth of scratch follow it).
-
-    The projection is computed on x / max(x) (it commutes with scaling) and around the mean of the kept
-    entries, so entries up to the float maximum neither overflow nor cancel to an empty support.
+    i with ``work[0, n_cols + i]`` ≤ 0 (inactive) zeroed, the column onto {Σ_i ≤ ``work[0, j]``}
+    (:func:`~cluster_envs.common.simplex.cap_simplex`, the scaled form). The result, flat row-major, at
+    ``work[0, n_cols + n_rows :]`` (:func:`work_size` with these rows and columns; two columns' worth of
+    scratch follow it).
     """
     out = n_cols + n_rows
-    col = out + n_rows * n_cols  # x, then its projection, x / max(x), and that sorted in decreasing order
-    proj, z, s = col + n_rows, col + 2 * n_rows, col + 3 * n_rows
+    col = out + n_rows * n_cols  # the column, projected in place
     radius, total = work[0, j], 0.0
     for i in range(n_rows):
         x, value = frac[b, i * n_cols + j], 0.0
         if work[0, n_cols + i] > 0:
-            value = _maximum(x, 0.0)
-        work[0, col + i] = work[0, proj + i] = value
+            value = x if x >= 0.0 else 0.0  # np.maximum(x, 0.0), sign of zero included
+        work[0, col + i] = value
         total += value
     # a sum beyond the float max is inf, over any cap
     if total > radius + TIE_EPS and _work_sum(work, col, n_rows) > radius + TIE_EPS:
-        scale = work[0, col]
-        for i in range(1, n_rows):
-            scale = max(scale, work[0, col + i])
-        r = radius / scale
-        for i in range(n_rows):  # insertion sort: n_rows is the number of classes
-            v = work[0, col + i] / scale
-            work[0, z + i] = v
-            k = i
-            while k > 0 and work[0, s + k - 1] < v:
-                work[0, s + k] = work[0, s + k - 1]
-                k -= 1
-            work[0, s + k] = v
-        keep, acc, mean_k = 1, 0.0, work[0, s]
-        for i in range(n_rows):
-            acc += work[0, s + i]
-            mean = acc / (i + 1)
-            if (work[0, s + i] - mean) + r / (i + 1) > 0:
-                keep, mean_k = i + 1, mean
-        for i in range(n_rows):
-            work[0, proj + i] = 0.0 if radius <= 0 else scale * _maximum((work[0, z + i] - mean_k) + r / keep, 0.0)
+        cap_simplex(work, 0, col, n_rows, radius, True)
     for i in range(n_rows):
-        work[0, out + i * n_cols + j] = work[0, proj + i]
+        work[0, out + i * n_cols + j] = work[0, col + i]
 
 
 @njit(cache=True)

@@ -31,7 +31,7 @@ class ClusterBilinearVectorEnv(BatchedCopies):
     as (B,) arrays with ``_key`` masks and, for copies whose episode ends, ``episode_summary``.
     """
 
-    def __init__(self, num_envs: int, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
+    def __init__(self, num_envs: int, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(
             num_envs, lambda **kw: ClusterBilinearEnv(preset, **kw), overrides, render_mode, "ClusterBilinear-v0"
         )

@@ -2,8 +2,9 @@
 
 Every env takes ``preset=...`` and keyword overrides. Unknown keys and unknown presets raise a
 ``ValueError`` naming the offending argument and listing what is allowed, before anything is built. A config
-class may list renamed keywords in ``RENAMED`` (old name -> new name): the old name still works for one minor
-version, with a ``DeprecationWarning``.
+class may list renamed keywords in ``RENAMED`` (old name -> new name), and renamed presets in ``RENAMED_PRESETS``:
+the old name still works for one minor version, with a ``DeprecationWarning``. Every setting's default preset is
+named ``default``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,16 @@ def build_config(
         listed = sorted(allowed | {"preset", "render_mode"})  # the constructor's own keywords are allowed too
         raise ValueError(f"unknown keyword argument(s) {unknown}; allowed: {listed}")
     return config_cls(**{**presets[preset], **overrides})
+
+
+def current_preset(config_cls: type, preset: str) -> str:
+    """``preset``, or its new name if ``config_cls.RENAMED_PRESETS`` lists it as deprecated (warning once per use)."""
+    new = getattr(config_cls, "RENAMED_PRESETS", {}).get(preset)
+    if new is None:
+        return preset
+    warnings.warn(f"preset={preset!r} is deprecated: use preset={new!r} (the old name is removed in 0.3)",
+                  DeprecationWarning, stacklevel=3)  # fmt: skip
+    return new
 
 
 def renamed_keywords(renamed: Mapping[str, str], kwargs: Mapping[str, Any]) -> dict[str, Any]:

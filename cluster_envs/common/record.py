@@ -6,20 +6,14 @@ arrays. A record is made once per env or batch from the arrays the Python side k
 copied: the kernels write into them, the Python side reads them) and passed to every step. Passing it costs a
 single reference (about 0.5 µs per call from Python, against about 0.1 µs per array for positional arrays).
 
-The pattern, in a kernel module::
+A kernel module declares its record with :func:`declare_record`, from one field list::
 
-    @structref.register
-    class BatchType(RecordType): ...
-    class Batch(structref.StructRefProxy): ...
     BATCH_FIELDS = ("t", "arrivals", ...)
-    structref.define_proxy(Batch, BatchType, BATCH_FIELDS)
+    BatchType, Batch, batch_record = declare_record(__name__, "Batch", BATCH_FIELDS, "The batch's state record.")
 
-    @njit(cache=True)
-    def _pack(values):
-        return Batch(*values)
-
-    def batch_record(**fields) -> Batch:
-        return _pack(field_values(BATCH_FIELDS, fields))
+``batch_record(t=..., arrivals=..., ...)`` makes a record (every field by name). The two classes must be bound
+at module level under the names they are given (``Batch`` and ``BatchType`` here), as above: numba's on-disk
+cache refers to them by module and name.
 
 The record's field types are those of the values it is made from (an integer literal becomes ``int64``).
 A record is not picklable: an object that holds one drops it when pickled or copied and makes it again from
@@ -33,9 +27,12 @@ every call and read).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from numba import njit
 from numba.core import cgutils, types
+from numba.experimental import structref
 from numba.extending import intrinsic, overload
 
 
@@ -52,6 +49,32 @@ def field_values(names: tuple[str, ...], fields: dict[str, Any]) -> tuple[Any, .
     if missing or unknown:
         raise ValueError(f"record fields: missing {missing}, unknown {unknown}; the fields are {list(names)}")
     return tuple(fields[name] for name in names)
+
+
+def declare_record(module: str, name: str, fields: tuple[str, ...], doc: str) -> tuple[type, type, Callable[..., Any]]:
+    """A record type with ``fields``: its numba type class ``<name>Type``, its Python class ``name`` (docstring
+    ``doc``) and its maker, which takes every field by name (:func:`field_values`; arrays are shared, not copied).
+    The caller binds both classes in ``module`` (its ``__name__``) under these names, where numba's cache finds
+    them."""
+    type_class = structref.register(
+        type(f"{name}Type", (RecordType,), {"__module__": module, "__doc__": f"The numba type of :class:`{name}`."})
+    )
+    proxy = type(name, (structref.StructRefProxy,), {"__module__": module, "__doc__": doc})
+    structref.define_proxy(proxy, type_class, fields)
+    pack = njit(cache=True)(_packer(proxy))
+
+    def make(**values: Any) -> Any:
+        return pack(field_values(fields, values))
+
+    make.__doc__ = f"The :class:`{name}` of ``values`` (every field of {list(fields)})."
+    return type_class, proxy, make
+
+
+def _packer(proxy: type) -> Callable[[tuple], Any]:
+    def pack(values):
+        return proxy(*values)  # compiled: the record's constructor (cached on disk, unlike calling the class)
+
+    return pack
 
 
 class HoldsRecord:

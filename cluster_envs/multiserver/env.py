@@ -92,7 +92,7 @@ class ClusterMultiServerEnv(ClusterEnv):
     (:mod:`cluster_envs.common.guards`): a ``ValueError`` naming the keywords refuses it above ``MEMORY_LIMIT``
     (2 GiB) or ``ORACLE_TIME_LIMIT`` (1 s estimated per solve; the paper graph needs 0.4 MiB and ~1 ms).
 
-    **Presets**: ``paper`` (|L| = 8, |R| = 40, K = 3, edge_prob 0.1, ρ 0.9, T = 2000; default), ``small``
+    **Presets**: ``default`` (|L| = 8, |R| = 40, K = 3, edge_prob 0.1, ρ 0.9, T = 2000; formerly ``paper``), ``small``
     (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1), ``alibaba_gpu_2023``
     (the paper's sizes on the Alibaba GPU 2023 trace; needs ``trace_dir``, the folder of its CSVs).
 
@@ -117,7 +117,7 @@ class ClusterMultiServerEnv(ClusterEnv):
     config_class = MultiServerConfig
     presets = PRESETS
 
-    def __init__(self, preset: str = "paper", render_mode: str | None = None, **overrides: Any):
+    def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
         config = self.config
         self.instance = self._make_instance()

@@ -62,9 +62,9 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     nonzeros and refused (``ValueError``) above the limits of :mod:`cluster_envs.common.guards`, as in
     ``ClusterMultiServer-v0``.
 
-    **Presets**: ``small`` (|L| = 4, |R| = 10, edge_prob 0.3, K = 3; default), ``tiny`` (2 ports, 3 servers,
-    K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1),
-    ``alibaba_gpu_2023`` (the ``small`` sizes on the Alibaba GPU 2023 trace; needs ``trace_dir``): the main env's
+    **Presets**: ``default`` (|L| = 4, |R| = 10, edge_prob 0.3, K = 3; formerly ``small``), ``tiny`` (2 ports,
+    3 servers, K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1),
+    ``alibaba_gpu_2023`` (the ``default`` sizes on the Alibaba GPU 2023 trace; needs ``trace_dir``): the main env's
     trace workload (device types, ports, replayed arrivals, node sample, units), with each server's capacity
     its node's own (G4) and port ``l`` given ``clip(round(mean type-l pods per slot with one), tasks_low,
     tasks_high)`` tasks.
@@ -77,7 +77,7 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     config_class = GangConfig
     presets = GANG_PRESETS
 
-    def __init__(self, preset: str = "small", render_mode: str | None = None, **overrides: Any):
+    def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, **overrides)
         self._workspace: tuple[np.ndarray, ...] | None = None  # the repair's scratch arrays, made on first use
 

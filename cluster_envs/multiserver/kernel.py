@@ -19,10 +19,9 @@ import math
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
 from cluster_envs.common.pcg import fill_random, fill_standard_normal
-from cluster_envs.common.record import RecordType, field_values
+from cluster_envs.common.record import declare_record
 from cluster_envs.multiserver.gang import gang_is_feasible, gang_repair_into
 
 # Rows of the step's float outputs (the info values) and of its integer outputs.
@@ -54,26 +53,12 @@ BATCH_FIELDS = (
 )  # fmt: skip
 
 
-@structref.register
-class BatchType(RecordType):
-    """The numba type of :class:`Batch`."""
-
-
-class Batch(structref.StructRefProxy):
-    """The batched env's state record (fields :data:`BATCH_FIELDS`); made by :func:`batch_record`."""
-
-
-structref.define_proxy(Batch, BatchType, BATCH_FIELDS)
-
-
-@njit(cache=True)
-def _pack_batch(values):
-    return Batch(*values)
-
-
-def batch_record(**fields) -> Batch:
-    """The :class:`Batch` of ``fields`` (every name of :data:`BATCH_FIELDS`): the arrays are shared, not copied."""
-    return _pack_batch(field_values(BATCH_FIELDS, fields))
+BatchType, Batch, batch_record = declare_record(
+    __name__,
+    "Batch",
+    BATCH_FIELDS,
+    "The batched env's state record (fields :data:`BATCH_FIELDS`); made by :func:`batch_record`.",
+)
 
 
 @njit(cache=True)

@@ -155,6 +155,13 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
         self._needs_reset = truncated.copy()  # the caller may write into the returned array
         return self._emit(obs), rewards, np.zeros(n, dtype=bool), truncated, infos
 
+    def action_masks(self) -> np.ndarray:
+        """Every copy's MaskablePPO mask at once, bool (B, 2·|E|): row b is copy b's single env
+        ``action_masks()`` for the slot about to be decided (its current observation's ``edge_mask``), so that
+        MaskablePPO trains on the batched env."""
+        allow_one = self._obs["edge_mask"].astype(bool) & self.env_class._fits_alone(self.instance)
+        return np.stack([np.ones_like(allow_one), allow_one], axis=2).reshape(self.num_envs, -1)
+
     def _raise(self, code: int, b: int, action: np.ndarray) -> None:
         name = f"actions[{b}]"
         if code == 1:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from cluster_envs.common.alibaba_gpu import HOW_TO_PASS
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Keywords, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
@@ -64,7 +65,7 @@ SCENARIO_JOINT = (
 
 @dataclass(frozen=True)
 class SLAConfig:
-    """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``paper_synthetic_small`` preset).
+    """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``default`` preset).
 
     Domains: ``DOMAINS`` (one per keyword, ``SCENARIO_DOMAINS`` per ``scenario_kwargs`` entry); joint
     constraints: ``JOINT``.
@@ -77,6 +78,7 @@ class SLAConfig:
     )
 
     RENAMED: ClassVar[dict[str, str]] = {"obs_mode": "observation_mode"}  # deprecated in 0.2 (CHANGELOG)
+    RENAMED_PRESETS: ClassVar[dict[str, str]] = {"paper_synthetic_small": "default"}  # deprecated in 0.2
     DOMAINS: ClassVar[dict[str, Domain]] = {
         "n_users": Number(low=2, integer=True, size=True),
         # shares above 1 are over-commitment (normalised by max(1, Σβ), A26); 10⁶ keeps Σβ far from overflow
@@ -126,8 +128,18 @@ class SLAConfig:
                 f"n_users × horizon = {self.n_users} × {self.horizon} exceeds {MAX_LOAD_CELLS:.0e} load entries "
                 "(the episode's load matrix); lower n_users or horizon"
             )
+        check_trace_dir(self.scenario, self.trace_dir)
         if not callable(self.scenario):
             check_scenario(self.scenario, self.scenario_kwargs, self.n_users, self.horizon, self.sla)
+
+
+def check_trace_dir(scenario: str | Callable, trace_dir: Any) -> None:
+    """``trace_dir`` is required by scenario ``alibaba_gpu_2023`` and refused by every other scenario (its folder's
+    own checks come when the trace is read)."""
+    if (scenario == ALIBABA) != (trace_dir is not None):
+        if trace_dir is None:
+            raise ValueError(f"scenario {ALIBABA!r} (preset {ALIBABA!r}) needs its data: {HOW_TO_PASS}")
+        raise ValueError(f"trace_dir is only read by scenario={ALIBABA!r} (preset {ALIBABA!r})")
 
 
 def check_scenario(scenario: str, kwargs: dict, n_users: int, horizon: int, sla: tuple[float, ...] | str) -> None:
@@ -176,7 +188,7 @@ def _check_pairs(pairs: Any, sla: tuple[float, ...]) -> None:
 
 PRESETS: dict[str, dict[str, Any]] = {
     "paper_synthetic": {"horizon": 3_000_000},
-    "paper_synthetic_small": {},
+    "default": {},  # formerly paper_synthetic_small
     "paper_real_standin": {
         "n_users": 6,
         "sla": "mean",

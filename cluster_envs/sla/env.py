@@ -77,7 +77,7 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     OPT_c(t) is the offline dynamic optimum with capacity c (Prop. 2), c = 1 and 1 - ``eps_ref``.
 
     **Presets**: ``paper_synthetic`` (N = 3, β = (0.2, 0.3, 0.5), T = 3·10⁶, Sec. 4.1),
-    ``paper_synthetic_small`` (the same at T = 6000, default), ``paper_real_standin`` (N = 6, T = 14,628,
+    ``default`` (the same at T = 6000; formerly ``paper_synthetic_small``), ``paper_real_standin`` (N = 6, T = 14,628,
     a synthetic stand-in for the Azure traces of Sec. 4.2, β = normalised mean load), ``example_1_1``
     (Example 1.1), ``proportionality_3_4`` (the Sec. 3.4 example).
 
@@ -91,7 +91,7 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     config_class = SLAConfig
     presets = PRESETS
 
-    def __init__(self, preset: str = "paper_synthetic_small", render_mode: str | None = None, **overrides: Any):
+    def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
         config = self.config
         self._generate_loads = make_load_generator(

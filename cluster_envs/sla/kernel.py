@@ -15,9 +15,8 @@ import math
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
-from cluster_envs.common.record import RecordType, field_values
+from cluster_envs.common.record import declare_record
 
 ACTION_MODES = ("normalize", "sub_simplex", "softmax")
 REWARD_MODES = ("work", "work_sla", "work_sla_level", "neg_regret", "neg_regret_sla")
@@ -38,22 +37,10 @@ COPIES_FIELDS = ("states", "stats", "series", "opt_cum", "ts", "sla_bar", "mode"
                  "sla_tol")  # fmt: skip
 
 
-@structref.register
-class CopiesType(RecordType):
-    """The numba type of :class:`Copies`."""
-
-
-class Copies(structref.StructRefProxy):
-    """The record of the copies :func:`step_copies` steps (fields :data:`COPIES_FIELDS`); made by
-    :func:`copies_record`."""
-
-
-structref.define_proxy(Copies, CopiesType, COPIES_FIELDS)
-
-
-@njit(cache=True)
-def _pack_copies(values):
-    return Copies(*values)
+CopiesType, Copies, _copies_record = declare_record(
+    __name__, "Copies", COPIES_FIELDS,
+    "The record of the copies :func:`step_copies` steps (fields :data:`COPIES_FIELDS`); made by :func:`copies_record`.",
+)  # fmt: skip
 
 
 def copies_record(**fields) -> Copies:
@@ -62,7 +49,7 @@ def copies_record(**fields) -> Copies:
     fields = {**fields, "mode": int(fields["mode"]), "reward_mode": int(fields["reward_mode"])}
     for name in ("kappa", "empty_tol", "sla_tol"):
         fields[name] = float(fields[name])
-    return _pack_copies(field_values(COPIES_FIELDS, fields))
+    return _copies_record(**fields)
 
 
 # The step functions below index batch arrays with a copy index b: per-copy state (B, ...), per-step series

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import lfilter
 
-from cluster_envs.common.alibaba_gpu import HOW_TO_PASS, POD_FILE, RESOURCES, load_gpu_trace
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
+from cluster_envs.common.alibaba_gpu import POD_FILE, RESOURCES, load_gpu_trace
 from cluster_envs.common.config import check_choice
 from cluster_envs.common.traces import read_table
 
@@ -190,13 +190,9 @@ def make_load_generator(
     kwargs: dict,
     trace_dir: str | Path | None = None,
 ) -> LoadGenerator:
-    """Return ``generate(rng) -> loads (N, T)`` for arguments checked by the config (``sla.config.check_scenario``);
-    a trace file is read and checked here. ``trace_dir`` is the folder of ``scenario="alibaba_gpu_2023"``
-    (required by it, refused by the others)."""
-    if (scenario == ALIBABA) != (trace_dir is not None):
-        if trace_dir is None:
-            raise ValueError(f"scenario {ALIBABA!r} (preset {ALIBABA!r}) needs its data: {HOW_TO_PASS}")
-        raise ValueError(f"trace_dir is only read by scenario={ALIBABA!r} (preset {ALIBABA!r})")
+    """Return ``generate(rng) -> loads (N, T)`` for arguments checked by the config (``sla.config.check_scenario``,
+    ``check_trace_dir``); a trace file is read and checked here. ``trace_dir`` is the folder of
+    ``scenario="alibaba_gpu_2023"``."""
     if callable(scenario):
         return functools.partial(
             _call_user_scenario, scenario, n_users=n_users, horizon=horizon, sla=sla, kwargs=kwargs

@@ -43,7 +43,7 @@ class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
     ``episode_summary``.
     """
 
-    def __init__(self, num_envs: int, preset: str = "paper_synthetic_small", render_mode: str | None = None,
+    def __init__(self, num_envs: int, preset: str = "default", render_mode: str | None = None,
                  **overrides: Any):  # fmt: skip
         super().__init__(num_envs, lambda **kw: ClusterSLAEnv(preset, **kw), overrides, render_mode, "ClusterSLA-v0")
         cfg = self.config

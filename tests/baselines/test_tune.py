@@ -26,15 +26,24 @@ CONVERTED = {  # what rl-zoo3's convert_onpolicy_params returns
 }
 
 
+def _section(text: str) -> str:
+    return text.split("ClusterSLA-v0:\n", 1)[1].split("\n\n", 1)[0]
+
+
 def test_the_best_trial_replaces_its_keys_in_one_section_only(tmp_path):
     path = tmp_path / "ppo.yml"
     shutil.copy(HYPERPARAMS_DIR / "ppo.yml", path)
-    before = yaml.safe_load(path.read_text())
+    original = path.read_text()
+    before = yaml.safe_load(original)
     for _ in range(2):  # a second tuning replaces the first one's comment and values
         tune.write_section(path, "ClusterSLA-v0", tune.yaml_values(CONVERTED), "python -m rl_zoo3.train ...")
     text = path.read_text()
     after = yaml.safe_load(text)
-    assert text.count(tune.TUNED_MARK) == 1
+    # one comment in the section; the other sections keep theirs (ClusterApproxSingleJob-v0's tuning)
+    assert _section(text).count(tune.TUNED_MARK) == 1
+    assert text.count(tune.TUNED_MARK) - 1 == original.count(tune.TUNED_MARK) - _section(original).count(
+        tune.TUNED_MARK
+    )
     assert {k: v for k, v in after.items() if k != "ClusterSLA-v0"} == {
         k: v for k, v in before.items() if k != "ClusterSLA-v0"
     }
@@ -82,12 +91,63 @@ def test_rl_zoo3_optimizes_and_its_best_trial_is_written(tmp_path, monkeypatch):
     assert RunConfig.resolve("ppo", "ClusterSLA-v0", path=path).model_kwargs["n_steps"] == params["n_steps"]
 
 
-def test_the_command_states_the_sections_env_kwargs_so_rl_zoo3_evaluates_the_trained_env(tmp_path):
-    # rl-zoo3 2.9 builds its evaluation env from --env-kwargs only: without them it evaluates the default env
-    command = tune.zoo_command("ClusterBilinear-v0", "ppo", 3, 1000, tmp_path)
-    stated = command[command.index("--env-kwargs") + 1 :]
-    expected = RunConfig.resolve("ppo", "ClusterBilinear-v0").env_kwargs
-    assert sorted(stated) == sorted(f"{key}:{value!r}" for key, value in expected.items())
+def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
+    """`python -m baselines.zoo`: rl-zoo3 knows `ppo_mask` (sampled as PPO), held keys leave the sample, and
+    rl-zoo3's evaluation callback evaluates a MaskablePPO model with its masks."""
+    import optuna
+    import stable_baselines3.common.callbacks as sb3_callbacks
+    from rl_zoo3 import hyperparams_opt
+    from rl_zoo3.utils import ALGOS
+    from sb3_contrib import MaskablePPO
+
+    from baselines import zoo
+    from baselines.rl import RunConfig, make_vec_env, new_model
+
+    samplers = dict(hyperparams_opt.HYPERPARAMS_SAMPLER)
+    unmasked = sb3_callbacks.evaluate_policy
+    try:
+        zoo.register(["gamma", "gae_lambda"])
+        assert ALGOS["ppo_mask"] is MaskablePPO
+        trial = optuna.trial.FixedTrial({"batch_size_pow": 5, "n_steps_pow": 6, "one_minus_gamma": 0.01,
+                                         "one_minus_gae_lambda": 0.05, "learning_rate": 1e-3, "ent_coef": 1e-4,
+                                         "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5, "net_arch": "small",
+                                         "activation_fn": "relu"})  # fmt: skip
+        sample = hyperparams_opt.HYPERPARAMS_SAMPLER["ppo_mask"](trial, 1, 4, {})
+        assert "gamma" not in sample and "gae_lambda" not in sample
+        assert sample["n_steps"] == 64 and sample["learning_rate"] == 1e-3
+        config = RunConfig.resolve("ppo_mask", "ClusterGang-v0", {"horizon": 5})
+        config.n_envs = 1
+        config.model_kwargs.update(n_steps=8, batch_size=8)
+        env, _ = make_vec_env(config, 3)
+        model = new_model(config, env, 0)
+        calls = []
+        env.env_method = lambda name, *a, **k: calls.append(name) or type(env).env_method(env, name, *a, **k)
+        rewards, _ = sb3_callbacks.evaluate_policy(model, model.get_env(), 1, return_episode_rewards=True)
+        assert len(rewards) == 1 and "action_masks" in calls
+    finally:
+        hyperparams_opt.HYPERPARAMS_SAMPLER.clear()
+        hyperparams_opt.HYPERPARAMS_SAMPLER.update(samplers)
+        sb3_callbacks.evaluate_policy = unmasked
+        ALGOS.pop("ppo_mask", None)
+
+
+def test_the_evaluation_env_gets_the_sections_env_kwargs(tmp_path):
+    """rl-zoo3 would otherwise evaluate trials on the id's default kwargs (another instance here)."""
+    command = tune.zoo_command("ClusterMultiServer-v0", "ppo", 2, 1000, tmp_path, hold=["gamma"])
+    assert command[:5] == ["python", "-m", "baselines.zoo", "--hold", "gamma"]
+    at = command.index("--eval-env-kwargs")
+    assert command[at + 1 :] == ["preset:'small'", "action_mode:'scores'"]
+
+
+def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tmp_path):
+    """ClusterApproxSingleJob-v0's section (paced_priority Box actions, flat observation) is tuned with the fast
+    update's shape held: the command goes through baselines.zoo, and rl-zoo3's evaluation env gets the section's
+    env kwargs (at the id's defaults its spaces are a Dict observation and a MultiBinary action)."""
+    hold = ["n_steps", "batch_size", "n_epochs", "gamma", "policy_kwargs"]
+    command = tune.zoo_command("ClusterApproxSingleJob-v0", "ppo", 3, 1000, tmp_path, hold=hold)
+    assert command[2:5] == ["baselines.zoo", "--hold", ",".join(hold)]
+    at = command.index("--eval-env-kwargs")
+    assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_mode:'flat'"]
 
 
 def test_the_native_command_imports_the_native_path_and_caps_each_trials_cpu(tmp_path):

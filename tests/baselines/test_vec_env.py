@@ -101,9 +101,41 @@ def test_refuses_what_it_cannot_convert():
         make_vec_env(_config("ClusterSLA-v0"), 0, "subproc")
 
 
+@pytest.mark.parametrize("env_id", ["ClusterMultiServer-v0", "ClusterGang-v0"])
+def test_native_action_masks_equal_the_single_envs(env_id):
+    """MaskablePPO on the native path: the batched env's masks are each copy's single-env ``action_masks()``,
+    step for step, through the VecNormalize MaskablePPO trains in, and across autoresets."""
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+
+    config = RunConfig.resolve("ppo_mask", env_id, SHORT[env_id])
+    config.n_envs = COPIES
+    native, used = make_vec_env(config, 123)
+    dummy, _ = make_vec_env(config, 123, "dummy")
+    assert used == "native"
+    native, dummy = (new_model(config, env, 0).get_env() for env in (native, dummy))
+    assert is_masking_supported(native)
+    native.reset()
+    dummy.reset()
+    rng = np.random.default_rng(0)
+    for step in range(STEPS):
+        masks = get_action_masks(native)
+        np.testing.assert_array_equal(masks, get_action_masks(dummy), err_msg=f"step {step}")
+        allowed = masks.reshape(COPIES, -1, 2)[..., 1]
+        actions = (allowed & (rng.random(allowed.shape) < 0.5)).astype(np.int64)
+        obs, rewards, _, _ = native.step(actions)
+        obs_d, rewards_d, _, _ = dummy.step(actions)
+        np.testing.assert_array_equal(obs, obs_d, err_msg=f"step {step}")
+        np.testing.assert_array_equal(rewards, rewards_d, err_msg=f"step {step}")
+    assert native.env_method("action_masks", indices=[1])[0].shape == masks[1].shape
+    native.close()
+    dummy.close()
+
+
 def test_falls_back_to_dummy_where_the_batched_env_cannot_run_the_config():
-    """MaskablePPO needs the single envs' action masks, so it trains on DummyVecEnv."""
-    config = RunConfig.resolve("ppo_mask", "ClusterGang-v0")
+    """An observation wrapper the native adapter does not apply itself: the single envs in a DummyVecEnv."""
+    config = RunConfig.resolve("ppo", "ClusterApproxSingleJob-v0")
+    config.wrapper = "baselines.wrappers.BanditStatsObservation"
+    config.env_kwargs = {**config.env_kwargs, "observation_mode": "dict"}
     vec_env, used = make_vec_env(config, 0)
-    vec_env.reset()
-    assert used == "dummy" and vec_env.env_method("action_masks")[0].dtype == bool
+    assert used == "dummy"
+    vec_env.close()

@@ -83,7 +83,7 @@ def test_conformance_in_every_mode(action_mode, observation_mode):
             assert steps[0][1:4] == other[1:4]
 
 
-@pytest.mark.parametrize("preset", ["paper", "paper_holding", "rl"])
+@pytest.mark.parametrize("preset", ["default", "paper_holding", "rl"])
 def test_presets_pass_the_checker(preset):
     with warnings.catch_warnings():
         warnings.simplefilter("error")

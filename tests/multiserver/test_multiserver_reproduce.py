@@ -24,3 +24,13 @@ def test_reproduction_smoke(tmp_path, monkeypatch):
     assert (tmp_path / "fig_rho.png").stat().st_size > 0
     with pytest.raises(ValueError, match="scale"):
         multiserver.run("huge", tmp_path)
+
+
+def test_comparison_alone_covers_every_esdp_reading(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    tiny = dict(multiserver.SCALES["small"], horizon=60)
+    monkeypatch.setitem(multiserver.SCALES, "tiny_test", tiny)
+    text = multiserver.comparison("tiny_test", tmp_path, seeds=range(2), workers=1, progress=False).read_text()
+    for reading in multiserver.ESDP_READINGS:
+        assert f"| {reading} vs lcf |" in text
+    assert "CPU of the deciding thread" in text and "Fig. 5" not in text

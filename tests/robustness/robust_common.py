@@ -22,11 +22,11 @@ REGISTERED = IDS + cluster_envs.rl_ids()  # with the RL-ready ids: the golden fi
 
 
 def presets(env_id: str) -> list[str]:
-    """The preset names of ``env_id`` (the ``PRESETS`` table next to its env class, by the config convention), less
-    those that read user data (``TRACE_PRESETS`` of the config module: tested with the data in the env's tests)."""
-    module = importlib.import_module(gym.spec(env_id).entry_point.partition(":")[0])
-    config_module = importlib.import_module(type(gym.make(env_id).unwrapped.config).__module__)
-    return [name for name in getattr(module, "PRESETS", {}) if name not in getattr(config_module, "TRACE_PRESETS", ())]
+    """The preset names of ``env_id`` (its env class's ``presets`` table), less those that read user data
+    (``TRACE_PRESETS`` of the config module: tested with the data in the env's tests)."""
+    env = gym.make(env_id).unwrapped
+    config_module = importlib.import_module(type(env.config).__module__)
+    return [name for name in type(env).presets if name not in getattr(config_module, "TRACE_PRESETS", ())]
 
 
 def action_modes(env_id: str) -> list[str]:

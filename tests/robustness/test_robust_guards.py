@@ -17,7 +17,7 @@ from cluster_envs.multiserver import knapsack
 
 OVERSIZED = [  # the findings: 40 GiB (knapsack), ~3 s per step (knapsack), 76 GiB (SLSQP)
     ("ClusterMultiServer-v0", {"edge_prob": 1.0, "req_high": 5, "capacity_beta": 1000.0}, "compute_regret=False"),
-    ("ClusterMultiServer-v0", {"preset": "paper", "edge_prob": 1.0}, "compute_regret=False"),
+    ("ClusterMultiServer-v0", {"preset": "default", "edge_prob": 1.0}, "compute_regret=False"),
     ("ClusterGang-v0", {"preset": "paper", "edge_prob": 1.0, "n_ports": 20, "n_servers": 200, "tasks_high": 8},
      "compute_regret=False"),
     ("ClusterApprox-v0", {"compute_regret": True, "load": 1000.0, "lifetime_median": 1.0, "horizon": 3},
@@ -71,8 +71,8 @@ def test_every_preset_is_under_the_limits(env_id, preset, request):
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"preset": "paper", "edge_prob": 0.3},
-        {"preset": "paper", "edge_prob": 1.0, "n_device_types": 2, "capacity_beta": 1.0},
+        {"preset": "default", "edge_prob": 0.3},
+        {"preset": "default", "edge_prob": 1.0, "n_device_types": 2, "capacity_beta": 1.0},
         {"preset": "small", "n_device_types": 1, "req_high": 4},
     ],
 )

@@ -20,7 +20,7 @@ ENV = "ClusterSLA-v0"
 # β of each preset as documented in the spec's preset table (§3.1); "mean": the normalised mean load of the trace.
 PRESET_SLA = {
     "paper_synthetic": (0.2, 0.3, 0.5),
-    "paper_synthetic_small": (0.2, 0.3, 0.5),
+    "default": (0.2, 0.3, 0.5),
     "paper_real_standin": "mean",
     "example_1_1": (0.5, 0.2, 0.3),
     "proportionality_3_4": (0.5, 0.3, 0.2),

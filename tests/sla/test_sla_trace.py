@@ -13,6 +13,7 @@ import pytest
 import cluster_envs  # noqa: F401
 from baselines.harness import rollout
 from cluster_envs.common.alibaba_gpu import NODE_FILE, POD_FILE, load_gpu_trace
+from cluster_envs.sla.config import SLAConfig
 from cluster_envs.sla.model import alibaba_gpu_loads
 
 ENV = "ClusterSLA-v0"
@@ -61,6 +62,13 @@ def test_preset_without_trace_dir_says_what_to_pass():
         gym.make(ENV, preset=PRESET)
     with pytest.raises(ValueError, match="trace_dir is only read by"):
         gym.make(ENV, trace_dir="anywhere")
+
+
+def test_the_config_checks_trace_dir_against_the_scenario_before_any_load_generator():
+    with pytest.raises(ValueError, match=f"trace_dir=.*{NODE_FILE}"):
+        SLAConfig(scenario=PRESET, n_users=4, sla="mean")
+    with pytest.raises(ValueError, match="trace_dir is only read by"):
+        SLAConfig(scenario=lambda rng, n_users, horizon: None, trace_dir="anywhere")  # a user scenario too
 
 
 def test_users_must_match_the_qos_classes(alibaba_trace_dir):

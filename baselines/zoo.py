@@ -1,0 +1,78 @@
+"""rl-zoo3's ``train`` entry (training and ``-optimize``) with what this package adds to it, one job:
+
+    python -m baselines.zoo [--hold gamma,gae_lambda] <rl_zoo3.train arguments>
+
+- **MaskablePPO as ``ppo_mask``.** rl-zoo3 2.9.2's ``ALGOS`` has no MaskablePPO (sb3-contrib's), so this
+  registers it under the name ``baselines.rl`` uses, with rl-zoo3's own PPO sampler and converter
+  (``sample_ppo_params``, ``convert_onpolicy_params``: MaskablePPO has PPO's hyperparameters). Its training
+  collects the envs' ``action_masks()`` itself; rl-zoo3's evaluation callback (``EvalCallback``, which
+  ``-optimize``'s ``TrialEvalCallback`` extends) calls SB3's ``evaluate_policy``, which passes no mask, so for a
+  MaskablePPO model it calls sb3-contrib's masked ``evaluate_policy`` instead: trials are scored as the policy
+  acts.
+- **Held hyperparameters** (``--hold``): keys of the YAML section that the optimizer must not change. rl-zoo3's
+  PPO sampler always samples γ (0.97-0.9999) and λ, but a contextual bandit's γ is 0 by its definition
+  (spec §3.11: an action does not change later observations; ClusterMultiServer-v0, ClusterGang-v0), not a
+  tunable, and λ has no effect at γ = 0. The sampler's output is passed on without those keys, so the trial
+  trains with the section's values (TPE still draws them; they are inert).
+
+Everything else (the TPE sampler, the median pruner, the objective, the journal storage) is rl-zoo3's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+ALGO = "ppo_mask"
+
+
+def register(hold: Sequence[str] = ()) -> None:
+    """Add ``ppo_mask`` to rl-zoo3 and hold ``hold``'s keys at the YAML's values during optimization."""
+    import stable_baselines3.common.callbacks as sb3_callbacks
+    from rl_zoo3 import hyperparams_opt
+    from rl_zoo3.utils import ALGOS
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.evaluation import evaluate_policy as masked_evaluate_policy
+
+    ALGOS[ALGO] = MaskablePPO  # the dict rl_zoo3.train and its ExperimentManager read
+    hyperparams_opt.HYPERPARAMS_CONVERTER[ALGO] = hyperparams_opt.convert_onpolicy_params
+    samplers = hyperparams_opt.HYPERPARAMS_SAMPLER
+    samplers[ALGO] = hyperparams_opt.sample_ppo_params
+    if hold:
+        for algo, sampler in list(samplers.items()):
+            samplers[algo] = _holding(sampler, frozenset(hold))
+    if getattr(sb3_callbacks.evaluate_policy, "masked_dispatch", False):
+        return
+    unmasked = sb3_callbacks.evaluate_policy
+
+    def evaluate_policy(model: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
+        evaluate = masked_evaluate_policy if isinstance(model, MaskablePPO) else unmasked
+        return evaluate(model, env, *args, **kwargs)
+
+    evaluate_policy.masked_dispatch = True  # type: ignore[attr-defined]
+    sb3_callbacks.evaluate_policy = evaluate_policy  # EvalCallback looks the name up in its module
+
+
+def _holding(sampler: Any, hold: frozenset[str]) -> Any:
+    def sample(trial: Any, n_actions: int, n_envs: int, additional_args: dict) -> dict[str, Any]:
+        return {key: value for key, value in sampler(trial, n_actions, n_envs, additional_args).items()
+                if key not in hold}  # fmt: skip
+
+    return sample
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m baselines.zoo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hold", default="", help="comma-separated hyperparameters the optimizer keeps")
+    args, rest = parser.parse_known_args(argv)
+    register([key for key in args.hold.split(",") if key])
+    from rl_zoo3.train import train
+
+    sys.argv = ["rl_zoo3.train", *rest]  # rl-zoo3 parses sys.argv
+    train()
+
+
+if __name__ == "__main__":
+    main()
