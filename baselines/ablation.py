@@ -265,6 +265,21 @@ STUDIES["approx_single_learning"] = (
     ),
 )
 
+# Learning curves to a plateau of the ClusterSLA-v0 and ClusterBilinear-v0 sections as shipped, and on
+# ClusterBilinear-v0 the policies that could adapt within an episode at the shipped (fast) update's budgets
+# (docs/rl_curves.md).
+QUEUES = {"observation_mode": "queues"}  # the last slot's feedback only: no cumulative statistics
+STUDIES["sla_curve"] = ("ClusterSLA-v0", (Variant("shipped"),))
+STUDIES["bilinear_curve"] = (
+    "ClusterBilinear-v0",
+    (
+        Variant("PPO, full (shipped)"),
+        Variant("RecurrentPPO, queues (last slot only)", algo="ppo_lstm", env_kwargs=QUEUES, hyperparams=FAST),
+        Variant("RecurrentPPO, full (cumulative statistics)", algo="ppo_lstm", hyperparams=FAST),
+        Variant("PPO, queues (last slot only)", env_kwargs=QUEUES),
+    ),
+)
+
 
 # -- one run -------------------------------------------------------------------------------------------
 

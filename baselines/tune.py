@@ -9,7 +9,12 @@ MaskablePPO added as ``ppo_mask`` and ``--hold``: keys the optimizer keeps at th
 contextual bandit's γ = 0; :func:`zoo_command` prints the exact command) on the id's
 section of ``baselines/hyperparams/<algo>.yml``: its env kwargs (the settings' RL kwargs), its observation wrapper
 and its normalization, with one torch thread, one job, TPE sampling and median pruning. The budget is
-``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations of ``eval_episodes`` episodes per trial). The
+``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations of ``eval_episodes`` episodes per trial).
+``--native`` runs the same optimizer on the ids' native batched envs (``baselines.zoo_native``, imported through
+rl-zoo3's ``--gym-packages``), and ``--trial-cpu-seconds`` caps each trial's CPU time (a trial past it is
+pruned), so the budget in CPU time is at most ``trials`` × that cap. rl-zoo3's sampler replaces the section's
+``policy_kwargs`` (its network sizes and activations; keys it does not sample, e.g. ``log_std_init``, are
+dropped) and draws γ from [0.97, 0.9999]. The
 objective is rl-zoo3's: the mean return of deterministic evaluation episodes at the trial's last evaluation,
 not the benchmark's headline metric. rl-zoo3 seeds the trials' training and evaluation envs from ``--seed``,
 which is set to a training seed (``baselines.rl.training_seed(0)``, ≥ 10⁹), so tuning never plays the benchmark's
@@ -51,15 +56,22 @@ def storage_path(out: Path, env_id: str, algo: str) -> Path:
 
 def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, evaluations: int = 4,
                 eval_episodes: int = 5, startup_trials: int = 5, env_kwargs: Mapping[str, Any] | None = None,
-                hold: Sequence[str] = ()) -> list[str]:  # fmt: skip
+                hold: Sequence[str] = (), native: bool = False,
+                trial_cpu_seconds: float | None = None) -> list[str]:  # fmt: skip
     """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the YAML section's env kwargs, as
-    rl-zoo3's ``--env-kwargs`` does; ``hold``: hyperparameters kept at the section's values)."""
+    rl-zoo3's ``--env-kwargs`` does; ``hold``: hyperparameters kept at the section's values). ``native``: train
+    and evaluate on the id's native batched env (``baselines.zoo_native``; the evaluation episodes as one batch
+    of ``eval_episodes`` copies); ``trial_cpu_seconds``: prune a trial once it has used that much CPU time
+    (``TrialCPUBudget``)."""
     for name, value in (("trials", trials), ("steps", steps), ("evaluations", evaluations),
                         ("eval_episodes", eval_episodes), ("startup_trials", startup_trials)):  # fmt: skip
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if trial_cpu_seconds is not None and not trial_cpu_seconds > 0:
+        raise ValueError(f"trial_cpu_seconds must be positive or None, got {trial_cpu_seconds!r}")
+    packages = ["cluster_envs", "baselines.zoo_native"] if native else ["cluster_envs"]
     command = ["python", "-m", "baselines.zoo", *(["--hold", ",".join(hold)] if hold else []), "--algo", algo,
-               "--env", env_id, "--gym-packages", "cluster_envs",
+               "--env", env_id, "--gym-packages", *packages,
                "-conf", str(_relative(HYPERPARAMS_DIR / f"{algo}.yml"))]  # fmt: skip
     command += [
         "-optimize", "--n-trials", str(trials), "--n-timesteps", str(steps), "--n-evaluations", str(evaluations),
@@ -68,6 +80,11 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
         "--storage", str(storage_path(out, env_id, algo)), "--study-name", study_name(env_id, algo),
         "--no-optim-plots", "-f", str(out),
     ]  # fmt: skip
+    if native:
+        command += ["--n-eval-envs", str(eval_episodes)]
+    if trial_cpu_seconds is not None:
+        budget = {"baselines.zoo_native.TrialCPUBudget": {"seconds": float(trial_cpu_seconds)}}
+        command += ["--hyperparams", f"callback:{budget!r}"]
     if env_kwargs:
         command += ["--env-kwargs", *_zoo_dict(env_kwargs)]
     # rl-zoo3 2.9.2 builds the evaluation env with the command line's env kwargs only (ExperimentManager's
@@ -102,18 +119,42 @@ def best_trial(storage: Path, env_id: str, algo: str, hold: Sequence[str] = ()) 
 
     if algo not in ON_POLICY:
         raise ValueError(f"algo={algo!r}: writing tuned values is implemented for {sorted(ON_POLICY)}")
-    if not storage.is_file():
-        raise FileNotFoundError(f"no study at {storage}: run `python -m baselines.tune run` first")
     from rl_zoo3.hyperparams_opt import convert_onpolicy_params
 
-    backend = optuna.storages.journal.JournalFileBackend(str(storage))
-    study = optuna.load_study(study_name=study_name(env_id, algo), storage=optuna.storages.JournalStorage(backend))
+    study = _load_study(storage, env_id, algo)
     finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not finished:
         raise ValueError(f"the study in {storage} has no finished trial")
     best = study.best_trial
     params = {key: value for key, value in convert_onpolicy_params(best.params).items() if key not in hold}
     return params, float(best.value), len(finished)
+
+
+def trials_table(storage: Path, env_id: str, algo: str) -> str:
+    """The study's trials as a Markdown table: state, objective, the value at each evaluation (the pruner's
+    points) and the sampled hyperparameters as rl-zoo3 converts them."""
+    from rl_zoo3.hyperparams_opt import convert_onpolicy_params
+
+    lines = [
+        "| trial | state | objective | at each evaluation | sampled (rl-zoo3's conversion) |",
+        "|---:|---|---:|---|---|",
+    ]
+    for trial in _load_study(storage, env_id, algo).trials:
+        params = yaml_values(convert_onpolicy_params(trial.params)) if trial.params else {}
+        shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
+        steps = ", ".join(f"{v:.4g}" for _, v in sorted(trial.intermediate_values.items()))
+        value = "—" if trial.value is None else f"{trial.value:.4g}"
+        lines.append(f"| {trial.number} | {trial.state.name.lower()} | {value} | {steps} | {shown} |")
+    return "\n".join(lines)
+
+
+def _load_study(storage: Path, env_id: str, algo: str):
+    import optuna
+
+    if not storage.is_file():
+        raise FileNotFoundError(f"no study at {storage}: run `python -m baselines.tune run` first")
+    backend = optuna.storages.journal.JournalFileBackend(str(storage))
+    return optuna.load_study(study_name=study_name(env_id, algo), storage=optuna.storages.JournalStorage(backend))
 
 
 def yaml_values(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -181,8 +222,9 @@ def write_section(path: Path, env_id: str, values: Mapping[str, Any], comment: s
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m baselines.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "command", choices=["run", "write", "print"], help="tune; write the best trial; print the command"
-    )
+        "command", choices=["run", "write", "print", "trials"],
+        help="tune; write the best trial; print the command; print the study's trials (Markdown)",
+    )  # fmt: skip
     parser.add_argument("env_id")
     parser.add_argument("--algo", default="ppo")
     parser.add_argument("--trials", type=int, default=20)
@@ -193,13 +235,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hold", default="", help="comma-separated hyperparameters kept at the section's values")
     parser.add_argument("--out", type=Path, default=Path("results/tune"))
     parser.add_argument("--to", type=Path, default=None, help="write: a copy of the YAML file with the best trial")
+    parser.add_argument("--native", action="store_true", help="train on the native batched env (faster)")
+    parser.add_argument("--trial-cpu-seconds", type=float, default=None, help="prune a trial past this CPU time")
     args = parser.parse_args(argv)
     hold = [key for key in args.hold.split(",") if key]
     command = zoo_command(args.env_id, args.algo, args.trials, args.steps, args.out, evaluations=args.evaluations,
-                          eval_episodes=args.eval_episodes, startup_trials=args.startup_trials, hold=hold)  # fmt: skip
+                          eval_episodes=args.eval_episodes, startup_trials=args.startup_trials, hold=hold,
+                          native=args.native, trial_cpu_seconds=args.trial_cpu_seconds)  # fmt: skip
     text = shlex.join(command)
     if args.command == "print":
         print(text)
+    elif args.command == "trials":
+        print(trials_table(storage_path(args.out, args.env_id, args.algo), args.env_id, args.algo))
     elif args.command == "run":
         print(text, flush=True)
         run(command)

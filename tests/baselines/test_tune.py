@@ -148,3 +148,33 @@ def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tm
     assert command[2:5] == ["baselines.zoo", "--hold", ",".join(hold)]
     at = command.index("--eval-env-kwargs")
     assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_mode:'flat'"]
+
+
+def test_the_native_command_imports_the_native_path_and_caps_each_trials_cpu(tmp_path):
+    command = tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, eval_episodes=3, native=True,
+                               trial_cpu_seconds=12.5)  # fmt: skip
+    packages = command[command.index("--gym-packages") + 1 : command.index("-conf")]
+    assert packages == ["cluster_envs", "baselines.zoo_native"]
+    assert command[command.index("--n-eval-envs") + 1] == "3"
+    assert "{'seconds': 12.5}" in command[command.index("--hyperparams") + 1]
+    with pytest.raises(ValueError, match="trial_cpu_seconds"):
+        tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, trial_cpu_seconds=0)
+
+
+def test_the_trials_table_shows_each_trials_evaluations_and_converted_values(tmp_path):
+    import optuna
+
+    storage = tune.storage_path(tmp_path, "ClusterSLA-v0", "ppo")
+    backend = optuna.storages.journal.JournalFileBackend(str(storage))
+    study = optuna.create_study(study_name=tune.study_name("ClusterSLA-v0", "ppo"), direction="maximize",
+                                storage=optuna.storages.JournalStorage(backend))  # fmt: skip
+    sampled = {"batch_size_pow": 6, "n_steps_pow": 7, "one_minus_gamma": 0.01, "one_minus_gae_lambda": 0.05,
+               "learning_rate": 3e-4, "ent_coef": 1e-6, "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5,
+               "net_arch": "tiny", "activation_fn": "relu"}  # fmt: skip
+    distributions = {k: optuna.distributions.CategoricalDistribution([v]) for k, v in sampled.items()}
+    study.add_trial(optuna.trial.create_trial(params=sampled, distributions=distributions, value=-12.5,
+                                              intermediate_values={1: -30.0, 2: -12.5}))  # fmt: skip
+    rows = tune.trials_table(storage, "ClusterSLA-v0", "ppo").splitlines()
+    assert len(rows) == 3
+    assert rows[2].startswith("| 0 | complete | -12.5 | -30, -12.5 |")
+    assert "batch_size 64" in rows[2] and "n_steps 128" in rows[2] and "gamma 0.99" in rows[2]
