@@ -251,7 +251,10 @@ def _sweep(V, reach, point_flat, bits, flat, values, upsilon, A, layout, neg):
     """Every stage of the DP in place on ``V`` (layout ``[c', s]``), ``reach`` and ``point_flat`` (per point, the
     largest feasible budget and the budgets up to which the value is row 0's), writing the take bits and ``flat``.
     ``layout``: the stages' (order, box, corner, rows, bit_offset) of :class:`KnapsackTable`, the point strides, the
-    s-stride ``width`` and ``flat_offset``; ``neg``: the infeasible value."""
+    s-stride ``width`` and ``flat_offset``; ``neg``: the infeasible value.
+
+    One function, hence its length: the per-point update is the DP's innermost work, inside the stage and point
+    loops, where a helper taking the arrays would cost a reference count per array and call."""
     order, box, corner, rows, bit_offset, point_strides, width, flat_offset = layout
     n_types = A.shape[0]
     scratch = np.zeros(((width + 7) // 8) * 8, np.uint8)
