@@ -37,6 +37,7 @@ PAPER_TABLE_I = {
 }
 TABLE_BETAS = (0.5, 0.6, 0.7)
 FIG2_BETAS = (0.5, 0.6, 0.7, 0.8, 0.9)
+KEEP = {"heavy": 1.0, "light": 0.5}  # light load keeps each job with probability 0.5
 HETEROGENEITY = 0.5
 ALPHAS = tuple(float(a) for a in range(1, 11))
 SCALES = {
@@ -118,12 +119,13 @@ def _gain(runs, a, b, metric="utility") -> np.ndarray:
     return _values(runs[a], metric) / _values(runs[b], metric) - 1.0
 
 
-def fig2_tasks(env_kwargs: dict, seeds: list[int]) -> list[tuple]:
-    """Every scheme at heavy and light load and every β of Fig. 2 (Table I's β among them)."""
+def fig2_tasks(env_kwargs: dict, seeds: list[int], loads=("heavy", "light"), betas=FIG2_BETAS) -> list[tuple]:
+    """Every scheme at each load of ``loads`` and each β of ``betas`` (by default all of Fig. 2, Table I's β among
+    them; Table I and Fig. 1 alone are ``loads=("heavy",), betas=TABLE_BETAS``)."""
     tasks = []
-    for load, keep in (("heavy", 1.0), ("light", 0.5)):
-        for beta in FIG2_BETAS:
-            kwargs = {**env_kwargs, "beta": beta, "job_keep_fraction": keep}
+    for load in loads:
+        for beta in betas:
+            kwargs = {**env_kwargs, "beta": beta, "job_keep_fraction": KEEP[load]}
             tasks += [
                 (("fig2", load, beta, s), "ClusterApprox-v0", s, {}, kwargs, seed) for s in SCHEMES for seed in seeds
             ]
@@ -205,16 +207,16 @@ def figure_one(runs, out: Path) -> list[str]:
     return lines
 
 
-def figure_two(runs, out: Path) -> list[str]:
+def figure_two(runs, out: Path, betas=FIG2_BETAS) -> list[str]:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
     lines = ["## E3: Fig. 2 (overall utility over β, heavy and light load)", ""]
     lines += ["| load | β | " + " | ".join(LABELS[s] for s in SCHEMES) + " | OPM/Fair − 1 | OPM/DA − 1 |"]
     lines += ["|---" * (4 + len(SCHEMES)) + "|"]
     for ax, load in zip(axes, ("heavy", "light"), strict=True):
         for s in SCHEMES:
-            means = [_values(runs[("fig2", load, b, s)], "utility").mean() for b in FIG2_BETAS]
-            ax.plot(FIG2_BETAS, means, marker="o", label=LABELS[s])
-        for b in FIG2_BETAS:
+            means = [_values(runs[("fig2", load, b, s)], "utility").mean() for b in betas]
+            ax.plot(betas, means, marker="o", label=LABELS[s])
+        for b in betas:
             group = {s: runs[("fig2", load, b, s)] for s in SCHEMES}
             cells = " | ".join(_fmt(_values(group[s], "utility")) for s in SCHEMES)
             fair, da = _gain(group, "opm", "fair"), _gain(group, "opm", "deadline_aware")
@@ -402,7 +404,6 @@ STUDY_AGENTS = {f"{semantics}, μ×{factor:g}": (semantics, factor)
                 for semantics in ("reg_weight", "step") for factor in (1.0, 0.1, 10.0)}  # fmt: skip
 DEFAULT_READING = "reg_weight, μ×1"
 STUDY_CONFIGS = (("heavy", 0.5), ("heavy", 0.7), ("heavy", 0.9), ("light", 0.9))
-KEEP = {"heavy": 1.0, "light": 0.5}
 
 
 def study_agent_kwargs(label: str) -> dict:
@@ -485,30 +486,51 @@ def sensitivity(
     return report
 
 
+FIGURES = {"table1": "Table I and Fig. 1", "fig2": "Fig. 2"}
+
+
 def table_one_and_fig_two(
     scale: str = "paper",
     out_dir: str | Path = "results/reproduce/approx-table1",
     *,
+    figures=tuple(FIGURES),
+    fig2_betas=FIG2_BETAS,
     preset: str | None = None,
     workers: int = 2,
     progress: bool = True,
 ) -> Path:
-    """Table I, Fig. 1 and Fig. 2 alone (every scheme, heavy and light load, β = 0.5 … 0.9) at ``scale``, on the
-    scale's preset or on ``preset`` (e.g. a reading of the sensitivity study); writes ``report.md``, the figures
-    and ``runs.pkl`` into ``out_dir`` and returns the report."""
+    """Table I, Fig. 1 and Fig. 2 alone at ``scale``, on the scale's preset or on ``preset`` (e.g. a reading of the
+    sensitivity study). ``figures`` picks the parts: ``"table1"`` runs every scheme under heavy load at Table I's
+    β (Fig. 1 comes from its β = 0.5 runs), ``"fig2"`` every scheme under heavy and light load at each β of
+    ``fig2_betas``; an episode both need runs once. Writes ``report.md``, the figures and ``runs.pkl`` into
+    ``out_dir`` and returns the report."""
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r} is not allowed; choose one of {list(SCALES)}")
+    if not figures or not set(figures) <= set(FIGURES):
+        raise ValueError(f"figures={figures!r} is not allowed; choose a non-empty subset of {list(FIGURES)}")
+    if not fig2_betas or not all(0 < b < 1 for b in fig2_betas):
+        raise ValueError(f"fig2_betas={fig2_betas!r} is not allowed; give one or more β in (0, 1)")
     config = SCALES[scale]
     env_kwargs = {**config["env"], **({"preset": preset} if preset else {})}
+    seeds = list(range(config["seeds"]))
+    tasks = fig2_tasks(env_kwargs, seeds, ("heavy",), TABLE_BETAS) if "table1" in figures else []
+    if "fig2" in figures:
+        tasks += fig2_tasks(env_kwargs, seeds, betas=tuple(fig2_betas))
+    tasks = list({(t[0], t[-1]): t for t in tasks}.values())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    runs = run_tasks(fig2_tasks(env_kwargs, list(range(config["seeds"]))), workers, progress)
+    runs = run_tasks(tasks, workers, progress)
     elapsed = time.perf_counter() - start
     (out / "runs.pkl").write_bytes(pickle.dumps(runs))
-    lines = ["# Paper 000: Table I and Figs. 1-2", "", f"Env settings {env_kwargs}, {config['seeds']} seeds; "
-             f"{elapsed:.0f} s wall with {workers} worker(s).", ""]  # fmt: skip
-    lines += table_one(runs) + [""] + figure_one(runs, out) + [""] + figure_two(runs, out)
+    episode_seconds = sum(r.seconds for group in runs.values() for r in group)
+    lines = ["# Paper 000: " + " and ".join(FIGURES[f] for f in FIGURES if f in figures), "",
+             f"Env settings {env_kwargs}, {config['seeds']} seeds; {len(tasks)} episodes, {elapsed:.0f} s wall with "
+             f"{workers} worker(s), {episode_seconds:.0f} s of episode time.", ""]  # fmt: skip
+    if "table1" in figures:
+        lines += table_one(runs) + [""] + figure_one(runs, out) + [""]
+    if "fig2" in figures:
+        lines += figure_two(runs, out, tuple(fig2_betas))
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
     return report
@@ -516,13 +538,21 @@ def table_one_and_fig_two(
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m baselines.reproduce.approx sensitivity [--seeds N] [--workers W] [--out DIR]`` or
-    ``python -m baselines.reproduce.approx table1 [--scale paper] [--preset P] [--workers W] [--out DIR]``."""
+    ``python -m baselines.reproduce.approx table1 [--scale paper] [--only table1|fig2] [--betas B ...]
+    [--preset P] [--workers W] [--out DIR]``."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m baselines.reproduce.approx")
     parser.add_argument("study", choices=("sensitivity", "table1"))
     parser.add_argument("--seeds", type=int, default=3, help="sensitivity: seeds (table1: the scale's)")
     parser.add_argument("--scale", choices=list(SCALES), default="paper", help="table1: the scale")
+    parser.add_argument(
+        "--only",
+        choices=list(FIGURES),
+        default=None,
+        help="table1: run only Table I + Fig. 1 (heavy load, β = 0.5-0.7) or only Fig. 2",
+    )
+    parser.add_argument("--betas", type=float, nargs="+", default=list(FIG2_BETAS), help="table1: Fig. 2's β values")
     parser.add_argument("--preset", default=None, help="table1: another ClusterApprox-v0 preset at that scale")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=None, help="output folder (default: results/reproduce/approx-<study>)")
@@ -531,7 +561,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.study == "sensitivity":
         report = sensitivity(out, seeds=args.seeds, workers=args.workers)
     else:
-        report = table_one_and_fig_two(args.scale, out, preset=args.preset, workers=args.workers)
+        figures = (args.only,) if args.only else tuple(FIGURES)
+        report = table_one_and_fig_two(
+            args.scale, out, figures=figures, fig2_betas=tuple(args.betas), preset=args.preset, workers=args.workers
+        )
     print(f"report written to {report}")
 
 
