@@ -85,6 +85,42 @@ def test_table_one_and_fig_two_write_their_sections_on_a_named_preset(tmp_path, 
     assert (tmp_path / "fig2_utility_vs_beta.png").stat().st_size > 0
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "argument"), [({"figures": ("fig1",)}, "figures"), ({"figures": ()}, "figures"),
+                             ({"fig2_betas": (0.9, 1.2)}, "fig2_betas"), ({"fig2_betas": ()}, "fig2_betas")]
+)  # fmt: skip
+def test_table_one_rejects_unknown_parts_and_betas(tmp_path, kwargs, argument):
+    with pytest.raises(ValueError, match=argument):
+        approx.table_one_and_fig_two("paper", tmp_path, **kwargs)
+
+
+def test_table_one_alone_runs_heavy_load_at_table_one_betas_and_fig_two_alone_its_own(tmp_path, monkeypatch):
+    monkeypatch.setitem(approx.SCALES, "tiny", TINY)
+    keys, run_tasks = [], approx.run_tasks
+
+    def record(tasks, workers, progress):
+        keys.append([(t[0], t[-1]) for t in tasks])
+        return run_tasks(tasks, workers, progress)
+
+    monkeypatch.setattr(approx, "run_tasks", record)
+    table = approx.table_one_and_fig_two("tiny", tmp_path / "t", figures=("table1",), workers=1, progress=False)
+    fig2 = approx.table_one_and_fig_two("tiny", tmp_path / "f", figures=("fig2",), fig2_betas=(0.9,), workers=1,
+                                        progress=False)  # fmt: skip
+    both = approx.table_one_and_fig_two("tiny", tmp_path / "b", fig2_betas=(0.5, 0.9), workers=1, progress=False)
+    seeds = range(TINY["seeds"])
+    heavy = {(("fig2", "heavy", b, s), seed) for b in approx.TABLE_BETAS for s in approx.SCHEMES for seed in seeds}
+    beta9 = {(("fig2", load, 0.9, s), seed) for load in approx.KEEP for s in approx.SCHEMES for seed in seeds}
+    light5 = {(("fig2", "light", 0.5, s), seed) for s in approx.SCHEMES for seed in seeds}
+    assert set(keys[0]) == heavy and len(keys[0]) == len(heavy)
+    assert set(keys[1]) == beta9 and len(keys[1]) == len(beta9)
+    assert set(keys[2]) == heavy | beta9 | light5 and len(keys[2]) == len(heavy | beta9 | light5)  # β = 0.5 once
+    assert "E1: Table I" in table.read_text() and "E3: Fig. 2" not in table.read_text()
+    assert "E3: Fig. 2" in fig2.read_text() and "E1: Table I" not in fig2.read_text()
+    assert (tmp_path / "t" / "fig1_cdfs.png").stat().st_size > 0
+    assert (tmp_path / "f" / "fig2_utility_vs_beta.png").stat().st_size > 0
+    assert "E1: Table I" in both.read_text() and "E3: Fig. 2" in both.read_text()
+
+
 def test_sensitivity_writes_one_row_per_reading(tmp_path, monkeypatch):
     monkeypatch.setattr(approx, "STUDY_SCALE", {k: v for k, v in TINY["env"].items() if k != "preset"})
     monkeypatch.setattr(approx, "STUDY_ENVS", {"paper_hidden_speed": ("paper_hidden_speed", {}, True)})
