@@ -9,6 +9,7 @@ relative improvements, not absolute utilities (spec §5.6).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import pickle
 import time
@@ -90,16 +91,40 @@ def run_one(task: tuple) -> Run:
         return Run(key, seed, end.info["episode_summary"], ratio, sim.spent / sim.budget, end.seconds)
 
 
-def run_tasks(tasks: list[tuple], workers: int, progress: bool = False) -> dict[tuple, list[Run]]:
+def run_cached(job: tuple) -> Run:
+    """``run_one`` through an episode file ``(task, path)``: an episode already on disk is read back, not rerun,
+    so a long run that stops resumes where it was, and its finished episodes survive."""
+    task, path = job
+    if path is not None and path.exists():
+        return pickle.loads(path.read_bytes())
+    run = run_one(task)
+    if path is not None:
+        partial = path.with_suffix(".part")
+        partial.write_bytes(pickle.dumps(run))
+        partial.replace(path)
+    return run
+
+
+def run_tasks(
+    tasks: list[tuple], workers: int, progress: bool = False, episode_dir: Path | None = None
+) -> dict[tuple, list[Run]]:
+    """Every task's episode (in ``workers`` processes), grouped by key; with ``episode_dir``, each episode is kept in
+    a file named by a hash of its whole task and reused on the next call."""
+
     def collect(results) -> list[Run]:
         return list(progress_bar(results, total=len(tasks), desc="ClusterApprox episodes", unit="episode",
                                  enabled=progress))  # fmt: skip
 
+    if episode_dir is not None:
+        episode_dir.mkdir(parents=True, exist_ok=True)
+    paths = [None if episode_dir is None else episode_dir / f"{hashlib.sha1(repr(t).encode()).hexdigest()}.pkl"
+             for t in tasks]  # fmt: skip
+    jobs = list(zip(tasks, paths, strict=True))
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
-            runs = collect(pool.map(run_one, tasks, chunksize=1))
+            runs = collect(pool.map(run_cached, jobs, chunksize=1))
     else:
-        runs = collect(map(run_one, tasks))
+        runs = collect(map(run_cached, jobs))
     grouped: dict[tuple, list[Run]] = {}
     for r in runs:
         grouped.setdefault(r.key, []).append(r)
@@ -127,7 +152,7 @@ def fig2_tasks(env_kwargs: dict, seeds: list[int], loads=("heavy", "light"), bet
         for beta in betas:
             kwargs = {**env_kwargs, "beta": beta, "job_keep_fraction": KEEP[load]}
             tasks += [
-                (("fig2", load, beta, s), "ClusterApprox-v0", s, {}, kwargs, seed) for s in SCHEMES for seed in seeds
+                (("fig2", load, beta, s), "ClusterApprox-v0", s, {}, kwargs, seed) for seed in seeds for s in SCHEMES
             ]
     return tasks
 
@@ -513,14 +538,17 @@ def table_one_and_fig_two(
     config = SCALES[scale]
     env_kwargs = {**config["env"], **({"preset": preset} if preset else {})}
     seeds = list(range(config["seeds"]))
-    tasks = fig2_tasks(env_kwargs, seeds, ("heavy",), TABLE_BETAS) if "table1" in figures else []
+    # Table I's end columns first, and every scheme of a seed together: a run that stops early still has paired
+    # ratios at β = 0.5 (with Fig. 1) and at β = 0.7, and its finished episodes in ``out_dir/episodes``
+    table_betas = (TABLE_BETAS[0], TABLE_BETAS[-1], *TABLE_BETAS[1:-1])
+    tasks = fig2_tasks(env_kwargs, seeds, ("heavy",), table_betas) if "table1" in figures else []
     if "fig2" in figures:
         tasks += fig2_tasks(env_kwargs, seeds, betas=tuple(fig2_betas))
     tasks = list({(t[0], t[-1]): t for t in tasks}.values())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    runs = run_tasks(tasks, workers, progress)
+    runs = run_tasks(tasks, workers, progress, episode_dir=out / "episodes")
     elapsed = time.perf_counter() - start
     (out / "runs.pkl").write_bytes(pickle.dumps(runs))
     episode_seconds = sum(r.seconds for group in runs.values() for r in group)
