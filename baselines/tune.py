@@ -24,7 +24,9 @@ study's value is the one at the trial's last evaluation. ``--objective return`` 
 return of ``eval_episodes`` deterministic episodes of an evaluation env seeded once per trial, other episodes
 at each evaluation, which on ids whose instance is drawn per episode ranks episodes rather than policies
 (docs/rl_curves.md, "Tuning"). rl-zoo3 seeds the trials' training envs from ``--seed``, which is set to a training
-seed (``baselines.rl.training_seed(0)``, ≥ 10⁹), so tuning never plays the benchmark's evaluation seeds. The study
+seed (``baselines.rl.training_seed(0)``, ≥ 10⁹; ``--worker k``: ``training_seed(k)``, a second process adding
+trials to the same study with its own sampler and training seeds), so tuning never plays the benchmark's
+evaluation seeds. The study
 lives in an Optuna journal file (``<out>/<env_id>-<algo>-headline.log``; ``<out>/<env_id>-<algo>.log`` for the
 return objective), so a second ``run`` with the same arguments adds trials to it.
 
@@ -71,14 +73,17 @@ def storage_path(out: Path, env_id: str, algo: str, objective: str = "headline")
 def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, evaluations: int = 4,
                 eval_episodes: int = 5, startup_trials: int = 5, env_kwargs: Mapping[str, Any] | None = None,
                 hold: Sequence[str] = (), native: bool = False, trial_cpu_seconds: float | None = None,
-                objective: str = "headline", seeds: Sequence[int] = VALIDATION_SEEDS) -> list[str]:  # fmt: skip
+                objective: str = "headline", seeds: Sequence[int] = VALIDATION_SEEDS,
+                worker: int = 0) -> list[str]:  # fmt: skip
     """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the YAML section's env kwargs, as
     rl-zoo3's ``--env-kwargs`` does; ``hold``: hyperparameters kept at the section's values). ``native``: train
     and evaluate on the id's native batched env (``baselines.zoo_native``; the evaluation episodes as one batch
     of ``eval_episodes`` copies); ``trial_cpu_seconds``: prune a trial once it has used that much CPU time
     (``TrialCPUBudget``). ``objective``: ``"headline"`` scores each evaluation by the headline metric on the
     validation ``seeds`` (``baselines.zoo_objective``; ``eval_episodes`` then plays no part), ``"return"`` is
-    rl-zoo3's own (the mean return of ``eval_episodes`` episodes)."""
+    rl-zoo3's own (the mean return of ``eval_episodes`` episodes). ``worker``: the process's index among those
+    running the same study at once (each seeds its sampler and trials with ``training_seed(worker)``: equal
+    seeds would sample the same random start-up trials)."""
     for name, value in (("trials", trials), ("steps", steps), ("evaluations", evaluations),
                         ("eval_episodes", eval_episodes), ("startup_trials", startup_trials)):  # fmt: skip
         if not isinstance(value, int) or value < 1:
@@ -96,7 +101,7 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
     command += [
         "-optimize", "--n-trials", str(trials), "--n-timesteps", str(steps), "--n-evaluations", str(evaluations),
         "--eval-episodes", str(eval_episodes), "--n-startup-trials", str(startup_trials), "--n-jobs", "1",
-        "--num-threads", "1", "--sampler", "tpe", "--pruner", "median", "--seed", str(training_seed(0)),
+        "--num-threads", "1", "--sampler", "tpe", "--pruner", "median", "--seed", str(training_seed(worker)),
         "--storage", str(out / f"{name}.log"), "--study-name", name,
         "--no-optim-plots", "-f", str(out),
     ]  # fmt: skip
@@ -272,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--objective", choices=OBJECTIVES, default="headline",
                         help="the headline on fixed validation seeds (default) or rl-zoo3's return")  # fmt: skip
     parser.add_argument("--validation-seeds", default="100-104", help="the headline objective's seeds")
+    parser.add_argument("--worker", type=int, default=0, help="another process on the same study (1, 2, ...)")
     args = parser.parse_args(argv)
     from baselines.cli import parse_seeds
 
@@ -280,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = zoo_command(args.env_id, args.algo, args.trials, args.steps, args.out, evaluations=args.evaluations,
                           eval_episodes=args.eval_episodes, startup_trials=args.startup_trials, hold=hold,
                           native=args.native, trial_cpu_seconds=args.trial_cpu_seconds, objective=args.objective,
-                          seeds=seeds)  # fmt: skip
+                          seeds=seeds, worker=args.worker)  # fmt: skip
     text = shlex.join(command)
     storage = storage_path(args.out, args.env_id, args.algo, args.objective)
     if args.command == "print":
