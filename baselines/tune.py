@@ -166,9 +166,10 @@ def best_trial(storage: Path, algo: str, hold: Sequence[str] = ()) -> tuple[dict
     return params, float(best.value), len(finished)
 
 
-def trials_table(storage: Path) -> str:
+def trials_table(storage: Path, hold: Sequence[str] = ()) -> str:
     """The study's trials as a Markdown table: state, objective, the value at each evaluation (the pruner's
-    points) and the sampled hyperparameters as rl-zoo3 converts them."""
+    points) and the sampled hyperparameters as rl-zoo3 converts them, without the ``hold`` keys (drawn by TPE
+    but not used: the trials trained with the section's values)."""
     from rl_zoo3.hyperparams_opt import convert_onpolicy_params
 
     lines = [
@@ -176,7 +177,8 @@ def trials_table(storage: Path) -> str:
         "|---:|---|---:|---|---|",
     ]
     for trial in _load_study(storage).trials:
-        params = yaml_values(convert_onpolicy_params(trial.params)) if trial.params else {}
+        converted = convert_onpolicy_params(trial.params) if trial.params else {}
+        params = yaml_values({key: value for key, value in converted.items() if key not in hold})
         shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
         steps = ", ".join(f"{v:.4g}" for _, v in sorted(trial.intermediate_values.items()))
         value = "—" if trial.value is None else f"{trial.value:.4g}"
@@ -292,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "print":
         print(text)
     elif args.command == "trials":
-        print(trials_table(storage))
+        print(trials_table(storage, hold))
     elif args.command == "run":
         print(text, flush=True)
         run(command)

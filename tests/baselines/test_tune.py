@@ -178,3 +178,5 @@ def test_the_trials_table_shows_each_trials_evaluations_and_converted_values(tmp
     assert len(rows) == 3
     assert rows[2].startswith("| 0 | complete | -12.5 | -30, -12.5 |")
     assert "batch_size 64" in rows[2] and "n_steps 128" in rows[2] and "gamma 0.99" in rows[2]
+    held = tune.trials_table(storage, hold=["n_steps", "gamma"]).splitlines()[2]  # trained with the section's
+    assert "batch_size 64" in held and "n_steps" not in held and "gamma" not in held
