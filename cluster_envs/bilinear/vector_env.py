@@ -27,8 +27,9 @@ class ClusterBilinearVectorEnv(BatchedCopies):
     objects then hold their generator and simulator (current), not their problem or oracle (those of their last
     ``reset``). Supported: ``action_mode`` ``"allocation"`` or ``"simplex_logits"`` (each copy's logits become its
     class allocation as the single env's ``logits_to_allocation`` computes it, then the kernel's class-level
-    slot), every ``observation_mode``, no ``server_schedule`` and no ``include_server_counts``. ``info`` holds the ``info_level="minimal"`` keys
-    as (B,) arrays with ``_key`` masks and, for copies whose episode ends, ``episode_summary``.
+    slot), every ``observation_mode``, no ``server_schedule`` and no ``include_server_counts``. ``info`` holds the
+    ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks and, for copies whose episode ends,
+    ``episode_summary``.
     """
 
     def __init__(self, num_envs: int, preset: str = "default", render_mode: str | None = None, **overrides: Any):
