@@ -121,7 +121,16 @@ def _band(ax, episodes: list[Episode], attr: str, label: str, fn=None) -> None:
 
 
 def loglog_slope(horizons: Any, values: Any) -> float:
-    return float(np.polyfit(np.log(horizons), np.log(np.maximum(values, 1e-9)), 1)[0])
+    """The least-squares slope of log R against log T; NaN when a value is ≤ 0 (no power law to fit)."""
+    values = np.asarray(values, dtype=np.float64)
+    if (values <= 0).any():
+        return float("nan")
+    return float(np.polyfit(np.log(horizons), np.log(values), 1)[0])
+
+
+def slope_cell(horizons: Any, values: Any) -> str:
+    slope = loglog_slope(horizons, values)
+    return "n/a (R ≤ 0)" if np.isnan(slope) else f"{slope:.2f}"
 
 
 # -- experiments --------------------------------------------------------------------------------------
@@ -253,7 +262,7 @@ def e4_scaling(reps: int, horizons: tuple[int, ...], out: pathlib.Path, plt, pro
                 means.append(np.mean([e.summary["regret"] for e in eps]))
                 cells.append(fmt([e.summary["regret"] for e in eps]))
             series[label] = means
-            rows.append([label, *cells, f"{loglog_slope(horizons, means):.2f}"])
+            rows.append([label, *cells, slope_cell(horizons, means)])
         for v in v_values:
             for name in v_agents:
                 eps = runs(name, reps, bar, horizon=500, agent_kwargs={"V": v})
@@ -365,9 +374,9 @@ def e6_extensions(
                     regrets.append([e.summary["regret"] for e in eps])
                     averaged.append([horizon * e.extra["r_star_mean_caps"] - e.summary["reward_expected"] for e in eps])
                     queues.append([e.summary["mean_queue_total"] for e in eps])
-                slopes = [loglog_slope(horizons, [np.mean(r) for r in values]) for values in (regrets, averaged)]
-                rows.append([label, name, *map(fmt, regrets), fmt(queues[-1], 2), f"{slopes[0]:.2f}",
-                             fmt(averaged[-1]), f"{slopes[1]:.2f}"])  # fmt: skip
+                slopes = [slope_cell(horizons, [np.mean(r) for r in values]) for values in (regrets, averaged)]
+                rows.append([label, name, *map(fmt, regrets), fmt(queues[-1], 2), slopes[0], fmt(averaged[-1]),
+                             slopes[1]])  # fmt: skip
     header = ["setting", "agent", *[f"R({t})" for t in horizons], f"mean ΣQ, T = {horizons[-1]}", "log-log slope",
               f"R̄({horizons[-1]}), LP at n̄", "R̄ slope"]  # fmt: skip
     return table(header, rows) + "\n"
