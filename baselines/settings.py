@@ -182,8 +182,8 @@ SETTINGS: dict[str, EnvSetting] = {
         # docs/rl_ablations.md, "ClusterSLA-v0: action mode": at 100k PPO steps normalize reaches regret 23.4
         # [12.2, 38.5] over 5 training seeds (score 0.973, owm 0.978), spec §5.5's softmax logits 453 (0.471).
         rl_env_kwargs={"action_mode": "normalize"},
-        # docs/rl_curves.md (5 seeds): 51k steps score 0.766, 100k 0.973, 151k 0.989 (regret 9.2), 200k 0.988:
-        # the plateau is at 151k.
+        # docs/rl_curves.md, "ClusterSLA-v0: the curve on validation seeds 100-104" (5 training seeds): 51k steps
+        # score 0.774, 100k 0.974, 151k 0.990 (regret 8.8), 200k 0.989: the plateau is at 151k (as on seeds 0-4).
         rl_steps=150_000,
         rl_steps_quick=100_000,
         notes="T = 6000 does not exercise MWU's λ-rebalancing time scale (1/(ηλ) ≈ 1.8·10⁵ steps); spec §5.5.",
@@ -310,8 +310,9 @@ SETTINGS: dict[str, EnvSetting] = {
         rl_env_kwargs={"action_mode": "scores"},
         rl_algo_env_kwargs=MASKABLE,
         rl_wrapper=FLATTEN,
-        # docs/rl_curves.md, "ClusterMultiServer-v0": over 5 training seeds PPO's score is 0.916 at 20,480 steps,
-        # 0.989 [0.982, 0.995] at 30,720 (the plateau), 0.984 at 40,960 and 0.987 at 50,176.
+        # docs/rl_curves.md, "ClusterMultiServer-v0: the curve on validation seeds 100-104": over 5 training seeds
+        # PPO's score is 0.915 at 20,480 steps, 0.990 [0.984, 0.995] at 30,720 (the plateau), 0.985 at 40,960 and
+        # 0.988 at 50,176 (as on seeds 0-4).
         rl_steps=50_000,
         rl_steps_quick=30_000,
         instance_kwarg="instance_seed",
