@@ -186,7 +186,8 @@ SETTINGS: dict[str, EnvSetting] = {
         # score 0.774, 100k 0.974, 151k 0.990 (regret 8.8), 200k 0.989: the plateau is at 151k (as on seeds 0-4).
         rl_steps=150_000,
         rl_steps_quick=100_000,
-        notes="T = 6000 does not exercise MWU's λ-rebalancing time scale (1/(ηλ) ≈ 1.8·10⁵ steps); spec §5.5.",
+        notes="MWU's λ-rebalancing acts on a time scale of 1/(ηλ) ≈ 1.8·10⁵ steps with the default η and λ (spec "
+        "§5.5): the benchmark's T = 6000 does not exercise it.",
     ),
     "ClusterBilinear-v0": EnvSetting(
         paper_agent="sabr",
