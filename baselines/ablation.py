@@ -47,6 +47,7 @@ import gymnasium as gym
 import numpy as np
 
 from baselines.bench_training import FAST_UPDATE
+from baselines.diagnostics import diagnostics_callback
 from baselines.rl import MASKED, RunConfig, make_vec_env, new_model, save_run, training_seed, wrapper_class
 from baselines.settings import SETTINGS, require_setting
 from baselines.stats import bootstrap_ci, iqm, normalized
@@ -232,6 +233,9 @@ STUDIES["approx_learning"] = (
         ),  # fmt: skip
     ),
 )
+# ClusterApprox-v0's section collapses after its best checkpoint (docs/rl_curves.md): the shipped section and the
+# fixes its diagnosis points to, to 200k steps on validation seeds.
+STUDIES["approx_stability"] = ("ClusterApprox-v0", (Variant("shipped"),))
 STUDIES["approx_single_learning"] = (
     "ClusterApproxSingleJob-v0",
     (
@@ -405,11 +409,13 @@ def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
 def train_and_evaluate(
     env_id: str, variant: Variant, seed: int, checkpoints: Sequence[int], eval_seeds: Sequence[int],
     save: Path | None = None, on_checkpoint: Callable[[list[dict[str, Any]]], None] | None = None,
+    diagnose: Path | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Train ``variant`` with training seed ``seed``, evaluating at each checkpoint (env steps) and handing that
     checkpoint's rows to ``on_checkpoint`` (a long run's curve is kept as it goes). With ``save``, the
     final model is saved there as ``cluster-envs train`` saves a run (a shipped model can be one of a curve's
-    seeds: with the shipped setup, its config is the one ``compare`` and ``benchmark`` match)."""
+    seeds: with the shipped setup, its config is the one ``compare`` and ``benchmark`` match). With ``diagnose``,
+    one row per update is appended to that CSV (``baselines.diagnostics``)."""
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -421,10 +427,12 @@ def train_and_evaluate(
         vec_env, used = DummyVecEnv([lambda: make_env(s, monitor=True)] * s.config.n_envs), "dummy"
     model = new_model(s.config, vec_env, seed)
     model.get_env().seed(training_seed(seed))  # as baselines.rl.train: training seeds never meet evaluation seeds
+    callback = None if diagnose is None else diagnostics_callback(diagnose, variant=variant.name, train_seed=seed)
     rows, seconds, cpu_seconds = [], 0.0, 0.0
     for checkpoint in sorted(checkpoints):
         start, cpu_start = time.perf_counter(), time.process_time()
-        model.learn(total_timesteps=max(checkpoint - model.num_timesteps, 1), reset_num_timesteps=False)
+        model.learn(total_timesteps=max(checkpoint - model.num_timesteps, 1), callback=callback,
+                    reset_num_timesteps=False)  # fmt: skip
         seconds += time.perf_counter() - start
         cpu_seconds += time.process_time() - cpu_start
         normalizer = model.get_vec_normalize_env()
@@ -452,10 +460,11 @@ def train_and_evaluate(
 
 def run(
     study: str, seeds: Sequence[int], checkpoints: Sequence[int], eval_seeds: Sequence[int], out: Path,
-    variants: Sequence[str] | None = None, save: bool = False,
+    variants: Sequence[str] | None = None, save: bool = False, diagnose: bool = False,
 ) -> Path:  # fmt: skip
     """Append every (variant, seed, checkpoint)'s rows to ``<out>/<study>.csv`` as each checkpoint is evaluated
-    (with ``save``, each final model to ``<out>/models/<study>/<variant>/seed<seed>``)."""
+    (with ``save``, each final model to ``<out>/models/<study>/<variant>/seed<seed>``; with ``diagnose``, one row
+    per update to ``<out>/<study>-diagnostics.csv``)."""
     env_id, all_variants = study_of(study)
     chosen = [v for v in all_variants if variants is None or v.name in variants]
     if variants is not None and len(chosen) != len(variants):
@@ -466,7 +475,8 @@ def run(
         for seed in seeds:
             folder = out / "models" / study / variant.name.replace(" ", "_") / f"seed{seed}" if save else None
             train_and_evaluate(env_id, variant, seed, checkpoints, eval_seeds, folder,
-                               on_checkpoint=lambda rows: _append(path, study, rows))  # fmt: skip
+                               on_checkpoint=lambda rows: _append(path, study, rows),
+                               diagnose=out / f"{study}-diagnostics.csv" if diagnose else None)  # fmt: skip
     return path
 
 
@@ -657,6 +667,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--eval-seeds", default="0-4", help="evaluation seeds (default 0-4, the quick benchmark's)")
     t.add_argument("--variants", default=None, help="variant names separated by ; (default all)")
     t.add_argument("--save", action="store_true", help="save each final model under <out>/models/")
+    t.add_argument("--diagnose", action="store_true", help="one row per update to <out>/<study>-diagnostics.csv")
     m = sub.add_parser("table", help="Markdown table (and figure) of a study's rows")
     m.add_argument("study", choices=list(STUDIES))
     m.add_argument("--figure", type=Path, default=None, help="write the curves here (PNG)")
@@ -667,7 +678,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "run":
         variants = args.variants.split(";") if args.variants else None
         checkpoints = [int(float(c)) for c in args.checkpoints.split(",")]
-        run(args.study, _ints(args.seeds), checkpoints, _ints(args.eval_seeds), args.out, variants, args.save)
+        run(
+            args.study,
+            _ints(args.seeds),
+            checkpoints,
+            _ints(args.eval_seeds),
+            args.out,
+            variants,
+            args.save,
+            args.diagnose,
+        )
     else:
         env_id, _ = study_of(args.study)
         references = References.load(args.out / "refs" / env_id / "results.json")

@@ -1,0 +1,68 @@
+"""baselines/diagnostics.py: one row per rollout with the update SB3 logged before it, the normalizer's statistics
+and the rollout's action shares, through ``baselines.ablation``'s ``diagnose``."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+pytest.importorskip("stable_baselines3")
+
+from baselines.ablation import Variant, make_env, new_model, setup, train_and_evaluate  # noqa: E402
+from baselines.diagnostics import ROLLOUT_KEYS, TRAIN_KEYS, diagnostics_callback  # noqa: E402
+from baselines.rl import make_vec_env  # noqa: E402
+
+SMALL = {"n_envs": 2, "n_steps": 16, "batch_size": 32, "n_epochs": 2, "learning_rate": 1e-3}
+
+
+def _rows(path):
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_a_row_per_rollout_with_the_previous_update_and_the_rollouts_actions(tmp_path):
+    path = tmp_path / "diag.csv"
+    variant = Variant("small", env_kwargs={"horizon": 30}, hyperparams=SMALL)
+    train_and_evaluate("ClusterApprox-v0", variant, 0, [64, 96], [0], diagnose=path)
+    choices = int(make_env(setup("ClusterApprox-v0", variant)).action_space.nvec.max())  # K + 1 per machine
+    rows = _rows(path)
+    assert [int(r["timesteps"]) for r in rows] == [32, 64, 96]  # 2 copies x 16 steps per rollout, one row each
+    assert list(rows[0])[:3] == ["variant", "train_seed", "timesteps"]
+    assert set(rows[0]) >= {f"train/{k}" for k in TRAIN_KEYS} | set(ROLLOUT_KEYS)
+    assert np.isnan(float(rows[0]["train/approx_kl"]))  # no update before the first rollout
+    for row in rows[1:]:
+        assert float(row["train/learning_rate"]) == pytest.approx(SMALL["learning_rate"])
+        assert np.isfinite(float(row["train/approx_kl"])) and float(row["train/entropy_loss"]) < 0
+    for row in rows:
+        assert 0 <= float(row["action0_share"]) <= 1 and 0 <= float(row["greedy_action0_share"]) <= 1
+        assert 1 / choices <= float(row["max_prob"]) <= 1
+        assert float(row["reward_scale"]) > 0 and float(row["raw_reward"]) >= 0  # utility increments
+
+
+def test_the_last_row_is_the_models_rollout_buffer_and_normalizer(tmp_path):
+    path = tmp_path / "diag.csv"
+    s = setup("ClusterApprox-v0", Variant("small", env_kwargs={"horizon": 30}, hyperparams=SMALL))
+    vec_env, _ = make_vec_env(s.config, seed=7)
+    model = new_model(s.config, vec_env, seed=0)
+    model.learn(total_timesteps=64, callback=diagnostics_callback(path))
+    row = _rows(path)[-1]
+    buffer, normalizer = model.rollout_buffer, model.get_vec_normalize_env()
+    assert float(row["action0_share"]) == pytest.approx(float(np.mean(buffer.actions == 0)))
+    assert float(row["return_mean"]) == pytest.approx(float(buffer.returns.mean()), rel=1e-5)
+    # the update after the last rollout does not move the normalizer's statistics
+    assert float(row["reward_scale"]) == pytest.approx(float(np.sqrt(normalizer.ret_rms.var + normalizer.epsilon)))
+    vec_env.close()
+
+
+def test_a_box_action_reports_its_bounds_not_discrete_shares(tmp_path):
+    path = tmp_path / "diag.csv"
+    s = setup("ClusterSLA-v0", Variant("small", env_kwargs={"horizon": 48}, hyperparams=SMALL))
+    vec_env, _ = make_vec_env(s.config, seed=7)
+    model = new_model(s.config, vec_env, seed=0)
+    model.learn(total_timesteps=64, callback=diagnostics_callback(path))
+    row = _rows(path)[-1]
+    assert 0 <= float(row["action_low_share"]) <= 1 and 0 <= float(row["action_high_share"]) <= 1
+    assert np.isnan(float(row["action0_share"])) and np.isfinite(float(row["train/std"]))
+    vec_env.close()
