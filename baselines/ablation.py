@@ -47,7 +47,7 @@ import gymnasium as gym
 import numpy as np
 
 from baselines.bench_training import FAST_UPDATE
-from baselines.diagnostics import diagnostics_callback
+from baselines.diagnostics import action_shares, append_row, diagnostics_callback
 from baselines.rl import MASKED, RunConfig, make_vec_env, new_model, save_run, training_seed, wrapper_class
 from baselines.settings import SETTINGS, require_setting
 from baselines.stats import bootstrap_ci, iqm, normalized
@@ -379,9 +379,11 @@ def evaluate_episodes(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int
     return values
 
 
-def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> list[float]:
+def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool,
+                     deterministic: bool = True, actions: list[np.ndarray] | None = None) -> list[float]:  # fmt: skip
     """``evaluate_policy`` on the native batched env: copy i plays evaluation seed ``seeds[i]``, all at once
-    (``masked``: with the batched env's ``action_masks()``)."""
+    (``masked``: with the batched env's ``action_masks()``; ``deterministic=False``: the sampled policy;
+    ``actions``: a list the batch's action of every step is appended to)."""
     from gymnasium.wrappers.vector import DictInfoToList
 
     env = DictInfoToList(
@@ -396,14 +398,35 @@ def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
         x = observe(obs)
         x = normalizer.normalize_obs(x) if normalizer is not None else x
         extra = {"action_masks": env.unwrapped.action_masks()} if masked else {}
-        action, state = model.predict(x, state=state, episode_start=start, deterministic=True, **extra)
+        action, state = model.predict(x, state=state, episode_start=start, deterministic=deterministic, **extra)
         start = np.zeros(len(seeds), dtype=bool)
+        if actions is not None:
+            actions.append(np.array(action))
         obs, _, terminated, truncated, infos = env.step(action)
         for i in np.flatnonzero(np.logical_or(terminated, truncated)):
             if values[i] is None:  # a copy that ended autoresets; only its first episode counts
                 values[i] = float(infos[i]["episode_summary"][s.headline])
     env.close()
     return [float(v) for v in values]
+
+
+def checkpoint_probe(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> dict[str, float]:
+    """The greedy (deterministic) and the sampled policy on the evaluation seeds: their mean headline value and
+    the shares of their action components that are 0 (ClusterApprox: idle) or repeat the step before's (NaN for a
+    Box action). The sampled play draws from torch's generator, which is restored after it, so a run's training
+    does not depend on whether it is probed."""
+    import torch
+
+    out: dict[str, float] = {}
+    for name, deterministic in (("greedy", True), ("sampled", False)):
+        state = torch.get_rng_state()
+        actions: list[np.ndarray] = []
+        values = evaluate_batched(s, model, normalizer, seeds, masked, deterministic, actions)
+        torch.set_rng_state(state)
+        out[f"{name}_value"] = float(np.mean(values))
+        shares = action_shares(np.stack(actions), model.action_space)
+        out.update({f"{name}_{key}": value for key, value in shares.items()})
+    return out
 
 
 def train_and_evaluate(
@@ -415,7 +438,8 @@ def train_and_evaluate(
     checkpoint's rows to ``on_checkpoint`` (a long run's curve is kept as it goes). With ``save``, the
     final model is saved there as ``cluster-envs train`` saves a run (a shipped model can be one of a curve's
     seeds: with the shipped setup, its config is the one ``compare`` and ``benchmark`` match). With ``diagnose``,
-    one row per update is appended to that CSV (``baselines.diagnostics``)."""
+    one row per update is appended to that CSV (``baselines.diagnostics``) and, on the native env, one row per
+    checkpoint (``checkpoint_probe``) to ``<its stem>-checkpoints.csv``."""
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -451,6 +475,10 @@ def train_and_evaluate(
         rows += new
         if on_checkpoint is not None:
             on_checkpoint(new)
+        if diagnose is not None and used == "native":
+            probe = checkpoint_probe(s, model, normalizer, eval_seeds, variant.algo in MASKED)
+            head = {"variant": variant.name, "train_seed": seed, "timesteps": int(model.num_timesteps)}
+            append_row(diagnose.with_name(f"{diagnose.stem}-checkpoints.csv"), {**head, **probe})
     if save is not None:
         save_run(save, model, s.config, seed, train_seconds=seconds, steps_per_second=model.num_timesteps / seconds,
                  steps_per_cpu_second=model.num_timesteps / cpu_seconds, vectorization=used, threads=1)  # fmt: skip

@@ -111,6 +111,16 @@ def rollout_values(model: Any, rewards: list[float]) -> dict[str, float]:
     return row
 
 
+def action_shares(actions: np.ndarray, space: Any) -> dict[str, float]:
+    """Of the actions (T, B, ...) a batch played step by step, the share of components equal to 0 (``action0``)
+    and equal to the same component one step before (``repeat``); NaN for a Box action."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Box):
+        return {"action0": np.nan, "repeat": np.nan}
+    return {"action0": float(np.mean(actions == 0)), "repeat": float(np.mean(actions[1:] == actions[:-1]))}
+
+
 def append_row(path: Path, row: dict[str, Any]) -> None:
     """Append ``row`` to the CSV ``path``, writing the header first if the file is new."""
     new = not path.is_file()

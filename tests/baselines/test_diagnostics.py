@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 from baselines.ablation import Variant, make_env, new_model, setup, train_and_evaluate  # noqa: E402
-from baselines.diagnostics import ROLLOUT_KEYS, TRAIN_KEYS, diagnostics_callback  # noqa: E402
+from baselines.diagnostics import ROLLOUT_KEYS, TRAIN_KEYS, action_shares, diagnostics_callback  # noqa: E402
 from baselines.rl import make_vec_env  # noqa: E402
 
 SMALL = {"n_envs": 2, "n_steps": 16, "batch_size": 32, "n_epochs": 2, "learning_rate": 1e-3}
@@ -39,6 +39,32 @@ def test_a_row_per_rollout_with_the_previous_update_and_the_rollouts_actions(tmp
         assert 0 <= float(row["action0_share"]) <= 1 and 0 <= float(row["greedy_action0_share"]) <= 1
         assert 1 / choices <= float(row["max_prob"]) <= 1
         assert float(row["reward_scale"]) > 0 and float(row["raw_reward"]) >= 0  # utility increments
+
+
+def test_probing_checkpoints_does_not_change_training(tmp_path):
+    """The sampled play of ``checkpoint_probe`` draws from torch's generator and restores it: a diagnosed run's
+    curve is the plain run's, and its greedy value is the curve's."""
+    path = tmp_path / "diag.csv"
+    variant = Variant("small", env_kwargs={"horizon": 30}, hyperparams=SMALL)
+    plain = train_and_evaluate("ClusterApprox-v0", variant, 0, [32, 64, 96], [0, 1])
+    diagnosed = train_and_evaluate("ClusterApprox-v0", variant, 0, [32, 64, 96], [0, 1], diagnose=path)
+    assert [r["value"] for r in diagnosed] == [r["value"] for r in plain]
+    probes = _rows(tmp_path / "diag-checkpoints.csv")
+    assert [int(p["timesteps"]) for p in probes] == [32, 64, 96]
+    for probe, steps in zip(probes, (32, 64, 96), strict=True):
+        values = [r["value"] for r in plain if r["timesteps"] == steps]
+        assert float(probe["greedy_value"]) == pytest.approx(float(np.mean(values)))
+        for key in ("greedy_action0", "greedy_repeat", "sampled_action0", "sampled_repeat"):
+            assert 0 <= float(probe[key]) <= 1
+
+
+def test_action_shares_count_zeros_and_repeats():
+    from gymnasium import spaces
+
+    actions = np.array([[[0, 2]], [[0, 1]], [[3, 1]]])  # 3 steps, 1 copy, 2 components
+    shares = action_shares(actions, spaces.MultiDiscrete([4, 4]))
+    assert shares == {"action0": 2 / 6, "repeat": 2 / 4}
+    assert all(np.isnan(v) for v in action_shares(actions.astype(float), spaces.Box(0, 1, (2,))).values())
 
 
 def test_the_last_row_is_the_models_rollout_buffer_and_normalizer(tmp_path):
