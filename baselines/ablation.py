@@ -233,9 +233,19 @@ STUDIES["approx_learning"] = (
         ),  # fmt: skip
     ),
 )
-# ClusterApprox-v0's section collapses after its best checkpoint (docs/rl_curves.md): the shipped section and the
-# fixes its diagnosis points to, to 200k steps on validation seeds.
-STUDIES["approx_stability"] = ("ClusterApprox-v0", (Variant("shipped"),))
+# ClusterApprox-v0's section collapses after its best checkpoint (docs/rl_curves.md): measured with --diagnose, the
+# sampled policy stays near uniform and improves while its greedy (deterministic) play locks each machine into one
+# choice, more and more often idle. The fixes make the policy itself sharper (a larger step, or more gradient steps
+# per rollout) or move it more slowly (a smaller step); to 200k steps on the validation seeds.
+STUDIES["approx_stability"] = (
+    "ClusterApprox-v0",
+    (
+        Variant("shipped"),
+        Variant("learning rate 1e-3", hyperparams={"learning_rate": 1e-3}),
+        Variant("10 epochs, minibatch 512", hyperparams={"n_epochs": 10, "batch_size": 512}),
+        Variant("learning rate 1e-4", hyperparams={"learning_rate": 1e-4}),
+    ),
+)
 STUDIES["approx_single_learning"] = (
     "ClusterApproxSingleJob-v0",
     (
