@@ -48,6 +48,7 @@ import numpy as np
 
 from baselines.bench_training import FAST_UPDATE
 from baselines.diagnostics import action_shares, append_row, diagnostics_callback
+from baselines.diagnostics import markdown as diagnostics_markdown
 from baselines.rl import MASKED, RunConfig, make_vec_env, new_model, save_run, training_seed, wrapper_class
 from baselines.settings import SETTINGS, require_setting
 from baselines.stats import bootstrap_ci, iqm, normalized
@@ -244,6 +245,11 @@ STUDIES["approx_stability"] = (
         Variant("learning rate 1e-3", hyperparams={"learning_rate": 1e-3}),
         Variant("10 epochs, minibatch 512", hyperparams={"n_epochs": 10, "batch_size": 512}),
         Variant("learning rate 1e-4", hyperparams={"learning_rate": 1e-4}),
+        # The episodes have a fixed length (2,000 slots) and the copies start together, so 128 copies x 64 steps
+        # sweep the episode's time in lockstep: update k sees slots 64k..64k+63 of every copy (one episode per
+        # 256k steps). Fewer copies with longer rollouts (the same 8,192 steps) cover the episode every few updates.
+        Variant("16 copies x 512 steps", hyperparams={"n_envs": 16, "n_steps": 512}),
+        Variant("4 copies x 2048 steps", hyperparams={"n_envs": 4, "n_steps": 2048}),
     ),
 )
 STUDIES["approx_single_learning"] = (
@@ -684,6 +690,11 @@ def refs(env_id: str, seeds: Sequence[int], out: Path, workers: int = 1) -> Path
 # -- command line --------------------------------------------------------------------------------------
 
 
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
 def _ints(text: str) -> list[int]:
     from baselines.cli import parse_seeds
 
@@ -706,6 +717,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--variants", default=None, help="variant names separated by ; (default all)")
     t.add_argument("--save", action="store_true", help="save each final model under <out>/models/")
     t.add_argument("--diagnose", action="store_true", help="one row per update to <out>/<study>-diagnostics.csv")
+    d = sub.add_parser("diagnostics", help="Markdown table of a study's --diagnose rows, per probed checkpoint")
+    d.add_argument("study", choices=list(STUDIES))
     m = sub.add_parser("table", help="Markdown table (and figure) of a study's rows")
     m.add_argument("study", choices=list(STUDIES))
     m.add_argument("--figure", type=Path, default=None, help="write the curves here (PNG)")
@@ -726,6 +739,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.save,
             args.diagnose,
         )
+    elif args.command == "diagnostics":
+        updates, probes = (_rows(args.out / f"{args.study}-diagnostics{suffix}.csv") for suffix in ("", "-checkpoints"))
+        print(diagnostics_markdown(updates, probes))
     else:
         env_id, _ = study_of(args.study)
         references = References.load(args.out / "refs" / env_id / "results.json")

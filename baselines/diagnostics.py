@@ -130,3 +130,26 @@ def append_row(path: Path, row: dict[str, Any]) -> None:
         if new:
             writer.writeheader()
         writer.writerow(row)
+
+
+def markdown(updates: list[dict[str, str]], probes: list[dict[str, str]]) -> str:
+    """A Markdown table, one row per probed checkpoint (``checkpoint_probe``'s CSV rows, ``probes``), with the
+    update values of the last update row at or before it (``updates``, this module's CSV rows) of the same
+    variant and training seed whose ``train/*`` values were logged."""
+    columns = (("greedy_value", "greedy value", ".4g"), ("sampled_value", "sampled value", ".4g"),
+               ("greedy_action0", "greedy idle", ".3f"), ("greedy_repeat", "greedy repeat", ".3f"),
+               ("sampled_action0", "sampled idle", ".3f"), ("train/entropy_loss", "entropy loss", ".2f"),
+               ("max_prob", "max prob.", ".3f"), ("train/approx_kl", "approx. KL", ".4f"),
+               ("train/clip_fraction", "clip fraction", ".3f"), ("train/explained_variance", "expl. var.", ".2f"),
+               ("raw_reward", "raw reward/step", ".3f"), ("reward_scale", "reward scale", ".2f"))  # fmt: skip
+    lines = ["| variant | seed | steps | " + " | ".join(title for _, title, _ in columns) + " |",
+             "|---|---:|---:|" + "---:|" * len(columns)]  # fmt: skip
+    for probe in probes:
+        key = (probe["variant"], probe["train_seed"])
+        steps = int(probe["timesteps"])
+        logged = [u for u in updates if (u["variant"], u["train_seed"]) == key and int(u["timesteps"]) <= steps
+                  and np.isfinite(float(u["train/approx_kl"]))]  # fmt: skip
+        row = {**(logged[-1] if logged else {}), **probe}
+        cells = [format(float(row[name]), fmt) if name in row else "—" for name, _, fmt in columns]
+        lines.append(f"| {key[0]} | {key[1]} | {steps:,} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
