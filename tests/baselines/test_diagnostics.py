@@ -92,3 +92,23 @@ def test_a_box_action_reports_its_bounds_not_discrete_shares(tmp_path):
     assert 0 <= float(row["action_low_share"]) <= 1 and 0 <= float(row["action_high_share"]) <= 1
     assert np.isnan(float(row["action0_share"])) and np.isfinite(float(row["train/std"]))
     vec_env.close()
+
+
+def test_the_table_puts_each_checkpoint_next_to_the_last_logged_update_of_its_run():
+    from baselines.diagnostics import markdown
+
+    def update(variant, seed, steps, kl):
+        return {"variant": variant, "train_seed": seed, "timesteps": str(steps), "train/approx_kl": str(kl),
+                "train/entropy_loss": str(-steps / 1000), "max_prob": "0.5"}  # fmt: skip
+
+    updates = [update("a", "0", 100, "nan"), update("a", "0", 200, 0.01), update("a", "0", 300, "nan"),
+               update("a", "0", 400, 0.03), update("b", "0", 200, 0.02)]  # fmt: skip
+    probes = [{"variant": "a", "train_seed": "0", "timesteps": "300", "greedy_value": "12.5"}]
+    table = markdown(updates, probes).splitlines()
+    assert len(table) == 3  # header, rule, one checkpoint
+    cells = [c.strip() for c in table[2].strip("|").split("|")]
+    header = [c.strip() for c in table[0].strip("|").split("|")]
+    row = dict(zip(header, cells, strict=True))
+    # the update at 200 (the one at 300 logged nothing, the one at 400 comes after, b is another run)
+    assert row["approx. KL"] == "0.0100" and row["entropy loss"] == "-0.20"
+    assert row["greedy value"] == "12.5" and row["sampled value"] == "—"
