@@ -234,21 +234,21 @@ STUDIES["approx_learning"] = (
         ),  # fmt: skip
     ),
 )
-# ClusterApprox-v0's section collapses after its best checkpoint (docs/rl_curves.md): measured with --diagnose, the
-# sampled policy stays near uniform and improves while its greedy (deterministic) play locks each machine into one
-# choice, more and more often idle. The fixes make the policy itself sharper (a larger step, or more gradient steps
-# per rollout) or move it more slowly (a smaller step); to 200k steps on the validation seeds.
+# ClusterApprox-v0's former section (128 copies x 64 steps) collapsed after its best checkpoint (docs/rl_curves.md,
+# "the collapse diagnosed"): measured with --diagnose, the sampled policy stays near uniform and improves while its
+# greedy (deterministic) play keeps each machine's choice for the whole episode, more and more often idle, whatever
+# the step size. The episodes last 2,000 slots and the copies start together, so 128 x 64 sweeps the episode's time
+# in lockstep (update k sees slots 64k..64k+63 of every copy, one episode per 256k steps); fewer copies with longer
+# rollouts (the same 8,192 steps) cover the episode every few updates. To 200k steps on the validation seeds.
+FORMER_APPROX = {"n_envs": 128, "n_steps": 64}
 STUDIES["approx_stability"] = (
     "ClusterApprox-v0",
     (
-        Variant("shipped"),
-        Variant("learning rate 1e-3", hyperparams={"learning_rate": 1e-3}),
-        Variant("10 epochs, minibatch 512", hyperparams={"n_epochs": 10, "batch_size": 512}),
-        Variant("learning rate 1e-4", hyperparams={"learning_rate": 1e-4}),
-        # The episodes have a fixed length (2,000 slots) and the copies start together, so 128 copies x 64 steps
-        # sweep the episode's time in lockstep: update k sees slots 64k..64k+63 of every copy (one episode per
-        # 256k steps). Fewer copies with longer rollouts (the same 8,192 steps) cover the episode every few updates.
-        Variant("16 copies x 512 steps", hyperparams={"n_envs": 16, "n_steps": 512}),
+        Variant("128 copies x 64 steps (former section)", hyperparams=FORMER_APPROX),
+        Variant("learning rate 1e-3", hyperparams={**FORMER_APPROX, "learning_rate": 1e-3}),
+        Variant("10 epochs, minibatch 512", hyperparams={**FORMER_APPROX, "n_epochs": 10, "batch_size": 512}),
+        Variant("learning rate 1e-4", hyperparams={**FORMER_APPROX, "learning_rate": 1e-4}),
+        Variant("16 copies x 512 steps", hyperparams={"n_envs": 16, "n_steps": 512}),  # the section since
         Variant("4 copies x 2048 steps", hyperparams={"n_envs": 4, "n_steps": 2048}),
     ),
 )
