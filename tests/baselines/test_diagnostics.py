@@ -67,13 +67,18 @@ def test_action_shares_count_zeros_and_repeats():
     assert all(np.isnan(v) for v in action_shares(actions.astype(float), spaces.Box(0, 1, (2,))).values())
 
 
-def test_the_last_row_is_the_models_rollout_buffer_and_normalizer(tmp_path):
-    path = tmp_path / "diag.csv"
-    s = setup("ClusterApprox-v0", Variant("small", env_kwargs={"horizon": 30}, hyperparams=SMALL))
+def _trained(env_id, env_kwargs, path):
+    """A small model trained 64 steps on ``env_id``'s native env with the callback writing to ``path``, its env, and
+    the callback's last row."""
+    s = setup(env_id, Variant("small", env_kwargs=env_kwargs, hyperparams=SMALL))
     vec_env, _ = make_vec_env(s.config, seed=7)
     model = new_model(s.config, vec_env, seed=0)
     model.learn(total_timesteps=64, callback=diagnostics_callback(path))
-    row = _rows(path)[-1]
+    return model, vec_env, _rows(path)[-1]
+
+
+def test_the_last_row_is_the_models_rollout_buffer_and_normalizer(tmp_path):
+    model, vec_env, row = _trained("ClusterApprox-v0", {"horizon": 30}, tmp_path / "diag.csv")
     buffer, normalizer = model.rollout_buffer, model.get_vec_normalize_env()
     assert float(row["action0_share"]) == pytest.approx(float(np.mean(buffer.actions == 0)))
     assert float(row["return_mean"]) == pytest.approx(float(buffer.returns.mean()), rel=1e-5)
@@ -83,12 +88,7 @@ def test_the_last_row_is_the_models_rollout_buffer_and_normalizer(tmp_path):
 
 
 def test_a_box_action_reports_its_bounds_not_discrete_shares(tmp_path):
-    path = tmp_path / "diag.csv"
-    s = setup("ClusterSLA-v0", Variant("small", env_kwargs={"horizon": 48}, hyperparams=SMALL))
-    vec_env, _ = make_vec_env(s.config, seed=7)
-    model = new_model(s.config, vec_env, seed=0)
-    model.learn(total_timesteps=64, callback=diagnostics_callback(path))
-    row = _rows(path)[-1]
+    _, vec_env, row = _trained("ClusterSLA-v0", {"horizon": 48}, tmp_path / "diag.csv")
     assert 0 <= float(row["action_low_share"]) <= 1 and 0 <= float(row["action_high_share"]) <= 1
     assert np.isnan(float(row["action0_share"])) and np.isfinite(float(row["train/std"]))
     vec_env.close()
