@@ -251,12 +251,13 @@ SETTINGS: dict[str, EnvSetting] = {
         # docs/rl_ablations.md, "ClusterApprox-v0: work-conserving actions": read as the paper does, PPO sends most
         # machines to empty slots (score -1.85 at 30k steps); work-conserving, 0.658 (3 training seeds each).
         rl_env_kwargs={"action_mode": "work_conserving", "observation_mode": "flat"},
-        # docs/rl_curves.md, "ClusterApprox-v0" (ppo.yml: fast update, gamma 0.5): normalized utility 1.00 at 33k
-        # steps and 1.11 [1.08, 1.14] at 57k (5 training seeds; the best, above OPM's 0.99), then a collapse to
-        # idling machines (0.50 at 106k over 3 seeds, -3.1 at 205k over 2): the budget stops at the best checkpoint
-        # (50k steps train 57,344: PPO stops at the end of a rollout of 8,192).
-        rl_steps=50_000,
-        rl_steps_quick=50_000,
+        # docs/rl_curves.md, "ClusterApprox-v0: the collapse diagnosed" (study approx_stability, validation seeds
+        # 100-104, 5 training seeds; ppo.yml: 16 copies x 512 steps, gamma 0.5): normalized utility 1.278 at 57k,
+        # 1.339 [1.29, 1.38] at 82k (the best and the plateau by the rule), 1.321 at 131k, then a drift to idling
+        # (0.690 [-0.39, 1.39] at 205k): no plateau within 200k, so the budget is the best checkpoint (80k steps train
+        # 81,920: 10 rollouts of 8,192). The former 128 x 64 peaked at 57k (1.336) and fell to 0.242 at 106k.
+        rl_steps=80_000,
+        rl_steps_quick=80_000,
         explanations={
             "above_oracle:ppo": "The 1-anchor `known_rates` is OPM's rule given the true rates, a clairvoyant policy "
             "and not an upper bound (see the note), and on this preset the simple schedulers beat it too: `fair` "
