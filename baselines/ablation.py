@@ -289,7 +289,12 @@ STUDIES["approx_single_learning"] = (
 # ClusterBilinear-v0 the policies that could adapt within an episode at the shipped (fast) update's budgets
 # (docs/rl_curves.md).
 QUEUES = {"observation_mode": "queues"}  # the last slot's feedback only: no cumulative statistics
-STUDIES["sla_curve"] = ("ClusterSLA-v0", (Variant("shipped"),))
+# "tuned": the best trial of the headline-objective tuning (`python -m baselines.tune write ClusterSLA-v0 ...
+# --to results/tune/ClusterSLA-v0-ppo.yml`, docs/rl_curves.md)
+STUDIES["sla_curve"] = (
+    "ClusterSLA-v0",
+    (Variant("shipped"), Variant("tuned", hyperparams_file="results/tune/ClusterSLA-v0-ppo.yml")),
+)
 STUDIES["bilinear_curve"] = (
     "ClusterBilinear-v0",
     (
@@ -297,6 +302,9 @@ STUDIES["bilinear_curve"] = (
         Variant("RecurrentPPO, queues (last slot only)", algo="ppo_lstm", env_kwargs=QUEUES, hyperparams=FAST),
         Variant("RecurrentPPO, full (cumulative statistics)", algo="ppo_lstm", hyperparams=FAST),
         Variant("PPO, queues (last slot only)", env_kwargs=QUEUES),
+        # the best trial of the headline-objective tuning (`python -m baselines.tune write ClusterBilinear-v0 ...
+        # --to results/tune/ClusterBilinear-v0-ppo.yml`, docs/rl_curves.md), against the shipped section
+        Variant("tuned", hyperparams_file="results/tune/ClusterBilinear-v0-ppo.yml"),
     ),
 )
 
