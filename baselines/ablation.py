@@ -47,6 +47,8 @@ import gymnasium as gym
 import numpy as np
 
 from baselines.bench_training import FAST_UPDATE
+from baselines.diagnostics import action_shares, append_row, diagnostics_callback
+from baselines.diagnostics import markdown as diagnostics_markdown
 from baselines.rl import MASKED, RunConfig, make_vec_env, new_model, save_run, training_seed, wrapper_class
 from baselines.settings import SETTINGS, require_setting
 from baselines.stats import bootstrap_ci, iqm, normalized
@@ -232,6 +234,24 @@ STUDIES["approx_learning"] = (
         ),  # fmt: skip
     ),
 )
+# ClusterApprox-v0's former section (128 copies x 64 steps) collapsed after its best checkpoint (docs/rl_curves.md,
+# "the collapse diagnosed"): measured with --diagnose, the sampled policy stays near uniform and improves while its
+# greedy (deterministic) play keeps each machine's choice for the whole episode, more and more often idle, whatever
+# the step size. The episodes last 2,000 slots and the copies start together, so 128 x 64 sweeps the episode's time
+# in lockstep (update k sees slots 64k..64k+63 of every copy, one episode per 256k steps); fewer copies with longer
+# rollouts (the same 8,192 steps) cover the episode every few updates. To 200k steps on the validation seeds.
+FORMER_APPROX = {"n_envs": 128, "n_steps": 64}
+STUDIES["approx_stability"] = (
+    "ClusterApprox-v0",
+    (
+        Variant("128 copies x 64 steps (former section)", hyperparams=FORMER_APPROX),
+        Variant("learning rate 1e-3", hyperparams={**FORMER_APPROX, "learning_rate": 1e-3}),
+        Variant("10 epochs, minibatch 512", hyperparams={**FORMER_APPROX, "n_epochs": 10, "batch_size": 512}),
+        Variant("learning rate 1e-4", hyperparams={**FORMER_APPROX, "learning_rate": 1e-4}),
+        Variant("16 copies x 512 steps", hyperparams={"n_envs": 16, "n_steps": 512}),  # the section since
+        Variant("4 copies x 2048 steps", hyperparams={"n_envs": 4, "n_steps": 2048}),
+    ),
+)
 STUDIES["approx_single_learning"] = (
     "ClusterApproxSingleJob-v0",
     (
@@ -269,7 +289,12 @@ STUDIES["approx_single_learning"] = (
 # ClusterBilinear-v0 the policies that could adapt within an episode at the shipped (fast) update's budgets
 # (docs/rl_curves.md).
 QUEUES = {"observation_mode": "queues"}  # the last slot's feedback only: no cumulative statistics
-STUDIES["sla_curve"] = ("ClusterSLA-v0", (Variant("shipped"),))
+# "tuned": the best trial of the headline-objective tuning (`python -m baselines.tune write ClusterSLA-v0 ...
+# --to results/tune/ClusterSLA-v0-ppo.yml`, docs/rl_curves.md)
+STUDIES["sla_curve"] = (
+    "ClusterSLA-v0",
+    (Variant("shipped"), Variant("tuned", hyperparams_file="results/tune/ClusterSLA-v0-ppo.yml")),
+)
 STUDIES["bilinear_curve"] = (
     "ClusterBilinear-v0",
     (
@@ -277,6 +302,9 @@ STUDIES["bilinear_curve"] = (
         Variant("RecurrentPPO, queues (last slot only)", algo="ppo_lstm", env_kwargs=QUEUES, hyperparams=FAST),
         Variant("RecurrentPPO, full (cumulative statistics)", algo="ppo_lstm", hyperparams=FAST),
         Variant("PPO, queues (last slot only)", env_kwargs=QUEUES),
+        # the best trial of the headline-objective tuning (`python -m baselines.tune write ClusterBilinear-v0 ...
+        # --to results/tune/ClusterBilinear-v0-ppo.yml`, docs/rl_curves.md), against the shipped section
+        Variant("tuned", hyperparams_file="results/tune/ClusterBilinear-v0-ppo.yml"),
     ),
 )
 
@@ -375,9 +403,11 @@ def evaluate_episodes(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int
     return values
 
 
-def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> list[float]:
+def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool,
+                     deterministic: bool = True, actions: list[np.ndarray] | None = None) -> list[float]:  # fmt: skip
     """``evaluate_policy`` on the native batched env: copy i plays evaluation seed ``seeds[i]``, all at once
-    (``masked``: with the batched env's ``action_masks()``)."""
+    (``masked``: with the batched env's ``action_masks()``; ``deterministic=False``: the sampled policy;
+    ``actions``: a list the batch's action of every step is appended to)."""
     from gymnasium.wrappers.vector import DictInfoToList
 
     env = DictInfoToList(
@@ -392,8 +422,10 @@ def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
         x = observe(obs)
         x = normalizer.normalize_obs(x) if normalizer is not None else x
         extra = {"action_masks": env.unwrapped.action_masks()} if masked else {}
-        action, state = model.predict(x, state=state, episode_start=start, deterministic=True, **extra)
+        action, state = model.predict(x, state=state, episode_start=start, deterministic=deterministic, **extra)
         start = np.zeros(len(seeds), dtype=bool)
+        if actions is not None:
+            actions.append(np.array(action))
         obs, _, terminated, truncated, infos = env.step(action)
         for i in np.flatnonzero(np.logical_or(terminated, truncated)):
             if values[i] is None:  # a copy that ended autoresets; only its first episode counts
@@ -402,14 +434,36 @@ def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
     return [float(v) for v in values]
 
 
+def checkpoint_probe(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> dict[str, float]:
+    """The greedy (deterministic) and the sampled policy on the evaluation seeds: their mean headline value and
+    the shares of their action components that are 0 (ClusterApprox: idle) or repeat the step before's (NaN for a
+    Box action). The sampled play draws from torch's generator, which is restored after it, so a run's training
+    does not depend on whether it is probed."""
+    import torch
+
+    out: dict[str, float] = {}
+    for name, deterministic in (("greedy", True), ("sampled", False)):
+        state = torch.get_rng_state()
+        actions: list[np.ndarray] = []
+        values = evaluate_batched(s, model, normalizer, seeds, masked, deterministic, actions)
+        torch.set_rng_state(state)
+        out[f"{name}_value"] = float(np.mean(values))
+        shares = action_shares(np.stack(actions), model.action_space)
+        out.update({f"{name}_{key}": value for key, value in shares.items()})
+    return out
+
+
 def train_and_evaluate(
     env_id: str, variant: Variant, seed: int, checkpoints: Sequence[int], eval_seeds: Sequence[int],
     save: Path | None = None, on_checkpoint: Callable[[list[dict[str, Any]]], None] | None = None,
+    diagnose: Path | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Train ``variant`` with training seed ``seed``, evaluating at each checkpoint (env steps) and handing that
     checkpoint's rows to ``on_checkpoint`` (a long run's curve is kept as it goes). With ``save``, the
     final model is saved there as ``cluster-envs train`` saves a run (a shipped model can be one of a curve's
-    seeds: with the shipped setup, its config is the one ``compare`` and ``benchmark`` match)."""
+    seeds: with the shipped setup, its config is the one ``compare`` and ``benchmark`` match). With ``diagnose``,
+    one row per update is appended to that CSV (``baselines.diagnostics``) and, on the native env, one row per
+    checkpoint (``checkpoint_probe``) to ``<its stem>-checkpoints.csv``."""
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -421,10 +475,12 @@ def train_and_evaluate(
         vec_env, used = DummyVecEnv([lambda: make_env(s, monitor=True)] * s.config.n_envs), "dummy"
     model = new_model(s.config, vec_env, seed)
     model.get_env().seed(training_seed(seed))  # as baselines.rl.train: training seeds never meet evaluation seeds
+    callback = None if diagnose is None else diagnostics_callback(diagnose, variant=variant.name, train_seed=seed)
     rows, seconds, cpu_seconds = [], 0.0, 0.0
     for checkpoint in sorted(checkpoints):
         start, cpu_start = time.perf_counter(), time.process_time()
-        model.learn(total_timesteps=max(checkpoint - model.num_timesteps, 1), reset_num_timesteps=False)
+        model.learn(total_timesteps=max(checkpoint - model.num_timesteps, 1), callback=callback,
+                    reset_num_timesteps=False)  # fmt: skip
         seconds += time.perf_counter() - start
         cpu_seconds += time.process_time() - cpu_start
         normalizer = model.get_vec_normalize_env()
@@ -443,6 +499,10 @@ def train_and_evaluate(
         rows += new
         if on_checkpoint is not None:
             on_checkpoint(new)
+        if diagnose is not None and used == "native":
+            probe = checkpoint_probe(s, model, normalizer, eval_seeds, variant.algo in MASKED)
+            head = {"variant": variant.name, "train_seed": seed, "timesteps": int(model.num_timesteps)}
+            append_row(diagnose.with_name(f"{diagnose.stem}-checkpoints.csv"), {**head, **probe})
     if save is not None:
         save_run(save, model, s.config, seed, train_seconds=seconds, steps_per_second=model.num_timesteps / seconds,
                  steps_per_cpu_second=model.num_timesteps / cpu_seconds, vectorization=used, threads=1)  # fmt: skip
@@ -452,10 +512,11 @@ def train_and_evaluate(
 
 def run(
     study: str, seeds: Sequence[int], checkpoints: Sequence[int], eval_seeds: Sequence[int], out: Path,
-    variants: Sequence[str] | None = None, save: bool = False,
+    variants: Sequence[str] | None = None, save: bool = False, diagnose: bool = False,
 ) -> Path:  # fmt: skip
     """Append every (variant, seed, checkpoint)'s rows to ``<out>/<study>.csv`` as each checkpoint is evaluated
-    (with ``save``, each final model to ``<out>/models/<study>/<variant>/seed<seed>``)."""
+    (with ``save``, each final model to ``<out>/models/<study>/<variant>/seed<seed>``; with ``diagnose``, one row
+    per update to ``<out>/<study>-diagnostics.csv``)."""
     env_id, all_variants = study_of(study)
     chosen = [v for v in all_variants if variants is None or v.name in variants]
     if variants is not None and len(chosen) != len(variants):
@@ -466,7 +527,8 @@ def run(
         for seed in seeds:
             folder = out / "models" / study / variant.name.replace(" ", "_") / f"seed{seed}" if save else None
             train_and_evaluate(env_id, variant, seed, checkpoints, eval_seeds, folder,
-                               on_checkpoint=lambda rows: _append(path, study, rows))  # fmt: skip
+                               on_checkpoint=lambda rows: _append(path, study, rows),
+                               diagnose=out / f"{study}-diagnostics.csv" if diagnose else None)  # fmt: skip
     return path
 
 
@@ -636,6 +698,11 @@ def refs(env_id: str, seeds: Sequence[int], out: Path, workers: int = 1) -> Path
 # -- command line --------------------------------------------------------------------------------------
 
 
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
 def _ints(text: str) -> list[int]:
     from baselines.cli import parse_seeds
 
@@ -657,6 +724,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--eval-seeds", default="0-4", help="evaluation seeds (default 0-4, the quick benchmark's)")
     t.add_argument("--variants", default=None, help="variant names separated by ; (default all)")
     t.add_argument("--save", action="store_true", help="save each final model under <out>/models/")
+    t.add_argument("--diagnose", action="store_true", help="one row per update to <out>/<study>-diagnostics.csv")
+    d = sub.add_parser("diagnostics", help="Markdown table of a study's --diagnose rows, per probed checkpoint")
+    d.add_argument("study", choices=list(STUDIES))
     m = sub.add_parser("table", help="Markdown table (and figure) of a study's rows")
     m.add_argument("study", choices=list(STUDIES))
     m.add_argument("--figure", type=Path, default=None, help="write the curves here (PNG)")
@@ -667,7 +737,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "run":
         variants = args.variants.split(";") if args.variants else None
         checkpoints = [int(float(c)) for c in args.checkpoints.split(",")]
-        run(args.study, _ints(args.seeds), checkpoints, _ints(args.eval_seeds), args.out, variants, args.save)
+        run(
+            args.study,
+            _ints(args.seeds),
+            checkpoints,
+            _ints(args.eval_seeds),
+            args.out,
+            variants,
+            args.save,
+            args.diagnose,
+        )
+    elif args.command == "diagnostics":
+        updates, probes = (_rows(args.out / f"{args.study}-diagnostics{suffix}.csv") for suffix in ("", "-checkpoints"))
+        print(diagnostics_markdown(updates, probes))
     else:
         env_id, _ = study_of(args.study)
         references = References.load(args.out / "refs" / env_id / "results.json")

@@ -43,6 +43,9 @@ HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
 # saves it (see baselines.rl_runs and baselines.ship).
 SHIPPED_MODELS_DIR = Path(__file__).parent / "models"
 TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
+# The seeds every RL choice (tuning, learning curves for budgets) is validated on: disjoint from the benchmark's
+# evaluation seeds 0-9 and from the training seeds, so no choice is fitted to the episodes that score it.
+VALIDATION_SEEDS = (100, 101, 102, 103, 104)
 
 # name -> (module, class). rl-zoo3 calls RecurrentPPO "ppo_lstm"; we keep its names. It has no MaskablePPO
 # (2.9.2), so "ppo_mask" is ours.

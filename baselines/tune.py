@@ -9,17 +9,26 @@ MaskablePPO added as ``ppo_mask`` and ``--hold``: keys the optimizer keeps at th
 contextual bandit's γ = 0; :func:`zoo_command` prints the exact command) on the id's
 section of ``baselines/hyperparams/<algo>.yml``: its env kwargs (the settings' RL kwargs), its observation wrapper
 and its normalization, with one torch thread, one job, TPE sampling and median pruning. The budget is
-``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations of ``eval_episodes`` episodes per trial).
+``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations per trial).
 ``--native`` runs the same optimizer on the ids' native batched envs (``baselines.zoo_native``, imported through
 rl-zoo3's ``--gym-packages``), and ``--trial-cpu-seconds`` caps each trial's CPU time (a trial past it is
 pruned), so the budget in CPU time is at most ``trials`` × that cap. rl-zoo3's sampler replaces the section's
 ``policy_kwargs`` (its network sizes and activations; keys it does not sample, e.g. ``log_std_init``, are
-dropped) and draws γ from [0.97, 0.9999]. The
-objective is rl-zoo3's: the mean return of deterministic evaluation episodes at the trial's last evaluation,
-not the benchmark's headline metric. rl-zoo3 seeds the trials' training and evaluation envs from ``--seed``,
-which is set to a training seed (``baselines.rl.training_seed(0)``, ≥ 10⁹), so tuning never plays the benchmark's
-evaluation seeds. The study lives in an Optuna journal file (``<out>/<env_id>-<algo>.log``), so a second ``run``
-with the same arguments adds trials to it.
+dropped) and draws γ from [0.97, 0.9999].
+
+The objective (``--objective headline``, the default) is the benchmark's headline metric of the trial's
+deterministic policy on the fixed validation seeds (``--validation-seeds``, default 100-104: disjoint from the
+evaluation seeds 0-9 and the training seeds), the same episodes at every evaluation of every trial, signed so
+that larger is better (``baselines.zoo_objective``); the pruner compares trials on it at each evaluation and the
+study's value is the one at the trial's last evaluation. ``--objective return`` keeps rl-zoo3's own: the mean
+return of ``eval_episodes`` deterministic episodes of an evaluation env seeded once per trial, other episodes
+at each evaluation, which on ids whose instance is drawn per episode ranks episodes rather than policies
+(docs/rl_curves.md, "Tuning"). rl-zoo3 seeds the trials' training envs from ``--seed``, which is set to a training
+seed (``baselines.rl.training_seed(0)``, ≥ 10⁹; ``--worker k``: ``training_seed(k)``, a second process adding
+trials to the same study with its own sampler and training seeds), so tuning never plays the benchmark's
+evaluation seeds. The study
+lives in an Optuna journal file (``<out>/<env_id>-<algo>-headline.log``; ``<out>/<env_id>-<algo>.log`` for the
+return objective), so a second ``run`` with the same arguments adds trials to it.
 
 ``write`` reads the study's best trial, converts it as rl-zoo3 does (``convert_onpolicy_params``: γ, λ, powers of
 two, network size and activation), drops the held keys and replaces the others in the id's YAML section, under a
@@ -40,44 +49,60 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.rl import HYPERPARAMS_DIR, load_hyperparams, training_seed
+from baselines.rl import HYPERPARAMS_DIR, VALIDATION_SEEDS, check_eval_seeds, load_hyperparams, training_seed
 
 ON_POLICY = {"ppo", "a2c", "ppo_lstm", "ppo_mask"}  # rl-zoo3 converts their samples with convert_onpolicy_params
 TUNED_MARK = "# tuned:"
 
 
-def study_name(env_id: str, algo: str) -> str:
-    return f"{env_id}-{algo}"
+OBJECTIVES = ("headline", "return")
 
 
-def storage_path(out: Path, env_id: str, algo: str) -> Path:
-    return out / f"{study_name(env_id, algo)}.log"
+def study_name(env_id: str, algo: str, objective: str = "headline") -> str:
+    """The study's name: ``<id>-<algo>`` for rl-zoo3's return objective (the studies of earlier sessions),
+    ``<id>-<algo>-headline`` for the headline one, so the two never share a study."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective={objective!r} is not allowed; allowed: {list(OBJECTIVES)}")
+    return f"{env_id}-{algo}" + ("-headline" if objective == "headline" else "")
+
+
+def storage_path(out: Path, env_id: str, algo: str, objective: str = "headline") -> Path:
+    return out / f"{study_name(env_id, algo, objective)}.log"
 
 
 def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, evaluations: int = 4,
                 eval_episodes: int = 5, startup_trials: int = 5, env_kwargs: Mapping[str, Any] | None = None,
-                hold: Sequence[str] = (), native: bool = False,
-                trial_cpu_seconds: float | None = None) -> list[str]:  # fmt: skip
+                hold: Sequence[str] = (), native: bool = False, trial_cpu_seconds: float | None = None,
+                objective: str = "headline", seeds: Sequence[int] = VALIDATION_SEEDS,
+                worker: int = 0) -> list[str]:  # fmt: skip
     """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the YAML section's env kwargs, as
     rl-zoo3's ``--env-kwargs`` does; ``hold``: hyperparameters kept at the section's values). ``native``: train
     and evaluate on the id's native batched env (``baselines.zoo_native``; the evaluation episodes as one batch
     of ``eval_episodes`` copies); ``trial_cpu_seconds``: prune a trial once it has used that much CPU time
-    (``TrialCPUBudget``)."""
+    (``TrialCPUBudget``). ``objective``: ``"headline"`` scores each evaluation by the headline metric on the
+    validation ``seeds`` (``baselines.zoo_objective``; ``eval_episodes`` then plays no part), ``"return"`` is
+    rl-zoo3's own (the mean return of ``eval_episodes`` episodes). ``worker``: the process's index among those
+    running the same study at once (each seeds its sampler and trials with ``training_seed(worker)``: equal
+    seeds would sample the same random start-up trials)."""
     for name, value in (("trials", trials), ("steps", steps), ("evaluations", evaluations),
                         ("eval_episodes", eval_episodes), ("startup_trials", startup_trials)):  # fmt: skip
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if trial_cpu_seconds is not None and not trial_cpu_seconds > 0:
         raise ValueError(f"trial_cpu_seconds must be positive or None, got {trial_cpu_seconds!r}")
+    name = study_name(env_id, algo, objective)
+    if objective == "headline":
+        check_eval_seeds(list(seeds))
     packages = ["cluster_envs", "baselines.zoo_native"] if native else ["cluster_envs"]
-    command = ["python", "-m", "baselines.zoo", *(["--hold", ",".join(hold)] if hold else []), "--algo", algo,
-               "--env", env_id, "--gym-packages", *packages,
+    zoo = ["--hold", ",".join(hold)] if hold else []
+    zoo += ["--objective-seeds", ",".join(str(seed) for seed in seeds)] if objective == "headline" else []
+    command = ["python", "-m", "baselines.zoo", *zoo, "--algo", algo, "--env", env_id, "--gym-packages", *packages,
                "-conf", str(_relative(HYPERPARAMS_DIR / f"{algo}.yml"))]  # fmt: skip
     command += [
         "-optimize", "--n-trials", str(trials), "--n-timesteps", str(steps), "--n-evaluations", str(evaluations),
         "--eval-episodes", str(eval_episodes), "--n-startup-trials", str(startup_trials), "--n-jobs", "1",
-        "--num-threads", "1", "--sampler", "tpe", "--pruner", "median", "--seed", str(training_seed(0)),
-        "--storage", str(storage_path(out, env_id, algo)), "--study-name", study_name(env_id, algo),
+        "--num-threads", "1", "--sampler", "tpe", "--pruner", "median", "--seed", str(training_seed(worker)),
+        "--storage", str(out / f"{name}.log"), "--study-name", name,
         "--no-optim-plots", "-f", str(out),
     ]  # fmt: skip
     if native:
@@ -106,13 +131,24 @@ def _relative(path: Path) -> Path:
     return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
 
 
+def objective_text(env_id: str, objective: str, value: float, seeds: Sequence[int]) -> str:
+    """A trial's objective value in words: the headline on the validation seeds, or rl-zoo3's return."""
+    if objective == "return":
+        return f"return {value:.4g}"
+    from baselines.settings import require_setting
+
+    setting = require_setting(env_id)
+    headline = setting.metrics[setting.headline] * value  # the objective is the headline times its direction
+    return f"{setting.headline} {headline:.4g} on validation seeds {min(seeds)}-{max(seeds)}"
+
+
 def run(command: Sequence[str]) -> None:
     """Run rl-zoo3 with one thread for every library (rl-zoo3's ``--num-threads`` sets torch's only)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     subprocess.run([sys.executable, *command[1:]], check=True, env=env)
 
 
-def best_trial(storage: Path, env_id: str, algo: str, hold: Sequence[str] = ()) -> tuple[dict[str, Any], float, int]:
+def best_trial(storage: Path, algo: str, hold: Sequence[str] = ()) -> tuple[dict[str, Any], float, int]:
     """The best trial's hyperparameters as rl-zoo3 passes them to the algorithm (without the ``hold`` keys, which
     the trials did not change), its value and the number of finished trials."""
     import optuna
@@ -121,7 +157,7 @@ def best_trial(storage: Path, env_id: str, algo: str, hold: Sequence[str] = ()) 
         raise ValueError(f"algo={algo!r}: writing tuned values is implemented for {sorted(ON_POLICY)}")
     from rl_zoo3.hyperparams_opt import convert_onpolicy_params
 
-    study = _load_study(storage, env_id, algo)
+    study = _load_study(storage)
     finished = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     if not finished:
         raise ValueError(f"the study in {storage} has no finished trial")
@@ -130,17 +166,19 @@ def best_trial(storage: Path, env_id: str, algo: str, hold: Sequence[str] = ()) 
     return params, float(best.value), len(finished)
 
 
-def trials_table(storage: Path, env_id: str, algo: str) -> str:
+def trials_table(storage: Path, hold: Sequence[str] = ()) -> str:
     """The study's trials as a Markdown table: state, objective, the value at each evaluation (the pruner's
-    points) and the sampled hyperparameters as rl-zoo3 converts them."""
+    points) and the sampled hyperparameters as rl-zoo3 converts them, without the ``hold`` keys (drawn by TPE
+    but not used: the trials trained with the section's values)."""
     from rl_zoo3.hyperparams_opt import convert_onpolicy_params
 
     lines = [
         "| trial | state | objective | at each evaluation | sampled (rl-zoo3's conversion) |",
         "|---:|---|---:|---|---|",
     ]
-    for trial in _load_study(storage, env_id, algo).trials:
-        params = yaml_values(convert_onpolicy_params(trial.params)) if trial.params else {}
+    for trial in _load_study(storage).trials:
+        converted = convert_onpolicy_params(trial.params) if trial.params else {}
+        params = yaml_values({key: value for key, value in converted.items() if key not in hold})
         shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
         steps = ", ".join(f"{v:.4g}" for _, v in sorted(trial.intermediate_values.items()))
         value = "—" if trial.value is None else f"{trial.value:.4g}"
@@ -148,13 +186,14 @@ def trials_table(storage: Path, env_id: str, algo: str) -> str:
     return "\n".join(lines)
 
 
-def _load_study(storage: Path, env_id: str, algo: str):
+def _load_study(storage: Path):
+    """The study of the journal file ``storage`` (one per file: ``storage_path``)."""
     import optuna
 
     if not storage.is_file():
         raise FileNotFoundError(f"no study at {storage}: run `python -m baselines.tune run` first")
     backend = optuna.storages.journal.JournalFileBackend(str(storage))
-    return optuna.load_study(study_name=study_name(env_id, algo), storage=optuna.storages.JournalStorage(backend))
+    return optuna.load_study(study_name=None, storage=optuna.storages.JournalStorage(backend))
 
 
 def yaml_values(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,23 +276,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--to", type=Path, default=None, help="write: a copy of the YAML file with the best trial")
     parser.add_argument("--native", action="store_true", help="train on the native batched env (faster)")
     parser.add_argument("--trial-cpu-seconds", type=float, default=None, help="prune a trial past this CPU time")
+    parser.add_argument("--objective", choices=OBJECTIVES, default="headline",
+                        help="the headline on fixed validation seeds (default) or rl-zoo3's return")  # fmt: skip
+    parser.add_argument("--validation-seeds", default="100-104", help="the headline objective's seeds")
+    parser.add_argument("--worker", type=int, default=0, help="another process on the same study (1, 2, ...)")
     args = parser.parse_args(argv)
+    from baselines.cli import parse_seeds
+
     hold = [key for key in args.hold.split(",") if key]
+    seeds = parse_seeds(args.validation_seeds)
     command = zoo_command(args.env_id, args.algo, args.trials, args.steps, args.out, evaluations=args.evaluations,
                           eval_episodes=args.eval_episodes, startup_trials=args.startup_trials, hold=hold,
-                          native=args.native, trial_cpu_seconds=args.trial_cpu_seconds)  # fmt: skip
+                          native=args.native, trial_cpu_seconds=args.trial_cpu_seconds, objective=args.objective,
+                          seeds=seeds, worker=args.worker)  # fmt: skip
     text = shlex.join(command)
+    storage = storage_path(args.out, args.env_id, args.algo, args.objective)
     if args.command == "print":
         print(text)
     elif args.command == "trials":
-        print(trials_table(storage_path(args.out, args.env_id, args.algo), args.env_id, args.algo))
+        print(trials_table(storage, hold))
     elif args.command == "run":
         print(text, flush=True)
         run(command)
     else:
-        storage = storage_path(args.out, args.env_id, args.algo)
-        params, value, finished = best_trial(storage, args.env_id, args.algo, hold)
-        comment = f"{text} (budget {args.trials} trials x {args.steps} steps; best of {finished}: return {value:.4g})"
+        params, value, finished = best_trial(storage, args.algo, hold)
+        comment = f"{text} (budget {args.trials} trials x {args.steps} steps; best of {finished}: "
+        comment += f"{objective_text(args.env_id, args.objective, value, seeds)})"
         path = HYPERPARAMS_DIR / f"{args.algo}.yml"
         if args.to is not None:
             args.to.parent.mkdir(parents=True, exist_ok=True)

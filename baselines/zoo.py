@@ -1,6 +1,6 @@
 """rl-zoo3's ``train`` entry (training and ``-optimize``) with what this package adds to it, one job:
 
-    python -m baselines.zoo [--hold gamma,gae_lambda] <rl_zoo3.train arguments>
+    python -m baselines.zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] <rl_zoo3.train arguments>
 
 - **MaskablePPO as ``ppo_mask``.** rl-zoo3 2.9.2's ``ALGOS`` has no MaskablePPO (sb3-contrib's), so this
   registers it under the name ``baselines.rl`` uses, with rl-zoo3's own PPO sampler and converter
@@ -14,24 +14,32 @@
   (spec §3.11: an action does not change later observations; ClusterMultiServer-v0, ClusterGang-v0), not a
   tunable, and λ has no effect at γ = 0. The sampler's output is passed on without those keys, so the trial
   trains with the section's values (TPE still draws them; they are inert).
+- **The headline objective** (``--objective-seeds``): trials are scored by the benchmark's headline metric of
+  the deterministic policy on those fixed validation seeds, the same episodes at every evaluation of every trial
+  (``baselines.zoo_objective.HeadlineTrialEvalCallback`` in place of rl-zoo3's ``TrialEvalCallback``, which
+  scores the return of whichever episodes its evaluation env yields next). The id, the algorithm and the
+  evaluation env's kwargs are read from rl-zoo3's own arguments (``--env``, ``--algo``, ``--eval-env-kwargs``).
 
-Everything else (the TPE sampler, the median pruner, the objective, the journal storage) is rl-zoo3's.
+Everything else (the TPE sampler, the median pruner, the journal storage) is rl-zoo3's.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 ALGO = "ppo_mask"
 
 
-def register(hold: Sequence[str] = ()) -> None:
-    """Add ``ppo_mask`` to rl-zoo3 and hold ``hold``'s keys at the YAML's values during optimization."""
+def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None) -> None:
+    """Add ``ppo_mask`` to rl-zoo3 and hold ``hold``'s keys at the YAML's values during optimization; with
+    ``objective`` (``HeadlineTrialEvalCallback``'s keyword arguments: ``env_id``, ``algo``, ``env_kwargs``,
+    ``seeds``), score trials by the headline on fixed validation seeds."""
     import stable_baselines3.common.callbacks as sb3_callbacks
-    from rl_zoo3 import hyperparams_opt
+    from rl_zoo3 import exp_manager, hyperparams_opt
     from rl_zoo3.utils import ALGOS
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.evaluation import evaluate_policy as masked_evaluate_policy
@@ -43,6 +51,11 @@ def register(hold: Sequence[str] = ()) -> None:
     if hold:
         for algo, sampler in list(samplers.items()):
             samplers[algo] = _holding(sampler, frozenset(hold))
+    if objective is not None:
+        from baselines.zoo_objective import HeadlineTrialEvalCallback
+
+        # ExperimentManager.objective builds its callback by this module-level name
+        exp_manager.TrialEvalCallback = functools.partial(HeadlineTrialEvalCallback, **objective)
     if getattr(sb3_callbacks.evaluate_policy, "masked_dispatch", False):
         return
     unmasked = sb3_callbacks.evaluate_policy
@@ -63,11 +76,30 @@ def _holding(sampler: Any, hold: frozenset[str]) -> Any:
     return sample
 
 
+def zoo_target(argv: Sequence[str]) -> dict[str, Any]:
+    """The id, algorithm and evaluation env kwargs that rl-zoo3's arguments ``argv`` name (left in ``argv``)."""
+    from rl_zoo3.utils import StoreDict
+
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--env", required=True)
+    parser.add_argument("--algo", required=True)
+    parser.add_argument("--eval-env-kwargs", nargs="+", action=StoreDict, default={})
+    known, _ = parser.parse_known_args(argv)
+    return {"env_id": known.env, "algo": known.algo, "env_kwargs": dict(known.eval_env_kwargs)}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m baselines.zoo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--hold", default="", help="comma-separated hyperparameters the optimizer keeps")
+    parser.add_argument("--objective-seeds", default=None,
+                        help="score trials by the headline on these validation seeds (e.g. 100-104)")  # fmt: skip
     args, rest = parser.parse_known_args(argv)
-    register([key for key in args.hold.split(",") if key])
+    objective = None
+    if args.objective_seeds is not None:
+        from baselines.cli import parse_seeds
+
+        objective = {**zoo_target(rest), "seeds": parse_seeds(args.objective_seeds)}
+    register([key for key in args.hold.split(",") if key], objective)
     from rl_zoo3.train import train
 
     sys.argv = ["rl_zoo3.train", *rest]  # rl-zoo3 parses sys.argv

@@ -83,7 +83,7 @@ def _approx(kwargs: dict):
     env.reset(seed=0)
     inst, cfg = env._instance, env.config
     args = (cfg.utility, cfg.beta, inst.jobs, inst.means, inst.prices, cfg.horizon, cfg.oracle_kind)
-    return model.benchmark_estimate(inst.jobs, cfg.horizon, cfg.n_machines), lambda: model.opt_per_job(*args)
+    return model.oracle_estimate(inst.jobs, cfg.horizon, cfg.n_machines), lambda: model.opt_per_job(*args)
 
 
 def measure(solver: str, kwargs: dict) -> dict:

@@ -29,6 +29,10 @@ def check_action_mode(problem: BilinearProblem, mode: str, agent: str) -> None:
 class SABR(BaseAgent):
     """Algorithm 1 [L124–212]: weighted proportional fair allocation with marginal cost γ and bilinear UCBs.
 
+    With the env's ``include_server_counts`` the observation carries n_j(t) and the allocation is App. D.2's (46),
+    over the server classes present in the slot; the estimator keeps ζ = n, the nominal count (Thm A.18 takes
+    ζ = n_max = max_t n(t), which equals n when every server is present in some slot).
+
     Hyperparameters (paper defaults): ``gamma_cost`` γ = 1.2 (> 1), ``V`` = √(I T) when None, ``weights`` w
     (ones; W-SABR uses w = c), ``beta_scale`` multiplying β_t = √(d² ln(tT)) + √n (1 = as printed),
     ``solver``: ``"centralized"`` (exact fast path when no capacity binds, SLSQP otherwise; default),
@@ -87,17 +91,25 @@ class SABR(BaseAgent):
         parts = self.problem.split(observation)
         self.estimator.update(parts["counts"], parts["reward_sums"])
         self.t += 1
-        y = self.allocate(self._indices(), parts["queues"])
+        y = self.allocate(self._indices(), parts["queues"], parts.get("server_counts"))
         return (y / self.problem.caps).ravel()
 
-    def allocate(self, rt: np.ndarray, queues: np.ndarray) -> np.ndarray:
-        """Solve (3) for the given indices and queues with the configured solver."""
+    def allocate(self, rt: np.ndarray, queues: np.ndarray, caps: np.ndarray | None = None) -> np.ndarray:
+        """Solve (3) for the given indices and queues with the configured solver; with the slot's server counts
+        ``caps`` = n_j(t) (None: the fixed n_j), solve (46) of App. D.2 over J(t) = {j : n_j(t) > 0} (the other
+        columns 0)."""
         a = self.w * queues / self.v_param
-        caps = self.problem.caps
+        caps = self.problem.caps if caps is None else np.asarray(caps, dtype=np.float64)
+        present = caps > 0
+        y = np.zeros(rt.shape)
         if self.solver == "centralized":
-            return solve_allocation(rt, a, caps, self.gamma_cost)
-        node = NODES[SOLVERS.index(self.solver) - 1]
-        return solve_distributed(rt, a, caps, self.gamma_cost, node=node, **self.solver_kwargs)
+            y[:, present] = solve_allocation(rt[:, present], a, caps[present], self.gamma_cost)
+        else:
+            node = NODES[SOLVERS.index(self.solver) - 1]
+            y[:, present] = solve_distributed(
+                rt[:, present], a, caps[present], self.gamma_cost, node=node, **self.solver_kwargs
+            )
+        return y
 
 
 class WSABR(SABR):

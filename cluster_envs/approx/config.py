@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cluster_envs.approx.model import BENCHMARK_KINDS, RATE_PROCESSES, UTILITIES
+from cluster_envs.approx.model import ORACLE_KINDS, RATE_PROCESSES, UTILITIES
 from cluster_envs.common.config import check_number
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
@@ -97,7 +97,7 @@ class ApproxConfig:
         "budget_mode": Choice(BUDGET_MODES),
         "reward_mode": Choice(REWARD_MODES),
         "compute_regret": FLAG,
-        "oracle_kind": Choice(BENCHMARK_KINDS),
+        "oracle_kind": Choice(ORACLE_KINDS),
         "fixed_instance": FLAG,
         "instance_seed": Number(low=0, integer=True),
         "expose_oracle": FLAG,

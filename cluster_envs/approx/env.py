@@ -17,7 +17,6 @@ from cluster_envs.approx.config import (
     ApproxConfig,
 )
 from cluster_envs.approx.kernel import (
-    BENCHMARK_ACCRUED,
     CAPACITY,
     DECODE_MATRIX,
     DECODE_OCCUPANT,
@@ -25,6 +24,7 @@ from cluster_envs.approx.kernel import (
     LAST_MASK,
     LAST_RATE,
     N_OBS,
+    ORACLE_ACCRUED,
     PRICE,
     REWARD_APPROX,
     REWARD_SPARSE,
@@ -38,11 +38,11 @@ from cluster_envs.approx.model import (
     ApproxProblem,
     Instance,
     Jobs,
-    benchmark_estimate,
     common_deadline_jobs,
     listed_jobs,
     make_rate_process,
     opt_per_job,
+    oracle_estimate,
     prior_mean_rate,
     read_job_trace,
     single_job,
@@ -113,7 +113,7 @@ class _ApproxEnvCore(ClusterEnv):
         self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
         if config.compute_regret:  # on the instance of instance_seed (every episode's with fixed_instance)
             rng = np.random.default_rng(config.instance_seed)
-            self._check_benchmark(self._draw_instance(rng, np.random.default_rng(0)).jobs)
+            self._check_oracle(self._draw_instance(rng, np.random.default_rng(0)).jobs)
         m, k = config.n_machines, config.max_visible_jobs
         self._generalized = config.capacity is not None
         self._n_fields = 14 if self._generalized else 12
@@ -205,7 +205,7 @@ class _ApproxEnvCore(ClusterEnv):
         self.misc_rng = streams["misc"]
         instance = self._draw_instance(instance_rng, streams["rates"])
         if cfg.compute_regret:
-            self._check_benchmark(instance.jobs)  # before the episode's state changes
+            self._check_oracle(instance.jobs)  # before the episode's state changes
         self._instance = instance
         self.problem = ApproxProblem(
             n_machines=cfg.n_machines,
@@ -240,12 +240,12 @@ class _ApproxEnvCore(ClusterEnv):
             info["oracle_total"] = info["benchmark_total"] = float(opt.sum())  # benchmark_total: deprecated alias
         return self.emit(self._observation()), info
 
-    def _check_benchmark(self, jobs: Jobs) -> None:
-        """Refuse (``ValueError``) a benchmark program above the resource limits (cluster_envs.common.guards)."""
+    def _check_oracle(self, jobs: Jobs) -> None:
+        """Refuse (``ValueError``) an oracle convex program above the resource limits (common.guards)."""
         cfg = self.config
         check(
-            benchmark_estimate(jobs, cfg.horizon, cfg.n_machines),
-            f"the benchmark's convex program (compute_regret=True) for {jobs.count} jobs",
+            oracle_estimate(jobs, cfg.horizon, cfg.n_machines),
+            f"the oracle's convex program (compute_regret=True) for {jobs.count} jobs",
             "Use fewer machines (n_machines) or jobs (load, n_jobs, jobs, job_keep_fraction) or fewer distinct "
             "arrival and deadline times (horizon, lifetime_median), or pass compute_regret=False.",
             time_limit=BENCHMARK_TIME_LIMIT,
@@ -315,7 +315,7 @@ class _ApproxEnvCore(ClusterEnv):
             values = sim.f.tolist()
             info = {"t": sim.t, "utility_true": values[UTILITY_TRUE], "utility_approx": values[UTILITY_APPROX]}
             if sim.opt_per_job is not None:
-                info["regret"] = values[BENCHMARK_ACCRUED] - values[UTILITY_APPROX]
+                info["regret"] = values[ORACLE_ACCRUED] - values[UTILITY_APPROX]
         else:
             sim.step_info = sim.slot_details()
             info = self._info()
@@ -361,7 +361,7 @@ class _ApproxEnvCore(ClusterEnv):
         }
         if sim.opt_per_job is not None:
             info["oracle_total"] = info["benchmark_total"] = float(sim.opt_per_job.sum())  # deprecated alias
-            info["regret"] = sim.benchmark_accrued - sim.utility_approx
+            info["regret"] = sim.oracle_accrued - sim.utility_approx
         if self.config.expose_oracle:
             info["oracle"] = {"rates": s["rates"].copy(), "means": self._instance.means.copy()}
         return info

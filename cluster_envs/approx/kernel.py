@@ -42,7 +42,7 @@ SF_ROWS = 2
  DEPARTURES_FROM, N_JOBS, RATES_FROM) = range(19)  # fmt: skip
 C_SIZE = 19  # N_JOBS: the instance's job count (a batch pads the job axis); RATES_FROM: slot of batch_begin's rates[0]
 # Entries of the float statistics ``f``.
-(UTILITY_TRUE, UTILITY_APPROX, BENCHMARK_ACCRUED, FIT_SIGNED, FIT_POSITIVE, MIGRATION_SUM, MIGRATIONS, REWARD_TRUE,
+(UTILITY_TRUE, UTILITY_APPROX, ORACLE_ACCRUED, FIT_SIGNED, FIT_POSITIVE, MIGRATION_SUM, MIGRATIONS, REWARD_TRUE,
  REWARD_APPROX, REWARD_SPARSE) = range(10)  # fmt: skip
 F_SIZE = 10
 # Entries of the int parameters ``p``.
@@ -412,7 +412,7 @@ def batch_end(power_out, offsets, stepping, state, beta, horizon, obs):
             if p[P_HAS_OPT]:
                 for q in range(n_active):
                     jf[b, SCRATCH, q] = jf[b, OPT_RATE, ji[b, ACTIVE, q]]
-                f[b, BENCHMARK_ACCRUED] += _row_sum(jf, b, SCRATCH, n_active)
+                f[b, ORACLE_ACCRUED] += _row_sum(jf, b, SCRATCH, n_active)
             # departures (deadline order): Fit (Eq. 8) and the sparse reward
             first = c[b, NEXT_DEPARTURE]
             while c[b, NEXT_DEPARTURE] < n and ji[b, DEADLINE, ji[b, DEPARTURE_ORDER, c[b, NEXT_DEPARTURE]]] <= t:

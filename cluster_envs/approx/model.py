@@ -403,7 +403,7 @@ class Instance:
 # Many jobs: the segment-aggregated concave program, solved with scipy's SLSQP (exact for the relaxation;
 # intended for small instances). ``opt_per_job`` returns OPT_j, the benchmark's per-job term of Eq. 6, which
 # the env accrues at OPT_j/(d_j − a_j) per active slot so that the cumulative regret ends at Reg_T.
-BENCHMARK_KINDS = ("eq6", "p1", "thm3")
+ORACLE_KINDS = ("eq6", "p1", "thm3")
 WORK_FLOOR = 1e-9
 
 
@@ -441,7 +441,7 @@ def segments(jobs: Jobs, horizon: int) -> tuple[np.ndarray, list[np.ndarray]]:
 
 
 def multi_job_opt(
-    kind: str, beta: float, jobs: Jobs, means: np.ndarray, prices: np.ndarray, horizon: int, benchmark: str
+    kind: str, beta: float, jobs: Jobs, means: np.ndarray, prices: np.ndarray, horizon: int, oracle_kind: str
 ) -> np.ndarray:
     """OPT_j for every job: the optimum of the segment-aggregated program scored as in Eq. 6 (or L517)."""
     lengths, members = segments(jobs, horizon)
@@ -460,13 +460,13 @@ def multi_job_opt(
 
     def objective(flat):
         z = flat.reshape(n_var, m)
-        if benchmark == "thm3":
+        if oracle_kind == "thm3":
             seg_work = np.maximum((weight * z).sum(axis=1), WORK_FLOOR)
             val = perspective(kind, value[owner], beta, seg_work, lengths[seg_of])
             slope = utility_derivative(kind, value[owner], beta, seg_work / lengths[seg_of])
             return -val.sum(), -(slope[:, None] * weight).ravel()
         x = np.maximum(job_work(z), WORK_FLOOR)
-        scale = life if benchmark == "eq6" else np.ones_like(life)
+        scale = life if oracle_kind == "eq6" else np.ones_like(life)
         val = perspective(kind, value, beta, x, scale)
         slope = utility_derivative(kind, value, beta, x / scale)
         return -val.sum(), -(slope[owner][:, None] * weight).ravel()
@@ -499,7 +499,7 @@ def multi_job_opt(
         options={"ftol": 1e-12, "maxiter": 1000},
     )
     z = np.clip(result.x.reshape(n_var, m), 0.0, 1.0)
-    if benchmark == "thm3":
+    if oracle_kind == "thm3":
         seg_val = perspective(kind, value[owner], beta, (weight * z).sum(axis=1), lengths[seg_of])
         return np.bincount(owner, weights=seg_val, minlength=jobs.count)
     return perspective(kind, value, beta, job_work(z), life)
@@ -517,7 +517,7 @@ SLSQP_SECONDS_PER_SQUARED_VARIABLE = 2e-6
 SLSQP_ITERATIONS = 100
 
 
-def benchmark_estimate(jobs: Jobs, horizon: int, n_machines: int) -> Estimate:
+def oracle_estimate(jobs: Jobs, horizon: int, n_machines: int) -> Estimate:
     """The peak allocation and run time of :func:`opt_per_job` on ``jobs``, without solving.
 
     Memory, in float64: the dense constraint matrix (built from two blocks, then its negated copy as SLSQP's
@@ -536,9 +536,9 @@ def benchmark_estimate(jobs: Jobs, horizon: int, n_machines: int) -> Estimate:
 
 
 def opt_per_job(
-    kind: str, beta: float, jobs: Jobs, means: np.ndarray, prices: np.ndarray, horizon: int, benchmark: str
+    kind: str, beta: float, jobs: Jobs, means: np.ndarray, prices: np.ndarray, horizon: int, oracle_kind: str
 ) -> np.ndarray:
     """OPT_j of every job (closed form for one job spanning the horizon, else the convex program)."""
     if _closed_form(jobs, horizon):
         return np.array([single_job_opt(kind, jobs.value[0], beta, means, prices, jobs.budget[0], horizon)])
-    return multi_job_opt(kind, beta, jobs, means, prices, horizon, benchmark)
+    return multi_job_opt(kind, beta, jobs, means, prices, horizon, oracle_kind)

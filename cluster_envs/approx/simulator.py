@@ -112,7 +112,7 @@ class ApproxSimulator(HoldsRecord):
     waiting = property(lambda self: self.ji[kernel.WAITING, : self.c[kernel.N_WAITING]].tolist())
     utility_true = property(lambda self: float(self.f[kernel.UTILITY_TRUE]))
     utility_approx = property(lambda self: float(self.f[kernel.UTILITY_APPROX]))
-    benchmark_accrued = property(lambda self: float(self.f[kernel.BENCHMARK_ACCRUED]))
+    oracle_accrued = property(lambda self: float(self.f[kernel.ORACLE_ACCRUED]))
     fit_signed = property(lambda self: float(self.f[kernel.FIT_SIGNED]))
     fit_positive = property(lambda self: float(self.f[kernel.FIT_POSITIVE]))
     total_repaired = property(lambda self: int(self.c[kernel.TOTAL_REPAIRED]))
@@ -203,5 +203,5 @@ class ApproxSimulator(HoldsRecord):
         }
         if self.opt_per_job is not None:
             out["oracle_total"] = out["benchmark_total"] = float(self.opt_per_job.sum())  # deprecated alias
-            out["regret"] = self.benchmark_accrued - self.utility_approx
+            out["regret"] = self.oracle_accrued - self.utility_approx
         return out

@@ -204,7 +204,7 @@ class ClusterApproxVectorEnv(HoldsRecord, BatchedCopies):
             ("utility_approx", f[:, kernel.UTILITY_APPROX].copy()),
         ]
         if self._p[kernel.P_HAS_OPT]:
-            values.append(("regret", f[:, kernel.BENCHMARK_ACCRUED] - f[:, kernel.UTILITY_APPROX]))
+            values.append(("regret", f[:, kernel.ORACLE_ACCRUED] - f[:, kernel.UTILITY_APPROX]))
         infos = self.masked(values, stepping)
         if ended.any():
             summaries = self.batched_summaries(ended, lambda b: self.envs[b].simulator.summary())

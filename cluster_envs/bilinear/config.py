@@ -98,6 +98,7 @@ class BilinearConfig:
         "gamma_env": Number(low=-MAX_MAGNITUDE, high=MAX_MAGNITUDE),
         "queue_cap": Number(low=1, integer=True, none=True),
         "server_schedule": Given("None, a callable t -> n(t) (J servers per class), or a (horizon, J) array"),
+        "include_server_counts": FLAG,
         "max_visible_jobs": Number(low=1, integer=True, size=True),
         "allow_unstable": FLAG,
         "info_level": Choice(INFO_LEVELS),
@@ -127,6 +128,7 @@ class BilinearConfig:
     gamma_env: float = 1.2
     queue_cap: int | None = None
     server_schedule: Callable[[int], Any] | Any = None
+    include_server_counts: bool = False  # App. D.2: observe n_j(t) of the slot about to be decided
     max_visible_jobs: int = 32
     allow_unstable: bool = False
     info_level: str = "full"

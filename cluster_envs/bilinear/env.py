@@ -56,7 +56,9 @@ class ClusterBilinearEnv(ClusterEnv):
     the empirical means of ξ (0 if unobserved). ``"full"`` appends u (I·d) and v (J·d). With
     ``action_mode="job_allocation"`` a padded per-job block follows: for the first ``max_visible_jobs`` waiting
     jobs in FIFO order, class + 1 (0 = empty slot), and each job's cumulative selection counts and
-    summed rewards per server class (K·J each).
+    summed rewards per server class (K·J each). ``include_server_counts=True`` (off by default; App. D.2)
+    appends ``"server_counts"`` (J): n_j(t) of the slot the next action decides, so an agent can solve over the
+    available servers J(t) as App. D.2's algorithm (46) does (the fixed n_j without a ``server_schedule``).
 
     **Action** (``action_mode``): ``"allocation"`` (default) ``Box(0, 1, (I·J,))``, row-major fractions
     a_ij = y_ij/n_j of each server class (normalised so SB3 and ``check_env`` accept the space), projected
@@ -130,7 +132,11 @@ class ClusterBilinearEnv(ClusterEnv):
         self._minimal_info = config.info_level == "minimal"
         self._minimal_rows = [kernel.STAT_NAMES.index(key) for key in MINIMAL_INFO_KEYS]
         # the kernel writes the whole observation itself in the default observation and action modes
-        self._queues_only = config.observation_mode == "queues" and config.action_mode != "job_allocation"
+        self._queues_only = (
+            config.observation_mode == "queues"
+            and config.action_mode != "job_allocation"
+            and not config.include_server_counts
+        )
         self.observation_space = self._build_observation_space()
 
     def _build_observation_space(self) -> spaces.Box:
@@ -159,6 +165,8 @@ class ClusterBilinearEnv(ClusterEnv):
             job_caps = t_max * np.tile(self._caps, k)
             bounds += [(np.zeros(k), np.full(k, float(n_i))), (np.zeros(k * n_j), job_caps)]
             bounds += [(-xi_max * job_caps, xi_max * job_caps)]
+        if cfg.include_server_counts:
+            bounds += [(np.zeros(n_j), self._caps)]
         low = np.concatenate([b[0] for b in bounds]).astype(np.float32)
         high = np.concatenate([b[1] for b in bounds]).astype(np.float32)
         return spaces.Box(low, high, dtype=np.float32)
@@ -230,6 +238,7 @@ class ClusterBilinearEnv(ClusterEnv):
             action_mode=cfg.action_mode,
             observation_mode=cfg.observation_mode,
             max_visible_jobs=cfg.max_visible_jobs,
+            include_server_counts=cfg.include_server_counts,
         )
         self._lp_cache = {}
         self._sim = BilinearSimulator(
@@ -402,6 +411,8 @@ class ClusterBilinearEnv(ClusterEnv):
             cls[:shown] = sim.job_class[:shown] + 1
             counts[:shown], sums[:shown] = sim.job_counts[:shown], sim.job_reward_sums[:shown]
             parts += [cls, counts.ravel(), sums.ravel()]
+        if prob.include_server_counts:
+            parts += [sim.caps_now()]  # n_j(t) of the slot the next action decides
         return np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts]).astype(np.float32)
 
     def _render_ansi(self) -> str:

@@ -120,6 +120,8 @@ class BilinearProblem:
     """Static public data: classes, server counts, features, horizon, holding costs and the env's modes.
 
     Never θ, r, arrival or service rates. ``split(observation)`` names the observation's parts.
+    ``include_server_counts``: the observation ends with ``"server_counts"``, n_j(t) of the slot about to be
+    decided (App. D.2's J(t); the env's ``server_schedule``, else the fixed n_j).
     """
 
     servers_per_class: tuple[int, ...]
@@ -131,6 +133,7 @@ class BilinearProblem:
     action_mode: str
     observation_mode: str
     max_visible_jobs: int
+    include_server_counts: bool = False
     pair_features: np.ndarray = field(init=False, repr=False)
     part_slices: tuple[tuple[str, slice, tuple[int, ...]], ...] = field(init=False, repr=False)
 
@@ -188,6 +191,8 @@ class BilinearProblem:
             parts.update(job_features=(n_i, d), server_features=(n_j, d))
         if self.action_mode == "job_allocation":
             parts.update(job_class=(k,), job_counts=(k, n_j), job_reward_sums=(k, n_j))
+        if self.include_server_counts:  # last, so the other parts keep their offsets
+            parts.update(server_counts=(n_j,))
         return parts
 
     def split(self, observation: np.ndarray) -> dict[str, np.ndarray]:

@@ -27,8 +27,9 @@ class ClusterBilinearVectorEnv(BatchedCopies):
     objects then hold their generator and simulator (current), not their problem or oracle (those of their last
     ``reset``). Supported: ``action_mode`` ``"allocation"`` or ``"simplex_logits"`` (each copy's logits become its
     class allocation as the single env's ``logits_to_allocation`` computes it, then the kernel's class-level
-    slot), every ``observation_mode`` and no ``server_schedule``. ``info`` holds the ``info_level="minimal"`` keys
-    as (B,) arrays with ``_key`` masks and, for copies whose episode ends, ``episode_summary``.
+    slot), every ``observation_mode``, no ``server_schedule`` and no ``include_server_counts``. ``info`` holds the
+    ``info_level="minimal"`` keys as (B,) arrays with ``_key`` masks and, for copies whose episode ends,
+    ``episode_summary``.
     """
 
     def __init__(self, num_envs: int, preset: str = "default", render_mode: str | None = None, **overrides: Any):
@@ -39,7 +40,13 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         if cfg.action_mode not in BATCHED_ACTION_MODES:
             raise ValueError(f"action_mode={cfg.action_mode!r} is not supported by the batched env; use one of "
                              f"{list(BATCHED_ACTION_MODES)}")  # fmt: skip
-        self.require((("server_schedule", cfg.server_schedule, None),))  # under a schedule r*(t) differs per slot
+        # under a schedule r*(t) differs per slot; without one the server counts are constant (nothing to observe)
+        self.require(
+            (
+                ("server_schedule", cfg.server_schedule, None),
+                ("include_server_counts", cfg.include_server_counts, False),
+            )
+        )
         self._kind = kernel.ALLOCATION if cfg.action_mode == "allocation" else kernel.CLASSES
         n_features = (cfg.num_job_classes + cfg.num_server_classes) * cfg.feature_dim
         self._features = np.zeros((num_envs, n_features))  # u and v of each copy's episode (the "full" observation)

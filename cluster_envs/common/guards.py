@@ -6,7 +6,7 @@ Three solvers are guarded (estimates in their own modules, measured against real
 * the knapsack DP of ``ClusterMultiServer-v0``'s regret oracle (:func:`cluster_envs.multiserver.knapsack.estimate`),
   checked at construction for the worst arrival pattern (every port that can have a job);
 * the MILP of ``ClusterGang-v0``'s regret oracle (:func:`cluster_envs.multiserver.gang.milp_estimate`), likewise;
-* the convex program of ``ClusterApprox-v0``'s benchmark (:func:`cluster_envs.approx.model.benchmark_estimate`),
+* the convex program of ``ClusterApprox-v0``'s benchmark (:func:`cluster_envs.approx.model.oracle_estimate`),
   checked at construction on the instance of ``instance_seed`` and again at every reset on the drawn instance.
 
 The limits are constants, not keywords: every guarded oracle has a keyword that turns it off

@@ -83,7 +83,7 @@ def test_rl_zoo3_optimizes_and_its_best_trial_is_written(tmp_path, monkeypatch):
     kwargs = {"action_mode": "normalize", "horizon": 48}  # a short episode: the settings' kwargs and T = 48
     tune.run(tune.zoo_command("ClusterSLA-v0", "ppo", 2, 512, out, evaluations=1, eval_episodes=1,
                               startup_trials=1, env_kwargs=kwargs))  # fmt: skip
-    params, value, finished = tune.best_trial(tune.storage_path(out, "ClusterSLA-v0", "ppo"), "ClusterSLA-v0", "ppo")
+    params, value, finished = tune.best_trial(tune.storage_path(out, "ClusterSLA-v0", "ppo"), "ppo")
     assert finished >= 1 and value == value  # a finished trial with a number
     path = tmp_path / "ppo.yml"
     shutil.copy(HYPERPARAMS_DIR / "ppo.yml", path)
@@ -174,7 +174,9 @@ def test_the_trials_table_shows_each_trials_evaluations_and_converted_values(tmp
     distributions = {k: optuna.distributions.CategoricalDistribution([v]) for k, v in sampled.items()}
     study.add_trial(optuna.trial.create_trial(params=sampled, distributions=distributions, value=-12.5,
                                               intermediate_values={1: -30.0, 2: -12.5}))  # fmt: skip
-    rows = tune.trials_table(storage, "ClusterSLA-v0", "ppo").splitlines()
+    rows = tune.trials_table(storage).splitlines()
     assert len(rows) == 3
     assert rows[2].startswith("| 0 | complete | -12.5 | -30, -12.5 |")
     assert "batch_size 64" in rows[2] and "n_steps 128" in rows[2] and "gamma 0.99" in rows[2]
+    held = tune.trials_table(storage, hold=["n_steps", "gamma"]).splitlines()[2]  # trained with the section's
+    assert "batch_size 64" in held and "n_steps" not in held and "gamma" not in held

@@ -136,6 +136,39 @@ def test_every_agent_runs_through_the_registry():
         assert truncated
 
 
+@pytest.mark.parametrize("name", ["sabr", "oracle_sabr", "oful_rs"])
+def test_sabr_solves_over_the_observed_servers(name):
+    """App. D.2's (46): given n_j(t) (``include_server_counts``), SABR's allocation fits the slot's servers, so the
+    env never projects it (without n(t) it allocates to absent servers and the env must)."""
+    sched = np.tile([[2, 2]] * 5 + [[2, 0]] * 5 + [[0, 2]] * 5 + [[1, 1]] * 5, (3, 1))
+    dists = {}
+    for counted in (False, True):
+        env = gym.make(ENV_ID, horizon=60, instance_seed=3, server_schedule=sched, include_server_counts=counted)
+        agent = make_agent(ENV_ID, name)
+        obs, _ = env.reset(seed=0)
+        agent.reset(env.unwrapped if agent.privileged else env.unwrapped.problem, seed=0)
+        dists[counted] = []
+        for t in range(60):
+            obs, _, _, _, info = env.step(agent.act(obs))
+            assert (info["y"].sum(axis=0) <= sched[t] + 1e-9).all()
+            dists[counted].append(info["action_projection_dist"])
+    assert max(dists[True]) < 1e-9 < max(dists[False])
+
+
+def test_allocate_over_present_columns_is_problem_3_on_them():
+    """n_j(t) = 0 drops column j: the rest is problem (3) over the present columns with their counts."""
+    rng = np.random.default_rng(0)
+    rt, queues = rng.uniform(-1, 1, (6, 3)), rng.integers(0, 30, 6).astype(float)
+    agent = SABR(V=5.0)
+    env = gym.make(ENV_ID, num_job_classes=6, num_server_classes=3, servers_per_class=(2, 3, 2))
+    env.reset(seed=0)
+    agent.reset(env.unwrapped.problem)
+    y = agent.allocate(rt, queues, np.array([0.0, 1.0, 2.0]))
+    np.testing.assert_array_equal(y[:, 0], 0.0)
+    np.testing.assert_allclose(y[:, 1:], solve_allocation(rt[:, 1:], queues / 5.0, np.array([1.0, 2.0]), 1.2))
+    np.testing.assert_array_equal(agent.allocate(rt, queues), agent.allocate(rt, queues, np.array([2.0, 3.0, 2.0])))
+
+
 def test_sabr_distributed_solver_option_matches_centralized_when_slack():
     env = gym.make(ENV_ID, horizon=5)
     obs, _ = env.reset(seed=1)

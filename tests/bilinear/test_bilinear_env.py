@@ -318,9 +318,40 @@ def test_server_schedule_caps_each_slot():
     assert len(r_stars) == 2
 
 
+@pytest.mark.parametrize(("action_mode", "observation_mode"), [("allocation", "queues"), ("job_allocation", "full")])
+def test_include_server_counts_appends_the_slots_schedule_row(action_mode, observation_mode):
+    """App. D.2: ``include_server_counts`` appends n_j(t) of the slot the next action decides (reset: slot 1), after
+    the default observation, which it leaves unchanged (same values, same space bounds)."""
+    sched = np.tile([[2, 2], [2, 0], [0, 2], [1, 2]], (10, 1))
+    kwargs = dict(horizon=40, server_schedule=sched, action_mode=action_mode, observation_mode=observation_mode)
+    plain, counted = gym.make(ENV_ID, **kwargs), gym.make(ENV_ID, include_server_counts=True, **kwargs)
+    n_j = 2
+    np.testing.assert_array_equal(counted.observation_space.low[:-n_j], plain.observation_space.low)
+    np.testing.assert_array_equal(counted.observation_space.high[:-n_j], plain.observation_space.high)
+    np.testing.assert_array_equal(counted.observation_space.high[-n_j:], [2, 2])
+    check_env(counted.unwrapped, skip_render_check=True)
+    obs_p, obs_c = plain.reset(seed=3)[0], counted.reset(seed=3)[0]
+    problem = counted.unwrapped.problem
+    for t in range(40):
+        np.testing.assert_array_equal(obs_c[:-n_j], obs_p)
+        np.testing.assert_array_equal(problem.split(obs_c)["server_counts"], sched[t])
+        assert counted.observation_space.contains(obs_c)
+        action = plain.action_space.sample()
+        obs_p, obs_c = plain.step(action)[0], counted.step(action)[0]
+
+
+def test_include_server_counts_without_a_schedule_shows_the_fixed_counts():
+    env = gym.make(ENV_ID, servers_per_class=(3, 1), include_server_counts=True)
+    obs = env.reset(seed=0)[0]
+    for _ in range(3):
+        np.testing.assert_array_equal(env.unwrapped.problem.split(obs)["server_counts"], [3, 1])
+        obs = env.step(env.action_space.sample())[0]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "name"),
     [
+        ({"include_server_counts": 1.5}, "include_server_counts"),
         ({"traffic_intensity": 4.0, "service_rate": 0.25}, "traffic_intensity"),
         ({"traffic_intensity": 1.5}, "traffic_intensity"),
         ({"job_features": np.full((10, 2), np.nan)}, "job_features"),

@@ -125,6 +125,7 @@ def test_batched_env_equals_single_envs_step_for_step(kwargs):
 @pytest.mark.parametrize(("kwargs", "name"), [
     ({"action_mode": "job_allocation"}, "action_mode"), ({"action_mode": "server_choice"}, "action_mode"),
     ({"server_schedule": np.full((500, 2), 2)}, "server_schedule"), ({"num_envs": 0}, "num_envs"),
+    ({"include_server_counts": True}, "include_server_counts"),
     ({"render_mode": "ansi"}, "render_mode"),
 ])  # fmt: skip
 def test_unsupported_settings_name_the_argument(kwargs, name):

@@ -11,7 +11,7 @@ import tracemalloc
 import gymnasium as gym
 import pytest
 
-from cluster_envs.approx.model import benchmark_estimate
+from cluster_envs.approx.model import oracle_estimate
 from cluster_envs.common import guards
 from cluster_envs.multiserver import knapsack
 
@@ -61,7 +61,7 @@ def test_every_preset_is_under_the_limits(env_id, preset, request):
     if env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
         estimate, time_limit = env._oracle_estimate(), guards.ORACLE_TIME_LIMIT
     elif env.config.compute_regret:
-        estimate = benchmark_estimate(env._instance.jobs, env.config.horizon, env.config.n_machines)
+        estimate = oracle_estimate(env._instance.jobs, env.config.horizon, env.config.n_machines)
         time_limit = guards.BENCHMARK_TIME_LIMIT
     else:
         return

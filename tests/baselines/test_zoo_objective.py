@@ -1,0 +1,89 @@
+"""baselines/zoo_objective.py: rl-zoo3's trial evaluation scored by the headline metric on fixed validation seeds,
+so the same policy gets the same value at every evaluation, and `baselines.tune run` optimizes it end to end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rl_zoo3")
+
+import optuna  # noqa: E402
+from stable_baselines3.common.logger import configure  # noqa: E402
+
+from baselines import tune, zoo  # noqa: E402
+from baselines.ablation import evaluate_episodes  # noqa: E402
+from baselines.rl import VALIDATION_SEEDS, RunConfig, make_vec_env, new_model  # noqa: E402
+from baselines.zoo_objective import HeadlineTrialEvalCallback  # noqa: E402
+
+KWARGS = {"action_mode": "normalize", "horizon": 48}  # ClusterSLA-v0 with the settings' kwargs, T = 48
+
+
+def _callback(env_id="ClusterSLA-v0", kwargs=KWARGS, seeds=(100, 101, 102)):
+    config = RunConfig.resolve("ppo", env_id, kwargs)
+    config.n_envs = 2
+    env, _ = make_vec_env(config, 10**9)
+    model = new_model(config, env, 0)
+    model.set_logger(configure(None, []))  # as learn() would
+    study = optuna.create_study(direction="maximize")
+    callback = HeadlineTrialEvalCallback(model.get_env(), study.ask(), eval_freq=1, env_id=env_id, algo="ppo",
+                                         env_kwargs=kwargs, seeds=seeds)  # fmt: skip
+    callback.init_callback(model)
+    return callback, model
+
+
+def test_two_evaluations_of_the_same_policy_give_the_same_value_the_headline_on_the_seeds():
+    callback, model = _callback()
+    callback.on_step()
+    first = callback.last_mean_reward
+    model.get_env().reset()  # the training env moves on between evaluations; the validation episodes do not
+    model.get_env().step(np.stack([model.action_space.sample() for _ in range(2)]))
+    callback.on_step()
+    assert callback.last_mean_reward == first
+    # the value is -regret, averaged over the seeds, computed here episode by episode on single envs
+    regret = evaluate_episodes(callback.setup, model, model.get_vec_normalize_env(), (100, 101, 102), False)
+    assert first == pytest.approx(-np.mean(regret), rel=1e-9)
+    assert callback.last_values == pytest.approx(regret, rel=1e-9)
+    assert callback.trial.study.trials[0].intermediate_values == {1: first, 2: first}  # what the pruner sees
+
+
+def test_a_higher_is_better_headline_is_not_negated_and_empty_seeds_are_refused():
+    kwargs = {"action_mode": "work_conserving", "observation_mode": "flat", "horizon": 20}
+    callback, _ = _callback("ClusterApprox-v0", kwargs, seeds=(100,))
+    callback.on_step()
+    assert callback.last_mean_reward == callback.last_values[0]  # utility: larger is better as it is
+    with pytest.raises(ValueError, match="seeds"):
+        _callback(seeds=())
+
+
+def test_the_headline_objective_is_the_default_and_names_its_own_study(tmp_path):
+    command = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path)
+    assert command[3:5] == ["--objective-seeds", ",".join(map(str, VALIDATION_SEEDS))]
+    assert command[command.index("--study-name") + 1] == "ClusterSLA-v0-ppo-headline"
+    old = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, objective="return")
+    assert "--objective-seeds" not in old and old[old.index("--study-name") + 1] == "ClusterSLA-v0-ppo"
+    with pytest.raises(ValueError, match="seeds"):  # a training seed is no validation seed
+        tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, seeds=[10**9])
+    second = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, worker=1)  # another process, same study
+    assert second[second.index("--seed") + 1] != command[command.index("--seed") + 1]
+    assert second[second.index("--storage") + 1] == command[command.index("--storage") + 1]
+    target = zoo.zoo_target(command[5:])  # what baselines.zoo reads of rl-zoo3's arguments
+    assert target == {"env_id": "ClusterSLA-v0", "algo": "ppo", "env_kwargs": {"action_mode": "normalize"}}
+
+
+def test_two_tiny_trials_are_scored_by_the_headline_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.chdir(tune.HYPERPARAMS_DIR.parent.parent)  # the command names the YAML relative to the repository
+    hold = ["n_steps", "batch_size", "n_epochs"]  # the section's one 2,048-step rollout per trial
+    tune.run(tune.zoo_command("ClusterSLA-v0", "ppo", 2, 256, tmp_path, evaluations=2, startup_trials=1,
+                              env_kwargs=KWARGS, hold=hold))  # fmt: skip
+    storage = tune.storage_path(tmp_path, "ClusterSLA-v0", "ppo")
+    trials = tune._load_study(storage).trials
+    assert len(trials) == 2
+    for trial in trials:  # each evaluation is -mean regret on the 5 validation seeds
+        values = list(trial.intermediate_values.values())
+        assert values and all(np.isfinite(values))
+        if trial.state == optuna.trial.TrialState.COMPLETE:
+            assert trial.value == values[-1]
+    params, value, finished = tune.best_trial(storage, "ppo", hold)
+    assert finished >= 1 and not set(hold) & set(params)
+    assert "regret" in tune.objective_text("ClusterSLA-v0", "headline", value, VALIDATION_SEEDS)
