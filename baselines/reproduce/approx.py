@@ -2,13 +2,15 @@
 
 ``scale="small"`` runs M = 50 machines, T = 2000 slots, 3 seeds (a few minutes on two cores);
 ``scale="medium"`` (Python API only) M = 100, T = 3600, 5 seeds; ``scale="paper"`` the paper preset
-(M = 1000, T = 36 000, 5 seeds), which takes days on two cores. Every configuration is paired by seed
+(M = 1000, T = 36 000, 5 seeds): hours on two cores for everything, while ``table_one_and_fig_two`` runs Table I
+and Fig. 1 alone in 41 CPU-minutes (measured; docs/reproductions/approx.md). Every configuration is paired by seed
 (common random numbers); the synthetic Google-like jobs stand in for the unavailable trace, so compare
 relative improvements, not absolute utilities (spec §5.6).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import pickle
 import time
@@ -37,6 +39,7 @@ PAPER_TABLE_I = {
 }
 TABLE_BETAS = (0.5, 0.6, 0.7)
 FIG2_BETAS = (0.5, 0.6, 0.7, 0.8, 0.9)
+KEEP = {"heavy": 1.0, "light": 0.5}  # light load keeps each job with probability 0.5
 HETEROGENEITY = 0.5
 ALPHAS = tuple(float(a) for a in range(1, 11))
 SCALES = {
@@ -89,16 +92,40 @@ def run_one(task: tuple) -> Run:
         return Run(key, seed, end.info["episode_summary"], ratio, sim.spent / sim.budget, end.seconds)
 
 
-def run_tasks(tasks: list[tuple], workers: int, progress: bool = False) -> dict[tuple, list[Run]]:
+def run_cached(job: tuple) -> Run:
+    """``run_one`` through an episode file ``(task, path)``: an episode already on disk is read back, not rerun,
+    so a long run that stops resumes where it was, and its finished episodes survive."""
+    task, path = job
+    if path is not None and path.exists():
+        return pickle.loads(path.read_bytes())
+    run = run_one(task)
+    if path is not None:
+        partial = path.with_suffix(".part")
+        partial.write_bytes(pickle.dumps(run))
+        partial.replace(path)
+    return run
+
+
+def run_tasks(
+    tasks: list[tuple], workers: int, progress: bool = False, episode_dir: Path | None = None
+) -> dict[tuple, list[Run]]:
+    """Every task's episode (in ``workers`` processes), grouped by key; with ``episode_dir``, each episode is kept in
+    a file named by a hash of its whole task and reused on the next call."""
+
     def collect(results) -> list[Run]:
         return list(progress_bar(results, total=len(tasks), desc="ClusterApprox episodes", unit="episode",
                                  enabled=progress))  # fmt: skip
 
+    if episode_dir is not None:
+        episode_dir.mkdir(parents=True, exist_ok=True)
+    paths = [None if episode_dir is None else episode_dir / f"{hashlib.sha1(repr(t).encode()).hexdigest()}.pkl"
+             for t in tasks]  # fmt: skip
+    jobs = list(zip(tasks, paths, strict=True))
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
-            runs = collect(pool.map(run_one, tasks, chunksize=1))
+            runs = collect(pool.map(run_cached, jobs, chunksize=1))
     else:
-        runs = collect(map(run_one, tasks))
+        runs = collect(map(run_cached, jobs))
     grouped: dict[tuple, list[Run]] = {}
     for r in runs:
         grouped.setdefault(r.key, []).append(r)
@@ -118,14 +145,15 @@ def _gain(runs, a, b, metric="utility") -> np.ndarray:
     return _values(runs[a], metric) / _values(runs[b], metric) - 1.0
 
 
-def fig2_tasks(env_kwargs: dict, seeds: list[int]) -> list[tuple]:
-    """Every scheme at heavy and light load and every β of Fig. 2 (Table I's β among them)."""
+def fig2_tasks(env_kwargs: dict, seeds: list[int], loads=("heavy", "light"), betas=FIG2_BETAS) -> list[tuple]:
+    """Every scheme at each load of ``loads`` and each β of ``betas`` (by default all of Fig. 2, Table I's β among
+    them; Table I and Fig. 1 alone are ``loads=("heavy",), betas=TABLE_BETAS``)."""
     tasks = []
-    for load, keep in (("heavy", 1.0), ("light", 0.5)):
-        for beta in FIG2_BETAS:
-            kwargs = {**env_kwargs, "beta": beta, "job_keep_fraction": keep}
+    for load in loads:
+        for beta in betas:
+            kwargs = {**env_kwargs, "beta": beta, "job_keep_fraction": KEEP[load]}
             tasks += [
-                (("fig2", load, beta, s), "ClusterApprox-v0", s, {}, kwargs, seed) for s in SCHEMES for seed in seeds
+                (("fig2", load, beta, s), "ClusterApprox-v0", s, {}, kwargs, seed) for seed in seeds for s in SCHEMES
             ]
     return tasks
 
@@ -205,16 +233,16 @@ def figure_one(runs, out: Path) -> list[str]:
     return lines
 
 
-def figure_two(runs, out: Path) -> list[str]:
+def figure_two(runs, out: Path, betas=FIG2_BETAS) -> list[str]:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
     lines = ["## E3: Fig. 2 (overall utility over β, heavy and light load)", ""]
     lines += ["| load | β | " + " | ".join(LABELS[s] for s in SCHEMES) + " | OPM/Fair − 1 | OPM/DA − 1 |"]
     lines += ["|---" * (4 + len(SCHEMES)) + "|"]
     for ax, load in zip(axes, ("heavy", "light"), strict=True):
         for s in SCHEMES:
-            means = [_values(runs[("fig2", load, b, s)], "utility").mean() for b in FIG2_BETAS]
-            ax.plot(FIG2_BETAS, means, marker="o", label=LABELS[s])
-        for b in FIG2_BETAS:
+            means = [_values(runs[("fig2", load, b, s)], "utility").mean() for b in betas]
+            ax.plot(betas, means, marker="o", label=LABELS[s])
+        for b in betas:
             group = {s: runs[("fig2", load, b, s)] for s in SCHEMES}
             cells = " | ".join(_fmt(_values(group[s], "utility")) for s in SCHEMES)
             fair, da = _gain(group, "opm", "fair"), _gain(group, "opm", "deadline_aware")
@@ -402,7 +430,6 @@ STUDY_AGENTS = {f"{semantics}, μ×{factor:g}": (semantics, factor)
                 for semantics in ("reg_weight", "step") for factor in (1.0, 0.1, 10.0)}  # fmt: skip
 DEFAULT_READING = "reg_weight, μ×1"
 STUDY_CONFIGS = (("heavy", 0.5), ("heavy", 0.7), ("heavy", 0.9), ("light", 0.9))
-KEEP = {"heavy": 1.0, "light": 0.5}
 
 
 def study_agent_kwargs(label: str) -> dict:
@@ -485,30 +512,54 @@ def sensitivity(
     return report
 
 
+FIGURES = {"table1": "Table I and Fig. 1", "fig2": "Fig. 2"}
+
+
 def table_one_and_fig_two(
     scale: str = "paper",
     out_dir: str | Path = "results/reproduce/approx-table1",
     *,
+    figures=tuple(FIGURES),
+    fig2_betas=FIG2_BETAS,
     preset: str | None = None,
     workers: int = 2,
     progress: bool = True,
 ) -> Path:
-    """Table I, Fig. 1 and Fig. 2 alone (every scheme, heavy and light load, β = 0.5 … 0.9) at ``scale``, on the
-    scale's preset or on ``preset`` (e.g. a reading of the sensitivity study); writes ``report.md``, the figures
-    and ``runs.pkl`` into ``out_dir`` and returns the report."""
+    """Table I, Fig. 1 and Fig. 2 alone at ``scale``, on the scale's preset or on ``preset`` (e.g. a reading of the
+    sensitivity study). ``figures`` picks the parts: ``"table1"`` runs every scheme under heavy load at Table I's
+    β (Fig. 1 comes from its β = 0.5 runs), ``"fig2"`` every scheme under heavy and light load at each β of
+    ``fig2_betas``; an episode both need runs once. Writes ``report.md``, the figures and ``runs.pkl`` into
+    ``out_dir`` and returns the report."""
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r} is not allowed; choose one of {list(SCALES)}")
+    if not figures or not set(figures) <= set(FIGURES):
+        raise ValueError(f"figures={figures!r} is not allowed; choose a non-empty subset of {list(FIGURES)}")
+    if not fig2_betas or not all(0 < b < 1 for b in fig2_betas):
+        raise ValueError(f"fig2_betas={fig2_betas!r} is not allowed; give one or more β in (0, 1)")
     config = SCALES[scale]
     env_kwargs = {**config["env"], **({"preset": preset} if preset else {})}
+    seeds = list(range(config["seeds"]))
+    # Table I's end columns first, and every scheme of a seed together: a run that stops early still has paired
+    # ratios at β = 0.5 (with Fig. 1) and at β = 0.7, and its finished episodes in ``out_dir/episodes``
+    table_betas = (TABLE_BETAS[0], TABLE_BETAS[-1], *TABLE_BETAS[1:-1])
+    tasks = fig2_tasks(env_kwargs, seeds, ("heavy",), table_betas) if "table1" in figures else []
+    if "fig2" in figures:
+        tasks += fig2_tasks(env_kwargs, seeds, betas=tuple(fig2_betas))
+    tasks = list({(t[0], t[-1]): t for t in tasks}.values())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    runs = run_tasks(fig2_tasks(env_kwargs, list(range(config["seeds"]))), workers, progress)
+    runs = run_tasks(tasks, workers, progress, episode_dir=out / "episodes")
     elapsed = time.perf_counter() - start
     (out / "runs.pkl").write_bytes(pickle.dumps(runs))
-    lines = ["# Paper 000: Table I and Figs. 1-2", "", f"Env settings {env_kwargs}, {config['seeds']} seeds; "
-             f"{elapsed:.0f} s wall with {workers} worker(s).", ""]  # fmt: skip
-    lines += table_one(runs) + [""] + figure_one(runs, out) + [""] + figure_two(runs, out)
+    episode_seconds = sum(r.seconds for group in runs.values() for r in group)
+    lines = ["# Paper 000: " + " and ".join(FIGURES[f] for f in FIGURES if f in figures), "",
+             f"Env settings {env_kwargs}, {config['seeds']} seeds; {len(tasks)} episodes, {elapsed:.0f} s wall with "
+             f"{workers} worker(s), {episode_seconds:.0f} s of episode time.", ""]  # fmt: skip
+    if "table1" in figures:
+        lines += table_one(runs) + [""] + figure_one(runs, out) + [""]
+    if "fig2" in figures:
+        lines += figure_two(runs, out, tuple(fig2_betas))
     report = out / "report.md"
     report.write_text("\n".join(lines) + "\n")
     return report
@@ -516,13 +567,21 @@ def table_one_and_fig_two(
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m baselines.reproduce.approx sensitivity [--seeds N] [--workers W] [--out DIR]`` or
-    ``python -m baselines.reproduce.approx table1 [--scale paper] [--preset P] [--workers W] [--out DIR]``."""
+    ``python -m baselines.reproduce.approx table1 [--scale paper] [--only table1|fig2] [--betas B ...]
+    [--preset P] [--workers W] [--out DIR]``."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m baselines.reproduce.approx")
     parser.add_argument("study", choices=("sensitivity", "table1"))
     parser.add_argument("--seeds", type=int, default=3, help="sensitivity: seeds (table1: the scale's)")
     parser.add_argument("--scale", choices=list(SCALES), default="paper", help="table1: the scale")
+    parser.add_argument(
+        "--only",
+        choices=list(FIGURES),
+        default=None,
+        help="table1: run only Table I + Fig. 1 (heavy load, β = 0.5-0.7) or only Fig. 2",
+    )
+    parser.add_argument("--betas", type=float, nargs="+", default=list(FIG2_BETAS), help="table1: Fig. 2's β values")
     parser.add_argument("--preset", default=None, help="table1: another ClusterApprox-v0 preset at that scale")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=None, help="output folder (default: results/reproduce/approx-<study>)")
@@ -531,7 +590,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.study == "sensitivity":
         report = sensitivity(out, seeds=args.seeds, workers=args.workers)
     else:
-        report = table_one_and_fig_two(args.scale, out, preset=args.preset, workers=args.workers)
+        figures = (args.only,) if args.only else tuple(FIGURES)
+        report = table_one_and_fig_two(
+            args.scale, out, figures=figures, fig2_betas=tuple(args.betas), preset=args.preset, workers=args.workers
+        )
     print(f"report written to {report}")
 
 

@@ -85,6 +85,49 @@ def test_table_one_and_fig_two_write_their_sections_on_a_named_preset(tmp_path, 
     assert (tmp_path / "fig2_utility_vs_beta.png").stat().st_size > 0
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "argument"), [({"figures": ("fig1",)}, "figures"), ({"figures": ()}, "figures"),
+                             ({"fig2_betas": (0.9, 1.2)}, "fig2_betas"), ({"fig2_betas": ()}, "fig2_betas")]
+)  # fmt: skip
+def test_table_one_rejects_unknown_parts_and_betas(tmp_path, kwargs, argument):
+    with pytest.raises(ValueError, match=argument):
+        approx.table_one_and_fig_two("paper", tmp_path, **kwargs)
+
+
+def test_table_one_and_fig_two_run_apart_and_reuse_the_episodes_of_their_folder(tmp_path, monkeypatch):
+    monkeypatch.setitem(approx.SCALES, "tiny", TINY)
+    played, run_one = [], approx.run_one
+
+    def record(task):
+        played.append((task[0], task[-1]))
+        return run_one(task)
+
+    monkeypatch.setattr(approx, "run_one", record)  # workers=1: the episodes play in this process
+
+    def parts(figures, folder, betas=approx.FIG2_BETAS):
+        played.clear()
+        report = approx.table_one_and_fig_two("tiny", tmp_path / folder, figures=figures, fig2_betas=betas,
+                                              workers=1, progress=False)  # fmt: skip
+        return report.read_text(), set(played), len(played)
+
+    seeds = range(TINY["seeds"])
+    heavy = {(("fig2", "heavy", b, s), seed) for b in approx.TABLE_BETAS for s in approx.SCHEMES for seed in seeds}
+    beta9 = {(("fig2", load, 0.9, s), seed) for load in approx.KEEP for s in approx.SCHEMES for seed in seeds}
+    light5 = {(("fig2", "light", 0.5, s), seed) for s in approx.SCHEMES for seed in seeds}
+    table, table_played, n = parts(("table1",), "t")
+    assert table_played == heavy and n == len(heavy)
+    assert "E1: Table I" in table and "E3: Fig. 2" not in table
+    fig2, fig2_played, n = parts(("fig2",), "f", (0.9,))
+    assert fig2_played == beta9 and n == len(beta9)
+    assert "E3: Fig. 2" in fig2 and "E1: Table I" not in fig2
+    # both parts in the Table I folder: its heavy episodes are read back, heavy β = 0.5 is needed twice, played never
+    both, both_played, n = parts(("table1", "fig2"), "t", (0.5, 0.9))
+    assert both_played == beta9 | light5 and n == len(beta9 | light5)
+    assert both.split("## E1")[1].split("## E3")[0] == table.split("## E1")[1]
+    for folder, png in (("t", "fig1_cdfs.png"), ("f", "fig2_utility_vs_beta.png")):
+        assert (tmp_path / folder / png).stat().st_size > 0
+
+
 def test_sensitivity_writes_one_row_per_reading(tmp_path, monkeypatch):
     monkeypatch.setattr(approx, "STUDY_SCALE", {k: v for k, v in TINY["env"].items() if k != "preset"})
     monkeypatch.setattr(approx, "STUDY_ENVS", {"paper_hidden_speed": ("paper_hidden_speed", {}, True)})
