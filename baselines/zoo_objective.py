@@ -64,13 +64,8 @@ class HeadlineTrialEvalCallback(TrialEvalCallback, _HeadlineEvaluation):
     def evaluate(self) -> list[float]:
         """The deterministic policy's headline on each validation seed (the training env's normalization)."""
         from baselines.ablation import evaluate_policy, native
+        from baselines.bench import has_vector_entry_point
 
-        batched = native(self.setup) and _has_batched_env(self.setup.env_id)
+        batched = native(self.setup) and has_vector_entry_point(self.setup.env_id)
         normalizer = self.model.get_vec_normalize_env()
         return evaluate_policy(self.setup, self.model, normalizer, self.seeds, self.masked, batched)
-
-
-def _has_batched_env(env_id: str) -> bool:
-    import gymnasium as gym
-
-    return gym.spec(env_id).vector_entry_point is not None
