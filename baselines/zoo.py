@@ -1,6 +1,7 @@
 """rl-zoo3's ``train`` entry (training and ``-optimize``) with what this package adds to it, one job:
 
-    python -m baselines.zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] <rl_zoo3.train arguments>
+    python -m baselines.zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
+        <rl_zoo3.train arguments>
 
 - **MaskablePPO as ``ppo_mask``.** rl-zoo3 2.9.2's ``ALGOS`` has no MaskablePPO (sb3-contrib's), so this
   registers it under the name ``baselines.rl`` uses, with rl-zoo3's own PPO sampler and converter
@@ -19,6 +20,10 @@
   (``baselines.zoo_objective.HeadlineTrialEvalCallback`` in place of rl-zoo3's ``TrialEvalCallback``, which
   scores the return of whichever episodes its evaluation env yields next). The id, the algorithm and the
   evaluation env's kwargs are read from rl-zoo3's own arguments (``--env``, ``--algo``, ``--eval-env-kwargs``).
+- **Several training seeds per trial** (``--trial-seeds n``): each trial trains ``n`` models with the same sampled
+  hyperparameters and other training seeds, one after the other, and its value is the mean of theirs
+  (``baselines.zoo_objective.over_training_seeds`` around ``ExperimentManager.objective``; the pruner sees the
+  mean over the models so far at each evaluation).
 
 Everything else (the TPE sampler, the median pruner, the journal storage) is rl-zoo3's.
 """
@@ -34,10 +39,11 @@ from typing import Any
 ALGO = "ppo_mask"
 
 
-def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None) -> None:
+def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None, trial_seeds: int = 1) -> None:
     """Add ``ppo_mask`` to rl-zoo3 and hold ``hold``'s keys at the YAML's values during optimization; with
     ``objective`` (``HeadlineTrialEvalCallback``'s keyword arguments: ``env_id``, ``algo``, ``env_kwargs``,
-    ``seeds``), score trials by the headline on fixed validation seeds."""
+    ``seeds``), score trials by the headline on fixed validation seeds; with ``trial_seeds`` > 1, score each trial
+    by the mean over that many training seeds."""
     import stable_baselines3.common.callbacks as sb3_callbacks
     from rl_zoo3 import exp_manager, hyperparams_opt
     from rl_zoo3.utils import ALGOS
@@ -56,6 +62,11 @@ def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = Non
 
         # ExperimentManager.objective builds its callback by this module-level name
         exp_manager.TrialEvalCallback = functools.partial(HeadlineTrialEvalCallback, **objective)
+    from baselines.zoo_objective import over_training_seeds
+
+    manager = exp_manager.ExperimentManager
+    rl_zoo3_objective = getattr(manager.objective, "__wrapped__", manager.objective)  # registered again: rl-zoo3's
+    manager.objective = over_training_seeds(rl_zoo3_objective, trial_seeds)
     if getattr(sb3_callbacks.evaluate_policy, "masked_dispatch", False):
         return
     unmasked = sb3_callbacks.evaluate_policy
@@ -93,13 +104,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--hold", default="", help="comma-separated hyperparameters the optimizer keeps")
     parser.add_argument("--objective-seeds", default=None,
                         help="score trials by the headline on these validation seeds (e.g. 100-104)")  # fmt: skip
+    parser.add_argument("--trial-seeds", type=int, default=1,
+                        help="training seeds per trial: its value is the mean over them")  # fmt: skip
     args, rest = parser.parse_known_args(argv)
     objective = None
     if args.objective_seeds is not None:
         from baselines.cli import parse_seeds
 
         objective = {**zoo_target(rest), "seeds": parse_seeds(args.objective_seeds)}
-    register([key for key in args.hold.split(",") if key], objective)
+    register([key for key in args.hold.split(",") if key], objective, args.trial_seeds)
     from rl_zoo3.train import train
 
     sys.argv = ["rl_zoo3.train", *rest]  # rl-zoo3 parses sys.argv
