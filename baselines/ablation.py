@@ -305,6 +305,8 @@ STUDIES["bilinear_curve"] = (
         # the best trial of the headline-objective tuning (`python -m baselines.tune write ClusterBilinear-v0 ...
         # --to results/tune/ClusterBilinear-v0-ppo.yml`, docs/rl_curves.md), against the shipped section
         Variant("tuned", hyperparams_file="results/tune/ClusterBilinear-v0-ppo.yml"),
+        # the best trial of the study over 3 training seeds per trial (`... --trial-seeds 3`, session 9)
+        Variant("tuned, 3 seeds per trial", hyperparams_file="results/tune/ClusterBilinear-v0-ppo-seeds3.yml"),
     ),
 )
 
