@@ -20,6 +20,13 @@
   (``baselines.zoo_objective.HeadlineTrialEvalCallback`` in place of rl-zoo3's ``TrialEvalCallback``, which
   scores the return of whichever episodes its evaluation env yields next). The id, the algorithm and the
   evaluation env's kwargs are read from rl-zoo3's own arguments (``--env``, ``--algo``, ``--eval-env-kwargs``).
+- **Reward normalization with the trial's γ.** rl-zoo3 sets ``VecNormalize``'s γ to the section's γ once, before
+  the study ("use the same discount factor as for the algorithm"), and its sampler then draws another γ per trial,
+  so a trial that samples γ trains with a reward scale that the written section would not have: the benchmark
+  (``baselines.rl``), like rl-zoo3's own training, normalizes with the section's γ. Measured on
+  ClusterBilinear-v0 (docs/rl_curves/bilinear.md): a trial's values at γ 0.979 under normalization at 0.99 did not
+  hold once trained as written. :func:`normalizing_with_trial_gamma` gives each trial's envs the γ its model uses
+  (the section's where γ is held).
 - **Several training seeds per trial** (``--trial-seeds n``): each trial trains ``n`` models with the same sampled
   hyperparameters and other training seeds, one after the other, and its value is the mean of theirs
   (``baselines.zoo_objective.over_training_seeds`` around ``ExperimentManager.objective``; the pruner sees the
@@ -65,8 +72,10 @@ def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = Non
     from baselines.zoo_objective import over_training_seeds
 
     manager = exp_manager.ExperimentManager
-    rl_zoo3_objective = getattr(manager.objective, "__wrapped__", manager.objective)  # registered again: rl-zoo3's
-    manager.objective = over_training_seeds(rl_zoo3_objective, trial_seeds)
+    rl_zoo3_objective = manager.objective
+    while hasattr(rl_zoo3_objective, "__wrapped__"):  # registered again: wrap rl-zoo3's own
+        rl_zoo3_objective = rl_zoo3_objective.__wrapped__
+    manager.objective = over_training_seeds(normalizing_with_trial_gamma(rl_zoo3_objective), trial_seeds)
     if getattr(sb3_callbacks.evaluate_policy, "masked_dispatch", False):
         return
     unmasked = sb3_callbacks.evaluate_policy
@@ -77,6 +86,28 @@ def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = Non
 
     evaluate_policy.masked_dispatch = True  # type: ignore[attr-defined]
     sb3_callbacks.evaluate_policy = evaluate_policy  # EvalCallback looks the name up in its module
+
+
+def normalizing_with_trial_gamma(objective: Any) -> Any:
+    """rl-zoo3's ``ExperimentManager.objective`` whose envs normalize rewards with the γ the trial's model trains
+    with: the trial's sample is drawn first (the same sampler, so held keys stay held; Optuna returns the same
+    values when the objective draws them again) and its γ, where it has one, replaces ``normalize_kwargs``'s for
+    the trial (restored after it)."""
+    from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER
+
+    @functools.wraps(objective)
+    def objective_normalizing_with_trial_gamma(manager: Any, trial: Any) -> float:
+        sample = HYPERPARAMS_SAMPLER[manager.algo](trial, manager.n_actions, manager.n_envs, {})
+        if "gamma" not in sample or "gamma" not in manager.normalize_kwargs:
+            return objective(manager, trial)
+        section = manager.normalize_kwargs["gamma"]
+        manager.normalize_kwargs["gamma"] = sample["gamma"]
+        try:
+            return objective(manager, trial)
+        finally:
+            manager.normalize_kwargs["gamma"] = section
+
+    return objective_normalizing_with_trial_gamma
 
 
 def _holding(sampler: Any, hold: frozenset[str]) -> Any:
