@@ -1,21 +1,26 @@
 """The "training" section of ``cluster-envs bench``: SB3 PPO env-steps/s per id, measured in one process.
 
-Per id, PPO with the shipped hyperparameters (``baselines/hyperparams/ppo.yml``) runs through
+Per id, PPO with the shipped hyperparameters (the id's section of ``baselines/hyperparams/ppo.yml`` with the RL env
+kwargs of ``baselines/settings.py``, read by ``RunConfig.resolve`` when the section runs) runs through
 
 - ``dummy x4``: the path before issue 15 (Monitor-wrapped single envs in a ``DummyVecEnv``, 4 copies, ``n_steps``
   = the YAML's rollout (n_envs · n_steps) / 4);
 - ``native x4``: the id's batched env through ``baselines.vec_env.NativeVecEnv`` with the same copies;
+- ``native xS``: the shipped configuration itself (the YAML's ``n_envs`` and ``n_steps``), where S is neither 4
+  nor N;
 - ``native xN``: N copies with ``n_steps`` = the YAML's rollout (n_envs · n_steps) / N, so every PPO update is the
   shipped one (same rollout size, minibatch size and epochs): only the env side changes;
 - ``null xN``: the same PPO on :class:`NullVecEnv`, an env with identical spaces whose step costs nothing (the
   learner's own ceiling), inside the same VecMonitor and VecNormalize;
 - ``native xN, fast update`` and ``null xN, fast update``: the update of the issue's probe (rollout 8,192,
-  minibatch 2,048, 4 epochs), a hyperparameter change, measured so that its cost is known.
+  minibatch 2,048, 4 epochs), a hyperparameter change, measured so that its cost is known (left out where it is
+  the shipped update).
 
 Each configuration builds its model once, learns one warm-up rollout (compilation, first reset), then is timed over
 ``iterations`` rollouts ``repeats`` times, the configurations interleaved so that a load spike hits all of them;
 a ratio is the median of the paired per-repeat ratios. ``update_share`` is the fraction of the timed wall time
-spent in PPO's update (``model.train``), the rest being collection (policy forward passes and env steps).
+spent in PPO's update (``model.train``), ``env_share`` the fraction in the env side (the VecEnv's ``step_wait``
+under VecNormalize), the rest being PPO's own collection work (policy forward passes, VecNormalize, the buffer).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ REPEATS = 3
 FAST_UPDATE = {"rollout": 8192, "batch_size": 2048, "n_epochs": 4}  # the issue's probe
 NATIVE_OVER_DUMMY_TARGET = 8.0
 NATIVE_OVER_NULL_TARGET = 0.7
+UPDATE_KEYS = ("n_steps", "batch_size", "n_epochs")  # with n_envs, what sets PPO's update
 
 
 @dataclass
@@ -58,7 +64,8 @@ class TrainingRate:
     n_epochs: int
     rate: float  # median env-steps/s
     rates: list[float]
-    update_share: float
+    update_share: float  # of the timed wall time, in PPO's update (model.train)
+    env_share: float  # in the env side (see _build); the rest is collection: policy forward passes, VecNormalize
 
 
 def null_vec_env(observation_space: gym.Space, action_space: gym.Space, num_envs: int, episode_length: int = 1000):
@@ -122,26 +129,52 @@ def rl_spaces(config) -> tuple[gym.Space, gym.Space]:
 
 
 def variants(config, copies: int = COPIES) -> list[Variant]:
-    """The configurations timed for one id (``config``: the shipped PPO ``RunConfig``)."""
-    rollout = config.n_envs * int(config.model_kwargs.get("n_steps", 2048))
+    """The configurations timed for one id (``config``: the shipped PPO ``RunConfig``, read from the YAML when the
+    section runs). The shipped copies get their own row when they are neither ``FEW`` nor ``copies``; the fast
+    update's rows are left out when the shipped update is that update (the same model twice)."""
+    n_steps = int(config.model_kwargs.get("n_steps", 2048))
+    rollout = config.n_envs * n_steps
     wide = {"n_steps": max(1, rollout // copies)}
     fast = {"n_steps": max(1, FAST_UPDATE["rollout"] // copies), "batch_size": FAST_UPDATE["batch_size"],
             "n_epochs": FAST_UPDATE["n_epochs"]}  # fmt: skip
     # The path before issue 15 had 4 copies; a YAML with more (ClusterBilinear-v0's fast update) keeps its
     # rollout over 4 copies there, so every row runs the shipped update.
     few = {"n_steps": max(1, rollout // FEW)}
-    return [
-        Variant(f"dummy x{FEW}", "dummy", FEW, few),
-        Variant(f"native x{FEW}", "native", FEW, few),
-        Variant(f"native x{copies}", "native", copies, wide),
-        Variant(f"null x{copies}", "null", copies, wide),
-        Variant(f"native x{copies}, fast update", "native", copies, fast),
-        Variant(f"null x{copies}, fast update", "null", copies, fast),
-    ]
+    out = [Variant(f"dummy x{FEW}", "dummy", FEW, few), Variant(f"native x{FEW}", "native", FEW, few)]
+    if config.n_envs not in (FEW, copies):
+        out.append(Variant(f"native x{config.n_envs}", "native", config.n_envs, {"n_steps": n_steps}))
+    out += [Variant(f"native x{copies}", "native", copies, wide), Variant(f"null x{copies}", "null", copies, wide)]
+    shipped_update = {"n_steps": wide["n_steps"], "batch_size": config.model_kwargs.get("batch_size", 64),
+                      "n_epochs": config.model_kwargs.get("n_epochs", 10)}  # fmt: skip
+    if fast != shipped_update:
+        out += [Variant(f"native x{copies}, fast update", "native", copies, fast),
+                Variant(f"null x{copies}, fast update", "null", copies, fast)]  # fmt: skip
+    return out
+
+
+class _Clock:
+    """Seconds spent in wrapped methods since the last ``reset``."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def wrap(self, obj, name: str) -> None:
+        method = getattr(obj, name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        setattr(obj, name, timed)
 
 
 def _build(env_id: str, variant: Variant, seed: int = 0):
-    """The variant's model (warmed up by one rollout) and the vectorization it runs on."""
+    """The variant's model (warmed up by one rollout), the vectorization it runs on, and the clocks of its update
+    (``model.train``) and of its env side (the VecEnv's ``step_wait`` under VecNormalize: the envs with their
+    Monitor and wrappers and the adapter or DummyVecEnv loop)."""
     from stable_baselines3.common.logger import Logger
 
     from baselines.rl import RunConfig, make_vec_env, new_model
@@ -155,19 +188,13 @@ def _build(env_id: str, variant: Variant, seed: int = 0):
         vec_env, used = VecMonitor(null_vec_env(*rl_spaces(config), variant.n_envs)), "null"
     else:
         vec_env, used = make_vec_env(config, seed, variant.source)
+    clocks = {"update": _Clock(), "env": _Clock()}
+    clocks["env"].wrap(vec_env, "step_wait")
     model = new_model(config, vec_env, seed)
     model.set_logger(Logger(folder=None, output_formats=[]))
-    model.update_seconds = 0.0
-    train = model.train
-
-    def timed_train() -> None:
-        start = time.perf_counter()
-        train()
-        model.update_seconds += time.perf_counter() - start
-
-    model.train = timed_train
+    clocks["update"].wrap(model, "train")
     model.learn(total_timesteps=model.n_steps * model.n_envs)  # warm-up: first reset, compilation
-    return model, used
+    return model, used, clocks
 
 
 def bench_training(env_id: str, copies: int = COPIES, iterations: int = ITERATIONS, repeats: int = REPEATS,
@@ -180,22 +207,25 @@ def bench_training(env_id: str, copies: int = COPIES, iterations: int = ITERATIO
     for variant in variants(RunConfig.resolve("ppo", env_id), copies):
         say(f"{env_id} training: build {variant.name}")
         built.append((variant, *_build(env_id, variant)))
-    rates: dict[str, list[float]] = {v.name: [] for v, _, _ in built}
-    shares: dict[str, list[float]] = {v.name: [] for v, _, _ in built}
+    rates: dict[str, list[float]] = {v.name: [] for v, *_ in built}
+    shares: dict[str, dict[str, list[float]]] = {v.name: {"update": [], "env": []} for v, *_ in built}
     for _ in range(repeats):
-        for variant, model, _ in built:
+        for variant, model, _, clocks in built:
             steps = iterations * model.n_steps * model.n_envs
-            model.update_seconds = 0.0
+            for clock in clocks.values():
+                clock.seconds = 0.0
             start = time.perf_counter()
             model.learn(total_timesteps=steps, reset_num_timesteps=False)
             seconds = time.perf_counter() - start
             rates[variant.name].append(steps / seconds)
-            shares[variant.name].append(model.update_seconds / seconds)
+            for name, clock in clocks.items():
+                shares[variant.name][name].append(clock.seconds / seconds)
     out = []
-    for variant, model, used in built:
+    for variant, model, used, _ in built:
+        share = {name: median(values) for name, values in shares[variant.name].items()}
         out.append(TrainingRate(env_id, variant.name, used, model.n_envs, model.n_steps, model.batch_size,
-                                model.n_epochs, median(rates[variant.name]), rates[variant.name],
-                                median(shares[variant.name])))  # fmt: skip
+                                model.n_epochs, median(rates[variant.name]), rates[variant.name], share["update"],
+                                share["env"]))  # fmt: skip
         model.get_env().close()
     return out
 
@@ -213,43 +243,53 @@ def run(env_ids: list[str], copies: int = COPIES, iterations: int = ITERATIONS, 
     import torch
 
     torch.set_num_threads(1)  # as `cluster-envs train` runs
+    from baselines.rl import RunConfig
     from baselines.settings import env_setting
 
     section: dict[str, Any] = {"copies": copies, "iterations": iterations, "repeats": repeats, "ids": {}}
     for env_id in env_ids:
         if env_setting(env_id) is None:
             continue
+        config = RunConfig.resolve("ppo", env_id)
         rows = bench_training(env_id, copies, iterations, repeats, progress)
-        shipped = rows[0].variant
+        names = {r.variant for r in rows}
+        dummy, shipped = rows[0].variant, f"native x{config.n_envs}"
         ratios = {}
-        for suffix in ("", ", fast update"):
-            native, null = f"native x{copies}{suffix}", f"null x{copies}{suffix}"
-            ratios[native] = {"over_dummy": paired_ratio(rows, native, shipped),
-                              "over_null": paired_ratio(rows, native, null)}  # fmt: skip
-        section["ids"][env_id] = {"rows": [asdict(r) for r in rows], "ratios": ratios}
+        for native in (f"native x{copies}", f"native x{copies}, fast update"):
+            if native in names:
+                null = native.replace("native", "null", 1)
+                ratios[native] = {"over_dummy": paired_ratio(rows, native, dummy),
+                                  "over_null": paired_ratio(rows, native, null)}  # fmt: skip
+        section["ids"][env_id] = {
+            "hyperparameters": {"n_envs": config.n_envs, **{k: config.model_kwargs.get(k) for k in UPDATE_KEYS}},
+            "env_kwargs": dict(config.env_kwargs),
+            "shipped": {"variant": shipped, "over_dummy": paired_ratio(rows, shipped, dummy)},
+            "rows": [asdict(r) for r in rows],
+            "ratios": ratios,
+        }
     return section
 
 
 def targets(section: dict[str, Any]) -> list[dict[str, Any]]:
-    """The issue's two throughput targets per id and native configuration."""
+    """The issue's two throughput targets per id and native configuration, and the first for the shipped copies
+    where they are not the wide configuration (``section["copies"]``)."""
     rows = []
+
+    def add(target: str, measured: float, goal: float) -> None:
+        rows.append({"target": target, "measured": measured, "met": measured >= goal})
+
+    dummy = f"dummy x{FEW}"
     for env_id, entry in section["ids"].items():
+        shipped = entry["shipped"]
+        if shipped["variant"] not in entry["ratios"]:
+            add(f"{env_id} PPO {shipped['variant']} (shipped) ≥ {NATIVE_OVER_DUMMY_TARGET:g}x {dummy}",
+                shipped["over_dummy"], NATIVE_OVER_DUMMY_TARGET)  # fmt: skip
         for native, ratio in entry["ratios"].items():
-            rows.append(
-                {
-                    "target": f"{env_id} PPO {native} ≥ {NATIVE_OVER_DUMMY_TARGET:g}x dummy x4 (shipped)",
-                    "measured": ratio["over_dummy"],
-                    "met": ratio["over_dummy"] >= NATIVE_OVER_DUMMY_TARGET,
-                }
-            )
-            rows.append(
-                {
-                    "target": f"{env_id} PPO {native} ≥ {NATIVE_OVER_NULL_TARGET:g}x the null env",
-                    "measured": ratio["over_null"],
-                    "met": ratio["over_null"] >= NATIVE_OVER_NULL_TARGET,
-                }
-            )
-    return rows  # fmt: skip
+            add(f"{env_id} PPO {native} ≥ {NATIVE_OVER_DUMMY_TARGET:g}x {dummy} (shipped)",
+                ratio["over_dummy"], NATIVE_OVER_DUMMY_TARGET)  # fmt: skip
+            add(f"{env_id} PPO {native} ≥ {NATIVE_OVER_NULL_TARGET:g}x the null env", ratio["over_null"],
+                NATIVE_OVER_NULL_TARGET)  # fmt: skip
+    return rows
 
 
 def to_markdown(section: dict[str, Any]) -> list[str]:
@@ -258,12 +298,13 @@ def to_markdown(section: dict[str, Any]) -> list[str]:
         f"PPO training throughput (torch 1 thread; median of {section['repeats']} interleaved repeats of "
         f"{section['iterations']} rollouts each, after a warm-up rollout):",
         "",
-        "| env | variant | path | n_envs | n_steps | batch | epochs | env-steps/s | update share |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| env | variant | path | n_envs | n_steps | batch | epochs | env-steps/s | update share | env share |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for env_id, entry in section["ids"].items():
         for r in entry["rows"]:
-            cells = [env_id, r["variant"], r["vectorization"], r["n_envs"], r["n_steps"], r["batch_size"],
-                     r["n_epochs"], f"{r['rate']:,.0f}", f"{r['update_share']:.2f}"]  # fmt: skip
+            name = r["variant"] + (" (shipped)" if r["variant"] == entry["shipped"]["variant"] else "")
+            cells = [env_id, name, r["vectorization"], r["n_envs"], r["n_steps"], r["batch_size"], r["n_epochs"],
+                     f"{r['rate']:,.0f}", f"{r['update_share']:.2f}", f"{r['env_share']:.2f}"]  # fmt: skip
             lines.append("| " + " | ".join(map(str, cells)) + " |")
     return lines
