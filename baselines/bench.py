@@ -398,13 +398,11 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 def to_markdown(result: dict[str, Any]) -> str:
     m = result["machine"]
-    lines = [
-        f"Python {m['python']}, gymnasium {m['gymnasium']}, numpy {m['numpy']}, load average {m['load_average']}; "
-        f"median of {result['settings']['repeats']} interleaved repeats.",
-        "",
-        "| env | variant | steps/s | CartPole steps/s (same run) | ratio | batch reset (s) |",
-        "|---|---|---:|---:|---:|---:|",
-    ]
+    lines = [f"Python {m['python']}, gymnasium {m['gymnasium']}, numpy {m['numpy']}, load average {m['load_average']}."]
+    if result["single"] or result["batched"]:
+        lines += [f"\nStep rates, median of {result['settings']['repeats']} interleaved repeats:", "",
+                  "| env | variant | steps/s | CartPole steps/s (same run) | ratio | batch reset (s) |",
+                  "|---|---|---:|---:|---:|---:|"]  # fmt: skip
     for row in result["single"] + result["batched"]:
         reset = "" if row["reset_seconds"] is None else f"{row['reset_seconds']:.2f}"
         lines.append(f"| {row['env_id']} | {row['variant']} | {row['rate']:,.0f} | {row['reference_rate']:,.0f} | "

@@ -64,6 +64,8 @@ class TrainingRate:
     n_epochs: int
     rate: float  # median env-steps/s
     rates: list[float]
+    cpu_rate: float  # median env-steps per CPU-second of this process (one thread: what other processes' load
+    cpu_rates: list[float]  # on a shared machine does not move, unlike the wall-clock rate)
     update_share: float  # of the timed wall time, in PPO's update (model.train)
     env_share: float  # in the env side (see _build); the rest is collection: policy forward passes, VecNormalize
 
@@ -208,38 +210,44 @@ def bench_training(env_id: str, copies: int = COPIES, iterations: int = ITERATIO
         say(f"{env_id} training: build {variant.name}")
         built.append((variant, *_build(env_id, variant)))
     rates: dict[str, list[float]] = {v.name: [] for v, *_ in built}
+    cpu_rates: dict[str, list[float]] = {v.name: [] for v, *_ in built}
     shares: dict[str, dict[str, list[float]]] = {v.name: {"update": [], "env": []} for v, *_ in built}
     for _ in range(repeats):
         for variant, model, _, clocks in built:
             steps = iterations * model.n_steps * model.n_envs
             for clock in clocks.values():
                 clock.seconds = 0.0
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             model.learn(total_timesteps=steps, reset_num_timesteps=False)
             seconds = time.perf_counter() - start
             rates[variant.name].append(steps / seconds)
+            cpu_rates[variant.name].append(steps / (time.process_time() - cpu))
             for name, clock in clocks.items():
                 shares[variant.name][name].append(clock.seconds / seconds)
     out = []
     for variant, model, used, _ in built:
         share = {name: median(values) for name, values in shares[variant.name].items()}
         out.append(TrainingRate(env_id, variant.name, used, model.n_envs, model.n_steps, model.batch_size,
-                                model.n_epochs, median(rates[variant.name]), rates[variant.name], share["update"],
+                                model.n_epochs, median(rates[variant.name]), rates[variant.name],
+                                median(cpu_rates[variant.name]), cpu_rates[variant.name], share["update"],
                                 share["env"]))  # fmt: skip
         model.get_env().close()
     return out
 
 
-def paired_ratio(rows: list[TrainingRate], top: str, bottom: str) -> float:
-    """Median over repeats of rate(top) / rate(bottom) (repeat i of each was timed in the same round)."""
+def paired_ratio(rows: list[TrainingRate], top: str, bottom: str, clock: str = "rates") -> float:
+    """Median over repeats of rate(top) / rate(bottom) (repeat i of each was timed in the same round), by the wall
+    clock (``clock="rates"``) or this process's CPU time (``"cpu_rates"``)."""
     by_name = {r.variant: r for r in rows}
-    pairs = zip(by_name[top].rates, by_name[bottom].rates, strict=True)
+    pairs = zip(getattr(by_name[top], clock), getattr(by_name[bottom], clock), strict=True)
     return median(a / b for a, b in pairs)
 
 
 def run(env_ids: list[str], copies: int = COPIES, iterations: int = ITERATIONS, repeats: int = REPEATS,
         progress=None) -> dict[str, Any]:  # fmt: skip
-    """The section as a JSON-ready dict: per id the rates and the ratios the targets are about."""
+    """The section as a JSON-ready dict: per id the rates and the ratios the targets are about, with the null env's
+    over ``dummy x4`` (the most any env could give at that update: where it is below the target, the learner
+    bounds it), each by the wall clock and by CPU time (``*_cpu``)."""
     import torch
 
     torch.set_num_threads(1)  # as `cluster-envs train` runs
@@ -258,12 +266,18 @@ def run(env_ids: list[str], copies: int = COPIES, iterations: int = ITERATIONS, 
         for native in (f"native x{copies}", f"native x{copies}, fast update"):
             if native in names:
                 null = native.replace("native", "null", 1)
-                ratios[native] = {"over_dummy": paired_ratio(rows, native, dummy),
-                                  "over_null": paired_ratio(rows, native, null)}  # fmt: skip
+                ratios[native] = {f"{name}{suffix}": paired_ratio(rows, top, bottom, clock)
+                                  for suffix, clock in (("", "rates"), ("_cpu", "cpu_rates"))
+                                  for name, top, bottom in (("over_dummy", native, dummy), ("over_null", native, null),
+                                                            ("null_over_dummy", null, dummy))}  # fmt: skip
         section["ids"][env_id] = {
             "hyperparameters": {"n_envs": config.n_envs, **{k: config.model_kwargs.get(k) for k in UPDATE_KEYS}},
             "env_kwargs": dict(config.env_kwargs),
-            "shipped": {"variant": shipped, "over_dummy": paired_ratio(rows, shipped, dummy)},
+            "shipped": {
+                "variant": shipped,
+                "over_dummy": paired_ratio(rows, shipped, dummy),
+                "over_dummy_cpu": paired_ratio(rows, shipped, dummy, "cpu_rates"),
+            },
             "rows": [asdict(r) for r in rows],
             "ratios": ratios,
         }
@@ -298,13 +312,15 @@ def to_markdown(section: dict[str, Any]) -> list[str]:
         f"PPO training throughput (torch 1 thread; median of {section['repeats']} interleaved repeats of "
         f"{section['iterations']} rollouts each, after a warm-up rollout):",
         "",
-        "| env | variant | path | n_envs | n_steps | batch | epochs | env-steps/s | update share | env share |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| env | variant | path | n_envs | n_steps | batch | epochs | env-steps/s | per CPU-s | update share "
+        "| env share |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for env_id, entry in section["ids"].items():
         for r in entry["rows"]:
             name = r["variant"] + (" (shipped)" if r["variant"] == entry["shipped"]["variant"] else "")
             cells = [env_id, name, r["vectorization"], r["n_envs"], r["n_steps"], r["batch_size"], r["n_epochs"],
-                     f"{r['rate']:,.0f}", f"{r['update_share']:.2f}", f"{r['env_share']:.2f}"]  # fmt: skip
+                     f"{r['rate']:,.0f}", f"{r['cpu_rate']:,.0f}", f"{r['update_share']:.2f}",
+                     f"{r['env_share']:.2f}"]  # fmt: skip
             lines.append("| " + " | ".join(map(str, cells)) + " |")
     return lines

@@ -51,7 +51,7 @@ def test_training_section_times_the_current_section_on_every_path_and_reports_th
     assert entry["hyperparameters"] == {"n_envs": 2, "n_steps": 32, "batch_size": 32, "n_epochs": 1}
     assert entry["env_kwargs"] == {"horizon": 50, "action_mode": "scores"}
     for r in rows:
-        assert r["rates"] == [r["rate"]] and r["rate"] > 0
+        assert r["rates"] == [r["rate"]] and r["rate"] > 0 and r["cpu_rates"] == [r["cpu_rate"]] and r["cpu_rate"] > 0
         assert 0 < r["update_share"] < 1 and 0 <= r["env_share"] < 1 - r["update_share"]
     by_name = {r["variant"]: r for r in rows}
     assert by_name["null x8"]["env_share"] < by_name["native x8"]["env_share"]  # the null env's step costs nothing
@@ -59,9 +59,13 @@ def test_training_section_times_the_current_section_on_every_path_and_reports_th
     rates = {name: r["rates"][0] for name, r in by_name.items()}
     assert ratios["over_dummy"] == pytest.approx(rates["native x8"] / rates["dummy x4"])
     assert ratios["over_null"] == pytest.approx(rates["native x8"] / rates["null x8"])
+    assert ratios["null_over_dummy"] == pytest.approx(rates["null x8"] / rates["dummy x4"])
+    cpu = {name: r["cpu_rates"][0] for name, r in by_name.items()}
+    assert ratios["over_null_cpu"] == pytest.approx(cpu["native x8"] / cpu["null x8"])
     assert entry["shipped"] == {
         "variant": "native x2",
         "over_dummy": pytest.approx(rates["native x2"] / rates["dummy x4"]),
+        "over_dummy_cpu": pytest.approx(cpu["native x2"] / cpu["dummy x4"]),
     }
     targets = bench_training.targets(section)
     assert [t["target"].split(" ≥ ")[0] for t in targets] == [f"{ENV} PPO native x2 (shipped)"] + [
@@ -93,3 +97,27 @@ def test_the_null_env_has_the_spaces_ppo_sees_on_the_native_path(env_id):
     assert observation_space == native.observation_space and action_space == native.action_space
     obs = bench_training.null_vec_env(observation_space, action_space, 2).reset()
     assert obs.shape == native.reset().shape and obs.dtype == native.observation_space.dtype
+
+
+def test_training_only_runs_the_training_section_alone(monkeypatch, tmp_path, capsys):
+    import baselines.bench
+    from baselines.cli import main
+
+    calls = []
+
+    def fake_run_bench(env_ids, **kwargs):
+        calls.append(kwargs)
+        return {"machine": {"python": "3", "gymnasium": "1", "numpy": "2", "load_average": None},
+                "settings": {"repeats": 1}, "single": [], "batched": [], "missing_vector_entry_point": [],
+                "targets": []}  # fmt: skip
+
+    monkeypatch.setattr(baselines.bench, "run_bench", fake_run_bench)
+    args = ["bench", "--ids", ENV, "--training-only", "--training-iterations", "3", "--out", str(tmp_path / "b")]
+    assert main(args) == 0
+    (kwargs,) = calls
+    assert kwargs["training"] == {"copies": 128, "repeats": 3, "iterations": 3}
+    assert not kwargs["step_rates"] and not kwargs["esdp_dp"] and not kwargs["approx_slots"]
+    assert kwargs["long_horizon"] is None and not kwargs["paper_episodes"]
+    assert "| env | variant | steps/s |" not in capsys.readouterr().out  # no empty step-rate table
+    assert main([*args, "--no-training", "--force"]) == 2
+    assert "--training-only and --no-training exclude each other" in capsys.readouterr().err
