@@ -477,8 +477,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--training-repeats", type=int, default=3, help="interleaved repeats per training rate")
     parser.add_argument("--training-iterations", type=int, default=2,
                         help="PPO rollouts (and updates) per timed training repeat (default 2)")  # fmt: skip
+    parser.add_argument("--training-algo", default="ppo",
+                        help="the training section's algorithm (its hyperparams file; default ppo)")  # fmt: skip
     parser.add_argument("--training-only", action="store_true",
-                        help="time only the PPO training section (no step rates, long horizon, DP, slots)")  # fmt: skip
+                        help="time only the training section (no step rates, long horizon, DP, slots)")  # fmt: skip
     parser.add_argument(
         "--out", default="results/bench", help="output folder for bench.md and bench.json (default: results/bench)"
     )
@@ -490,10 +492,15 @@ def _training(args) -> dict[str, int] | None:
         if args.training_only:
             raise ValueError("--training-only and --no-training exclude each other")
         return None
+    from baselines.rl import ALGOS
+
+    if args.training_algo not in ALGOS:
+        raise ValueError(f"--training-algo {args.training_algo!r} is not allowed; allowed: {list(ALGOS)}")
     for name in ("training_copies", "training_repeats", "training_iterations"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
-    return {"copies": args.training_copies, "repeats": args.training_repeats, "iterations": args.training_iterations}
+    return {"copies": args.training_copies, "repeats": args.training_repeats, "iterations": args.training_iterations,
+            "algo": args.training_algo}  # fmt: skip
 
 
 def run_from_args(args) -> Path:

@@ -16,6 +16,9 @@ kwargs of ``baselines/settings.py``, read by ``RunConfig.resolve`` when the sect
   minibatch 2,048, 4 epochs), a hyperparameter change, measured so that its cost is known (left out where it is
   the shipped update).
 
+``algo="ppo_mask"`` (``--training-algo ppo_mask``) times MaskablePPO on the ids with a section in ``ppo_mask.yml``
+instead (the null env allows every action).
+
 Each configuration builds its model once, learns one warm-up rollout (compilation, first reset), then is timed over
 ``iterations`` rollouts ``repeats`` times, the configurations interleaved so that a load spike hits all of them;
 a ratio is the median of the paired per-repeat ratios. ``update_share`` is the fraction of the timed wall time
@@ -110,13 +113,31 @@ def null_vec_env(observation_space: gym.Space, action_space: gym.Space, num_envs
         def set_attr(self, attr_name, value, indices=None):
             setattr(self, attr_name, value)
 
+        def action_masks(self):
+            """MaskablePPO's masks: every action allowed."""
+            return np.ones((num_envs, mask_size(action_space)), dtype=bool)
+
         def env_method(self, method_name, *args, indices=None, **kwargs):
+            if method_name == "action_masks":
+                rows = self.action_masks()
+                return [rows[i] for i in self._get_indices(indices)]
             raise AttributeError(f"the null env has no method {method_name!r}")
 
         def env_is_wrapped(self, wrapper_class, indices=None):
             return [False] * len(list(self._get_indices(indices)))
 
     return NullVecEnv()
+
+
+def mask_size(action_space: gym.Space) -> int:
+    """The length of MaskablePPO's flat action mask for ``action_space`` (sb3_contrib's layout)."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return int(action_space.n)
+    if isinstance(action_space, gym.spaces.MultiDiscrete):
+        return int(action_space.nvec.sum())
+    if isinstance(action_space, gym.spaces.MultiBinary):
+        return 2 * int(np.prod(action_space.shape))
+    raise ValueError(f"action_space={action_space} has no action mask; MaskablePPO needs a discrete space")
 
 
 def rl_spaces(config) -> tuple[gym.Space, gym.Space]:
@@ -134,6 +155,8 @@ def variants(config, copies: int = COPIES) -> list[Variant]:
     """The configurations timed for one id (``config``: the shipped PPO ``RunConfig``, read from the YAML when the
     section runs). The shipped copies get their own row when they are neither ``FEW`` nor ``copies``; the fast
     update's rows are left out when the shipped update is that update (the same model twice)."""
+    if copies == FEW:
+        raise ValueError(f"copies={copies} must differ from {FEW}, the copies of the dummy and native x{FEW} rows")
     n_steps = int(config.model_kwargs.get("n_steps", 2048))
     rollout = config.n_envs * n_steps
     wide = {"n_steps": max(1, rollout // copies)}
@@ -173,7 +196,7 @@ class _Clock:
         setattr(obj, name, timed)
 
 
-def _build(env_id: str, variant: Variant, seed: int = 0):
+def _build(env_id: str, variant: Variant, seed: int = 0, algo: str = "ppo"):
     """The variant's model (warmed up by one rollout), the vectorization it runs on, and the clocks of its update
     (``model.train``) and of its env side (the VecEnv's ``step_wait`` under VecNormalize: the envs with their
     Monitor and wrappers and the adapter or DummyVecEnv loop)."""
@@ -181,7 +204,7 @@ def _build(env_id: str, variant: Variant, seed: int = 0):
 
     from baselines.rl import RunConfig, make_vec_env, new_model
 
-    config = RunConfig.resolve("ppo", env_id)
+    config = RunConfig.resolve(algo, env_id)
     config.n_envs = variant.n_envs
     config.model_kwargs.update(variant.model_overrides)
     if variant.source == "null":
@@ -200,15 +223,15 @@ def _build(env_id: str, variant: Variant, seed: int = 0):
 
 
 def bench_training(env_id: str, copies: int = COPIES, iterations: int = ITERATIONS, repeats: int = REPEATS,
-                   progress=None) -> list[TrainingRate]:  # fmt: skip
-    """Every variant's PPO env-steps/s on ``env_id``, interleaved over ``repeats``."""
+                   progress=None, algo: str = "ppo") -> list[TrainingRate]:  # fmt: skip
+    """Every variant's env-steps/s on ``env_id`` with ``algo``'s section, interleaved over ``repeats``."""
     from baselines.rl import RunConfig
 
     say = progress or (lambda message: None)
     built = []
-    for variant in variants(RunConfig.resolve("ppo", env_id), copies):
-        say(f"{env_id} training: build {variant.name}")
-        built.append((variant, *_build(env_id, variant)))
+    for variant in variants(RunConfig.resolve(algo, env_id), copies):
+        say(f"{env_id} training ({algo}): build {variant.name}")
+        built.append((variant, *_build(env_id, variant, algo=algo)))
     rates: dict[str, list[float]] = {v.name: [] for v, *_ in built}
     cpu_rates: dict[str, list[float]] = {v.name: [] for v, *_ in built}
     shares: dict[str, dict[str, list[float]]] = {v.name: {"update": [], "env": []} for v, *_ in built}
@@ -244,22 +267,24 @@ def paired_ratio(rows: list[TrainingRate], top: str, bottom: str, clock: str = "
 
 
 def run(env_ids: list[str], copies: int = COPIES, iterations: int = ITERATIONS, repeats: int = REPEATS,
-        progress=None) -> dict[str, Any]:  # fmt: skip
+        progress=None, algo: str = "ppo") -> dict[str, Any]:  # fmt: skip
     """The section as a JSON-ready dict: per id the rates and the ratios the targets are about, with the null env's
     over ``dummy x4`` (the most any env could give at that update: where it is below the target, the learner
-    bounds it), each by the wall clock and by CPU time (``*_cpu``)."""
+    bounds it), each by the wall clock and by CPU time (``*_cpu``). ``algo`` (default PPO, the issue's) names the
+    YAML file of ``baselines/hyperparams``; ids without a section there are left out (e.g. ``"ppo_mask"``: the
+    ids whose benchmark row is MaskablePPO)."""
     import torch
 
     torch.set_num_threads(1)  # as `cluster-envs train` runs
-    from baselines.rl import RunConfig
+    from baselines.rl import RunConfig, has_section
     from baselines.settings import env_setting
 
-    section: dict[str, Any] = {"copies": copies, "iterations": iterations, "repeats": repeats, "ids": {}}
+    section: dict[str, Any] = {"algo": algo, "copies": copies, "iterations": iterations, "repeats": repeats, "ids": {}}
     for env_id in env_ids:
-        if env_setting(env_id) is None:
+        if env_setting(env_id) is None or not has_section(algo, env_id):
             continue
-        config = RunConfig.resolve("ppo", env_id)
-        rows = bench_training(env_id, copies, iterations, repeats, progress)
+        config = RunConfig.resolve(algo, env_id)
+        rows = bench_training(env_id, copies, iterations, repeats, progress, algo)
         names = {r.variant for r in rows}
         dummy, shipped = rows[0].variant, f"native x{config.n_envs}"
         ratios = {}
@@ -292,16 +317,17 @@ def targets(section: dict[str, Any]) -> list[dict[str, Any]]:
     def add(target: str, measured: float, goal: float) -> None:
         rows.append({"target": target, "measured": measured, "met": measured >= goal})
 
-    dummy = f"dummy x{FEW}"
+    dummy, algo = f"dummy x{FEW}", section.get("algo", "ppo")
+    label = "PPO" if algo == "ppo" else algo
     for env_id, entry in section["ids"].items():
         shipped = entry["shipped"]
         if shipped["variant"] not in entry["ratios"]:
-            add(f"{env_id} PPO {shipped['variant']} (shipped) ≥ {NATIVE_OVER_DUMMY_TARGET:g}x {dummy}",
+            add(f"{env_id} {label} {shipped['variant']} (shipped) ≥ {NATIVE_OVER_DUMMY_TARGET:g}x {dummy}",
                 shipped["over_dummy"], NATIVE_OVER_DUMMY_TARGET)  # fmt: skip
         for native, ratio in entry["ratios"].items():
-            add(f"{env_id} PPO {native} ≥ {NATIVE_OVER_DUMMY_TARGET:g}x {dummy} (shipped)",
+            add(f"{env_id} {label} {native} ≥ {NATIVE_OVER_DUMMY_TARGET:g}x {dummy} (shipped)",
                 ratio["over_dummy"], NATIVE_OVER_DUMMY_TARGET)  # fmt: skip
-            add(f"{env_id} PPO {native} ≥ {NATIVE_OVER_NULL_TARGET:g}x the null env", ratio["over_null"],
+            add(f"{env_id} {label} {native} ≥ {NATIVE_OVER_NULL_TARGET:g}x the null env", ratio["over_null"],
                 NATIVE_OVER_NULL_TARGET)  # fmt: skip
     return rows
 
@@ -309,8 +335,8 @@ def targets(section: dict[str, Any]) -> list[dict[str, Any]]:
 def to_markdown(section: dict[str, Any]) -> list[str]:
     lines = [
         "",
-        f"PPO training throughput (torch 1 thread; median of {section['repeats']} interleaved repeats of "
-        f"{section['iterations']} rollouts each, after a warm-up rollout):",
+        f"{section.get('algo', 'ppo')} training throughput (torch 1 thread; median of {section['repeats']} interleaved "
+        f"repeats of {section['iterations']} rollouts each, after a warm-up rollout):",
         "",
         "| env | variant | path | n_envs | n_steps | batch | epochs | env-steps/s | per CPU-s | update share "
         "| env share |",

@@ -85,6 +85,8 @@ def test_the_fast_update_is_timed_once_where_it_is_the_shipped_update():
     config.model_kwargs.update(batch_size=fast["batch_size"], n_epochs=fast["n_epochs"])
     names = [v.name for v in bench_training.variants(config, copies=128)]
     assert names == ["dummy x4", "native x4", "native x16", "native x128", "null x128"]
+    with pytest.raises(ValueError, match="copies=4 must differ from 4"):
+        bench_training.variants(config, copies=4)
 
 
 @pytest.mark.parametrize("env_id", ["ClusterGang-v0", "ClusterSLA-v0"])
@@ -115,9 +117,34 @@ def test_training_only_runs_the_training_section_alone(monkeypatch, tmp_path, ca
     args = ["bench", "--ids", ENV, "--training-only", "--training-iterations", "3", "--out", str(tmp_path / "b")]
     assert main(args) == 0
     (kwargs,) = calls
-    assert kwargs["training"] == {"copies": 128, "repeats": 3, "iterations": 3}
+    assert kwargs["training"] == {"copies": 128, "repeats": 3, "iterations": 3, "algo": "ppo"}
     assert not kwargs["step_rates"] and not kwargs["esdp_dp"] and not kwargs["approx_slots"]
     assert kwargs["long_horizon"] is None and not kwargs["paper_episodes"]
     assert "| env | variant | steps/s |" not in capsys.readouterr().out  # no empty step-rate table
     assert main([*args, "--no-training", "--force"]) == 2
     assert "--training-only and --no-training exclude each other" in capsys.readouterr().err
+    assert main([*args, "--training-algo", "dqn", "--force"]) == 2
+    assert "--training-algo 'dqn' is not allowed" in capsys.readouterr().err
+
+
+def test_maskable_ppo_is_timed_on_the_ids_of_its_file_with_the_batched_masks(monkeypatch, tmp_path):
+    sections = yaml.safe_load((rl.HYPERPARAMS_DIR / "ppo_mask.yml").read_text())
+    sections[ENV].update(n_envs=2, n_steps=16, batch_size=16, n_epochs=1)
+    (tmp_path / "ppo_mask.yml").write_text(yaml.safe_dump(sections))
+    monkeypatch.setattr(rl, "HYPERPARAMS_DIR", tmp_path)
+    monkeypatch.setattr(bench_training, "FAST_UPDATE", {"rollout": 16, "batch_size": 16, "n_epochs": 1})
+    section = bench_training.run(["ClusterSLA-v0", ENV], copies=8, iterations=1, repeats=1, algo="ppo_mask")
+    assert section["algo"] == "ppo_mask" and list(section["ids"]) == [ENV]  # ClusterSLA-v0 has no MaskablePPO section
+    rows = section["ids"][ENV]["rows"]
+    assert [(r["variant"], r["vectorization"]) for r in rows][:3] == [
+        ("dummy x4", "dummy"), ("native x4", "native"), ("native x2", "native")]  # fmt: skip
+    assert section["ids"][ENV]["env_kwargs"]["action_mode"] == "binary"
+    assert bench_training.targets(section)[0]["target"].startswith(f"{ENV} ppo_mask native x2 (shipped)")
+
+
+def test_the_null_env_allows_every_action_in_maskable_ppos_layout():
+    config = RunConfig.resolve("ppo_mask", ENV)
+    native, _ = make_vec_env(config, 0)
+    null = bench_training.null_vec_env(*bench_training.rl_spaces(config), config.n_envs)
+    (mask, *_), (native_mask, *_) = null.env_method("action_masks"), native.env_method("action_masks")
+    assert mask.shape == native_mask.shape and mask.all()
