@@ -67,8 +67,8 @@ class TrainingRate:
     n_epochs: int
     rate: float  # median env-steps/s
     rates: list[float]
-    cpu_rate: float  # median env-steps per CPU-second of this process (one thread: what other processes' load
-    cpu_rates: list[float]  # on a shared machine does not move, unlike the wall-clock rate)
+    cpu_rate: float  # median env-steps per CPU-second of this process (one thread: other processes' load on a
+    cpu_rates: list[float]  # shared machine moves it less than the wall-clock rate)
     update_share: float  # of the timed wall time, in PPO's update (model.train)
     env_share: float  # in the env side (see _build); the rest is collection: policy forward passes, VecNormalize
 
@@ -178,7 +178,7 @@ def variants(config, copies: int = COPIES) -> list[Variant]:
 
 
 class _Clock:
-    """Seconds spent in wrapped methods since the last ``reset``."""
+    """Seconds spent in the wrapped methods since ``seconds`` was last set to 0."""
 
     def __init__(self):
         self.seconds = 0.0
