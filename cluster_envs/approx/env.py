@@ -144,7 +144,11 @@ class _ApproxEnvCore(ClusterEnv):
                 self.action_space = spaces.MultiBinary((k, m))
             else:
                 obs["last_occupant"] = spaces.MultiDiscrete(np.full(m, k + 1))
-                self.action_space = spaces.MultiDiscrete(np.full(m, k + 1))
+                self.action_space = (
+                    spaces.Box(0.0, 1.0, shape=(k + m,), dtype=np.float32)
+                    if config.action_mode == "paced_priority"
+                    else spaces.MultiDiscrete(np.full(m, k + 1))
+                )
         self.set_observation_space(spaces.Dict(obs))
         self._action_shape = self.action_space.shape
         # how the kernel reads an action and which of its rewards is the env's (the batched env steps with them)

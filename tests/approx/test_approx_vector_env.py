@@ -42,8 +42,11 @@ def _assert_same(native, sync):
     ("ClusterApprox-v0", {}),
     ("ClusterApprox-v0", {"budget_mode": "soft", "reward_mode": "approx", "utility": "log", "q_range": (2.0, 6.0)}),
     ("ClusterApprox-v0", {"preset": "common_deadline", "reward_mode": "sparse", "compute_regret": False}),
+    ("ClusterApprox-v0", {"action_mode": "work_conserving"}),
+    ("ClusterApprox-v0", {"action_mode": "paced_priority"}),
     ("ClusterApproxSingleJob-v0", {}),
     ("ClusterApproxSingleJob-v0", {"preset": "soft", "utility": "power", "beta": 0.3}),
+    ("ClusterApproxSingleJob-v0", {"action_mode": "paced_priority"}),
 ])  # fmt: skip
 def test_batched_env_equals_single_envs_step_for_step(env_id, kwargs):
     native, sync = _pair(env_id, **kwargs)
