@@ -444,6 +444,10 @@ class ClusterApproxEnv(_ApproxEnvCore):
     holds by construction. Wrong shape, NaN, fractions or out-of-range values raise ``ValueError``.
     ``action_mode="occupant"`` (default) reads it as the paper does: a machine sent to an empty slot idles
     (``n_invalid``); ``"work_conserving"`` sends it to the next occupied slot, cyclically (``actions.py``).
+    ``action_mode="paced_priority"``: ``Box(0, 1, (K + M,))``, a priority per job slot then per machine; the
+    occupied slots in descending priority each take the free machines in descending priority while the job's cost
+    in the slot stays within its paced budget (B_j − C_j)/(d_j − t) and below B_j − C_j (``actions.py``); the other
+    machines idle; NaN or inf raise ``ValueError`` naming ``action``.
     The Sec. V-C mode (``capacity`` C_i, ``demand`` r_j, ``parallelism`` u_j) uses ``MultiBinary((K, M))``
     actions, repaired deterministically (drop the highest slots on an over-full machine, then a job's
     highest machines beyond u_j; counted in ``n_repaired``); its ``jobs`` rows add r_j and u_j and
