@@ -189,9 +189,9 @@ STUDY_KEYS = {  # the short name of each id in study names
 for _env_id in SETTINGS:
     STUDIES[f"{STUDY_KEYS[_env_id]}_update"] = (_env_id, (Variant("shipped"), Variant("fast update", hyperparams=FAST)))
 
-# ClusterMultiServer-v0, ClusterGang-v0 (fixed instance): the benchmark's RL row as shipped (PPO on scores;
-# MaskablePPO on the binary action with the batched env's masks), the fast update, and rl-zoo3's best trial
-# (`python -m baselines.tune write <id> --algo <algo> ... --to results/tune/<id>-<algo>.yml`, docs/rl_curves.md).
+# ClusterMultiServer-v0, ClusterGang-v0 (fixed instance): the benchmark's RL row as shipped (PPO on scores; MaskablePPO
+# on the binary action with the batched env's masks), the fast update, and rl-zoo3's best trial (`python -m
+# baselines.tune write <id> --algo <algo> ... --to results/tune/<id>-<algo>.yml`, docs/rl_curves/multiserver_gang.md).
 for _env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
     _algo = SETTINGS[_env_id].rl_algo
     STUDIES[f"{STUDY_KEYS[_env_id]}_curve"] = (
@@ -202,10 +202,11 @@ for _env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
             Variant("tuned", algo=_algo, hyperparams_file=f"results/tune/{_env_id}-{_algo}.yml"),
         ),
     )
-# ClusterApproxSingleJob-v0 (docs/rl_curves.md): why PPO stays at the random priority's level. The instance (rates
-# and prices) is drawn per episode of 2,000 slots, so 4 copies see 4 instances per 2,000 steps; 128 copies see
-# 128. The paced budget makes each slot's reward depend mostly on that slot's machines (a short γ), and SB3 clips
-# the Gaussian action into Box(0, 1): with log_std 0 most sampled priorities are 0 or 1, ties run by machine index.
+# ClusterApproxSingleJob-v0 (docs/rl_curves/approx_single_job.md): why PPO stays at the random priority's level. The
+# instance (rates and prices) is drawn per episode of 2,000 slots, so 4 copies see 4 instances per 2,000 steps; 128
+# copies see 128. The paced budget makes each slot's reward depend mostly on that slot's machines (a short γ), and SB3
+# clips the Gaussian action into Box(0, 1): with log_std 0 most sampled priorities are 0 or 1, ties run by machine
+# index.
 _NET = {"net_arch": {"pi": [64, 64], "vf": [64, 64]}}
 
 
@@ -221,7 +222,8 @@ STUDIES["approx_learning"] = (
         Variant("fast update", hyperparams=FAST),
         Variant("fast update, gamma 0.9", hyperparams={**FAST, "gamma": 0.9}),
         Variant("fast update, gamma 0.5", hyperparams={**FAST, "gamma": 0.5}),
-        # the best of 5 rl-zoo3 trials on the section (fast update, gamma 0.5; docs/rl_curves.md), not adopted
+        # the best of 5 rl-zoo3 trials on the section (fast update, gamma 0.5; docs/rl_curves/approx_single_job.md), not
+        # adopted
         Variant(
             "tuned",
             hyperparams={
@@ -287,7 +289,8 @@ STUDIES["approx_single_learning"] = (
             )
             for gamma in (0.9, 0.5)
         ),
-        # the best of 8 rl-zoo3 trials on the section above (docs/rl_curves.md, "Tuning"), as `tune write` converts it
+        # the best of 8 rl-zoo3 trials on the section above (docs/rl_curves/approx_single_job.md, "Tuning"), as `tune
+        # write` converts it
         Variant(
             "tuned",
             hyperparams={
@@ -303,10 +306,10 @@ STUDIES["approx_single_learning"] = (
 
 # Learning curves to a plateau of the ClusterSLA-v0 and ClusterBilinear-v0 sections as shipped, and on
 # ClusterBilinear-v0 the policies that could adapt within an episode at the shipped (fast) update's budgets
-# (docs/rl_curves.md).
+# (docs/rl_curves/sla.md, docs/rl_curves/bilinear.md).
 QUEUES = {"observation_mode": "queues"}  # the last slot's feedback only: no cumulative statistics
 # "tuned": the best trial of the headline-objective tuning (`python -m baselines.tune write ClusterSLA-v0 ...
-# --to results/tune/ClusterSLA-v0-ppo.yml`, docs/rl_curves.md)
+# --to results/tune/ClusterSLA-v0-ppo.yml`, docs/rl_curves/sla.md)
 STUDIES["sla_curve"] = (
     "ClusterSLA-v0",
     (Variant("shipped"), Variant("tuned", hyperparams_file="results/tune/ClusterSLA-v0-ppo.yml")),

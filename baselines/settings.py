@@ -182,7 +182,7 @@ SETTINGS: dict[str, EnvSetting] = {
         # docs/rl_ablations.md, "ClusterSLA-v0: action mode": at 100k PPO steps normalize reaches regret 23.4
         # [12.2, 38.5] over 5 training seeds (score 0.973, owm 0.978), spec §5.5's softmax logits 453 (0.471).
         rl_env_kwargs={"action_mode": "normalize"},
-        # docs/rl_curves.md, "ClusterSLA-v0: headline tuning" (ppo.yml's tuned section, 5 training seeds, validation
+        # docs/rl_curves/sla.md, "ClusterSLA-v0: headline tuning" (ppo.yml's tuned section, 5 training seeds, validation
         # seeds 100-104): score 0.451 at 50k, 0.958 at 100k, 0.995 at 150k, 0.997 [0.997, 0.998] at 200k, the best
         # and the plateau (the former section: 0.990 at 151k). --quick: 150k, already above the former plateau.
         rl_steps=200_000,
@@ -287,10 +287,10 @@ SETTINGS: dict[str, EnvSetting] = {
         # docs/rl_ablations.md, "ClusterApproxSingleJob-v0: paced priority": a priority per machine, run within the
         # paced budget, so PPO cannot spend the budget early (measured at the quick budget against the binary action)
         rl_env_kwargs={"action_mode": "paced_priority", "observation_mode": "flat"},
-        # docs/rl_curves.md, "ClusterApproxSingleJob-v0: the curve on validation seeds 100-104" (ppo.yml: fast
-        # update, gamma 0.5, log_std -1, rl-zoo3-tuned; 5 training seeds): normalized regret 0.690 [0.627, 0.737] at
-        # 57k steps, 0.751 at 106k, 0.773 at 205k (the plateau by the rule), 0.788 [0.763, 0.815] at 401k (the best,
-        # the last checkpoint; about 14 CPU-s per run). Quick was 50k, read off evaluation seeds 0-4.
+        # docs/rl_curves/approx_single_job.md, "ClusterApproxSingleJob-v0: the curve on validation seeds 100-104"
+        # (ppo.yml: fast update, gamma 0.5, log_std -1, rl-zoo3-tuned; 5 training seeds): normalized regret 0.690
+        # [0.627, 0.737] at 57k steps, 0.751 at 106k, 0.773 at 205k (the plateau by the rule), 0.788 [0.763, 0.815] at
+        # 401k (the best, the last checkpoint; about 14 CPU-s per run). Quick was 50k, read off evaluation seeds 0-4.
         rl_steps=400_000,
         rl_steps_quick=200_000,
         notes="Score 1 is Lemma 4's closed-form offline optimum T f(θ·x*) (true rates, fractional knapsack), "
@@ -314,9 +314,9 @@ SETTINGS: dict[str, EnvSetting] = {
         rl_env_kwargs={"action_mode": "scores"},
         rl_algo_env_kwargs=MASKABLE,
         rl_wrapper=FLATTEN,
-        # docs/rl_curves.md, "ClusterMultiServer-v0: the curve on validation seeds 100-104": over 5 training seeds
-        # PPO's score is 0.915 at 20,480 steps, 0.990 [0.984, 0.995] at 30,720 (the plateau), 0.985 at 40,960 and
-        # 0.988 at 50,176 (as on seeds 0-4).
+        # docs/rl_curves/multiserver_gang.md, "ClusterMultiServer-v0: the curve on validation seeds 100-104": over 5
+        # training seeds PPO's score is 0.915 at 20,480 steps, 0.990 [0.984, 0.995] at 30,720 (the plateau), 0.985 at
+        # 40,960 and 0.988 at 50,176 (as on seeds 0-4).
         rl_steps=50_000,
         rl_steps_quick=30_000,
         instance_kwarg="instance_seed",
@@ -350,9 +350,9 @@ SETTINGS: dict[str, EnvSetting] = {
         # seeds each) MaskablePPO on the paper's binary action with the env's mask reaches regret 0 on every seed
         # (score 1.000), PPO on scores 0.855 [0.566, 1] (one seed at regret 23).
         rl_algo="ppo_mask",
-        # docs/rl_curves.md, "ClusterGang-v0: the curve on validation seeds 100-104": with the fast update
-        # (ppo_mask.yml) the 5 training seeds' regret is 95.9 at 32,768 steps, 34.7 at 57,344 and 106,496, and 0 (the
-        # oracle's, score 1: the ceiling) at 204,800 (as on seeds 0-4).
+        # docs/rl_curves/multiserver_gang.md, "ClusterGang-v0: the curve on validation seeds 100-104": with the fast
+        # update (ppo_mask.yml) the 5 training seeds' regret is 95.9 at 32,768 steps, 34.7 at 57,344 and 106,496, and 0
+        # (the oracle's, score 1: the ceiling) at 204,800 (as on seeds 0-4).
         rl_steps=200_000,
         rl_steps_quick=200_000,
         instance_kwarg="instance_seed",

@@ -11,11 +11,12 @@ relative improvements, not absolute utilities (spec §5.6).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import pickle
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib
@@ -92,12 +93,21 @@ def run_one(task: tuple) -> Run:
         return Run(key, seed, end.info["episode_summary"], ratio, sim.spent / sim.budget, end.seconds)
 
 
+def episode_name(task: tuple) -> str:
+    """The file name of ``task``'s episode: a hash of what decides the episode (env id, agent and its keywords, env
+    keywords, seed) in a canonical form (sorted keys), not of the task's key, so parts that label the same episode
+    differently (Table I's heavy-load episodes inside Fig. 2) share its file, whatever the keywords' order."""
+    _, env_id, agent_name, agent_kwargs, env_kwargs, seed = task
+    episode = json.dumps([env_id, agent_name, agent_kwargs, env_kwargs, seed], sort_keys=True, default=repr)
+    return f"{hashlib.sha1(episode.encode()).hexdigest()}.pkl"
+
+
 def run_cached(job: tuple) -> Run:
-    """``run_one`` through an episode file ``(task, path)``: an episode already on disk is read back, not rerun,
-    so a long run that stops resumes where it was, and its finished episodes survive."""
+    """``run_one`` through an episode file ``(task, path)``: an episode already on disk is read back (under the
+    task's key), not rerun, so a long run that stops resumes where it was, and its finished episodes survive."""
     task, path = job
     if path is not None and path.exists():
-        return pickle.loads(path.read_bytes())
+        return replace(pickle.loads(path.read_bytes()), key=task[0])
     run = run_one(task)
     if path is not None:
         partial = path.with_suffix(".part")
@@ -110,7 +120,7 @@ def run_tasks(
     tasks: list[tuple], workers: int, progress: bool = False, episode_dir: Path | None = None
 ) -> dict[tuple, list[Run]]:
     """Every task's episode (in ``workers`` processes), grouped by key; with ``episode_dir``, each episode is kept in
-    a file named by a hash of its whole task and reused on the next call."""
+    a file named by a hash of the episode (``episode_name``) and reused on the next call."""
 
     def collect(results) -> list[Run]:
         return list(progress_bar(results, total=len(tasks), desc="ClusterApprox episodes", unit="episode",
@@ -118,8 +128,7 @@ def run_tasks(
 
     if episode_dir is not None:
         episode_dir.mkdir(parents=True, exist_ok=True)
-    paths = [None if episode_dir is None else episode_dir / f"{hashlib.sha1(repr(t).encode()).hexdigest()}.pkl"
-             for t in tasks]  # fmt: skip
+    paths = [None if episode_dir is None else episode_dir / episode_name(t) for t in tasks]
     jobs = list(zip(tasks, paths, strict=True))
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:

@@ -22,6 +22,20 @@ def test_run_one_records_per_job_costs_and_budgets():
     np.testing.assert_allclose((run.consumed < 0.9).mean(), run.summary["frac_consumed_below_0.9"])
 
 
+def test_an_episode_file_serves_every_task_of_that_episode(tmp_path, monkeypatch):
+    """Two parts that label one episode differently, its keywords in another order, share its file: the second
+    reads it back under its own key instead of running the episode again."""
+    first = (("table1", 0.5), "ClusterApprox-v0", "fair", {}, {"horizon": 200, "beta": 0.5}, 1)
+    again = (("fig2", "heavy", 0.5), "ClusterApprox-v0", "fair", {}, {"beta": 0.5, "horizon": 200}, 1)
+    other = (("fig2", "heavy", 0.5), "ClusterApprox-v0", "fair", {}, {"beta": 0.5, "horizon": 200}, 2)
+    assert approx.episode_name(first) == approx.episode_name(again) != approx.episode_name(other)
+    ran = approx.run_tasks([first], workers=1, episode_dir=tmp_path)[first[0]][0]
+    monkeypatch.setattr(approx, "run_one", lambda task: pytest.fail(f"{task[0]} ran again"))
+    read = approx.run_tasks([again], workers=1, episode_dir=tmp_path)[again[0]][0]
+    assert read.key == again[0] and read.summary == ran.summary
+    assert len(list(tmp_path.glob("*.pkl"))) == 1
+
+
 @pytest.mark.slow
 def test_small_reproduction_writes_report_and_figures(tmp_path):
     report = approx.run(scale="small", out_dir=tmp_path)
