@@ -258,11 +258,12 @@ STUDIES["approx_stability"] = (
 # after 82k steps (docs/rl_curves.md, "the collapse diagnosed"). The paced priority reads a Box of priorities per
 # job slot and machine within each job's paced budget (greedy_ucb's rule), so no action idles a machine for good or
 # spends a budget early; the section's update and gamma 0.5, with log_std -1 as ClusterApproxSingleJob-v0's Box.
-# The work-conserving rows are the approx_stability study's "16 copies x 512 steps" (the same setup).
+# Both variants state their action mode and policy, so the study means the same whichever the section ships; the
+# work-conserving rows are the approx_stability study's "16 copies x 512 steps" (the same setup).
 STUDIES["approx_paced"] = (
     "ClusterApprox-v0",
     (
-        Variant("work-conserving (section)"),
+        Variant("work-conserving", env_kwargs={"action_mode": "work_conserving"}, hyperparams={"policy_kwargs": _NET}),
         Variant(
             "paced priority, log_std -1",
             env_kwargs={"action_mode": "paced_priority"},
