@@ -264,11 +264,18 @@ STUDIES["approx_paced"] = (
     "ClusterApprox-v0",
     (
         Variant("work-conserving", env_kwargs={"action_mode": "work_conserving"}, hyperparams={"policy_kwargs": _NET}),
+        # Box(0, 1) (commit e389b91): the Gaussian's mean starts at 0, a bound, so half the priorities clip to 0
         Variant(
             "paced priority, log_std -1",
             env_kwargs={"action_mode": "paced_priority"},
             hyperparams={"policy_kwargs": {**_NET, "log_std_init": -1.0}},
-        ),  # fmt: skip
+        ),
+        # Box(-1, 1) (since): the same policy centred in the box
+        Variant(
+            "paced priority in [-1, 1], log_std -1",
+            env_kwargs={"action_mode": "paced_priority"},
+            hyperparams={"policy_kwargs": {**_NET, "log_std_init": -1.0}},
+        ),
     ),
 )
 STUDIES["approx_single_learning"] = (

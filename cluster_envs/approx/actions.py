@@ -9,11 +9,12 @@ dynamics, rewards and metrics are the paper's whatever the mode (docs/rl_ablatio
   with prices idling a machine can be right. Values that are not a slot number (NaN, fractions, out of range)
   are left as they are, so the env rejects them as in ``"occupant"``.
 - ``"paced_priority"``: a priority per machine, and on ClusterApprox-v0 one per job slot first:
-  ``Box(0, 1, (K + M,))`` (ClusterApproxSingleJob-v0: ``Box(0, 1, (M,))``). The occupied job slots, in descending
-  priority, each take the free machines in descending machine priority while the job's cost in the slot stays
-  within its paced budget (B_j − C_j)/(d_j − t) and below its remaining budget B_j − C_j (Alg. 1's check); the
-  other machines idle. This is the pacing of ``greedy_ucb``: a policy cannot spend a budget early and idle
-  afterwards, nor send a machine to an empty slot; what it learns is which jobs and machines to prefer.
+  ``Box(-1, 1, (K + M,))`` (ClusterApproxSingleJob-v0: ``Box(0, 1, (M,))``; priorities are only compared, so any
+  finite values are read, ties by index). The occupied job slots, in descending priority, each take the free
+  machines in descending machine priority while the job's cost in the slot stays within its paced budget
+  (B_j − C_j)/(d_j − t) and below its remaining budget B_j − C_j (Alg. 1's check); the other machines idle. This is
+  the pacing of ``greedy_ucb``: a policy cannot spend a budget early and idle afterwards, nor send a machine to an
+  empty slot; what it learns is which jobs and machines to prefer.
 
 Every function takes a batch (B rows; the single envs pass a batch of one).
 """

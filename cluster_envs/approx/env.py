@@ -144,8 +144,10 @@ class _ApproxEnvCore(ClusterEnv):
                 self.action_space = spaces.MultiBinary((k, m))
             else:
                 obs["last_occupant"] = spaces.MultiDiscrete(np.full(m, k + 1))
+                # priorities are only compared: [-1, 1] is centred where a Gaussian policy starts, so the clipping
+                # to the bounds (SB3's) does not tie half the priorities at a bound (docs/rl_curves/approx.md)
                 self.action_space = (
-                    spaces.Box(0.0, 1.0, shape=(k + m,), dtype=np.float32)
+                    spaces.Box(-1.0, 1.0, shape=(k + m,), dtype=np.float32)
                     if config.action_mode == "paced_priority"
                     else spaces.MultiDiscrete(np.full(m, k + 1))
                 )
@@ -444,7 +446,7 @@ class ClusterApproxEnv(_ApproxEnvCore):
     holds by construction. Wrong shape, NaN, fractions or out-of-range values raise ``ValueError``.
     ``action_mode="occupant"`` (default) reads it as the paper does: a machine sent to an empty slot idles
     (``n_invalid``); ``"work_conserving"`` sends it to the next occupied slot, cyclically (``actions.py``).
-    ``action_mode="paced_priority"``: ``Box(0, 1, (K + M,))``, a priority per job slot then per machine; the
+    ``action_mode="paced_priority"``: ``Box(-1, 1, (K + M,))``, a priority per job slot then per machine; the
     occupied slots in descending priority each take the free machines in descending priority while the job's cost
     in the slot stays within its paced budget (B_j − C_j)/(d_j − t) and below B_j − C_j (``actions.py``); the other
     machines idle; NaN or inf raise ``ValueError`` naming ``action``.
