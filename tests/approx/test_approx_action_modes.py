@@ -202,3 +202,30 @@ def test_the_paced_priority_serves_only_occupied_slots_within_their_pace():
             assert spent <= rows[k - 1, REMAINING_BUDGET] / max(rows[k - 1, REMAINING_SLOTS], 1.0) + 1e-12
         served += int((slots > 0).any())
     assert served > 0 and env.unwrapped.simulator.summary()["n_exhausted"] == 0
+
+
+def test_greedy_ucbs_orders_read_as_paced_priorities_are_greedy_ucbs_schedule():
+    """The reading is greedy_ucb's pacing: its job order (marginal utility) and machine order (UCB rate per price),
+    given as priorities, make the schedule greedy_ucb acts, step for step."""
+    from agents import make_agent
+    from agents.approx.common import COL, default_gamma, ucb
+    from cluster_envs.approx.model import utility_derivative
+
+    env = gym.make("ClusterApprox-v0", horizon=200)
+    obs, _ = env.reset(seed=2)
+    agent = make_agent("ClusterApprox-v0", "greedy_ucb")
+    agent.reset(env.unwrapped.problem, seed=2)
+    problem, served = env.unwrapped.problem, 0
+    for _ in range(200):
+        rows = obs["jobs"]
+        theta = ucb(obs["n_obs"], obs["sum_obs"], default_gamma(problem, agent.delta))
+        avg = np.maximum(rows[:, COL["work"]] / np.maximum(rows[:, COL["elapsed"]], 1.0), agent.y_floor)
+        slope = utility_derivative(problem.utility, rows[:, COL["value"]], problem.beta, avg)
+        action = agent.act(obs)
+        mine = paced_occupants(slope[None], (theta / obs["price"])[None], obs["price"][None], rows[None])[0]
+        np.testing.assert_array_equal(mine, action)
+        served += int((action > 0).any())
+        obs, _, terminated, _, _ = env.step(action)
+        if terminated:
+            break
+    assert served > 20  # slots where greedy_ucb ran machines (53 on this seed)
