@@ -266,8 +266,8 @@ SETTINGS: dict[str, EnvSetting] = {
             "1.16, `deadline_aware` 1.31 and `greedy_ucb` 1.33 in the mean (full run). Their intervals are over "
             "evaluation seeds, whose normalization varies widely from seed to seed, so they reach below 1; PPO's is "
             "over its training seeds, each scored by its mean over the same evaluation seeds, so it is narrow and "
-            "lies above 1. In utility PPO is level with OPM (1241 against 1235, Δ 5.9 [−7.7, 16.2] in the full run) "
-            "and below `greedy_ucb` (1309).",
+            "lies above 1. In utility the work-conserving PPO (the row before the paced priority) was level with OPM "
+            "(1241 against 1235, Δ 5.9 [−7.7, 16.2] in the full run) and below `greedy_ucb` (1309).",
         },
         notes="The 1-anchor is `known_rates` (OPM with the true mean rates, privileged), a clairvoyant policy and "
         "not an upper bound: the exact offline optimum (the env's `compute_regret=True`, P1 over the horizon) "
@@ -375,7 +375,7 @@ def require_setting(env_id: str) -> EnvSetting:
 
 
 def rl_base(env_id: str) -> tuple[str, dict[str, Any]]:
-    """``env_id`` without a ``"cluster_envs:"`` prefix and no kwargs, or for an RL-ready id (``Cluster<Name>RL-v0``)
+    """``env_id`` without a ``"cluster_envs:"`` prefix and no kwargs, or for an RL-ready id (``Cluster<Name>RL-vN``)
     its base id and the kwargs the RL-ready id fixes."""
     from cluster_envs.registration import RL_IDS
 
