@@ -254,10 +254,10 @@ SETTINGS: dict[str, EnvSetting] = {
         # (study approx_paced, 5 training seeds, validation seeds 100-104): normalized utility 1.308 at 401k, 1.343
         # [1.31, 1.38] at 606k (the plateau by the rule), 1.348 [1.31, 1.38] at 803k (the best), the greedy play's
         # idle share flat at 0.407; the work-conserving action (docs/rl_ablations.md: -1.85 read as the paper does)
-        # peaked at 1.339 [1.29, 1.38] (82k) and drifted to idling (0.690 at 205k). A2C and RecurrentPPO keep the
-        # work-conserving action (their sections were not measured with the paced priority).
+        # peaked at 1.339 [1.29, 1.38] (82k) and drifted to idling (0.690 at 205k). The other algorithms keep the
+        # work-conserving action (not measured with the paced priority; SAC and TD3 therefore have no section).
         rl_env_kwargs={"action_mode": "paced_priority", "observation_mode": "flat"},
-        rl_algo_env_kwargs={algo: {"action_mode": "work_conserving"} for algo in ("a2c", "ppo_lstm")},
+        rl_algo_env_kwargs={algo: {"action_mode": "work_conserving"} for algo in ("a2c", "ppo_lstm", "sac", "td3")},
         rl_steps=600_000,  # PPO trains 606,208 steps: 74 rollouts of 8,192
         rl_steps_quick=600_000,
         explanations={
