@@ -551,6 +551,14 @@ def run(
     chosen = [v for v in all_variants if variants is None or v.name in variants]
     if variants is not None and len(chosen) != len(variants):
         raise ValueError(f"variants must be among {[v.name for v in all_variants]}, got {list(variants)}")
+    for v in chosen:  # before any training: a clean clone has no tuning results
+        if v.hyperparams_file and not Path(v.hyperparams_file).is_file():
+            raise FileNotFoundError(
+                f"variant {v.name!r} of {study} reads {v.hyperparams_file}, which is missing: a tuning run writes it "
+                f"(`python -m baselines.tune run {env_id} --algo {v.algo} OPTIONS`, then `python -m baselines.tune "
+                f"write {env_id} --algo {v.algo} OPTIONS --to {v.hyperparams_file}`, OPTIONS as in the comment of the "
+                f"id's section of baselines/hyperparams/{v.algo}.yml); or leave the variant out with --variants"
+            )
     path = out / f"{study}.csv"
     out.mkdir(parents=True, exist_ok=True)
     for variant in chosen:

@@ -271,14 +271,15 @@ def bench_approx_slots(agent_names=APPROX_SLOT_AGENTS, *, preset: str = "paper",
 
 def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_sizes=BATCH_SIZES,
               batch_env_steps: int = 2_000_000, long_horizon: int | None = 3_000_000, paper_episodes: bool = False,
-              esdp_dp: bool = True, approx_slots: bool = True, training: dict[str, int] | None = None,
-              progress=None) -> dict[str, Any]:  # fmt: skip
+              esdp_dp: bool = True, approx_slots: bool = True, step_rates: bool = True,
+              training: dict[str, int] | None = None, progress=None) -> dict[str, Any]:  # fmt: skip
     """Every measurement as a JSON-ready dict. ``batch_env_steps`` sets each batched timing's length
     (steps = batch_env_steps / B, at least 20 and at most ``steps``); ``long_horizon=None`` skips the SLA
     long-horizon runs; ``paper_episodes=True`` adds the (long) ``PAPER_EPISODES`` runs; ``esdp_dp`` times
     ESDP's DP at paper scale when ClusterMultiServer-v0 is among the ids; ``approx_slots`` times the Table I
-    schemes' slots at M = 1,000 (``bench_approx_slots``) when ClusterApprox-v0 is; ``training`` (the keyword
-    arguments of ``baselines.bench_training.run``: copies, iterations, repeats) adds the PPO training section."""
+    schemes' slots at M = 1,000 (``bench_approx_slots``) when ClusterApprox-v0 is; ``step_rates=False`` skips the
+    single and batched step rates; ``training`` (the keyword arguments of ``baselines.bench_training.run``: copies,
+    iterations, repeats) adds the PPO training section."""
     say = progress or (lambda message: None)
     env_ids = list(env_ids or cluster_envs.env_ids())
     long_horizon_result = None
@@ -288,7 +289,7 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
         long_horizon_result = {"horizon": long_horizon, "seconds": seconds, "total": sum(seconds.values()),
                                "peak_rss_mb": _peak_rss_mb()}  # fmt: skip
     single, batched = [], []
-    for env_id in env_ids:
+    for env_id in env_ids if step_rates else []:
         levels = [{"info_level": "minimal"}, {"info_level": "full"}] if has_info_level(env_id) else [{}]
         for kwargs in levels:
             say(f"{env_id} single {kwargs}")
@@ -307,7 +308,7 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
         "settings": {"steps": steps, "repeats": repeats, "batch_env_steps": batch_env_steps},
         "single": [asdict(m) for m in single],
         "batched": [asdict(m) for m in batched],
-        "missing_vector_entry_point": [i for i in env_ids if not has_vector_entry_point(i)],
+        "missing_vector_entry_point": [i for i in env_ids if step_rates and not has_vector_entry_point(i)],
     }
     if long_horizon_result:
         result["sla_long_horizon"] = long_horizon_result
@@ -397,13 +398,11 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 def to_markdown(result: dict[str, Any]) -> str:
     m = result["machine"]
-    lines = [
-        f"Python {m['python']}, gymnasium {m['gymnasium']}, numpy {m['numpy']}, load average {m['load_average']}; "
-        f"median of {result['settings']['repeats']} interleaved repeats.",
-        "",
-        "| env | variant | steps/s | CartPole steps/s (same run) | ratio | batch reset (s) |",
-        "|---|---|---:|---:|---:|---:|",
-    ]
+    lines = [f"Python {m['python']}, gymnasium {m['gymnasium']}, numpy {m['numpy']}, load average {m['load_average']}."]
+    if result["single"] or result["batched"]:
+        lines += [f"\nStep rates, median of {result['settings']['repeats']} interleaved repeats:", "",
+                  "| env | variant | steps/s | CartPole steps/s (same run) | ratio | batch reset (s) |",
+                  "|---|---|---:|---:|---:|---:|"]  # fmt: skip
     for row in result["single"] + result["batched"]:
         reset = "" if row["reset_seconds"] is None else f"{row['reset_seconds']:.2f}"
         lines.append(f"| {row['env_id']} | {row['variant']} | {row['rate']:,.0f} | {row['reference_rate']:,.0f} | "
@@ -476,6 +475,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--training-copies", type=int, default=128,
                         help="copies of the native and null envs in the training section (default 128)")  # fmt: skip
     parser.add_argument("--training-repeats", type=int, default=3, help="interleaved repeats per training rate")
+    parser.add_argument("--training-iterations", type=int, default=2,
+                        help="PPO rollouts (and updates) per timed training repeat (default 2)")  # fmt: skip
+    parser.add_argument("--training-algo", default="ppo",
+                        help="the training section's algorithm (its hyperparams file; default ppo)")  # fmt: skip
+    parser.add_argument("--training-only", action="store_true",
+                        help="time only the training section (no step rates, long horizon, DP, slots)")  # fmt: skip
     parser.add_argument(
         "--out", default="results/bench", help="output folder for bench.md and bench.json (default: results/bench)"
     )
@@ -484,11 +489,18 @@ def add_arguments(parser) -> None:
 def _training(args) -> dict[str, int] | None:
     """The training section's settings, or None with ``--no-training``."""
     if args.no_training:
+        if args.training_only:
+            raise ValueError("--training-only and --no-training exclude each other")
         return None
-    for name in ("training_copies", "training_repeats"):
+    from baselines.rl import ALGOS
+
+    if args.training_algo not in ALGOS:
+        raise ValueError(f"--training-algo {args.training_algo!r} is not allowed; allowed: {list(ALGOS)}")
+    for name in ("training_copies", "training_repeats", "training_iterations"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
-    return {"copies": args.training_copies, "repeats": args.training_repeats}
+    return {"copies": args.training_copies, "repeats": args.training_repeats, "iterations": args.training_iterations,
+            "algo": args.training_algo}  # fmt: skip
 
 
 def run_from_args(args) -> Path:
@@ -499,11 +511,12 @@ def run_from_args(args) -> Path:
     unknown = sorted(set(args.ids or []) - set(cluster_envs.env_ids()))
     if unknown:
         raise ValueError(f"--ids: unknown env id(s) {unknown}; registered: {cluster_envs.env_ids()}")
+    others = not args.training_only
     result = run_bench(args.ids, steps=args.steps, repeats=args.repeats, batch_sizes=args.sizes,
-                       batch_env_steps=args.batch_env_steps, long_horizon=args.long_horizon or None,
-                       paper_episodes=args.paper_episodes, esdp_dp=not args.no_esdp_dp,
-                       approx_slots=not args.no_approx_slots, training=_training(args),
-                       progress=lambda message: print(message, file=sys.stderr))  # fmt: skip
+                       batch_env_steps=args.batch_env_steps, long_horizon=others and args.long_horizon or None,
+                       paper_episodes=others and args.paper_episodes, esdp_dp=others and not args.no_esdp_dp,
+                       approx_slots=others and not args.no_approx_slots, step_rates=others,
+                       training=_training(args), progress=lambda message: print(message, file=sys.stderr))  # fmt: skip
     md, js = write(result, args.out)
     print(md.read_text())
     print(f"written {md} and {js}")

@@ -99,6 +99,14 @@ def training_seed(seed: int, resumed_at: int = 0) -> int:
 # -- hyperparameters ---------------------------------------------------------------------------------
 
 
+def has_section(algo: str, env_id: str) -> bool:
+    """Whether ``baselines/hyperparams/<algo>.yml`` has a section for ``env_id`` (an RL-ready id: its base id's)."""
+    import yaml
+
+    path = HYPERPARAMS_DIR / f"{algo}.yml"
+    return path.is_file() and rl_base(env_id)[0] in (yaml.safe_load(path.read_text()) or {})
+
+
 def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> dict[str, Any]:
     """The section of ``env_id`` in the rl-zoo3 YAML file of ``algo`` (a copy, raw as in the file); an RL-ready id
     reads its base id's section."""

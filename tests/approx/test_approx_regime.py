@@ -137,3 +137,10 @@ def test_sensitivity_writes_one_row_per_reading(tmp_path, monkeypatch):
     rows = [line for line in text.splitlines() if line.startswith("| paper_hidden_speed | step, μ×0.1 |")]
     assert len(rows) == 1 and "nan" not in rows[0]
     assert (tmp_path / "study_runs.pkl").stat().st_size > 0
+
+
+def test_the_timing_line_sums_the_episodes_wall_times_and_says_that_they_overlap():
+    runs = {"a": [approx.Run("a", 0, {}, np.ones(1), np.ones(1), 3.0)],
+            "b": [approx.Run("b", 0, {}, np.ones(1), np.ones(1), 4.0)]}  # fmt: skip
+    line = approx.timing(runs, elapsed=4.2, workers=2)
+    assert line.startswith("4 s wall with 2 worker(s)") and "wall times sum to 7 s (overlapping" in line

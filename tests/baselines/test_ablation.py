@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from baselines.ablation import STUDIES, References, make_env, setup, summarize  # noqa: E402
+from baselines.ablation import STUDIES, References, make_env, run, setup, summarize  # noqa: E402
 from baselines.settings import require_setting  # noqa: E402
 from baselines.stats import normalized  # noqa: E402
 
@@ -27,6 +27,16 @@ def test_every_variant_builds_its_env_with_the_settings_kwargs_under_its_own(stu
         obs, _ = env.reset(seed=0)
         assert env.observation_space.contains(obs), (study, variant.name)
         env.close()
+
+
+@pytest.mark.parametrize("study", ["sla_curve", "bilinear_curve"])
+def test_a_missing_tuning_result_stops_the_study_before_any_training_and_says_how_to_make_it(study, tmp_path,
+                                                                                             monkeypatch):  # fmt: skip
+    monkeypatch.chdir(tmp_path)  # a clean clone: no results/tune/
+    env_id, _ = STUDIES[study]
+    with pytest.raises(FileNotFoundError, match=rf"results/tune/{env_id}-ppo.yml.*baselines.tune write {env_id}"):
+        run(study, seeds=[0], checkpoints=[8], eval_seeds=[100], out=tmp_path / "out")
+    assert not (tmp_path / "out" / f"{study}.csv").exists()
 
 
 def test_sb3_defaults_keep_only_the_policy():
