@@ -276,6 +276,20 @@ STUDIES["approx_paced"] = (
             env_kwargs={"action_mode": "paced_priority"},
             hyperparams={"policy_kwargs": {**_NET, "log_std_init": -1.0}},
         ),
+        # the best of 13 headline-tuning trials (600k steps each; n_steps, batch_size, n_epochs, gamma and the policy
+        # held; docs/rl_curves/approx.md), as `tune write` converts it
+        Variant(
+            "paced priority in [-1, 1], tuned",
+            env_kwargs={"action_mode": "paced_priority"},
+            hyperparams={
+                "policy_kwargs": {**_NET, "log_std_init": -1.0},
+                "learning_rate": 0.00169413,
+                "clip_range": 0.3,
+                "ent_coef": 1.00077e-07,
+                "max_grad_norm": 1.94426,
+                "gae_lambda": 0.999174,
+            },
+        ),
     ),
 )
 STUDIES["approx_single_learning"] = (
