@@ -344,8 +344,11 @@ STUDIES["bilinear_curve"] = (
         Variant("RecurrentPPO, full (cumulative statistics)", algo="ppo_lstm", hyperparams=FAST),
         Variant("PPO, queues (last slot only)", env_kwargs=QUEUES),
         # the best trial of the headline-objective tuning (`python -m baselines.tune write ClusterBilinear-v0 ...
-        # --to results/tune/ClusterBilinear-v0-ppo.yml`, docs/rl_curves.md), against the shipped section
+        # --to results/tune/ClusterBilinear-v0-ppo.yml`, docs/rl_curves/bilinear.md), against the shipped section
         Variant("tuned", hyperparams_file="results/tune/ClusterBilinear-v0-ppo.yml"),
+        # the best trial of the study over 3 training seeds per trial (`... --trial-seeds 3 --to
+        # results/tune/ClusterBilinear-v0-ppo-seeds3.yml`, docs/rl_curves/bilinear.md)
+        Variant("tuned, 3 seeds per trial", hyperparams_file="results/tune/ClusterBilinear-v0-ppo-seeds3.yml"),
     ),
 )
 

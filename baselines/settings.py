@@ -228,10 +228,11 @@ SETTINGS: dict[str, EnvSetting] = {
             "while the random matching serves every job at once.",
         },
         rl_env_kwargs={"action_mode": "simplex_logits", "observation_mode": "full"},
-        # docs/rl_curves.md, "ClusterBilinear-v0: headline tuning and the validation curve" (ppo.yml's section, 5
-        # training seeds, regret_served on validation seeds 100-104): score 0.321 at 401k, 0.337 at 803k, 0.599
-        # [0.383, 0.804] at 1.2M (the best checkpoint), 0.521 at 1.6M, 0.519 at 2.4M: the plateau is 1.2M, the full
-        # and the quick budget (below it the curve is at 0.32-0.34). Was 2.4M / 1.2M, set on evaluation seeds 0-4.
+        # docs/rl_curves/bilinear.md, "ClusterBilinear-v0: headline tuning and the validation curve" (ppo.yml's
+        # section, 5 training seeds, regret_served on validation seeds 100-104): score 0.321 at 401k, 0.337 at
+        # 803k, 0.599 [0.383, 0.804] at 1.2M (the best checkpoint), 0.521 at 1.6M, 0.519 at 2.4M: the plateau is
+        # 1.2M, the full and the quick budget (below it the curve is at 0.32-0.34). Was 2.4M / 1.2M, set on
+        # evaluation seeds 0-4.
         rl_steps=1_200_000,
         rl_steps_quick=1_200_000,
         notes="Headline: eq. 1's pseudo-regret r*T − Σ_t Σ r_ij "

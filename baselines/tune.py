@@ -26,9 +26,13 @@ at each evaluation, which on ids whose instance is drawn per episode ranks episo
 (docs/rl_curves/tuning.md). rl-zoo3 seeds the trials' training envs from ``--seed``, which is set to a training
 seed (``baselines.rl.training_seed(0)``, ≥ 10⁹; ``--worker k``: ``training_seed(k)``, a second process adding
 trials to the same study with its own sampler and training seeds), so tuning never plays the benchmark's
-evaluation seeds. The study
-lives in an Optuna journal file (``<out>/<env_id>-<algo>-headline.log``; ``<out>/<env_id>-<algo>.log`` for the
-return objective), so a second ``run`` with the same arguments adds trials to it.
+evaluation seeds. ``--trial-seeds n`` (default 1) trains each trial's hyperparameters with ``n`` training seeds,
+one model after the other (the first with that ``--seed``, as a one-model trial), and scores the trial by the
+mean of the ``n`` values; the pruner sees the mean over the models so far at each evaluation
+(``baselines.zoo_objective.over_training_seeds``), and ``--trial-cpu-seconds`` caps each model. It is for ids
+where one run's score depends much on its training seed. The study lives in an Optuna journal file
+(``<out>/<env_id>-<algo>-headline.log``; ``<out>/<env_id>-<algo>.log`` for the return objective; ``-seeds<n>``
+before ``.log`` for ``n`` training seeds per trial), so a second ``run`` with the same arguments adds trials to it.
 
 ``write`` reads the study's best trial, converts it as rl-zoo3 does (``convert_onpolicy_params``: γ, λ, powers of
 two, network size and activation), drops the held keys and replaces the others in the id's YAML section, under a
@@ -58,23 +62,27 @@ TUNED_MARK = "# tuned:"
 OBJECTIVES = ("headline", "return")
 
 
-def study_name(env_id: str, algo: str, objective: str = "headline") -> str:
+def study_name(env_id: str, algo: str, objective: str = "headline", trial_seeds: int = 1) -> str:
     """The study's name: ``<id>-<algo>`` for rl-zoo3's return objective (the studies of earlier sessions),
-    ``<id>-<algo>-headline`` for the headline one, so the two never share a study."""
+    ``<id>-<algo>-headline`` for the headline one, with ``-seeds<n>`` for ``n`` > 1 training seeds per trial, so
+    studies of different objectives never share trials."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective={objective!r} is not allowed; allowed: {list(OBJECTIVES)}")
-    return f"{env_id}-{algo}" + ("-headline" if objective == "headline" else "")
+    if not isinstance(trial_seeds, int) or trial_seeds < 1:
+        raise ValueError(f"trial_seeds must be a positive integer, got {trial_seeds!r}")
+    suffix = ("-headline" if objective == "headline" else "") + (f"-seeds{trial_seeds}" if trial_seeds > 1 else "")
+    return f"{env_id}-{algo}{suffix}"
 
 
-def storage_path(out: Path, env_id: str, algo: str, objective: str = "headline") -> Path:
-    return out / f"{study_name(env_id, algo, objective)}.log"
+def storage_path(out: Path, env_id: str, algo: str, objective: str = "headline", trial_seeds: int = 1) -> Path:
+    return out / f"{study_name(env_id, algo, objective, trial_seeds)}.log"
 
 
 def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, evaluations: int = 4,
                 eval_episodes: int = 5, startup_trials: int = 5, env_kwargs: Mapping[str, Any] | None = None,
                 hold: Sequence[str] = (), native: bool = False, trial_cpu_seconds: float | None = None,
                 objective: str = "headline", seeds: Sequence[int] = VALIDATION_SEEDS,
-                worker: int = 0) -> list[str]:  # fmt: skip
+                worker: int = 0, trial_seeds: int = 1) -> list[str]:  # fmt: skip
     """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the YAML section's env kwargs, as
     rl-zoo3's ``--env-kwargs`` does; ``hold``: hyperparameters kept at the section's values). ``native``: train
     and evaluate on the id's native batched env (``baselines.zoo_native``; the evaluation episodes as one batch
@@ -83,19 +91,21 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
     validation ``seeds`` (``baselines.zoo_objective``; ``eval_episodes`` then plays no part), ``"return"`` is
     rl-zoo3's own (the mean return of ``eval_episodes`` episodes). ``worker``: the process's index among those
     running the same study at once (each seeds its sampler and trials with ``training_seed(worker)``: equal
-    seeds would sample the same random start-up trials)."""
+    seeds would sample the same random start-up trials). ``trial_seeds``: models per trial, each with its own
+    training seed, the trial's value their mean (``baselines.zoo_objective.over_training_seeds``)."""
     for name, value in (("trials", trials), ("steps", steps), ("evaluations", evaluations),
                         ("eval_episodes", eval_episodes), ("startup_trials", startup_trials)):  # fmt: skip
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if trial_cpu_seconds is not None and not trial_cpu_seconds > 0:
         raise ValueError(f"trial_cpu_seconds must be positive or None, got {trial_cpu_seconds!r}")
-    name = study_name(env_id, algo, objective)
+    name = study_name(env_id, algo, objective, trial_seeds)
     if objective == "headline":
         check_eval_seeds(list(seeds))
     packages = ["cluster_envs", "baselines.zoo_native"] if native else ["cluster_envs"]
     zoo = ["--hold", ",".join(hold)] if hold else []
     zoo += ["--objective-seeds", ",".join(str(seed) for seed in seeds)] if objective == "headline" else []
+    zoo += ["--trial-seeds", str(trial_seeds)] if trial_seeds > 1 else []
     command = ["python", "-m", "baselines.zoo", *zoo, "--algo", algo, "--env", env_id, "--gym-packages", *packages,
                "-conf", str(_relative(HYPERPARAMS_DIR / f"{algo}.yml"))]  # fmt: skip
     command += [
@@ -131,15 +141,17 @@ def _relative(path: Path) -> Path:
     return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
 
 
-def objective_text(env_id: str, objective: str, value: float, seeds: Sequence[int]) -> str:
-    """A trial's objective value in words: the headline on the validation seeds, or rl-zoo3's return."""
+def objective_text(env_id: str, objective: str, value: float, seeds: Sequence[int], trial_seeds: int = 1) -> str:
+    """A trial's objective value in words: the headline on the validation seeds, or rl-zoo3's return (the mean
+    over ``trial_seeds`` training seeds where that is more than one)."""
+    over = f", mean of {trial_seeds} training seeds" if trial_seeds > 1 else ""
     if objective == "return":
-        return f"return {value:.4g}"
+        return f"return {value:.4g}{over}"
     from baselines.settings import require_setting
 
     setting = require_setting(env_id)
     headline = setting.metrics[setting.headline] * value  # the objective is the headline times its direction
-    return f"{setting.headline} {headline:.4g} on validation seeds {min(seeds)}-{max(seeds)}"
+    return f"{setting.headline} {headline:.4g} on validation seeds {min(seeds)}-{max(seeds)}{over}"
 
 
 def run(command: Sequence[str]) -> None:
@@ -169,20 +181,24 @@ def best_trial(storage: Path, algo: str, hold: Sequence[str] = ()) -> tuple[dict
 def trials_table(storage: Path, hold: Sequence[str] = ()) -> str:
     """The study's trials as a Markdown table: state, objective, the value at each evaluation (the pruner's
     points) and the sampled hyperparameters as rl-zoo3 converts them, without the ``hold`` keys (drawn by TPE
-    but not used: the trials trained with the section's values)."""
+    but not used: the trials trained with the section's values). A study of several training seeds per trial
+    adds each model's value (``model_values``: those finished) after the objective."""
     from rl_zoo3.hyperparams_opt import convert_onpolicy_params
 
-    lines = [
-        "| trial | state | objective | at each evaluation | sampled (rl-zoo3's conversion) |",
-        "|---:|---|---:|---|---|",
-    ]
-    for trial in _load_study(storage).trials:
+    trials = _load_study(storage).trials
+    per_model = any("model_values" in trial.user_attrs for trial in trials)
+    head = ["trial", "state", "objective", *(["per training seed"] if per_model else []), "at each evaluation",
+            "sampled (rl-zoo3's conversion)"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|---:|---|---:|" + ("---|" if per_model else "") + "---|---|"]
+    for trial in trials:
         converted = convert_onpolicy_params(trial.params) if trial.params else {}
         params = yaml_values({key: value for key, value in converted.items() if key not in hold})
         shown = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
         steps = ", ".join(f"{v:.4g}" for _, v in sorted(trial.intermediate_values.items()))
         value = "—" if trial.value is None else f"{trial.value:.4g}"
-        lines.append(f"| {trial.number} | {trial.state.name.lower()} | {value} | {steps} | {shown} |")
+        models = [", ".join(f"{v:.4g}" for v in trial.user_attrs.get("model_values", []))] if per_model else []
+        cells = [str(trial.number), trial.state.name.lower(), value, *models, steps, shown]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -280,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the headline on fixed validation seeds (default) or rl-zoo3's return")  # fmt: skip
     parser.add_argument("--validation-seeds", default="100-104", help="the headline objective's seeds")
     parser.add_argument("--worker", type=int, default=0, help="another process on the same study (1, 2, ...)")
+    parser.add_argument("--trial-seeds", type=int, default=1, help="training seeds per trial (value: their mean)")
     args = parser.parse_args(argv)
     from baselines.cli import parse_seeds
 
@@ -288,9 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = zoo_command(args.env_id, args.algo, args.trials, args.steps, args.out, evaluations=args.evaluations,
                           eval_episodes=args.eval_episodes, startup_trials=args.startup_trials, hold=hold,
                           native=args.native, trial_cpu_seconds=args.trial_cpu_seconds, objective=args.objective,
-                          seeds=seeds, worker=args.worker)  # fmt: skip
+                          seeds=seeds, worker=args.worker, trial_seeds=args.trial_seeds)  # fmt: skip
     text = shlex.join(command)
-    storage = storage_path(args.out, args.env_id, args.algo, args.objective)
+    storage = storage_path(args.out, args.env_id, args.algo, args.objective, args.trial_seeds)
     if args.command == "print":
         print(text)
     elif args.command == "trials":
@@ -301,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         params, value, finished = best_trial(storage, args.algo, hold)
         comment = f"{text} (budget {args.trials} trials x {args.steps} steps; best of {finished}: "
-        comment += f"{objective_text(args.env_id, args.objective, value, seeds)})"
+        comment += f"{objective_text(args.env_id, args.objective, value, seeds, args.trial_seeds)})"
         path = HYPERPARAMS_DIR / f"{args.algo}.yml"
         if args.to is not None:
             args.to.parent.mkdir(parents=True, exist_ok=True)

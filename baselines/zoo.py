@@ -1,6 +1,7 @@
 """rl-zoo3's ``train`` entry (training and ``-optimize``) with what this package adds to it, one job:
 
-    python -m baselines.zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] <rl_zoo3.train arguments>
+    python -m baselines.zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
+        <rl_zoo3.train arguments>
 
 - **MaskablePPO as ``ppo_mask``.** rl-zoo3 2.9.2's ``ALGOS`` has no MaskablePPO (sb3-contrib's), so this
   registers it under the name ``baselines.rl`` uses, with rl-zoo3's own PPO sampler and converter
@@ -19,6 +20,17 @@
   (``baselines.zoo_objective.HeadlineTrialEvalCallback`` in place of rl-zoo3's ``TrialEvalCallback``, which
   scores the return of whichever episodes its evaluation env yields next). The id, the algorithm and the
   evaluation env's kwargs are read from rl-zoo3's own arguments (``--env``, ``--algo``, ``--eval-env-kwargs``).
+- **Reward normalization with the trial's γ.** rl-zoo3 sets ``VecNormalize``'s γ to the section's γ once, before
+  the study ("use the same discount factor as for the algorithm"), and its sampler then draws another γ per trial,
+  so a trial that samples γ trains with a reward scale that the written section would not have: the benchmark
+  (``baselines.rl``), like rl-zoo3's own training, normalizes with the section's γ. Measured on
+  ClusterBilinear-v0 (docs/rl_curves/bilinear.md): a trial's values at γ 0.979 under normalization at 0.99 did not
+  hold once trained as written. :func:`normalizing_with_trial_gamma` gives each trial's envs the γ its model uses
+  (the section's where γ is held).
+- **Several training seeds per trial** (``--trial-seeds n``): each trial trains ``n`` models with the same sampled
+  hyperparameters and other training seeds, one after the other, and its value is the mean of theirs
+  (``baselines.zoo_objective.over_training_seeds`` around ``ExperimentManager.objective``; the pruner sees the
+  mean over the models so far at each evaluation).
 
 Everything else (the TPE sampler, the median pruner, the journal storage) is rl-zoo3's.
 """
@@ -34,10 +46,11 @@ from typing import Any
 ALGO = "ppo_mask"
 
 
-def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None) -> None:
+def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None, trial_seeds: int = 1) -> None:
     """Add ``ppo_mask`` to rl-zoo3 and hold ``hold``'s keys at the YAML's values during optimization; with
     ``objective`` (``HeadlineTrialEvalCallback``'s keyword arguments: ``env_id``, ``algo``, ``env_kwargs``,
-    ``seeds``), score trials by the headline on fixed validation seeds."""
+    ``seeds``), score trials by the headline on fixed validation seeds; with ``trial_seeds`` > 1, score each trial
+    by the mean over that many training seeds."""
     import stable_baselines3.common.callbacks as sb3_callbacks
     from rl_zoo3 import exp_manager, hyperparams_opt
     from rl_zoo3.utils import ALGOS
@@ -56,6 +69,13 @@ def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = Non
 
         # ExperimentManager.objective builds its callback by this module-level name
         exp_manager.TrialEvalCallback = functools.partial(HeadlineTrialEvalCallback, **objective)
+    from baselines.zoo_objective import over_training_seeds
+
+    manager = exp_manager.ExperimentManager
+    rl_zoo3_objective = manager.objective
+    while hasattr(rl_zoo3_objective, "__wrapped__"):  # registered again: wrap rl-zoo3's own
+        rl_zoo3_objective = rl_zoo3_objective.__wrapped__
+    manager.objective = over_training_seeds(normalizing_with_trial_gamma(rl_zoo3_objective), trial_seeds)
     if getattr(sb3_callbacks.evaluate_policy, "masked_dispatch", False):
         return
     unmasked = sb3_callbacks.evaluate_policy
@@ -66,6 +86,28 @@ def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = Non
 
     evaluate_policy.masked_dispatch = True  # type: ignore[attr-defined]
     sb3_callbacks.evaluate_policy = evaluate_policy  # EvalCallback looks the name up in its module
+
+
+def normalizing_with_trial_gamma(objective: Any) -> Any:
+    """rl-zoo3's ``ExperimentManager.objective`` whose envs normalize rewards with the γ the trial's model trains
+    with: the trial's sample is drawn first (the same sampler, so held keys stay held; Optuna returns the same
+    values when the objective draws them again) and its γ, where it has one, replaces ``normalize_kwargs``'s for
+    the trial (restored after it)."""
+    from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER
+
+    @functools.wraps(objective)
+    def objective_normalizing_with_trial_gamma(manager: Any, trial: Any) -> float:
+        sample = HYPERPARAMS_SAMPLER[manager.algo](trial, manager.n_actions, manager.n_envs, {})
+        if "gamma" not in sample or "gamma" not in manager.normalize_kwargs:
+            return objective(manager, trial)
+        section = manager.normalize_kwargs["gamma"]
+        manager.normalize_kwargs["gamma"] = sample["gamma"]
+        try:
+            return objective(manager, trial)
+        finally:
+            manager.normalize_kwargs["gamma"] = section
+
+    return objective_normalizing_with_trial_gamma
 
 
 def _holding(sampler: Any, hold: frozenset[str]) -> Any:
@@ -93,13 +135,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--hold", default="", help="comma-separated hyperparameters the optimizer keeps")
     parser.add_argument("--objective-seeds", default=None,
                         help="score trials by the headline on these validation seeds (e.g. 100-104)")  # fmt: skip
+    parser.add_argument("--trial-seeds", type=int, default=1,
+                        help="training seeds per trial: its value is the mean over them")  # fmt: skip
     args, rest = parser.parse_known_args(argv)
     objective = None
     if args.objective_seeds is not None:
         from baselines.cli import parse_seeds
 
         objective = {**zoo_target(rest), "seeds": parse_seeds(args.objective_seeds)}
-    register([key for key in args.hold.split(",") if key], objective)
+    register([key for key in args.hold.split(",") if key], objective, args.trial_seeds)
     from rl_zoo3.train import train
 
     sys.argv = ["rl_zoo3.train", *rest]  # rl-zoo3 parses sys.argv

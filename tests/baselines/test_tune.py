@@ -180,3 +180,32 @@ def test_the_trials_table_shows_each_trials_evaluations_and_converted_values(tmp
     assert "batch_size 64" in rows[2] and "n_steps 128" in rows[2] and "gamma 0.99" in rows[2]
     held = tune.trials_table(storage, hold=["n_steps", "gamma"]).splitlines()[2]  # trained with the section's
     assert "batch_size 64" in held and "n_steps" not in held and "gamma" not in held
+
+
+def test_each_trial_normalizes_rewards_with_the_gamma_its_model_trains_with(monkeypatch):
+    """rl-zoo3 fixes VecNormalize's gamma from the section before the sampler draws the trial's gamma."""
+    import optuna
+    from rl_zoo3 import hyperparams_opt
+
+    from baselines import zoo
+
+    sampled = {"batch_size_pow": 5, "n_steps_pow": 6, "one_minus_gamma": 0.02, "one_minus_gae_lambda": 0.05,
+               "learning_rate": 1e-3, "ent_coef": 1e-4, "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5,
+               "net_arch": "small", "activation_fn": "relu"}  # fmt: skip
+
+    class Manager:  # what the wrapper reads of rl-zoo3's ExperimentManager
+        algo, n_actions, n_envs = "ppo", 1, 4
+        normalize_kwargs = {"norm_reward": True, "gamma": 0.99}
+
+        def objective(self, trial):  # rl-zoo3's: sample, then build the envs with normalize_kwargs, then train
+            model_gamma = hyperparams_opt.HYPERPARAMS_SAMPLER["ppo"](trial, 1, 4, {}).get("gamma", 0.99)
+            return self.normalize_kwargs["gamma"], model_gamma
+
+    objective = zoo.normalizing_with_trial_gamma(Manager.objective)
+    manager = Manager()
+    normalized, model = objective(manager, optuna.trial.FixedTrial(sampled))
+    assert normalized == model == pytest.approx(0.98) and manager.normalize_kwargs["gamma"] == 0.99  # restored
+    assert Manager.objective(manager, optuna.trial.FixedTrial(sampled))[0] == 0.99  # rl-zoo3's own: the section's
+    held = zoo._holding(hyperparams_opt.sample_ppo_params, frozenset({"gamma", "gae_lambda"}))
+    monkeypatch.setitem(hyperparams_opt.HYPERPARAMS_SAMPLER, "ppo", held)
+    assert objective(manager, optuna.trial.FixedTrial(sampled)) == (0.99, 0.99)  # held: the section's gamma

@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("rl_zoo3")
 
 import optuna  # noqa: E402
+import torch  # noqa: E402
 from stable_baselines3.common.logger import configure  # noqa: E402
 
 from baselines import tune, zoo  # noqa: E402
@@ -87,3 +88,86 @@ def test_two_tiny_trials_are_scored_by_the_headline_end_to_end(tmp_path, monkeyp
     params, value, finished = tune.best_trial(storage, "ppo", hold)
     assert finished >= 1 and not set(hold) & set(params)
     assert "regret" in tune.objective_text("ClusterSLA-v0", "headline", value, VALIDATION_SEEDS)
+
+
+class _Manager:
+    """What `over_training_seeds` uses of rl-zoo3's ExperimentManager: `seed`, and an objective that samples a
+    hyperparameter, reports two evaluations and returns the last (a value that depends on the training seed and
+    the global generator, as a training run's does)."""
+
+    seed = 10**9 + 7
+
+    def objective(self, trial):
+        rate = trial.suggest_float("learning_rate", 1e-5, 1.0, log=True)
+        noise = torch.rand(1).item()  # the network's initialization: torch's global generator
+        first, last = -self.seed % 97 - noise, -self.seed % 89 - rate - noise
+        trial.report(first, 1)
+        trial.report(last, 2)
+        if trial.should_prune():
+            raise optuna.TrialPruned()
+        return last
+
+
+def _study(objective, pruner=None):
+    from stable_baselines3.common.utils import set_random_seed
+
+    set_random_seed(3)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0), pruner=pruner)
+    manager = _Manager()
+    study.optimize(lambda trial: objective(manager, trial), n_trials=2)
+    assert manager.seed == _Manager.seed  # restored for the next trial
+    return study
+
+
+def test_a_trial_over_three_training_seeds_is_the_mean_of_three_models_with_the_same_hyperparameters():
+    from baselines.zoo_objective import model_seed, over_training_seeds
+
+    study = _study(over_training_seeds(_Manager.objective, 3))
+    for trial in study.trials:
+        seeds, values = trial.user_attrs["model_seeds"], trial.user_attrs["model_values"]
+        assert seeds[0] == _Manager.seed and len(set(seeds)) == 3 and min(seeds) >= 10**9  # training seeds
+        assert seeds == [model_seed(_Manager.seed, j) for j in range(3)]
+        assert trial.value == pytest.approx(np.mean(values))
+        rate = trial.params["learning_rate"]  # each model trained with the trial's one sample
+        assert [-s % 89 - v for s, v in zip(seeds, values, strict=True)] == pytest.approx([rate] * 3, abs=1.01)
+        # steps 1..6: model j's evaluation k at 2j + k, the mean over models 0..j at their evaluation k
+        steps = trial.intermediate_values
+        assert sorted(steps) == [1, 2, 3, 4, 5, 6]
+        assert steps[2] == pytest.approx(values[0]) and steps[4] == pytest.approx(np.mean(values[:2]))
+        assert steps[6] == pytest.approx(trial.value)
+    assert study.trials[0].user_attrs["model_values"] != study.trials[1].user_attrs["model_values"]
+
+
+def test_one_training_seed_is_rl_zoo3s_objective_and_a_pruned_model_prunes_the_trial():
+    from baselines.zoo_objective import over_training_seeds
+
+    assert over_training_seeds(_Manager.objective, 1) is _Manager.objective
+    once, plain = _study(over_training_seeds(_Manager.objective, 1)), _study(_Manager.objective)
+    assert [t.value for t in once.trials] == [t.value for t in plain.trials]
+    assert [t.intermediate_values for t in once.trials] == [t.intermediate_values for t in plain.trials]
+    with pytest.raises(ValueError, match="trial_seeds"):
+        over_training_seeds(_Manager.objective, 0)
+    pruned = _study(over_training_seeds(_Manager.objective, 2), optuna.pruners.ThresholdPruner(upper=0.0))
+    for trial in pruned.trials:  # pruned after model 0's evaluations, before any model finished
+        assert trial.state == optuna.trial.TrialState.PRUNED
+        assert list(trial.intermediate_values) == [1, 2] and "model_values" not in trial.user_attrs
+
+
+def test_a_tiny_study_over_two_training_seeds_scores_each_model_by_the_headline_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.chdir(tune.HYPERPARAMS_DIR.parent.parent)
+    hold = ["n_steps", "batch_size", "n_epochs"]
+    command = tune.zoo_command("ClusterSLA-v0", "ppo", 1, 256, tmp_path, evaluations=2, startup_trials=1,
+                               env_kwargs=KWARGS, hold=hold, trial_seeds=2)  # fmt: skip
+    assert command[command.index("--trial-seeds") + 1] == "2"
+    tune.run(command)
+    storage = tune.storage_path(tmp_path, "ClusterSLA-v0", "ppo", trial_seeds=2)
+    assert storage.name == "ClusterSLA-v0-ppo-headline-seeds2.log"
+    (trial,) = tune._load_study(storage).trials
+    values, seeds = trial.user_attrs["model_values"], trial.user_attrs["model_seeds"]
+    assert len(values) == 2 and len(set(seeds)) == 2
+    steps = [trial.intermediate_values[k] for k in sorted(trial.intermediate_values)]
+    assert steps[1] == values[0]  # model 0's last evaluation: -mean regret on the validation seeds
+    assert trial.value == pytest.approx(np.mean(values)) == pytest.approx(steps[-1])
+    table = tune.trials_table(storage, hold).splitlines()
+    assert "per training seed" in table[0] and f"{values[0]:.4g}, {values[1]:.4g}" in table[2]
+    assert "mean of 2 training seeds" in tune.objective_text("ClusterSLA-v0", "headline", trial.value, (100,), 2)
