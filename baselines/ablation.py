@@ -254,6 +254,44 @@ STUDIES["approx_stability"] = (
         Variant("4 copies x 2048 steps", hyperparams={"n_envs": 4, "n_steps": 2048}),
     ),
 )
+# ClusterApprox-v0's work-conserving PPO (the section, 16 x 512) does not converge: its greedy play drifts to idling
+# after 82k steps (docs/rl_curves.md, "the collapse diagnosed"). The paced priority reads a Box of priorities per
+# job slot and machine within each job's paced budget (greedy_ucb's rule), so no action idles a machine for good or
+# spends a budget early; the section's update and gamma 0.5, with log_std -1 as ClusterApproxSingleJob-v0's Box.
+# Both variants state their action mode and policy, so the study means the same whichever the section ships; the
+# work-conserving rows are the approx_stability study's "16 copies x 512 steps" (the same setup).
+STUDIES["approx_paced"] = (
+    "ClusterApprox-v0",
+    (
+        Variant("work-conserving", env_kwargs={"action_mode": "work_conserving"}, hyperparams={"policy_kwargs": _NET}),
+        # Box(0, 1) (commit e389b91): the Gaussian's mean starts at 0, a bound, so half the priorities clip to 0
+        Variant(
+            "paced priority, log_std -1",
+            env_kwargs={"action_mode": "paced_priority"},
+            hyperparams={"policy_kwargs": {**_NET, "log_std_init": -1.0}},
+        ),
+        # Box(-1, 1) (since): the same policy centred in the box
+        Variant(
+            "paced priority in [-1, 1], log_std -1",
+            env_kwargs={"action_mode": "paced_priority"},
+            hyperparams={"policy_kwargs": {**_NET, "log_std_init": -1.0}},
+        ),
+        # the best of 13 headline-tuning trials (600k steps each; n_steps, batch_size, n_epochs, gamma and the policy
+        # held; docs/rl_curves/approx.md), as `tune write` converts it
+        Variant(
+            "paced priority in [-1, 1], tuned",
+            env_kwargs={"action_mode": "paced_priority"},
+            hyperparams={
+                "policy_kwargs": {**_NET, "log_std_init": -1.0},
+                "learning_rate": 0.00169413,
+                "clip_range": 0.3,
+                "ent_coef": 1.00077e-07,
+                "max_grad_norm": 1.94426,
+                "gae_lambda": 0.999174,
+            },
+        ),
+    ),
+)
 STUDIES["approx_single_learning"] = (
     "ClusterApproxSingleJob-v0",
     (
@@ -413,7 +451,8 @@ def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
                      deterministic: bool = True, actions: list[np.ndarray] | None = None) -> list[float]:  # fmt: skip
     """``evaluate_policy`` on the native batched env: copy i plays evaluation seed ``seeds[i]``, all at once
     (``masked``: with the batched env's ``action_masks()``; ``deterministic=False``: the sampled policy;
-    ``actions``: a list the batch's action of every step is appended to)."""
+    ``actions``: a list the batch's action of every step is appended to, as the env reads it where it can:
+    ``read_actions``)."""
     from gymnasium.wrappers.vector import DictInfoToList
 
     env = DictInfoToList(
@@ -430,8 +469,9 @@ def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
         extra = {"action_masks": env.unwrapped.action_masks()} if masked else {}
         action, state = model.predict(x, state=state, episode_start=start, deterministic=deterministic, **extra)
         start = np.zeros(len(seeds), dtype=bool)
-        if actions is not None:
-            actions.append(np.array(action))
+        if actions is not None:  # as the env reads them where it has an action mode (ClusterApprox: occupants)
+            read = getattr(env.unwrapped, "read_actions", None)
+            actions.append(np.array(action if read is None else read(action)))
         obs, _, terminated, truncated, infos = env.step(action)
         for i in np.flatnonzero(np.logical_or(terminated, truncated)):
             if values[i] is None:  # a copy that ended autoresets; only its first episode counts
@@ -442,9 +482,10 @@ def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
 
 def checkpoint_probe(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> dict[str, float]:
     """The greedy (deterministic) and the sampled policy on the evaluation seeds: their mean headline value and
-    the shares of their action components that are 0 (ClusterApprox: idle) or repeat the step before's (NaN for a
-    Box action). The sampled play draws from torch's generator, which is restored after it, so a run's training
-    does not depend on whether it is probed."""
+    the shares of their action components, as the env reads them (ClusterApprox: the occupant per machine, also
+    for ``action_mode="paced_priority"``'s Box), that are 0 (ClusterApprox: idle) or repeat the step before's
+    (NaN for an action read as real numbers). The sampled play draws from torch's generator, which is restored
+    after it, so a run's training does not depend on whether it is probed."""
     import torch
 
     out: dict[str, float] = {}
@@ -454,7 +495,7 @@ def checkpoint_probe(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]
         values = evaluate_batched(s, model, normalizer, seeds, masked, deterministic, actions)
         torch.set_rng_state(state)
         out[f"{name}_value"] = float(np.mean(values))
-        shares = action_shares(np.stack(actions), model.action_space)
+        shares = action_shares(np.stack(actions))
         out.update({f"{name}_{key}": value for key, value in shares.items()})
     return out
 

@@ -2,7 +2,7 @@
 the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (trained on the spot, or
 loaded from the model cache ``results/models`` or the package's shipped models), in one report. The PPO row's
 algorithm is the settings entry's ``rl_algo`` (PPO, or MaskablePPO where the ablations chose masks; the cell
-names it). RL-ready ids (``Cluster<Name>RL-v0``) are their base id's problem and are not run twice.
+names it). RL-ready ids (``Cluster<Name>RL-vN``) are their base id's problem and are not run twice.
 
 Two tracks. The headline, **held-out instances**: every agent runs on the same evaluation seeds, whose instances
 RL never trained on (where the reset seed draws the instance, RL trains on seeds above every evaluation seed;

@@ -111,12 +111,10 @@ def rollout_values(model: Any, rewards: list[float]) -> dict[str, float]:
     return row
 
 
-def action_shares(actions: np.ndarray, space: Any) -> dict[str, float]:
+def action_shares(actions: np.ndarray) -> dict[str, float]:
     """Of the actions (T, B, ...) a batch played step by step, the share of components equal to 0 (``action0``)
-    and equal to the same component one step before (``repeat``); NaN for a Box action."""
-    from gymnasium import spaces
-
-    if isinstance(space, spaces.Box):
+    and equal to the same component one step before (``repeat``); NaN for real-valued (Box) actions."""
+    if actions.dtype.kind == "f":
         return {"action0": np.nan, "repeat": np.nan}
     return {"action0": float(np.mean(actions == 0)), "repeat": float(np.mean(actions[1:] == actions[:-1]))}
 

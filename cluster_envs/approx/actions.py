@@ -8,10 +8,13 @@ dynamics, rewards and metrics are the paper's whatever the mode (docs/rl_ablatio
   (cyclically) instead of idling, so a policy cannot waste machines on empty slots; 0 (idle) stays a choice, since
   with prices idling a machine can be right. Values that are not a slot number (NaN, fractions, out of range)
   are left as they are, so the env rejects them as in ``"occupant"``.
-- ``"paced_priority"`` (ClusterApproxSingleJob-v0): ``Box(0, 1, (M,))``, a priority per machine. The machines run
-  in descending priority while the slot's cost stays within the paced budget (B − C)/(T − t) and below the
-  remaining budget B − C (Alg. 1's check), the pacing of ``greedy_ucb``: a policy cannot spend the budget early
-  and idle afterwards, and what it learns is which machines to prefer.
+- ``"paced_priority"``: a priority per machine, and on ClusterApprox-v0 one per job slot first:
+  ``Box(-1, 1, (K + M,))`` (ClusterApproxSingleJob-v0: ``Box(0, 1, (M,))``; priorities are only compared, so any
+  finite values are read, ties by index). The occupied job slots, in descending priority, each take the free
+  machines in descending machine priority while the job's cost in the slot stays within its paced budget
+  (B_j − C_j)/(d_j − t) and below its remaining budget B_j − C_j (Alg. 1's check); the other machines idle. This is
+  the pacing of ``greedy_ucb``: a policy cannot spend a budget early and idle afterwards, nor send a machine to an
+  empty slot; what it learns is which jobs and machines to prefer.
 
 Every function takes a batch (B rows; the single envs pass a batch of one).
 """
@@ -43,28 +46,50 @@ def work_conserving(present: np.ndarray, actions: Any) -> np.ndarray:
     return np.where(valid, mapped, actions)
 
 
-def paced_priority(priority: Any, prices: np.ndarray, rows: np.ndarray, name: str = "action") -> np.ndarray:
-    """Run/idle (B, M) uint8 from a priority per machine (B, M): descending priority (ties by machine index) while
-    the cumulative price stays ≤ the pace (B − C)/max(T − t, 1) and < B − C; ``rows`` (B, F) the job rows, ``prices``
-    (B, M). A ``ValueError`` naming ``name`` for a priority that is not finite."""
-    priority = np.asarray(priority, dtype=np.float64)
-    if not np.isfinite(priority).all():
+def paced_occupants(slot_priority: Any, machine_priority: Any, prices: np.ndarray, rows: np.ndarray,
+                     name: str = "action") -> np.ndarray:  # fmt: skip
+    """Occupants (B, M) (job slot 1..K, 0 = idle) from a priority per job slot (B, K) and per machine (B, M): the
+    slots in descending priority (ties by slot index) each take the free machines in descending priority (ties by
+    machine index) while their cumulative price stays ≤ the slot's pace (B_j − C_j)/max(d_j − t, 1) and
+    < B_j − C_j; ``rows`` (B, K, F) the job rows (an empty or exhausted slot's budget is 0: it takes nothing),
+    ``prices`` (B, M). A ``ValueError`` naming ``name`` for a priority that is not finite."""
+    slot_priority = np.asarray(slot_priority, dtype=np.float64)
+    machine_priority = np.asarray(machine_priority, dtype=np.float64)
+    if not (np.isfinite(slot_priority).all() and np.isfinite(machine_priority).all()):
         raise invalid_action("must be finite (no NaN or inf) in action_mode='paced_priority'", name)
-    left = rows[:, REMAINING_BUDGET] * (rows[:, PRESENT] > 0)
-    pace = left / np.maximum(rows[:, REMAINING_SLOTS], 1.0)
-    order = np.argsort(-priority, axis=1, kind="stable")
-    cost = np.cumsum(np.take_along_axis(prices, order, axis=1), axis=1)
-    take = (cost <= pace[:, None]) & (cost < left[:, None])
-    run = np.zeros(priority.shape, dtype=np.uint8)
-    np.put_along_axis(run, order, take.astype(np.uint8), axis=1)
-    return run
+    left = rows[..., REMAINING_BUDGET] * (rows[..., PRESENT] > 0)  # (B, K)
+    pace = left / np.maximum(rows[..., REMAINING_SLOTS], 1.0)
+    machines = np.argsort(-machine_priority, axis=1, kind="stable")
+    ranked_prices = np.take_along_axis(prices, machines, axis=1)
+    free = np.ones(machine_priority.shape, dtype=bool)  # in machine-priority order
+    occupant = np.zeros(machine_priority.shape, dtype=np.int64)
+    batch = np.arange(len(occupant))
+    for slot in np.argsort(-slot_priority, axis=1, kind="stable").T:  # the K ranks, each a slot per row
+        cost = np.cumsum(np.where(free, ranked_prices, 0.0), axis=1)  # prices >= 0: a prefix of the free machines
+        take = free & (cost <= pace[batch, slot][:, None]) & (cost < left[batch, slot][:, None])
+        occupant[take] = np.broadcast_to(slot[:, None] + 1, take.shape)[take]
+        free &= ~take
+    out = np.zeros_like(occupant)
+    np.put_along_axis(out, machines, occupant, axis=1)
+    return out
+
+
+def paced_priority(priority: Any, prices: np.ndarray, rows: np.ndarray, name: str = "action") -> np.ndarray:
+    """Run/idle (B, M) uint8 of the single job from a priority per machine (B, M): ``paced_occupants`` with one
+    job slot; ``rows`` (B, F) the job rows, ``prices`` (B, M)."""
+    priority = np.asarray(priority, dtype=np.float64)
+    return paced_occupants(np.zeros((len(priority), 1)), priority, prices, rows[:, None], name).astype(np.uint8)
 
 
 def read_actions(mode: str, actions: np.ndarray, observation: dict[str, np.ndarray], name: str = "action") -> Any:
-    """The paper's actions for the numeric ``actions`` (B, M), of the mode's shape, read as ``mode`` on the batched
+    """The paper's actions for the numeric ``actions`` (B, M) (``paced_priority`` on ClusterApprox-v0: (B, K + M)),
+    of the mode's shape, read as ``mode`` on the batched
     ``observation`` the policy saw (the raw Dict: ``jobs`` (B, K, F) or ``job`` (B, F), ``price`` (B, M))."""
     if mode == "work_conserving":
         return work_conserving(observation["jobs"][..., PRESENT] > 0, actions)
-    if mode == "paced_priority":
+    if mode == "paced_priority" and "job" in observation:
         return paced_priority(actions, observation["price"], observation["job"], name)
+    if mode == "paced_priority":
+        k = observation["jobs"].shape[1]
+        return paced_occupants(actions[:, :k], actions[:, k:], observation["price"], observation["jobs"], name)
     return actions

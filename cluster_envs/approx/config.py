@@ -22,8 +22,9 @@ PRICE_MODES = ("proportional", "flat", "uniform")
 BUDGET_MODES = ("hard", "soft")
 REWARD_MODES = ("true", "approx", "sparse")
 # How an action is read (cluster_envs/approx/actions.py). Multi-job, base model: "occupant" (the paper's: a machine
-# sent to an empty slot idles) or "work_conserving"; single job: "binary" (the paper's) or "paced_priority".
-MULTI_ACTION_MODES = ("occupant", "work_conserving")
+# sent to an empty slot idles), "work_conserving" or "paced_priority"; single job: "binary" (the paper's) or
+# "paced_priority".
+MULTI_ACTION_MODES = ("occupant", "work_conserving", "paced_priority")
 SINGLE_ACTION_MODES = ("binary", "paced_priority")
 
 
@@ -107,7 +108,9 @@ class ApproxConfig:
         "demand": _POSITIVE,
         "parallelism": Number(low=1, integer=True, none=True),
         "info_level": Choice(INFO_LEVELS),
-        "action_mode": Choice(MULTI_ACTION_MODES + SINGLE_ACTION_MODES),  # per id: the env checks its own
+        "action_mode": Choice(
+            tuple(dict.fromkeys(MULTI_ACTION_MODES + SINGLE_ACTION_MODES))
+        ),  # per id: the env checks its own
         "observation_mode": Choice(OBSERVATION_MODES),
     }
 

@@ -144,7 +144,13 @@ class _ApproxEnvCore(ClusterEnv):
                 self.action_space = spaces.MultiBinary((k, m))
             else:
                 obs["last_occupant"] = spaces.MultiDiscrete(np.full(m, k + 1))
-                self.action_space = spaces.MultiDiscrete(np.full(m, k + 1))
+                # priorities are only compared: [-1, 1] is centred where a Gaussian policy starts, so the clipping
+                # to the bounds (SB3's) does not tie half the priorities at a bound (docs/rl_curves/approx.md)
+                self.action_space = (
+                    spaces.Box(-1.0, 1.0, shape=(k + m,), dtype=np.float32)
+                    if config.action_mode == "paced_priority"
+                    else spaces.MultiDiscrete(np.full(m, k + 1))
+                )
         self.set_observation_space(spaces.Dict(obs))
         self._action_shape = self.action_space.shape
         # how the kernel reads an action and which of its rewards is the env's (the batched env steps with them)
@@ -440,6 +446,10 @@ class ClusterApproxEnv(_ApproxEnvCore):
     holds by construction. Wrong shape, NaN, fractions or out-of-range values raise ``ValueError``.
     ``action_mode="occupant"`` (default) reads it as the paper does: a machine sent to an empty slot idles
     (``n_invalid``); ``"work_conserving"`` sends it to the next occupied slot, cyclically (``actions.py``).
+    ``action_mode="paced_priority"``: ``Box(-1, 1, (K + M,))``, a priority per job slot then per machine; the
+    occupied slots in descending priority each take the free machines in descending priority while the job's cost
+    in the slot stays within its paced budget (B_j − C_j)/(d_j − t) and below B_j − C_j (``actions.py``); the other
+    machines idle; NaN or inf raise ``ValueError`` naming ``action``.
     The Sec. V-C mode (``capacity`` C_i, ``demand`` r_j, ``parallelism`` u_j) uses ``MultiBinary((K, M))``
     actions, repaired deterministically (drop the highest slots on an over-full machine, then a job's
     highest machines beyond u_j; counted in ``n_repaired``); its ``jobs`` rows add r_j and u_j and

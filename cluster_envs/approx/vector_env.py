@@ -127,6 +127,12 @@ class ClusterApproxVectorEnv(HoldsRecord, BatchedCopies):
                                    "actions")  # fmt: skip
         return np.ascontiguousarray(actions).reshape(self.num_envs, -1)
 
+    def read_actions(self, actions: Any) -> np.ndarray:
+        """The paper's actions (B, M) that ``step(actions)`` would run on the observation last returned: the
+        ``action_mode``'s reading (occupant per machine on ClusterApprox-v0, run/idle on ClusterApproxSingleJob-v0);
+        reads only what the policy saw."""
+        return self._actions(actions, np.ones(self.num_envs, dtype=bool))
+
     def _expand(self, mask: np.ndarray) -> np.ndarray:
         return mask.reshape(-1, *(1,) * (len(self._action_shape) - 1))
 

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 import cluster_envs  # noqa: F401
-from cluster_envs.approx.actions import PRESENT, REMAINING_BUDGET, REMAINING_SLOTS, paced_priority, work_conserving
+from cluster_envs.approx.actions import (
+    PRESENT,
+    REMAINING_BUDGET,
+    REMAINING_SLOTS,
+    paced_occupants,
+    paced_priority,
+    work_conserving,
+)
 
 SMALL = {"horizon": 60}
 
@@ -120,3 +127,105 @@ def test_the_paced_priority_never_exhausts_the_budget_early():
 def test_bad_modes_are_refused_by_name(env_id, kwargs, allowed):
     with pytest.raises(ValueError, match=allowed):
         gym.make(env_id, **kwargs)
+
+
+def _rows(budget_left, remaining, present=1.0):
+    """Job rows (1, K, 12) with the columns the paced priority reads."""
+    rows = np.zeros((1, len(budget_left), 12))
+    rows[0, :, PRESENT] = present
+    rows[0, :, REMAINING_BUDGET] = budget_left
+    rows[0, :, REMAINING_SLOTS] = remaining
+    return rows
+
+
+def test_paced_occupants_serve_the_slots_by_priority_within_each_pace():
+    prices = np.array([[0.5, 0.15, 0.4, 0.3, 0.1]])
+    rows = _rows([10.0, 6.0], [10.0, 10.0])  # paces 1.0 and 0.6
+    machines = np.array([[0.9, 0.1, 0.8, 0.7, 0.6]])  # order 0, 2, 3, 4, 1
+    # slot 2 first: machine 0 (0.5) fits its pace 0.6, machine 2 would make 0.9; then slot 1 takes the free ones,
+    # 2, 3, 4 and 1 (0.95 in all, within its pace 1.0)
+    np.testing.assert_array_equal(paced_occupants([[0.2, 0.7]], machines, prices, rows), [[2, 1, 1, 1, 1]])
+    # slot 1 first: 0, 2 (0.9), then 3 would make 1.2; slot 2 takes the free machines from the top: 3, 4 and 1
+    # (0.55, within its pace 0.6)
+    np.testing.assert_array_equal(paced_occupants([[0.7, 0.2]], machines, prices, rows), [[1, 2, 1, 2, 2]])
+    # equal priorities: the lower slot first
+    np.testing.assert_array_equal(paced_occupants([[0.5, 0.5]], machines, prices, rows), [[1, 2, 1, 2, 2]])
+
+
+def test_paced_occupants_keep_the_budget_check_and_never_serve_empty_slots():
+    prices = np.array([[0.5, 0.5, 0.5]])
+    machines = np.array([[0.3, 0.2, 0.1]])
+    last = _rows([1.0], [0.0])  # last slot: the whole remaining budget, strictly below it (Alg. 1's check)
+    np.testing.assert_array_equal(paced_occupants([[1.0]], machines, prices, last), [[1, 0, 0]])
+    empty = _rows([0.0, 5.0], [10.0, 10.0])
+    empty[0, 0] = 0.0  # slot 1 is empty (a zero row), top priority: it takes nothing, slot 2 its pace 0.5
+    np.testing.assert_array_equal(paced_occupants([[1.0, 0.0]], machines, prices, empty), [[2, 0, 0]])
+    exhausted = _rows([5.0], [10.0], present=0.0)  # not present: no machine whatever its budget column says
+    np.testing.assert_array_equal(paced_occupants([[1.0]], machines, prices, exhausted), [[0, 0, 0]])
+    free = np.zeros((1, 3))  # machines that cost nothing all run
+    np.testing.assert_array_equal(paced_occupants([[1.0]], machines, free, _rows([1.0], [10.0])), [[1, 1, 1]])
+    two = np.concatenate([_rows([1.0], [0.0]), _rows([5.0], [10.0], present=0.0)])  # rows are independent
+    np.testing.assert_array_equal(paced_occupants([[1.0], [1.0]], np.repeat(machines, 2, 0), np.repeat(prices, 2, 0),
+                                                  two), [[1, 0, 0], [0, 0, 0]])  # fmt: skip
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_paced_priority_refuses_priorities_that_are_not_finite_by_name(bad):
+    env = gym.make("ClusterApprox-v0", action_mode="paced_priority", **SMALL)
+    env.reset(seed=0)
+    action = np.full(env.action_space.shape, 0.5)
+    action[-1] = bad
+    with pytest.raises(ValueError, match="action must be finite"):
+        env.step(action)
+    with pytest.raises(ValueError, match="must be finite"):
+        paced_occupants([[bad]], [[0.5]], np.ones((1, 1)), _rows([1.0], [1.0]), "priorities")
+    with pytest.raises(ValueError, match="action must have shape"):
+        env.step(np.zeros(env.unwrapped.config.n_machines))  # the machine priorities alone
+
+
+def test_the_paced_priority_serves_only_occupied_slots_within_their_pace():
+    """On ClusterApprox-v0: an episode of random priorities never sends a machine to an empty slot, never exhausts
+    a budget, and each job's spend in a slot stays within the pace of the observation the priorities were read on."""
+    env = gym.make("ClusterApprox-v0", action_mode="paced_priority")
+    obs, _ = env.reset(seed=4)
+    assert env.action_space.shape == (env.unwrapped.config.max_visible_jobs + env.unwrapped.config.n_machines,)
+    rng = np.random.default_rng(4)
+    served = 0
+    for _ in range(300):
+        rows = obs["jobs"]
+        obs, _, _, _, info = env.step(rng.random(env.action_space.shape))
+        assert info["n_invalid"] == 0 and info["n_budget_blocked"] == 0
+        slots = info["executed"]
+        assert rows[slots[slots > 0] - 1, PRESENT].all()  # every served slot was occupied
+        for k in np.unique(slots[slots > 0]):
+            spent = obs["price"][slots == k].sum()
+            assert spent <= rows[k - 1, REMAINING_BUDGET] / max(rows[k - 1, REMAINING_SLOTS], 1.0) + 1e-12
+        served += int((slots > 0).any())
+    assert served > 0 and env.unwrapped.simulator.summary()["n_exhausted"] == 0
+
+
+def test_greedy_ucbs_orders_read_as_paced_priorities_are_greedy_ucbs_schedule():
+    """The reading is greedy_ucb's pacing: its job order (marginal utility) and machine order (UCB rate per price),
+    given as priorities, make the schedule greedy_ucb acts, step for step."""
+    from agents import make_agent
+    from agents.approx.common import COL, default_gamma, ucb
+    from cluster_envs.approx.model import utility_derivative
+
+    env = gym.make("ClusterApprox-v0", horizon=200)
+    obs, _ = env.reset(seed=2)
+    agent = make_agent("ClusterApprox-v0", "greedy_ucb")
+    agent.reset(env.unwrapped.problem, seed=2)
+    problem, served = env.unwrapped.problem, 0
+    for _ in range(200):
+        rows = obs["jobs"]
+        theta = ucb(obs["n_obs"], obs["sum_obs"], default_gamma(problem, agent.delta))
+        avg = np.maximum(rows[:, COL["work"]] / np.maximum(rows[:, COL["elapsed"]], 1.0), agent.y_floor)
+        slope = utility_derivative(problem.utility, rows[:, COL["value"]], problem.beta, avg)
+        action = agent.act(obs)
+        mine = paced_occupants(slope[None], (theta / obs["price"])[None], obs["price"][None], rows[None])[0]
+        np.testing.assert_array_equal(mine, action)
+        served += int((action > 0).any())
+        obs, _, terminated, _, _ = env.step(action)
+        if terminated:
+            break
+    assert served > 20  # slots where greedy_ucb ran machines (53 on this seed)

@@ -42,8 +42,11 @@ def _assert_same(native, sync):
     ("ClusterApprox-v0", {}),
     ("ClusterApprox-v0", {"budget_mode": "soft", "reward_mode": "approx", "utility": "log", "q_range": (2.0, 6.0)}),
     ("ClusterApprox-v0", {"preset": "common_deadline", "reward_mode": "sparse", "compute_regret": False}),
+    ("ClusterApprox-v0", {"action_mode": "work_conserving"}),
+    ("ClusterApprox-v0", {"action_mode": "paced_priority"}),
     ("ClusterApproxSingleJob-v0", {}),
     ("ClusterApproxSingleJob-v0", {"preset": "soft", "utility": "power", "beta": 0.3}),
+    ("ClusterApproxSingleJob-v0", {"action_mode": "paced_priority"}),
 ])  # fmt: skip
 def test_batched_env_equals_single_envs_step_for_step(env_id, kwargs):
     native, sync = _pair(env_id, **kwargs)
@@ -94,3 +97,22 @@ def test_unsupported_settings_name_the_argument():
     for kwargs, name in (({"capacity": 2}, "capacity"), ({"num_envs": 0}, "num_envs")):
         with pytest.raises(ValueError, match=name):
             ClusterApproxVectorEnv(**{"num_envs": 2, **kwargs})
+
+
+@pytest.mark.parametrize(("env_id", "mode"), [("ClusterApprox-v0", "paced_priority"),
+                                              ("ClusterApprox-v0", "work_conserving"),
+                                              ("ClusterApproxSingleJob-v0", "paced_priority")])  # fmt: skip
+def test_read_actions_are_the_paper_actions_the_step_runs(env_id, mode):
+    """``read_actions`` gives the paper's actions of the mode's reading: played as given (the paper's mode), they
+    make the same episode."""
+    paper = "occupant" if env_id == "ClusterApprox-v0" else "binary"
+    mine, theirs = (gym.make_vec(env_id, num_envs=B, vectorization_mode="vector_entry_point", horizon=HORIZON,
+                                 info_level="minimal", action_mode=m) for m in (mode, paper))  # fmt: skip
+    mine.reset(seed=3)
+    theirs.reset(seed=3)
+    mine.action_space.seed(3)
+    for _ in range(HORIZON):
+        actions = mine.action_space.sample()
+        read = mine.unwrapped.read_actions(actions)
+        assert theirs.action_space.contains(read.astype(theirs.action_space.dtype).reshape(theirs.action_space.shape))
+        _assert_same(mine.step(actions), theirs.step(read))
