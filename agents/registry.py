@@ -30,6 +30,7 @@ AGENTS: dict[str, dict[str, str]] = {
         "deadline_aware": "agents.approx.heuristics:DeadlineAware",
         "greedy_ucb": "agents.approx.heuristics:GreedyUCB",
         "random": "agents.approx.heuristics:RandomScheduler",
+        "random_paced": "agents.approx.heuristics:RandomPacedScheduler",
     },
     "ClusterApproxSingleJob-v0": {
         "ops": "agents.approx.primal_dual:OPS",

@@ -261,6 +261,11 @@ SETTINGS: dict[str, EnvSetting] = {
         rl_algo_env_kwargs={algo: {"action_mode": "work_conserving"} for algo in ("a2c", "ppo_lstm", "sac", "td3")},
         rl_steps=600_000,  # PPO trains 606,208 steps: 74 rollouts of 8,192
         rl_steps_quick=600_000,
+        ablations={
+            "random_paced": "control of the RL row: uniformly random priorities read as PPO's action is read "
+            "(`action_mode=\"paced_priority\"`, `greedy_ucb`'s pacing); it learns nothing, so PPO's margin over it "
+            "is what PPO learned (docs/rl_curves/approx.md, paced priorities)",
+        },
         explanations={
             "above_oracle:ppo": "The 1-anchor `known_rates` is OPM's rule given the true rates, a clairvoyant policy "
             "and not an upper bound (see the note), and on this preset the simple schedulers beat it too: `fair` "

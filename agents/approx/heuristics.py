@@ -3,7 +3,8 @@
 Fair and Deadline-aware follow spec §4.4: sticky machine choice (a job keeps the lowest-index free machine
 it ran on in the last slot, else takes the lowest-index free machine), strict affordability
 C_j + spent + p_i < B_j, and a job that cannot afford its next machine is exhausted for good. Neither looks
-at rates. ``greedy_ucb`` and ``random`` are ours (spec §4.5).
+at rates. ``greedy_ucb`` and ``random`` are ours (spec §4.5), and so is ``random_paced``, the control of the RL
+row's action reading.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from numba import njit
 
 from agents.approx.common import COL, affordable, default_gamma, encode, encode_assignment, job_rows, ucb
 from agents.base import BaseAgent
+from cluster_envs.approx.actions import paced_occupants
 from cluster_envs.approx.model import ApproxProblem, utility_derivative
 from cluster_envs.approx.projection import occupant_to_assignment
 from cluster_envs.common.config import check_number
@@ -201,4 +203,20 @@ class RandomScheduler(_Scheduler):
         rows = job_rows(observation)
         choices = np.concatenate([[0], np.flatnonzero(rows[:, COL["present"]] > 0) + 1])
         occupant = choices[self.rng.integers(0, choices.size, size=self.problem.n_machines)]
+        return encode(occupant, self.problem)
+
+
+class RandomPacedScheduler(_Scheduler):
+    """Ours: the control of ClusterApprox-v0's RL row. Uniformly random priorities in [-1, 1] per job slot and per
+    machine, redrawn each slot, read as PPO's action is read (``action_mode="paced_priority"``: ``greedy_ucb``'s
+    pacing, the slots and machines in priority order). It learns nothing, so PPO's score above it is what PPO
+    learned and its score above the other agents' is the reading's."""
+
+    name = "random_paced"
+
+    def act(self, observation: dict[str, Any]) -> np.ndarray:
+        rows = job_rows(observation)
+        slots = self.rng.uniform(-1.0, 1.0, (1, rows.shape[0]))
+        machines = self.rng.uniform(-1.0, 1.0, (1, self.problem.n_machines))
+        occupant = paced_occupants(slots, machines, np.asarray(observation["price"])[None], rows[None])[0]
         return encode(occupant, self.problem)

@@ -229,3 +229,31 @@ def test_greedy_ucbs_orders_read_as_paced_priorities_are_greedy_ucbs_schedule():
         if terminated:
             break
     assert served > 20  # slots where greedy_ucb ran machines (53 on this seed)
+
+
+def test_random_paced_is_the_paced_reading_of_random_priorities():
+    """The control agent plays what the env's paced_priority mode makes of the same random priorities: the two
+    episodes (default action mode with the agent; paced_priority with the draws as actions) have the same
+    trajectory, so the control measures PPO's action reading without learning."""
+    from agents import make_agent
+
+    played = gym.make("ClusterApprox-v0", horizon=200)
+    read = gym.make("ClusterApprox-v0", horizon=200, action_mode="paced_priority")
+    obs, _ = played.reset(seed=3)
+    read.reset(seed=3)
+    agent = make_agent("ClusterApprox-v0", "random_paced")
+    agent.reset(played.unwrapped.problem, seed=5)
+    draws = np.random.default_rng(5)
+    n_slots, n_machines = obs["jobs"].shape[0], obs["price"].shape[0]
+    busy = 0
+    for _ in range(200):
+        action = agent.act(obs)
+        priorities = np.concatenate([draws.uniform(-1, 1, n_slots), draws.uniform(-1, 1, n_machines)])
+        obs, reward, terminated, _, info = played.step(action)
+        _, reward_read, _, _, info_read = read.step(priorities.astype(np.float32))
+        np.testing.assert_array_equal(info["executed"], info_read["executed"])
+        assert reward == reward_read
+        busy += int((action > 0).any())
+        if terminated:
+            break
+    assert busy > 20

@@ -29,7 +29,7 @@ def test_bad_hyperparameters_are_clear_value_errors(name, kwargs, match):
         agents.make_agent(MULTI, name, **kwargs)
 
 
-@pytest.mark.parametrize("name", ["opm", "fair", "greedy_ucb", "random"])
+@pytest.mark.parametrize("name", ["opm", "fair", "greedy_ucb", "random", "random_paced"])
 def test_agents_are_reproducible_for_a_seed(name):
     first = run_episode(MULTI, agents.make_agent(MULTI, name), 3, horizon=400)[1]
     second = run_episode(MULTI, agents.make_agent(MULTI, name), 3, horizon=400)[1]
@@ -99,7 +99,9 @@ def test_opm_gc_runs_within_capacity_parallelism_and_budget():
     assert summary["utility"] > 0
 
 
-@pytest.mark.parametrize("name", ["opm", "opm_no_estimation", "fair", "deadline_aware", "greedy_ucb", "random"])
+@pytest.mark.parametrize(
+    "name", ["opm", "opm_no_estimation", "fair", "deadline_aware", "greedy_ucb", "random", "random_paced"]
+)
 def test_agent_pickle_round_trip_mid_run_reproduces_decisions(name):
     import copy
     import pickle
