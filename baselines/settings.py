@@ -274,9 +274,9 @@ SETTINGS: dict[str, EnvSetting] = {
             "over its training seeds, each scored by its mean over the same evaluation seeds, so it is narrow and "
             "lies above 1. In utility (full run) PPO scores 1296 against OPM's 1235 (Δ 60.8 [54.1, 66.3]), below "
             "`greedy_ucb` (1309) and `deadline_aware` (1304). Much of its lead over OPM is its action's reading, "
-            "`greedy_ucb`'s pacing rule: uniformly random priorities read the same way score 1252 (1.19) on these "
-            "seeds, so what PPO learned adds 44 (docs/rl_curves/approx.md, paced priorities). The work-conserving "
-            "PPO before it was level with OPM (1241, Δ 5.9 [−7.7, 16.2]).",
+            "`greedy_ucb`'s pacing rule: `random_paced`, uniformly random priorities read the same way, scores 1252 "
+            "(Δ 17.1 [−7.0, 44.6] over OPM), so what PPO learned adds 44 (docs/rl_curves/approx.md, paced "
+            "priorities). The work-conserving PPO before it was level with OPM (1241, Δ 5.9 [−7.7, 16.2]).",
         },
         notes="The 1-anchor is `known_rates` (OPM with the true mean rates, privileged), a clairvoyant policy and "
         "not an upper bound: the exact offline optimum (the env's `compute_regret=True`, P1 over the horizon) "
