@@ -1,4 +1,4 @@
-"""``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/settings.py``, under
+"""``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/eval/protocol.py``, under
 the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (trained on the spot, or
 loaded from the model cache ``results/models`` or the package's shipped models), in one report. The PPO row's
 algorithm is the settings entry's ``rl_algo`` (PPO, or MaskablePPO where the ablations chose masks; the cell
@@ -16,7 +16,7 @@ of the entry's ``rl_seeds``, each scored by its mean over the evaluation seeds; 
 steps × training seeds; ``--quick`` evaluates the runs it finds, shipped or cached, says how many, and trains only
 where none is found), the best online heuristic (the best online reference agent other than the paper's algorithm,
 its ablations and the naive anchor; "—" when none is left) and the clairvoyant anchor. The sanity flags of
-``baselines.sanity`` follow, each with its explanation from the settings entry. Across the envs of the headline
+``baselines.eval.sanity`` follow, each with its explanation from the settings entry. Across the envs of the headline
 track: the IQM of each role's normalized scores with stratified bootstrap intervals, and performance profiles
 (rliable). Ids without an entry are listed as skipped.
 """
@@ -31,12 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from baselines import sanity
-from baselines.compare import Comparison, compare
-from baselines.outputs import claim
-from baselines.report import fmt, interval, read_comparison, rewrite_markdown, write_report
-from baselines.settings import env_setting
-from baselines.stats import aggregate_iqm, bootstrap_ci, performance_profiles
+from baselines.eval import sanity
+from baselines.eval.compare import Comparison, compare
+from baselines.eval.outputs import claim
+from baselines.eval.protocol import env_setting
+from baselines.eval.report import fmt, interval, read_comparison, rewrite_markdown, write_report
+from baselines.eval.stats import aggregate_iqm, bootstrap_ci, performance_profiles
 from cluster_envs import env_ids as registered
 
 SEEDS = {"quick": range(5), "full": range(10)}
@@ -157,7 +157,7 @@ def benchmark(
             report = write_report(comparison, folder, force=force, command="benchmark")
             tracks[comparison.track][env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
     if not tracks["held-out instances"]:
-        raise ValueError(f"no registered env id has an entry in baselines/settings.py (skipped: {skipped})")
+        raise ValueError(f"no registered env id has an entry in baselines/eval/protocol.py (skipped: {skipped})")
     times = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu_start}
     return write_headline(out, tracks, {"quick": quick, **times, "skipped": skipped})
 
@@ -342,7 +342,7 @@ def runs_markdown(
                 lines.append(f"| {env_id} | {track} | {result.seconds:.1f} | " + _run_cells(run))
     lines += ["", f"Total wall time: {seconds:.1f} s ({cpu_seconds:.1f} s of CPU time in this process)."]
     if skipped:
-        lines += ["", f"Skipped (no entry in `baselines/settings.py`): {', '.join(skipped)}."]
+        lines += ["", f"Skipped (no entry in `baselines/eval/protocol.py`): {', '.join(skipped)}."]
     lines.append("")
     return "\n".join(lines)
 

@@ -30,7 +30,7 @@ def parse_seeds(text: str) -> list[int]:
     """``"0-4"`` → [0, 1, 2, 3, 4]; ``"0,3,7"`` → [0, 3, 7]; ranges and lists combine (``"0-2,9"``).
 
     The ends and the count are checked before any range is expanded, so a huge range fails at once."""
-    from baselines.rl import check_eval_seeds
+    from baselines.rl.train import check_eval_seeds
 
     ranges = []
     try:
@@ -82,7 +82,7 @@ def _cmd_list(args: argparse.Namespace) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> None:
-    from baselines.harness import evaluate
+    from baselines.eval.harness import evaluate
 
     table = evaluate(
         args.env_id,
@@ -96,7 +96,7 @@ def _cmd_run(args: argparse.Namespace) -> None:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> None:
-    from baselines.outputs import check, claim, default_out
+    from baselines.eval.outputs import check, claim, default_out
 
     command = f"reproduce {args.setting}"
     out = check(args.out or default_out("reproduce", args.setting), command, force=args.force)
@@ -107,8 +107,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> None:
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
-    from baselines.outputs import check, claim, default_out
-    from baselines.rl import train
+    from baselines.eval.outputs import check, claim, default_out
+    from baselines.rl.train import train
 
     out = args.out or default_out("train", f"{args.algo}-{args.env_id.split(':')[-1]}-s{args.seed}")
     check(out, "train", force=args.force or args.load)
@@ -132,9 +132,9 @@ def _cmd_train(args: argparse.Namespace) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> None:
-    from baselines.compare import compare
-    from baselines.outputs import check, default_out
-    from baselines.report import headline, write_report
+    from baselines.eval.compare import compare
+    from baselines.eval.outputs import check, default_out
+    from baselines.eval.report import headline, write_report
 
     out = check(args.out or default_out("compare", args.env_id.split(":")[-1]), "compare", force=args.force)
     comparison = compare(
@@ -158,7 +158,7 @@ def _cmd_compare(args: argparse.Namespace) -> None:
 
 def _cmd_benchmark(args: argparse.Namespace) -> None:
     from baselines.benchmark import benchmark
-    from baselines.report import headline_text
+    from baselines.eval.report import headline_text
 
     report = benchmark(args.out, quick=args.quick, models_dir=args.models, force=args.force, **_scale_out(args),
                        **_training(args))  # fmt: skip
@@ -167,8 +167,8 @@ def _cmd_benchmark(args: argparse.Namespace) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> None:
-    from baselines.bench import run_from_args
-    from baselines.outputs import check, claim
+    from baselines.eval.outputs import check, claim
+    from baselines.perf.steps import run_from_args
 
     check(args.out, "bench", force=args.force)
     run_from_args(args)
@@ -213,7 +213,7 @@ def _add_outputs(parser: argparse.ArgumentParser, default: str, models: bool = F
     parser.add_argument("--force", action="store_true",
                         help="write into --out even if another command's outputs are there")  # fmt: skip
     if models:
-        from baselines.outputs import MODELS_DIR
+        from baselines.eval.outputs import MODELS_DIR
 
         models_help = f"cache of trained RL models, shared with Python's compare() (default: {MODELS_DIR})"
         parser.add_argument("--models", default=None, metavar="DIR", help=models_help)
@@ -253,7 +253,7 @@ def _agents_epilog() -> str:
 def _quick_help() -> str:
     # The time: 345 s of CPU time for `benchmark --quick` on the six ids (one process, one torch thread), 2026-11-26.
     from baselines.benchmark import SEEDS
-    from baselines.settings import SETTINGS
+    from baselines.eval.protocol import SETTINGS
 
     quick = sorted({s.rl_steps_quick for s in SETTINGS.values()})
     full = sorted({s.rl_steps for s in SETTINGS.values()})
@@ -266,7 +266,7 @@ def _quick_help() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from baselines.rl import ALGOS
+    from baselines.rl.train import ALGOS
     from cluster_envs import __version__, env_ids
 
     parser = Parser(prog="cluster-envs", description=__doc__, formatter_class=HelpFormatter)
@@ -307,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
     _add_outputs(tr, "results/train/<algo>-<env_id>-s<seed>")
     tr.add_argument("--load", action="store_true", help="resume the run saved in --out")
-    tr.add_argument("--hyperparams", default=None, help="an rl-zoo3 YAML file (default: baselines/hyperparams/)")
+    tr.add_argument("--hyperparams", default=None, help="an rl-zoo3 YAML file (default: baselines/rl/hyperparams/)")
     tr.add_argument("--quiet", action="store_true", help="no progress on stderr")
     _add_threads(tr)
     tr.set_defaults(func=_cmd_train)
@@ -337,8 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training(bench)
     bench.set_defaults(func=_cmd_benchmark)
 
-    # Step-rate benchmark (issue 7): options and run live in baselines/bench.py, shared with benchmarks/bench.py.
-    from baselines.bench import add_arguments as add_speed_arguments
+    # Step-rate benchmark: options and run live in baselines/perf/steps.py.
+    from baselines.perf.steps import add_arguments as add_speed_arguments
 
     speed = command("bench", "steps/s of every env id next to CartPole in the same run (Markdown, JSON)")
     add_speed_arguments(speed)

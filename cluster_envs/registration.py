@@ -7,7 +7,7 @@ Each setting also has an RL-ready id, ``Cluster<Name>RL-vN`` (``RL_IDS``): the s
 kwargs that give one ``Box`` observation and a ``Box``, ``Discrete`` or ``MultiDiscrete`` action, chosen by the
 RL-interface ablations (docs/rl_ablations.md), so that a client that takes only an id (CleanRL, RLlib,
 ``PPO("MlpPolicy", gym.make(id))``) trains with no user code. Those kwargs only change how an action is read or
-what the agent observes (``baselines.settings.FORMAT_KWARGS``): dynamics, reward and metrics are the base id's,
+what the agent observes (``baselines.eval.protocol.FORMAT_KWARGS``): dynamics, reward and metrics are the base id's,
 with any other kwarg passed as to the base id (e.g. the benchmark's ``service_model="exclusive"``).
 ``observation_mode="flat"`` is ``gymnasium.spaces.flatten`` of the base id's Dict observation (what
 ``FlattenObservation`` gives), so the base id's batched env is the RL-ready id's batched env too.

@@ -47,14 +47,14 @@ print({key: round(value, 3) for key, value in info["episode_summary"].items()})
 # --8<-- [end:agent]
 
 # --8<-- [start:evaluate]
-from baselines.harness import evaluate
+from baselines.eval.harness import evaluate
 
 table = evaluate(ENV_ID, ["mwu_extended", "static", "owm"], seeds=SEEDS, env_kwargs=ENV_KWARGS)
 print(table.to_markdown(["total_work", "regret", "max_sla_deficit"]))
 # --8<-- [end:evaluate]
 
 # --8<-- [start:compare]
-from baselines.compare import compare
+from baselines.eval.compare import compare
 
 comparison = compare(
     ENV_ID, "all", rl=["ppo"], seeds=SEEDS, env_kwargs=ENV_KWARGS, rl_steps=PPO_STEPS, rl_seeds=RL_SEEDS
@@ -80,14 +80,14 @@ for row in comparison.normalized_summary():  # 0 = the naive baseline, 1 = the o
 # --8<-- [end:results]
 
 # --8<-- [start:report]
-from baselines.report import write_report
+from baselines.eval.report import write_report
 
 print(write_report(comparison, OUT))  # report.md, CSV and JSON results, figures
 # --8<-- [end:report]
 
 # --8<-- [start:replay]
-from baselines.harness import rollout
-from baselines.rl import load_agent
+from baselines.eval.harness import rollout
+from baselines.rl.train import load_agent
 
 ppo_agent = load_agent(runs[0]["path"])  # the run of training seed 0
 episode = rollout(ENV_ID, ppo_agent, seed=0, env_kwargs=ENV_KWARGS)

@@ -21,7 +21,7 @@ import pytest
 
 import cluster_envs
 from agents import agent_names, make_agent
-from baselines.harness import env_kwargs_for
+from baselines.eval.harness import env_kwargs_for
 from cluster_envs.approx.model import RATE_PROCESSES, UTILITIES
 from cluster_envs.bilinear.simulator import ACTION_MODES as BILINEAR_ACTIONS
 from cluster_envs.bilinear.simulator import OBSERVATION_MODES as BILINEAR_OBSERVATIONS

@@ -129,12 +129,12 @@ def test_out_naming_a_file_or_another_commands_folder_is_refused_before_running(
 
 
 def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(monkeypatch, capsys):
-    import baselines.harness
+    import baselines.eval.harness
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("float division by zero")
 
-    monkeypatch.setattr(baselines.harness, "evaluate", broken)
+    monkeypatch.setattr(baselines.eval.harness, "evaluate", broken)
     assert main(["run", "ClusterSLA-v0", "--agent", "mwu"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["cluster-envs: error: ZeroDivisionError: float division by zero (an unexpected error: rerun with "
@@ -150,12 +150,12 @@ def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(monkeypatc
 def test_a_missing_dependency_is_a_one_line_error(monkeypatch, capsys):
     import gymnasium
 
-    import baselines.harness
+    import baselines.eval.harness
 
     def missing(*args, **kwargs):
         raise gymnasium.error.DependencyNotInstalled("pygame is not installed")
 
-    monkeypatch.setattr(baselines.harness, "evaluate", missing)
+    monkeypatch.setattr(baselines.eval.harness, "evaluate", missing)
     assert main(["run", "ClusterSLA-v0", "--agent", "mwu"]) == 2
     assert capsys.readouterr().err.strip() == "cluster-envs: error: pygame is not installed"
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from agents import make_agent
-from baselines import bench, harness
-from baselines.harness import evaluate, rollout
+from baselines.eval import harness
+from baselines.eval.harness import evaluate, rollout
+from baselines.perf import steps as bench
 from baselines.reproduce import approx, bilinear, multiserver, sla
 
 ENV = "ClusterSLA-v0"

@@ -2,7 +2,7 @@
 
 A task is everything one episode needs (env id, agent, seed, kwargs), picklable, so any worker can run
 it; an RL agent travels as a ``SavedPolicy`` (the model's bytes). Any other picklable object with a ``run()``
-method is a task too: ``baselines.rl.TrainTask`` trains an RL baseline and returns the run's files, so the
+method is a task too: ``baselines.rl.train.TrainTask`` trains an RL baseline and returns the run's files, so the
 benchmark's training goes through the same backends as its episodes. The result of a task depends on the
 task alone, so every backend returns the same results in the order of the tasks.
 """
@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from baselines.harness import Episode, rollout
-from baselines.progress import progress_bar
+from baselines.eval.harness import Episode, rollout
+from baselines.eval.progress import progress_bar
 
 BACKENDS = ("local", "ray")
 
@@ -24,7 +24,7 @@ BACKENDS = ("local", "ray")
 @dataclass(frozen=True)
 class Task:
     env_id: str
-    agent: Any  # a reference agent's name, or anything with build() -> Agent (e.g. baselines.rl.SavedPolicy)
+    agent: Any  # a reference agent's name, or anything with build() -> Agent (e.g. baselines.rl.train.SavedPolicy)
     seed: int
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     agent_kwargs: Mapping[str, Any] = field(default_factory=dict)

@@ -29,12 +29,12 @@ import numpy as np
 
 from agents import agent_names
 from agents.registry import agent_class
-from baselines.backends import Task, run_tasks
-from baselines.harness import Episode, build_agent, env_kwargs_for
-from baselines.rl import RunConfig, SavedPolicy, check_eval_seeds
-from baselines.rl_runs import obtain_policies, training_seeds
-from baselines.settings import EnvSetting, env_setting, format_kwargs, require_setting
-from baselines.stats import bootstrap_ci, improvement_indicator, iqm, normalized
+from baselines.eval.backends import Task, run_tasks
+from baselines.eval.harness import Episode, build_agent, env_kwargs_for
+from baselines.eval.protocol import EnvSetting, env_setting, format_kwargs, require_setting
+from baselines.eval.stats import bootstrap_ci, improvement_indicator, iqm, normalized
+from baselines.rl.store import obtain_policies, training_seeds
+from baselines.rl.train import RunConfig, SavedPolicy, check_eval_seeds
 
 HELD_OUT_INSTANCE_BASE = 1000  # held-out track: evaluation seed s runs on instance HELD_OUT_INSTANCE_BASE + s
 
@@ -213,7 +213,7 @@ def compare(
     add kwargs of the action/observation format (``format_kwargs``); one that needs other kwargs changes the
     dynamics, so it is left out of ``"all"`` (listed in ``excluded``) and refused when named.
     ``rl`` names RL algorithms. Each is one run per training seed (``rl_seeds``: n for seeds 0 .. n-1, or the seeds;
-    default the entry's ``rl_seeds``), from ``baselines.rl_runs.obtain_policies``: the matching run in the cache
+    default the entry's ``rl_seeds``), from ``baselines.rl.store.obtain_policies``: the matching run in the cache
     ``models_dir`` (default ``results/models``, the command line's too) or shipped with the package (unless
     ``retrain``), else trained there (with ``threads`` torch threads, as tasks of the same backend as the episodes;
     ``train_missing=False`` trains only when no seed has a run). Every run plays every evaluation seed; its

@@ -7,7 +7,7 @@ and closed-form, its headline value (``oracle_value``, e.g. regret 0 of Lemma 4'
 instance is drawn (``instance_kwarg``: the env kwarg that fixes it, which the held-out track sets per evaluation
 seed; None when the reset seed draws it), which agents are ablations of the paper's algorithm (another reading of
 the printed text), and explains each sanity flag of the benchmark's table
-(``explanations``, keyed as ``baselines.sanity`` names the flags; the report prints them). It also gives
+(``explanations``, keyed as ``baselines.eval.sanity`` names the flags; the report prints them). It also gives
 the metrics to report with their direction,
 the per-step ``info`` keys to plot as curves, the env kwargs every agent runs with (where the default
 preset's metrics would not compare RL and the papers' agents fairly) and the env kwargs that make RL
@@ -15,7 +15,7 @@ learning sensible, with the observation wrapper RL sees the env through (``rl_wr
 rl-zoo3's ``env_wrapper`` and the RL-to-Agent adapter apply the same one). The RL kwargs may change
 only how an action is read (or what the agent observes within the information rule), never the
 dynamics, the reward or the metrics, so RL and reference agents are scored on the same scale.
-The RL hyperparameters themselves live in rl-zoo3's YAML format under ``baselines/hyperparams/``.
+The RL hyperparameters themselves live in rl-zoo3's YAML format under ``baselines/rl/hyperparams/``.
 
 Ids without an entry still work with ``compare`` (means and intervals, no paired differences and no
 RL); ``benchmark`` skips them with a note.
@@ -61,7 +61,7 @@ class EnvSetting:
     instance_kwarg: str | None = None  # the env kwarg fixing the instance; None: the reset seed draws it
     ablations: Mapping[str, str] = field(default_factory=dict)  # agent -> which reading of the paper it is
     explanations: Mapping[str, str] = field(default_factory=dict)  # sanity flag -> its explanation
-    rl_algo: str = "ppo"  # the benchmark's RL row (a baselines.rl.ALGOS name; its interface: rl_needs(rl_algo))
+    rl_algo: str = "ppo"  # the benchmark's RL row (a baselines.rl.train.ALGOS name; its interface: rl_needs(rl_algo))
     rl_steps: int = 200_000  # training steps of the benchmark's RL row
     rl_steps_quick: int = 50_000  # ... and of `benchmark --quick`
     rl_seeds: int = 5  # training seeds of the benchmark's RL row (0 .. rl_seeds - 1), each a run of its own
@@ -379,7 +379,7 @@ def env_setting(env_id: str) -> EnvSetting | None:
 def require_setting(env_id: str) -> EnvSetting:
     setting = env_setting(env_id)
     if setting is None:
-        raise ValueError(f"env_id={env_id!r} has no entry in baselines/settings.py; known: {list(SETTINGS)}")
+        raise ValueError(f"env_id={env_id!r} has no entry in baselines/eval/protocol.py; known: {list(SETTINGS)}")
     return setting
 
 

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from agents.registry import agent_class
-from baselines import sanity
-from baselines.compare import Comparison
-from baselines.harness import Episode
-from baselines.outputs import claim
-from baselines.settings import env_setting
+from baselines.eval import sanity
+from baselines.eval.compare import Comparison
+from baselines.eval.harness import Episode
+from baselines.eval.outputs import claim
+from baselines.eval.protocol import env_setting
 
 DIRECTION_WORDS = {1: "higher is better", -1: "lower is better", 0: "direction not set"}
 MAX_CURVE_POINTS = 400
@@ -38,7 +38,7 @@ def interval(low: Any, high: Any) -> str:
 def write_report(comparison: Comparison, out_dir: str | Path, *, force: bool = False, command: str = "compare") -> Path:
     """Write ``report.md``, the CSV and JSON results and the figures into ``out_dir``; return the report's path.
 
-    ``out_dir`` may not hold another command's outputs unless ``force`` (``baselines.outputs.claim``)."""
+    ``out_dir`` may not hold another command's outputs unless ``force`` (``baselines.eval.outputs.claim``)."""
     out = claim(out_dir, command, force=force)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     summary = comparison.summary()

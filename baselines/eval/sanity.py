@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines.compare import Comparison
-from baselines.stats import bootstrap_ci
+from baselines.eval.compare import Comparison
+from baselines.eval.stats import bootstrap_ci
 
 RANDOM = "random"
 

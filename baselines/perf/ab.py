@@ -1,7 +1,7 @@
-"""A/B step rates of two checkouts: ``python benchmarks/ab.py OLD_DIR NEW_DIR [--rounds 3] [--out FILE]``.
+"""A/B step rates of two checkouts: ``python baselines/perf/ab.py OLD_DIR NEW_DIR [--rounds 3] [--out FILE]``.
 
 Each checkout runs in its own processes (two versions of ``cluster_envs`` cannot share one), in rounds that
-alternate which goes first (A B, B A, A B, ...), each process timing every case once with ``baselines.bench``'s
+alternate which goes first (A B, B A, A B, ...), each process timing every case once with ``baselines.perf.steps``'s
 ``bench_single`` / ``bench_batched``, which pair every timing with CartPole's in the same process. The A/B
 figure of a case is, per round, the NEW/OLD ratio of those CartPole-relative rates (a load change between the
 two processes of a round moves both sides' CartPole too); the report gives its median over the rounds and its
@@ -31,7 +31,7 @@ def cases(sizes: list[int]) -> list[tuple[str, str, int]]:
 
 def run_cases(case_list, steps: int, batch_env_steps: int) -> dict[str, float]:
     """Child side: each case's rate relative to CartPole (this process's checkout)."""
-    from baselines.bench import bench_batched, bench_single, has_info_level
+    from baselines.perf.steps import bench_batched, bench_single, has_info_level
 
     out = {}
     for env_id, kind, size in case_list:

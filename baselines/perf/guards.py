@@ -1,6 +1,6 @@
 """Estimated against measured memory and time of the guarded solvers (cluster_envs.common.guards).
 
-``python benchmarks/guards.py [--cases knapsack gang approx]`` runs every case in a fresh process: it builds the
+``python baselines/perf/guards.py [--cases knapsack gang approx]`` runs every case in a fresh process: it builds the
 instance with the oracle off, asks the solver's estimate, runs the solve once and reports the wall time and the
 growth of the peak resident memory (``ru_maxrss``) during the solve. Cases stay below the limits by design
 (the instances above them are the ones the guards refuse). docs/robustness.md holds the table of a run.
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a fresh clone without installing
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # run from a fresh clone without installing
 
 CASES = {
     "knapsack": [

@@ -1,4 +1,4 @@
-"""A/B of ESDP's knapsack DP in one process: ``python benchmarks/knapsack_ab.py OLD_KNAPSACK_PY [--slots 150]``.
+"""A/B of ESDP's knapsack DP in one process: ``python baselines/perf/knapsack_ab.py OLD_KNAPSACK_PY [--slots 150]``.
 
 ``OLD_KNAPSACK_PY`` is another version of ``cluster_envs/multiserver/knapsack.py``, e.g.
 ``git show REV:cluster_envs/multiserver/knapsack.py > /tmp/knapsack_old.py``; it is imported under its own module
@@ -7,7 +7,7 @@ name next to this tree's, so both run in the same process on the same inputs. Th
 1. checks that both give identical tables (values, feasibility) and chosen sets (every feasible budget's backtrack)
    on ``--instances`` random instances (1 to 3 types, up to 13 edges, integer and float values, idle edges);
 2. times one ``solve`` of each, interleaved, median of ``--repeats`` thread-CPU timings, on the bench's paper-scale
-   ESDP slot (``baselines.bench.ESDP_DP_SCALE``) at t = 2,000 and 8,000, and on the state of a real literal-ESDP
+   ESDP slot (``baselines.perf.steps.ESDP_DP_SCALE``) at t = 2,000 and 8,000, and on the state of a real literal-ESDP
    and ESDP-AA episode (``preset="default"``, the paper's sizes, instance and episode seed 0) after ``--slots``
    slots, checking equality again; and prints the OLD/NEW ratios.
 """
@@ -65,7 +65,7 @@ def slot_inputs(agent, usable=None):
 
 
 def bench_state(t: int):
-    from baselines import bench
+    from baselines.perf import steps as bench
 
     agent = bench.esdp_bench_agent()
     agent.t = t - 1
@@ -73,7 +73,7 @@ def bench_state(t: int):
 
 
 def episode_state(agent_name: str, slots: int):
-    from baselines import harness
+    from baselines.eval import harness
 
     kwargs = {"preset": "default", "horizon": 8000, "instance_seed": 0, "info_level": "minimal"}
     env, agent, observation = harness.start("ClusterMultiServer-v0", agent_name, 0, env_kwargs=kwargs)

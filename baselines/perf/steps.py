@@ -52,7 +52,7 @@ PAPER_EPISODES = {
 
 _EPISODE_SCRIPT = """
 import json, resource, sys, time
-from baselines.harness import rollout
+from baselines.eval.harness import rollout
 env_id, agent, kwargs = json.loads(sys.argv[1])
 start = time.perf_counter()
 episode = rollout(env_id, agent, 0, env_kwargs=kwargs)
@@ -156,7 +156,7 @@ def has_vector_entry_point(env_id: str) -> bool:
 def bench_episode(env_id: str, agent: str, env_kwargs: dict[str, Any]) -> dict[str, float]:
     """Wall seconds, steps and peak resident memory (MB) of one harness rollout (seed 0) in a fresh process,
     so that the peak is this run's alone."""
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     argv = [sys.executable, "-c", _EPISODE_SCRIPT, json.dumps([env_id, agent, env_kwargs])]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
@@ -172,7 +172,7 @@ def bench_sla_long_horizon(horizon: int = 3_000_000, seed: int = 0, policies=SLA
     Each time covers the env reset (drawing T loads and the benchmarks) and the run; the first policy
     also pays the runner's compilation (numba cannot cache it).
     """
-    from baselines.harness import simulate
+    from baselines.eval.harness import simulate
 
     seconds = {}
     for name in policies:
@@ -241,7 +241,7 @@ def bench_approx_slots(agent_names=APPROX_SLOT_AGENTS, *, preset: str = "paper",
     over ``steps`` slots after ``warmup`` slots of the same agent (seed ``seed``): wall (``act_seconds``,
     ``step_seconds``) and CPU (``cpu_seconds``, both together), next to CartPole-v1's single-env rate timed in the
     same process (``cartpole_steps``: what a slot costs in CartPole steps, which cancels most of the load)."""
-    from baselines import harness
+    from baselines.eval import harness
 
     reference = gym.make(REFERENCE)
     reference_actions = _predrawn_actions(reference.action_space, 1024)
@@ -278,7 +278,7 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
     long-horizon runs; ``paper_episodes=True`` adds the (long) ``PAPER_EPISODES`` runs; ``esdp_dp`` times
     ESDP's DP at paper scale when ClusterMultiServer-v0 is among the ids; ``approx_slots`` times the Table I
     schemes' slots at M = 1,000 (``bench_approx_slots``) when ClusterApprox-v0 is; ``step_rates=False`` skips the
-    single and batched step rates; ``training`` (the keyword arguments of ``baselines.bench_training.run``: copies,
+    single and batched step rates; ``training`` (the keyword arguments of ``baselines.perf.training.run``: copies,
     iterations, repeats) adds the PPO training section."""
     say = progress or (lambda message: None)
     env_ids = list(env_ids or cluster_envs.env_ids())
@@ -331,7 +331,7 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
                     **run,
                 }
     if training is not None:
-        from baselines import bench_training
+        from baselines.perf import training as bench_training
 
         result["training"] = bench_training.run(env_ids, **training, progress=say)
     result["targets"] = targets(result)
@@ -390,7 +390,7 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({"target": f"{env_id} {run['env_kwargs']} peak memory ≤ {MEMORY_TARGET_MB:.0f} MB",
                      "measured": run["peak_rss_mb"], "met": run["peak_rss_mb"] <= MEMORY_TARGET_MB})  # fmt: skip
     if "training" in result:
-        from baselines import bench_training
+        from baselines.perf import training as bench_training
 
         rows += bench_training.targets(result["training"])
     return rows
@@ -437,7 +437,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         lines.append(f"\n{env_id} {run['env_kwargs']} with {run['agent']}: {run['steps']:,} steps in "
                      f"{run['seconds']:.1f} s, peak memory {run['peak_rss_mb']:,.0f} MB.")  # fmt: skip
     if "training" in result:
-        from baselines import bench_training
+        from baselines.perf import training as bench_training
 
         lines += bench_training.to_markdown(result["training"])
     lines += ["", "| target | measured | met |", "|---|---:|---|"]
@@ -458,7 +458,7 @@ def write(result: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
 
 
 def add_arguments(parser) -> None:
-    """The options shared by ``cluster-envs bench`` and ``benchmarks/bench.py``."""
+    """The options of ``cluster-envs bench``."""
     parser.add_argument("--ids", nargs="+", default=None, help="env ids (default: every registered id)")
     parser.add_argument("--steps", type=int, default=20_000, help="single-env steps per timing (default: 20000)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats per rate (default: 5)")
@@ -492,7 +492,7 @@ def _training(args) -> dict[str, int] | None:
         if args.training_only:
             raise ValueError("--training-only and --no-training exclude each other")
         return None
-    from baselines.rl import ALGOS
+    from baselines.rl.train import ALGOS
 
     if args.training_algo not in ALGOS:
         raise ValueError(f"--training-algo {args.training_algo!r} is not allowed; allowed: {list(ALGOS)}")

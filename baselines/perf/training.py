@@ -1,11 +1,11 @@
 """The "training" section of ``cluster-envs bench``: SB3 PPO env-steps/s per id, measured in one process.
 
-Per id, PPO with the shipped hyperparameters (the id's section of ``baselines/hyperparams/ppo.yml`` with the RL env
-kwargs of ``baselines/settings.py``, read by ``RunConfig.resolve`` when the section runs) runs through
+Per id, PPO with the shipped hyperparameters (the id's section of ``baselines/rl/hyperparams/ppo.yml`` with the RL env
+kwargs of ``baselines/eval/protocol.py``, read by ``RunConfig.resolve`` when the section runs) runs through
 
 - ``dummy x4``: the path before issue 15 (Monitor-wrapped single envs in a ``DummyVecEnv``, 4 copies, ``n_steps``
   = the YAML's rollout (n_envs · n_steps) / 4);
-- ``native x4``: the id's batched env through ``baselines.vec_env.NativeVecEnv`` with the same copies;
+- ``native x4``: the id's batched env through ``baselines.rl.vec_env.NativeVecEnv`` with the same copies;
 - ``native xS``: the shipped configuration itself (the YAML's ``n_envs`` and ``n_steps``), where S is neither 4
   nor N;
 - ``native xN``: N copies with ``n_steps`` = the YAML's rollout (n_envs · n_steps) / N, so every PPO update is the
@@ -142,7 +142,7 @@ def mask_size(action_space: gym.Space) -> int:
 
 def rl_spaces(config) -> tuple[gym.Space, gym.Space]:
     """The observation and action spaces PPO sees: the single env's, through the config's observation wrapper."""
-    from baselines.rl import wrapper_class
+    from baselines.rl.train import wrapper_class
 
     env = gym.make(config.env_id, **config.env_kwargs)
     env = wrapper_class(config.wrapper)(env) if config.wrapper else env
@@ -202,7 +202,7 @@ def _build(env_id: str, variant: Variant, seed: int = 0, algo: str = "ppo"):
     Monitor and wrappers and the adapter or DummyVecEnv loop)."""
     from stable_baselines3.common.logger import Logger
 
-    from baselines.rl import RunConfig, make_vec_env, new_model
+    from baselines.rl.train import RunConfig, make_vec_env, new_model
 
     config = RunConfig.resolve(algo, env_id)
     config.n_envs = variant.n_envs
@@ -225,7 +225,7 @@ def _build(env_id: str, variant: Variant, seed: int = 0, algo: str = "ppo"):
 def bench_training(env_id: str, copies: int = COPIES, iterations: int = ITERATIONS, repeats: int = REPEATS,
                    progress=None, algo: str = "ppo") -> list[TrainingRate]:  # fmt: skip
     """Every variant's env-steps/s on ``env_id`` with ``algo``'s section, interleaved over ``repeats``."""
-    from baselines.rl import RunConfig
+    from baselines.rl.train import RunConfig
 
     say = progress or (lambda message: None)
     built = []
@@ -271,13 +271,13 @@ def run(env_ids: list[str], copies: int = COPIES, iterations: int = ITERATIONS, 
     """The section as a JSON-ready dict: per id the rates and the ratios the targets are about, with the null env's
     over ``dummy x4`` (the most any env could give at that update: where it is below the target, the learner
     bounds it), each by the wall clock and by CPU time (``*_cpu``). ``algo`` (default PPO, the issue's) names the
-    YAML file of ``baselines/hyperparams``; ids without a section there are left out (e.g. ``"ppo_mask"``: the
+    YAML file of ``baselines/rl/hyperparams``; ids without a section there are left out (e.g. ``"ppo_mask"``: the
     ids whose benchmark row is MaskablePPO)."""
     import torch
 
     torch.set_num_threads(1)  # as `cluster-envs train` runs
-    from baselines.rl import RunConfig, has_section
-    from baselines.settings import env_setting
+    from baselines.eval.protocol import env_setting
+    from baselines.rl.train import RunConfig, has_section
 
     section: dict[str, Any] = {"algo": algo, "copies": copies, "iterations": iterations, "repeats": repeats, "ids": {}}
     for env_id in env_ids:

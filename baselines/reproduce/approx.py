@@ -25,8 +25,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from baselines import harness  # noqa: E402
-from baselines.progress import progress_bar  # noqa: E402
+from baselines.eval import harness  # noqa: E402
+from baselines.eval.progress import progress_bar  # noqa: E402
 from cluster_envs.approx.model import utility  # noqa: E402
 
 SCHEMES = ("opm", "opm_no_estimation", "fair", "deadline_aware")

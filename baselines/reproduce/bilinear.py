@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from agents.bilinear.distributed import iterate, solve_penalized, stability_bound
-from baselines import harness
-from baselines.progress import progress_bar
+from baselines.eval import harness
+from baselines.eval.progress import progress_bar
 from cluster_envs.bilinear.model import oracle_lp
 
 ENV_ID = "ClusterBilinear-v0"

@@ -24,8 +24,8 @@ import gymnasium as gym
 import numpy as np
 from scipy import stats
 
-from baselines import harness
-from baselines.progress import progress_bar
+from baselines.eval import harness
+from baselines.eval.progress import progress_bar
 
 ENV_ID = "ClusterMultiServer-v0"
 BASELINES = ("hauf", "lcf", "lwtf")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from baselines import harness
-from baselines.progress import progress_bar
+from baselines.eval import harness
+from baselines.eval.progress import progress_bar
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.model import windowed_sla_gap
 from cluster_envs.sla.runner import Trajectory

@@ -1,17 +1,17 @@
-"""Ship trained runs with the package: ``baselines/models/<env_id>/<algo>/seed<k>/``, one per training seed, the runs
+"""Ship trained runs with the package: ``baselines/rl/models/<env_id>/<algo>/seed<k>/``, one per training seed, the runs
 ``benchmark --quick`` evaluates without training and the full benchmark loads instead of training (``rl_runs``).
 
 Two ways in, both checked against today's settings entry and YAML before anything is copied:
 
-- ``python -m baselines.ship <env_id> --from DIR``: ship the runs ``DIR/seed<k>/`` (as ``cluster-envs train`` or
-  ``baselines.rl.save_run`` write them) of every seed found, or of ``--seeds``;
-- ``python -m baselines.ship <env_id> --train --seeds 0-4``: train the missing ones first at the entry's ``rl_steps``,
-  as tasks of the chosen backend (``--workers``, ``--backend ray``), into the model cache, and ship those.
+- ``python -m baselines.rl.ship <env_id> --from DIR``: ship the runs ``DIR/seed<k>/`` (as ``cluster-envs train`` or
+  ``baselines.rl.train.save_run`` write them) of every seed found, or of ``--seeds``;
+- ``python -m baselines.rl.ship <env_id> --train --seeds 0-4``: train the missing ones first at the entry's
+  ``rl_steps``, as tasks of the chosen backend (``--workers``, ``--backend ray``), into the model cache, and ship those.
 
 A run is refused, with every reason, when it is another id or algorithm, its training seed is not its folder's, its
 env kwargs or ``config.yml`` differ from what the benchmark would train today, or it trained fewer steps than the
 entry's ``rl_steps``. ``--prune`` removes the shipped seeds of the id and algorithm that this call did not ship.
-Each shipped ``model.zip`` is slimmed (``baselines.rl.slim_model_zip``).
+Each shipped ``model.zip`` is slimmed (``baselines.rl.train.slim_model_zip``).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from baselines.rl import SHIPPED_MODELS_DIR, RunConfig, ship_run
-from baselines.rl_runs import mismatches, obtain_policies
-from baselines.settings import require_setting
+from baselines.eval.protocol import require_setting
+from baselines.rl.store import mismatches, obtain_policies
+from baselines.rl.train import SHIPPED_MODELS_DIR, RunConfig, ship_run
 
 
 def seed_folders(source: Path) -> dict[int, Path]:
@@ -96,9 +96,9 @@ def ship(
 def main(argv: Sequence[str] | None = None) -> int:
     from baselines.cli import Parser, parse_seeds
 
-    parser = Parser(prog="python -m baselines.ship", description=__doc__,
+    parser = Parser(prog="python -m baselines.rl.ship", description=__doc__,
                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("env_id", help="an env id with an entry in baselines/settings.py")
+    parser.add_argument("env_id", help="an env id with an entry in baselines/eval/protocol.py")
     parser.add_argument("--algo", default=None, help="the RL algorithm (default: the entry's rl_algo)")
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument("--from", dest="source", metavar="DIR", help="ship the runs DIR/seed<k>/")
@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        models_dir=args.models, workers=args.workers, backend=args.backend, address=args.address,
                        threads=args.threads)  # fmt: skip
     except (ValueError, OSError) as err:
-        print(f"baselines.ship: error: {' '.join(str(err).split())}", file=sys.stderr)
+        print(f"baselines.rl.ship: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     for path in shipped:
         size = sum(p.stat().st_size for p in path.iterdir())

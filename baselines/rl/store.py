@@ -2,12 +2,12 @@
 with the package, or trained.
 
 The run of ``algo`` on ``env_id`` with training seed ``k`` lives in ``<models_dir>/<algo>-<env_id>/seed<k>/`` (the
-cache, default ``results/models``) or in ``baselines/models/<env_id>/<algo>/seed<k>/`` (shipped, package data;
-``baselines.ship`` puts it there). A run serves a request when it matches it (``matches``): the same training seed,
+cache, default ``results/models``) or in ``baselines/rl/models/<env_id>/<algo>/seed<k>/`` (shipped, package data;
+``baselines.rl.ship`` puts it there). A run serves a request when it matches it (``matches``): the same training seed,
 env kwargs and resolved hyperparameters (e.g. not from before an edit of ``hyperparams/<algo>.yml``), and at least the
 steps asked for. The runs that no folder serves are trained together as tasks of the chosen backend
-(``baselines.rl.TrainTask``), so ``workers`` local processes or a Ray cluster train them in parallel, and saved in the
-cache.
+(``baselines.rl.train.TrainTask``), so ``workers`` local processes or a Ray cluster train them in parallel, and
+saved in the cache.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.backends import run_tasks
-from baselines.outputs import MODELS_DIR
-from baselines.rl import (
+from baselines.eval.backends import run_tasks
+from baselines.eval.outputs import MODELS_DIR
+from baselines.eval.protocol import require_setting
+from baselines.rl.train import (
     RunConfig,
     SavedPolicy,
     TrainTask,
@@ -31,7 +32,6 @@ from baselines.rl import (
     training_seed,
     write_run_files,
 )
-from baselines.settings import require_setting
 
 
 def cache_run(models_dir: str | Path | None, env_id: str, algo: str, seed: int) -> Path:
@@ -110,7 +110,7 @@ def run_facts(env_id: str, config: RunConfig, path: Path, source: str) -> dict[s
     """What a report records of a run: its training seed, folder and source, the instances it trained on (RL trains
     on envs reset with seeds from ``first_env_seed`` up, each then continuing its own RNG, on the instance the env
     kwargs fix where a kwarg fixes it), its steps and training speed."""
-    from baselines.compare import instance_kwargs  # compare imports this module
+    from baselines.eval.compare import instance_kwargs  # compare imports this module
 
     meta = json.loads((path / "meta.json").read_text())
     kwarg = require_setting(env_id).instance_kwarg
@@ -140,7 +140,7 @@ def matches(path: Path | None, config: RunConfig, steps: int, seed: int) -> bool
 
 def mismatches(path: Path | None, config: RunConfig, steps: int, seed: int) -> list[str]:
     """Why the run in ``path`` does not serve ``config`` with training seed ``seed`` and ``steps`` steps (empty when
-    it does): each difference in words, for ``baselines.ship``'s refusals."""
+    it does): each difference in words, for ``baselines.rl.ship``'s refusals."""
     meta_path = None if path is None else Path(path) / "meta.json"
     if meta_path is None or not meta_path.is_file():
         return [f"{path} holds no trained run (no meta.json)"]

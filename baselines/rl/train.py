@@ -1,9 +1,9 @@
 """RL baselines: train stable-baselines3 / sb3-contrib models on any env id, and run them as ``Agent``s.
 
-Hyperparameters are read from rl-zoo3 YAML files (``baselines/hyperparams/<algo>.yml``, the env id's
+Hyperparameters are read from rl-zoo3 YAML files (``baselines/rl/hyperparams/<algo>.yml``, the env id's
 section), so ``python -m rl_zoo3.train --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs
--conf baselines/hyperparams/ppo.yml`` trains the same model. The env kwargs that make learning
-sensible come from ``baselines/settings.py``, with the observation wrapper RL sees the env through
+-conf baselines/rl/hyperparams/ppo.yml`` trains the same model. The env kwargs that make learning
+sensible come from ``baselines/eval/protocol.py``, with the observation wrapper RL sees the env through
 (rl-zoo3's ``env_wrapper``; the same one in training and in the adapter). A trained run is a folder:
 ``model.zip``, ``vecnormalize.pkl`` (the VecNormalize statistics, when normalization is on), ``config.yml`` (the
 hyperparameters used), ``meta.json`` and the training curve (``training.csv``, ``training.png``).
@@ -35,12 +35,12 @@ import numpy as np
 
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents.base import BaseAgent
-from baselines.progress import progress_bar
-from baselines.settings import rl_base, rl_setting
+from baselines.eval.progress import progress_bar
+from baselines.eval.protocol import rl_base, rl_setting
 
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
 # Trained runs shipped with the package: models/<env_id>/<algo>/seed<k>/ holds the run of training seed k as `train`
-# saves it (see baselines.rl_runs and baselines.ship).
+# saves it (see baselines.rl.store and baselines.rl.ship).
 SHIPPED_MODELS_DIR = Path(__file__).parent / "models"
 TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
 # The seeds every RL choice (tuning, learning curves for budgets) is validated on: disjoint from the benchmark's
@@ -100,7 +100,7 @@ def training_seed(seed: int, resumed_at: int = 0) -> int:
 
 
 def has_section(algo: str, env_id: str) -> bool:
-    """Whether ``baselines/hyperparams/<algo>.yml`` has a section for ``env_id`` (an RL-ready id: its base id's)."""
+    """Whether ``baselines/rl/hyperparams/<algo>.yml`` has a section for ``env_id`` (an RL-ready id: its base id's)."""
     import yaml
 
     path = HYPERPARAMS_DIR / f"{algo}.yml"
@@ -148,7 +148,7 @@ class RunConfig:
         cls, algo: str, env_id: str, overrides: Mapping[str, Any] | None = None, path: str | Path | None = None
     ) -> RunConfig:
         """The YAML section with the settings table's RL env kwargs and the user's ``overrides`` on top (for an
-        RL-ready id, the kwargs it fixes; see ``baselines.settings.rl_setting``)."""
+        RL-ready id, the kwargs it fixes; see ``baselines.eval.protocol.rl_setting``)."""
         raw = load_hyperparams(algo, env_id, path)
         section = dict(raw)
         setting = rl_setting(env_id)
@@ -234,7 +234,7 @@ VECTORIZATIONS = ("native", "dummy")
 def make_vec_env(config: RunConfig, seed: int, vectorization: str = "native") -> tuple[Any, str]:
     """``n_envs`` copies of the env as an SB3 VecEnv with episode statistics, seeded from ``seed`` (copy i
     with ``seed + i``), and the vectorization used. ``"native"``: the id's batched env (``vector_entry_point``)
-    through ``baselines.vec_env.NativeVecEnv``, which flattens the observation itself; it falls back to
+    through ``baselines.rl.vec_env.NativeVecEnv``, which flattens the observation itself; it falls back to
     ``"dummy"`` when the batched env cannot run the config (no vector entry point, env kwargs it refuses, an
     observation wrapper other than FlattenObservation, or an algorithm that needs action masks where the batched
     env does not compute them: ``action_masks()`` for all copies, as ClusterMultiServer-v0's and ClusterGang-v0's
@@ -259,7 +259,7 @@ def make_vec_env(config: RunConfig, seed: int, vectorization: str = "native") ->
 
 def _native_vec_env(config: RunConfig):
     """The native VecEnv of ``config``, or None where the batched env cannot run it (see ``make_vec_env``)."""
-    from baselines.vec_env import make_native
+    from baselines.rl.vec_env import make_native
 
     try:
         vec_env = make_native(config.env_id, config.n_envs, config.env_kwargs, config.wrapper)
@@ -370,7 +370,7 @@ def _logger(out: Path):
 
 @dataclass(frozen=True)
 class TrainTask:
-    """One ``train`` call as a task of ``baselines.backends.run_tasks`` (picklable): it trains in a scratch folder
+    """One ``train`` call as a task of ``baselines.eval.backends.run_tasks`` (picklable): it trains in a scratch folder
     and returns the run's files as {relative path: bytes}, so a run trained on a remote Ray worker reaches the
     caller's disk (:func:`write_run_files`)."""
 
@@ -423,9 +423,9 @@ SHIPPED_FILES = ("model.zip", "vecnormalize.pkl", "config.yml", "meta.json", "tr
 
 def ship_run(run: str | Path, root: str | Path | None = None) -> Path:
     """Copy the run saved by ``train`` in ``run`` to ``root/<env_id>/<algo>/seed<k>`` (``k``: its training seed;
-    default root: the package's shipped models) as a small archive: the files ``baselines.rl_runs`` matches and
+    default root: the package's shipped models) as a small archive: the files ``baselines.rl.store`` matches and
     loads, with ``model.zip`` slimmed (:func:`slim_model_zip`). TensorBoard logs and the curve's figure stay behind.
-    ``baselines.ship`` checks a run against the settings before it calls this."""
+    ``baselines.rl.ship`` checks a run against the settings before it calls this."""
     import shutil
 
     run = Path(run)

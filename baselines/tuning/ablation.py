@@ -11,9 +11,9 @@ naive 0, oracle 1) as mean and 95% bootstrap interval over training seeds, each 
 over the evaluation seeds; the reference agents' rows come from ``cluster-envs compare <id> --agents all``
 saved in ``<out>/refs/<id>/results.json`` (the ``refs`` command writes them), and a figure of the curves.
 
-    python -m baselines.ablation refs ClusterSLA-v0 --seeds 0-4
-    python -m baselines.ablation run sla_action_mode --seeds 0-2 --checkpoints 50000,100000
-    python -m baselines.ablation table sla_action_mode
+    python -m baselines.tuning.ablation refs ClusterSLA-v0 --seeds 0-4
+    python -m baselines.tuning.ablation run sla_action_mode --seeds 0-2 --checkpoints 50000,100000
+    python -m baselines.tuning.ablation table sla_action_mode
 
 Learning curves are the same rows at many checkpoints (``--checkpoints 25000,50000,...``): ``table`` adds, per
 variant, the plateau (the first checkpoint whose mean normalized score lies inside the 95% interval of the best
@@ -21,13 +21,13 @@ checkpoint's), from which a benchmark budget (``rl_steps``) is read. The ``<key>
 shipped PPO update with the fast one of ``cluster-envs bench``'s training section (128 copies, rollout 8,192,
 minibatch 2,048, 4 epochs) on every id with a settings entry.
 
-Training runs on the id's native batched env (``baselines.rl.make_vec_env``, the path ``cluster-envs train``
+Training runs on the id's native batched env (``baselines.rl.train.make_vec_env``, the path ``cluster-envs train``
 takes; step for step the same as a ``DummyVecEnv``) where the variant allows it (no wrapper but
 ``FlattenObservation``; action masks only where the batched env computes them, as ClusterMultiServer-v0's and
 ClusterGang-v0's do), else on a ``DummyVecEnv`` of the variant's wrapped envs. Evaluation plays the evaluation
 seeds as one batch of the native env where training ran on it, else episode by episode.
 Variants that need a wrapper (``BanditStatsObservation``, ``SlotMaskAction``) are evaluated through it here; the
-RL adapter of ``baselines.rl`` applies observation wrappers only, so what the benchmark ships is an env kwarg
+RL adapter of ``baselines.rl.train`` applies observation wrappers only, so what the benchmark ships is an env kwarg
 (``action_mode``, ``observation_mode``) wherever it can be.
 """
 
@@ -46,17 +46,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from baselines.bench_training import FAST_UPDATE
-from baselines.diagnostics import action_shares, append_row, diagnostics_callback
-from baselines.diagnostics import markdown as diagnostics_markdown
-from baselines.rl import MASKED, RunConfig, make_vec_env, new_model, save_run, training_seed, wrapper_class
-from baselines.settings import SETTINGS, require_setting
-from baselines.stats import bootstrap_ci, iqm, normalized
-from baselines.vec_env import flatten_batch
+from baselines.eval.protocol import SETTINGS, require_setting
+from baselines.eval.stats import bootstrap_ci, iqm, normalized
+from baselines.perf.training import FAST_UPDATE
+from baselines.rl.diagnostics import action_shares, append_row, diagnostics_callback
+from baselines.rl.diagnostics import markdown as diagnostics_markdown
+from baselines.rl.train import MASKED, RunConfig, make_vec_env, new_model, save_run, training_seed, wrapper_class
+from baselines.rl.vec_env import flatten_batch
 
 FLATTEN = "gymnasium.wrappers.FlattenObservation"
-STATS = "baselines.wrappers.BanditStatsObservation"
-SLOT_MASK = "baselines.wrappers.SlotMaskAction"
+STATS = "baselines.rl.wrappers.BanditStatsObservation"
+SLOT_MASK = "baselines.rl.wrappers.SlotMaskAction"
 SHIPPED = object()  # a Variant's wrappers: the settings entry's rl_wrapper
 
 
@@ -74,7 +74,7 @@ class Variant:
     wrappers: Any = SHIPPED
     hyperparams: Mapping[str, Any] = field(default_factory=dict)
     sb3_defaults: bool = False
-    hyperparams_file: str | None = None  # a YAML file in place of baselines/hyperparams/<section>.yml
+    hyperparams_file: str | None = None  # a YAML file in place of baselines/rl/hyperparams/<section>.yml
 
 
 # The env kwargs a variant states are on top of the settings entry's training kwargs for its algorithm.
@@ -191,7 +191,8 @@ for _env_id in SETTINGS:
 
 # ClusterMultiServer-v0, ClusterGang-v0 (fixed instance): the benchmark's RL row as shipped (PPO on scores; MaskablePPO
 # on the binary action with the batched env's masks), the fast update, and rl-zoo3's best trial (`python -m
-# baselines.tune write <id> --algo <algo> ... --to results/tune/<id>-<algo>.yml`, docs/rl_curves/multiserver_gang.md).
+# baselines.tuning.tune write <id> --algo <algo> ... --to results/tune/<id>-<algo>.yml`,
+# docs/rl_curves/multiserver_gang.md).
 for _env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
     _algo = SETTINGS[_env_id].rl_algo
     STUDIES[f"{STUDY_KEYS[_env_id]}_curve"] = (
@@ -330,7 +331,7 @@ STUDIES["approx_single_learning"] = (
 # ClusterBilinear-v0 the policies that could adapt within an episode at the shipped (fast) update's budgets
 # (docs/rl_curves/sla.md, docs/rl_curves/bilinear.md).
 QUEUES = {"observation_mode": "queues"}  # the last slot's feedback only: no cumulative statistics
-# "tuned": the best trial of the headline-objective tuning (`python -m baselines.tune write ClusterSLA-v0 ...
+# "tuned": the best trial of the headline-objective tuning (`python -m baselines.tuning.tune write ClusterSLA-v0 ...
 # --to results/tune/ClusterSLA-v0-ppo.yml`, docs/rl_curves/sla.md)
 STUDIES["sla_curve"] = (
     "ClusterSLA-v0",
@@ -343,7 +344,7 @@ STUDIES["bilinear_curve"] = (
         Variant("RecurrentPPO, queues (last slot only)", algo="ppo_lstm", env_kwargs=QUEUES, hyperparams=FAST),
         Variant("RecurrentPPO, full (cumulative statistics)", algo="ppo_lstm", hyperparams=FAST),
         Variant("PPO, queues (last slot only)", env_kwargs=QUEUES),
-        # the best trial of the headline-objective tuning (`python -m baselines.tune write ClusterBilinear-v0 ...
+        # the best trial of the headline-objective tuning (`python -m baselines.tuning.tune write ClusterBilinear-v0 ...
         # --to results/tune/ClusterBilinear-v0-ppo.yml`, docs/rl_curves/bilinear.md), against the shipped section
         Variant("tuned", hyperparams_file="results/tune/ClusterBilinear-v0-ppo.yml"),
         # the best trial of the study over 3 training seeds per trial (`... --trial-seeds 3 --to
@@ -509,7 +510,7 @@ def train_and_evaluate(
     checkpoint's rows to ``on_checkpoint`` (a long run's curve is kept as it goes). With ``save``, the
     final model is saved there as ``cluster-envs train`` saves a run (a shipped model can be one of a curve's
     seeds: with the shipped setup, its config is the one ``compare`` and ``benchmark`` match). With ``diagnose``,
-    one row per update is appended to that CSV (``baselines.diagnostics``) and, on the native env, one row per
+    one row per update is appended to that CSV (``baselines.rl.diagnostics``) and, on the native env, one row per
     checkpoint (``checkpoint_probe``) to ``<its stem>-checkpoints.csv``."""
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv
@@ -521,7 +522,7 @@ def train_and_evaluate(
     else:
         vec_env, used = DummyVecEnv([lambda: make_env(s, monitor=True)] * s.config.n_envs), "dummy"
     model = new_model(s.config, vec_env, seed)
-    model.get_env().seed(training_seed(seed))  # as baselines.rl.train: training seeds never meet evaluation seeds
+    model.get_env().seed(training_seed(seed))  # as baselines.rl.train.train: training seeds never meet evaluation seeds
     callback = None if diagnose is None else diagnostics_callback(diagnose, variant=variant.name, train_seed=seed)
     rows, seconds, cpu_seconds = [], 0.0, 0.0
     for checkpoint in sorted(checkpoints):
@@ -572,9 +573,10 @@ def run(
         if v.hyperparams_file and not Path(v.hyperparams_file).is_file():
             raise FileNotFoundError(
                 f"variant {v.name!r} of {study} reads {v.hyperparams_file}, which is missing: a tuning run writes it "
-                f"(`python -m baselines.tune run {env_id} --algo {v.algo} OPTIONS`, then `python -m baselines.tune "
+                f"(`python -m baselines.tuning.tune run {env_id} --algo {v.algo} OPTIONS`, then "
+                f"`python -m baselines.tuning.tune "
                 f"write {env_id} --algo {v.algo} OPTIONS --to {v.hyperparams_file}`, OPTIONS as in the comment of the "
-                f"id's section of baselines/hyperparams/{v.algo}.yml); or leave the variant out with --variants"
+                f"id's section of baselines/rl/hyperparams/{v.algo}.yml); or leave the variant out with --variants"
             )
     path = out / f"{study}.csv"
     out.mkdir(parents=True, exist_ok=True)
@@ -743,8 +745,8 @@ def plot(study: str, table: list[dict[str, Any]], refs: References, path: Path) 
 
 def refs(env_id: str, seeds: Sequence[int], out: Path, workers: int = 1) -> Path:
     """Every reference agent of ``env_id`` on the evaluation seeds (``compare``), saved in ``<out>/refs/<id>``."""
-    from baselines.compare import compare
-    from baselines.report import write_report
+    from baselines.eval.compare import compare
+    from baselines.eval.report import write_report
 
     comparison = compare(env_id, "all", seeds=seeds, workers=workers, progress=False)
     return write_report(comparison, out / "refs" / env_id)
@@ -765,7 +767,7 @@ def _ints(text: str) -> list[int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m baselines.ablation", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m baselines.tuning.ablation", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("results/ablation"), help="results folder")
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("refs", help="the reference agents on the evaluation seeds")

@@ -8,12 +8,13 @@ updated scored 1,379-1,701 from one evaluation to the next). :class:`HeadlineTri
 everything of rl-zoo3's callback (its evaluation frequency, its reports to Optuna at each evaluation, the
 pruning, the value the objective returns: ``last_mean_reward``) and replaces only the evaluation itself: the
 benchmark's headline metric of the deterministic policy on the same validation seeds at every evaluation of
-every trial (``baselines.ablation.evaluate_policy``: one batch of the id's native env where it can run the
+every trial (``baselines.tuning.ablation.evaluate_policy``: one batch of the id's native env where it can run the
 section, else episode by episode), so trials are compared paired, on the episodes the learning curves'
 validation uses. Its sign makes larger better (``-regret``; ``utility`` as is): for fixed seeds it is an
 increasing affine function of the benchmark's normalized score, so it ranks trials as that score does.
 
-``python -m baselines.zoo --objective-seeds 100-104 ...`` installs it (``baselines.tune run`` does by default).
+``python -m baselines.tuning.zoo --objective-seeds 100-104 ...`` installs it (``baselines.tuning.tune run`` does by
+default).
 
 **Several training seeds per trial** (:func:`over_training_seeds`, ``--trial-seeds n``). One training run does
 not rank configurations where a run's score depends much on its seed (ClusterBilinear-v0: a policy's regret per
@@ -37,7 +38,7 @@ import numpy as np
 from rl_zoo3.callbacks import TrialEvalCallback
 from stable_baselines3.common.callbacks import EvalCallback
 
-from baselines.rl import TRAIN_SEED_BASE, VALIDATION_SEEDS
+from baselines.rl.train import TRAIN_SEED_BASE, VALIDATION_SEEDS
 
 
 class _HeadlineEvaluation(EvalCallback):
@@ -59,9 +60,9 @@ class HeadlineTrialEvalCallback(TrialEvalCallback, _HeadlineEvaluation):
     def __init__(self, eval_env: Any, trial: Any, *args: Any, env_id: str, algo: str,
                  env_kwargs: Mapping[str, Any] | None = None, seeds: Sequence[int] = VALIDATION_SEEDS,
                  **kwargs: Any) -> None:  # fmt: skip
-        from baselines.ablation import Variant, setup
-        from baselines.rl import MASKED
-        from baselines.settings import require_setting
+        from baselines.eval.protocol import require_setting
+        from baselines.rl.train import MASKED
+        from baselines.tuning.ablation import Variant, setup
 
         super().__init__(eval_env, trial, *args, **kwargs)
         if not seeds:
@@ -75,8 +76,8 @@ class HeadlineTrialEvalCallback(TrialEvalCallback, _HeadlineEvaluation):
 
     def evaluate(self) -> list[float]:
         """The deterministic policy's headline on each validation seed (the training env's normalization)."""
-        from baselines.ablation import evaluate_policy, native
-        from baselines.bench import has_vector_entry_point
+        from baselines.perf.steps import has_vector_entry_point
+        from baselines.tuning.ablation import evaluate_policy, native
 
         batched = native(self.setup) and has_vector_entry_point(self.setup.env_id)
         normalizer = self.model.get_vec_normalize_env()

@@ -1,16 +1,16 @@
 """Tune an id's RL hyperparameters with rl-zoo3's own optimizer and write the best trial into the YAML file.
 
-    python -m baselines.tune run ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
-    python -m baselines.tune write ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
-    python -m baselines.tune run ClusterGang-v0 --algo ppo_mask --hold gamma,gae_lambda --trials 8 --steps 10000
+    python -m baselines.tuning.tune run ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
+    python -m baselines.tuning.tune write ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
+    python -m baselines.tuning.tune run ClusterGang-v0 --algo ppo_mask --hold gamma,gae_lambda --trials 8 --steps 10000
 
-``run`` starts rl-zoo3's ``train ... -optimize`` through ``python -m baselines.zoo`` (rl-zoo3's entry with
+``run`` starts rl-zoo3's ``train ... -optimize`` through ``python -m baselines.tuning.zoo`` (rl-zoo3's entry with
 MaskablePPO added as ``ppo_mask`` and ``--hold``: keys the optimizer keeps at the section's values, e.g. a
 contextual bandit's γ = 0; :func:`zoo_command` prints the exact command) on the id's
-section of ``baselines/hyperparams/<algo>.yml``: its env kwargs (the settings' RL kwargs), its observation wrapper
+section of ``baselines/rl/hyperparams/<algo>.yml``: its env kwargs (the settings' RL kwargs), its observation wrapper
 and its normalization, with one torch thread, one job, TPE sampling and median pruning. The budget is
 ``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations per trial).
-``--native`` runs the same optimizer on the ids' native batched envs (``baselines.zoo_native``, imported through
+``--native`` runs the same optimizer on the ids' native batched envs (``baselines.tuning.zoo_native``, imported through
 rl-zoo3's ``--gym-packages``), and ``--trial-cpu-seconds`` caps each trial's CPU time (a trial past it is
 pruned), so the budget in CPU time is at most ``trials`` × that cap. rl-zoo3's sampler replaces the section's
 ``policy_kwargs`` (its network sizes and activations; keys it does not sample, e.g. ``log_std_init``, are
@@ -19,17 +19,17 @@ dropped) and draws γ from [0.97, 0.9999].
 The objective (``--objective headline``, the default) is the benchmark's headline metric of the trial's
 deterministic policy on the fixed validation seeds (``--validation-seeds``, default 100-104: disjoint from the
 evaluation seeds 0-9 and the training seeds), the same episodes at every evaluation of every trial, signed so
-that larger is better (``baselines.zoo_objective``); the pruner compares trials on it at each evaluation and the
+that larger is better (``baselines.tuning.objective``); the pruner compares trials on it at each evaluation and the
 study's value is the one at the trial's last evaluation. ``--objective return`` keeps rl-zoo3's own: the mean
 return of ``eval_episodes`` deterministic episodes of an evaluation env seeded once per trial, other episodes
 at each evaluation, which on ids whose instance is drawn per episode ranks episodes rather than policies
 (docs/rl_curves/tuning.md). rl-zoo3 seeds the trials' training envs from ``--seed``, which is set to a training
-seed (``baselines.rl.training_seed(0)``, ≥ 10⁹; ``--worker k``: ``training_seed(k)``, a second process adding
+seed (``baselines.rl.train.training_seed(0)``, ≥ 10⁹; ``--worker k``: ``training_seed(k)``, a second process adding
 trials to the same study with its own sampler and training seeds), so tuning never plays the benchmark's
 evaluation seeds. ``--trial-seeds n`` (default 1) trains each trial's hyperparameters with ``n`` training seeds,
 one model after the other (the first with that ``--seed``, as a one-model trial), and scores the trial by the
 mean of the ``n`` values; the pruner sees the mean over the models so far at each evaluation
-(``baselines.zoo_objective.over_training_seeds``), and ``--trial-cpu-seconds`` caps each model. It is for ids
+(``baselines.tuning.objective.over_training_seeds``), and ``--trial-cpu-seconds`` caps each model. It is for ids
 where one run's score depends much on its training seed. The study lives in an Optuna journal file
 (``<out>/<env_id>-<algo>-headline.log``; ``<out>/<env_id>-<algo>.log`` for the return objective; ``-seeds<n>``
 before ``.log`` for ``n`` training seeds per trial), so a second ``run`` with the same arguments adds trials to it.
@@ -38,7 +38,7 @@ before ``.log`` for ``n`` training seeds per trial), so a second ``run`` with th
 two, network size and activation), drops the held keys and replaces the others in the id's YAML section, under a
 comment giving the tuning command and the best value; the other sections and keys are left as they are. With
 ``--to PATH`` it writes a copy of the YAML file there instead (a candidate to compare over training seeds before
-it replaces the shipped section: ``baselines.ablation``'s ``Variant(hyperparams_file=...)``).
+it replaces the shipped section: ``baselines.tuning.ablation``'s ``Variant(hyperparams_file=...)``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.rl import HYPERPARAMS_DIR, VALIDATION_SEEDS, check_eval_seeds, load_hyperparams, training_seed
+from baselines.rl.train import HYPERPARAMS_DIR, VALIDATION_SEEDS, check_eval_seeds, load_hyperparams, training_seed
 
 ON_POLICY = {"ppo", "a2c", "ppo_lstm", "ppo_mask"}  # rl-zoo3 converts their samples with convert_onpolicy_params
 TUNED_MARK = "# tuned:"
@@ -85,14 +85,14 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
                 worker: int = 0, trial_seeds: int = 1) -> list[str]:  # fmt: skip
     """rl-zoo3's optimization command for ``env_id`` (``env_kwargs``: replace the YAML section's env kwargs, as
     rl-zoo3's ``--env-kwargs`` does; ``hold``: hyperparameters kept at the section's values). ``native``: train
-    and evaluate on the id's native batched env (``baselines.zoo_native``; the evaluation episodes as one batch
+    and evaluate on the id's native batched env (``baselines.tuning.zoo_native``; the evaluation episodes as one batch
     of ``eval_episodes`` copies); ``trial_cpu_seconds``: prune a trial once it has used that much CPU time
     (``TrialCPUBudget``). ``objective``: ``"headline"`` scores each evaluation by the headline metric on the
-    validation ``seeds`` (``baselines.zoo_objective``; ``eval_episodes`` then plays no part), ``"return"`` is
+    validation ``seeds`` (``baselines.tuning.objective``; ``eval_episodes`` then plays no part), ``"return"`` is
     rl-zoo3's own (the mean return of ``eval_episodes`` episodes). ``worker``: the process's index among those
     running the same study at once (each seeds its sampler and trials with ``training_seed(worker)``: equal
     seeds would sample the same random start-up trials). ``trial_seeds``: models per trial, each with its own
-    training seed, the trial's value their mean (``baselines.zoo_objective.over_training_seeds``)."""
+    training seed, the trial's value their mean (``baselines.tuning.objective.over_training_seeds``)."""
     for name, value in (("trials", trials), ("steps", steps), ("evaluations", evaluations),
                         ("eval_episodes", eval_episodes), ("startup_trials", startup_trials)):  # fmt: skip
         if not isinstance(value, int) or value < 1:
@@ -102,11 +102,12 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
     name = study_name(env_id, algo, objective, trial_seeds)
     if objective == "headline":
         check_eval_seeds(list(seeds))
-    packages = ["cluster_envs", "baselines.zoo_native"] if native else ["cluster_envs"]
+    packages = ["cluster_envs", "baselines.tuning.zoo_native"] if native else ["cluster_envs"]
     zoo = ["--hold", ",".join(hold)] if hold else []
     zoo += ["--objective-seeds", ",".join(str(seed) for seed in seeds)] if objective == "headline" else []
     zoo += ["--trial-seeds", str(trial_seeds)] if trial_seeds > 1 else []
-    command = ["python", "-m", "baselines.zoo", *zoo, "--algo", algo, "--env", env_id, "--gym-packages", *packages,
+    command = ["python", "-m", "baselines.tuning.zoo", *zoo, "--algo", algo, "--env", env_id,
+               "--gym-packages", *packages,
                "-conf", str(_relative(HYPERPARAMS_DIR / f"{algo}.yml"))]  # fmt: skip
     command += [
         "-optimize", "--n-trials", str(trials), "--n-timesteps", str(steps), "--n-evaluations", str(evaluations),
@@ -118,7 +119,7 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
     if native:
         command += ["--n-eval-envs", str(eval_episodes)]
     if trial_cpu_seconds is not None:
-        budget = {"baselines.zoo_native.TrialCPUBudget": {"seconds": float(trial_cpu_seconds)}}
+        budget = {"baselines.tuning.zoo_native.TrialCPUBudget": {"seconds": float(trial_cpu_seconds)}}
         command += ["--hyperparams", f"callback:{budget!r}"]
     if env_kwargs:
         command += ["--env-kwargs", *_zoo_dict(env_kwargs)]
@@ -147,7 +148,7 @@ def objective_text(env_id: str, objective: str, value: float, seeds: Sequence[in
     over = f", mean of {trial_seeds} training seeds" if trial_seeds > 1 else ""
     if objective == "return":
         return f"return {value:.4g}{over}"
-    from baselines.settings import require_setting
+    from baselines.eval.protocol import require_setting
 
     setting = require_setting(env_id)
     headline = setting.metrics[setting.headline] * value  # the objective is the headline times its direction
@@ -207,7 +208,7 @@ def _load_study(storage: Path):
     import optuna
 
     if not storage.is_file():
-        raise FileNotFoundError(f"no study at {storage}: run `python -m baselines.tune run` first")
+        raise FileNotFoundError(f"no study at {storage}: run `python -m baselines.tuning.tune run` first")
     backend = optuna.storages.journal.JournalFileBackend(str(storage))
     return optuna.load_study(study_name=None, storage=optuna.storages.JournalStorage(backend))
 
@@ -275,7 +276,7 @@ def write_section(path: Path, env_id: str, values: Mapping[str, Any], comment: s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m baselines.tune", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m baselines.tuning.tune", description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "command", choices=["run", "write", "print", "trials"],
         help="tune; write the best trial; print the command; print the study's trials (Markdown)",

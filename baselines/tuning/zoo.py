@@ -1,10 +1,10 @@
 """rl-zoo3's ``train`` entry (training and ``-optimize``) with what this package adds to it, one job:
 
-    python -m baselines.zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
+    python -m baselines.tuning.zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
         <rl_zoo3.train arguments>
 
 - **MaskablePPO as ``ppo_mask``.** rl-zoo3 2.9.2's ``ALGOS`` has no MaskablePPO (sb3-contrib's), so this
-  registers it under the name ``baselines.rl`` uses, with rl-zoo3's own PPO sampler and converter
+  registers it under the name ``baselines.rl.train`` uses, with rl-zoo3's own PPO sampler and converter
   (``sample_ppo_params``, ``convert_onpolicy_params``: MaskablePPO has PPO's hyperparameters). Its training
   collects the envs' ``action_masks()`` itself; rl-zoo3's evaluation callback (``EvalCallback``, which
   ``-optimize``'s ``TrialEvalCallback`` extends) calls SB3's ``evaluate_policy``, which passes no mask, so for a
@@ -17,19 +17,19 @@
   trains with the section's values (TPE still draws them; they are inert).
 - **The headline objective** (``--objective-seeds``): trials are scored by the benchmark's headline metric of
   the deterministic policy on those fixed validation seeds, the same episodes at every evaluation of every trial
-  (``baselines.zoo_objective.HeadlineTrialEvalCallback`` in place of rl-zoo3's ``TrialEvalCallback``, which
+  (``baselines.tuning.objective.HeadlineTrialEvalCallback`` in place of rl-zoo3's ``TrialEvalCallback``, which
   scores the return of whichever episodes its evaluation env yields next). The id, the algorithm and the
   evaluation env's kwargs are read from rl-zoo3's own arguments (``--env``, ``--algo``, ``--eval-env-kwargs``).
 - **Reward normalization with the trial's γ.** rl-zoo3 sets ``VecNormalize``'s γ to the section's γ once, before
   the study ("use the same discount factor as for the algorithm"), and its sampler then draws another γ per trial,
   so a trial that samples γ trains with a reward scale that the written section would not have: the benchmark
-  (``baselines.rl``), like rl-zoo3's own training, normalizes with the section's γ. Measured on
+  (``baselines.rl.train``), like rl-zoo3's own training, normalizes with the section's γ. Measured on
   ClusterBilinear-v0 (docs/rl_curves/bilinear.md): a trial's values at γ 0.979 under normalization at 0.99 did not
   hold once trained as written. :func:`normalizing_with_trial_gamma` gives each trial's envs the γ its model uses
   (the section's where γ is held).
 - **Several training seeds per trial** (``--trial-seeds n``): each trial trains ``n`` models with the same sampled
   hyperparameters and other training seeds, one after the other, and its value is the mean of theirs
-  (``baselines.zoo_objective.over_training_seeds`` around ``ExperimentManager.objective``; the pruner sees the
+  (``baselines.tuning.objective.over_training_seeds`` around ``ExperimentManager.objective``; the pruner sees the
   mean over the models so far at each evaluation).
 
 Everything else (the TPE sampler, the median pruner, the journal storage) is rl-zoo3's.
@@ -65,11 +65,11 @@ def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = Non
         for algo, sampler in list(samplers.items()):
             samplers[algo] = _holding(sampler, frozenset(hold))
     if objective is not None:
-        from baselines.zoo_objective import HeadlineTrialEvalCallback
+        from baselines.tuning.objective import HeadlineTrialEvalCallback
 
         # ExperimentManager.objective builds its callback by this module-level name
         exp_manager.TrialEvalCallback = functools.partial(HeadlineTrialEvalCallback, **objective)
-    from baselines.zoo_objective import over_training_seeds
+    from baselines.tuning.objective import over_training_seeds
 
     manager = exp_manager.ExperimentManager
     rl_zoo3_objective = manager.objective
@@ -131,7 +131,7 @@ def zoo_target(argv: Sequence[str]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m baselines.zoo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m baselines.tuning.zoo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--hold", default="", help="comma-separated hyperparameters the optimizer keeps")
     parser.add_argument("--objective-seeds", default=None,
                         help="score trials by the headline on these validation seeds (e.g. 100-104)")  # fmt: skip

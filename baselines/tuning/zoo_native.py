@@ -1,14 +1,14 @@
 """rl-zoo3 on the ids' native batched envs: import it with ``--gym-packages`` and rl-zoo3 trains and evaluates
 on each id's ``vector_entry_point`` env instead of a ``DummyVecEnv`` of single envs.
 
-    python -m rl_zoo3.train --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs baselines.zoo_native ...
+    python -m rl_zoo3.train --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs baselines.tuning.zoo_native ...
 
 Importing this module sets rl-zoo3's ``ExperimentManager.default_vec_env_cls``, rl-zoo3's own override of the
 vectorization (its ``--vec-env`` choice yields to it), to :func:`native_vec_env`. rl-zoo3 still builds its env
 factories (env kwargs, ``env_wrapper``, Monitor) and seeds the VecEnv; :func:`native_vec_env` reads the id and
-kwargs from one env of them and builds the same copies as one batched env (``baselines.vec_env``: step for step
+kwargs from one env of them and builds the same copies as one batched env (``baselines.rl.vec_env``: step for step
 the envs a ``DummyVecEnv`` would give), so everything around it (``VecNormalize``, the sampler, the pruner,
-``TrialEvalCallback``) is rl-zoo3's. ``python -m baselines.tune run --native`` uses it, with
+``TrialEvalCallback``) is rl-zoo3's. ``python -m baselines.tuning.tune run --native`` uses it, with
 :class:`TrialCPUBudget` as the trials' callback.
 """
 
@@ -22,7 +22,7 @@ import gymnasium as gym
 from rl_zoo3.exp_manager import ExperimentManager
 from stable_baselines3.common.callbacks import BaseCallback
 
-from baselines.vec_env import FLATTEN, make_native
+from baselines.rl.vec_env import FLATTEN, make_native
 
 
 def native_vec_env(env_fns: Sequence[Callable[[], gym.Env]], **_: Any):

@@ -48,7 +48,7 @@ class BatchedCopies(VectorEnv):
         """Reset every copy through its own env (which checks ``options``); the batch's observation and the copies'
         reset infos, as ``SyncVectorEnv`` returns them. ``options["reset_mask"]`` (a bool array of shape
         (num_envs,)) resets only those copies, as Gymnasium's ``SyncVectorEnv`` does: SB3's same-step autoreset
-        (``baselines/vec_env.py``) resets the copies that ended without stepping the others."""
+        (``baselines/rl/vec_env.py``) resets the copies that ended without stepping the others."""
         mask = None
         if isinstance(options, dict) and "reset_mask" in options:  # other options go to the copies, which check them
             mask = options["reset_mask"]

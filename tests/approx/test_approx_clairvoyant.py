@@ -8,7 +8,7 @@ import pytest
 
 import cluster_envs  # noqa: F401
 from agents.registry import agent_class, make_agent
-from baselines.harness import rollout
+from baselines.eval.harness import rollout
 
 
 @pytest.mark.parametrize("env_id", ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"])

@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from baselines import harness
+from baselines.eval import harness
 from baselines.reproduce import approx
 from cluster_envs.approx.config import MULTI_PRESETS
 

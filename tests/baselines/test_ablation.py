@@ -1,4 +1,4 @@
-"""baselines/ablation.py: every study's variants build their envs, and a table averages evaluation seeds within a
+"""baselines/tuning/ablation.py: every study's variants build their envs, and a table averages evaluation seeds within a
 training seed before it summarizes over training seeds."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from baselines.ablation import STUDIES, References, make_env, run, setup, summarize  # noqa: E402
-from baselines.settings import require_setting  # noqa: E402
-from baselines.stats import normalized  # noqa: E402
+from baselines.eval.protocol import require_setting  # noqa: E402
+from baselines.eval.stats import normalized  # noqa: E402
+from baselines.tuning.ablation import STUDIES, References, make_env, run, setup, summarize  # noqa: E402
 
 
 @pytest.mark.parametrize("study", sorted(STUDIES))
@@ -20,7 +20,7 @@ def test_every_variant_builds_its_env_with_the_settings_kwargs_under_its_own(stu
     env_id, variants = STUDIES[study]
     for variant in variants:
         if variant.hyperparams_file is not None and not Path(variant.hyperparams_file).is_file():
-            continue  # a tuning run's candidate (results/tune/), written by `python -m baselines.tune write --to`
+            continue  # a tuning run's candidate (results/tune/): `python -m baselines.tuning.tune write --to`
         s = setup(env_id, variant)
         assert s.env_kwargs == {**require_setting(env_id).training_kwargs(variant.algo), **variant.env_kwargs}
         env = make_env(s)
@@ -34,7 +34,9 @@ def test_a_missing_tuning_result_stops_the_study_before_any_training_and_says_ho
                                                                                              monkeypatch):  # fmt: skip
     monkeypatch.chdir(tmp_path)  # a clean clone: no results/tune/
     env_id, _ = STUDIES[study]
-    with pytest.raises(FileNotFoundError, match=rf"results/tune/{env_id}-ppo.yml.*baselines.tune write {env_id}"):
+    with pytest.raises(
+        FileNotFoundError, match=rf"results/tune/{env_id}-ppo.yml.*baselines.tuning.tune write {env_id}"
+    ):
         run(study, seeds=[0], checkpoints=[8], eval_seeds=[100], out=tmp_path / "out")
     assert not (tmp_path / "out" / f"{study}.csv").exists()
 
@@ -73,8 +75,8 @@ def test_the_table_averages_evaluation_seeds_within_a_training_seed():
 def test_batched_evaluation_equals_one_episode_at_a_time(env_id, env_kwargs, algo):
     """Copy i of the batched env plays evaluation seed i as the single env reset with seed i does, with the
     normalizer and a recurrent policy's state, so a curve's values do not depend on the evaluation path."""
-    from baselines.ablation import Variant, evaluate_batched, evaluate_episodes, native, new_model
-    from baselines.rl import make_vec_env
+    from baselines.rl.train import make_vec_env
+    from baselines.tuning.ablation import Variant, evaluate_batched, evaluate_episodes, native, new_model
 
     s = setup(
         env_id,
@@ -96,7 +98,7 @@ def test_batched_evaluation_equals_one_episode_at_a_time(env_id, env_kwargs, alg
 
 
 def test_plateau_is_the_first_checkpoint_inside_the_best_interval():
-    from baselines.ablation import plateaus
+    from baselines.tuning.ablation import plateaus
 
     refs = References("regret", {"a": 100.0}, naive=100.0, top=0.0, roles={"naive": "a"})
     curve = {1000: (90.0, 80.0, 85.0), 2000: (30.0, 50.0, 40.0), 3000: (35.0, 45.0, 38.0), 4000: (33.0, 47.0, 41.0)}

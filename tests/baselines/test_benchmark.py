@@ -15,10 +15,11 @@ import pytest
 from agents import agent_names
 from agents.registry import agent_class
 from baselines import benchmark as bench
-from baselines import rl, settings
-from baselines.compare import HELD_OUT_INSTANCE_BASE, compare
-from baselines.rl import TRAIN_SEED_BASE, training_seed
-from baselines.stats import iqm
+from baselines.eval import protocol as settings
+from baselines.eval.compare import HELD_OUT_INSTANCE_BASE, compare
+from baselines.eval.stats import iqm
+from baselines.rl import train as rl
+from baselines.rl.train import TRAIN_SEED_BASE, training_seed
 
 ENV = "ClusterSLA-v0"
 
@@ -49,7 +50,7 @@ def test_benchmark_report(tiny, monkeypatch, tmp_path):
     report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=ids, models_dir=tmp_path / "models")
     text = report.read_text()
     assert "| [ClusterSLA-v0](ClusterSLA-v0/report.md) | defaults | `regret` | `static` | `mwu_extended`" in text
-    assert "Skipped (no entry in `baselines/settings.py`): ClusterNotInSettings-v0." in text
+    assert "Skipped (no entry in `baselines/eval/protocol.py`): ClusterNotInSettings-v0." in text
     assert text.startswith((tmp_path / "headline.md").read_text())  # what the CLI prints when the run ends
     stored = json.loads((tmp_path / "headline.json").read_text())
     entry = stored["tracks"]["held-out instances"][ENV]
@@ -162,7 +163,7 @@ def test_rl_is_refused_on_the_held_out_instances_of_an_instance_fixed_env():
 def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path, monkeypatch):
     pytest.importorskip("stable_baselines3")
     yaml = pytest.importorskip("yaml")
-    from baselines.rl_runs import obtain_policies
+    from baselines.rl.store import obtain_policies
 
     small = {"horizon": 120}
 

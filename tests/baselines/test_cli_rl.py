@@ -7,7 +7,7 @@ import json
 import pytest
 
 from baselines.cli import main
-from baselines.settings import SETTINGS
+from baselines.eval.protocol import SETTINGS
 
 
 def test_compare_writes_a_report(tmp_path, capsys):

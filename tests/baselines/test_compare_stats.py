@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from baselines import settings
-from baselines.backends import Task, run_tasks
-from baselines.compare import compare
-from baselines.harness import rollout
-from baselines.report import markdown, to_json, write_report
-from baselines.stats import aggregate_iqm, bootstrap_ci, improvement_indicator, iqm, normalized
+from baselines.eval import protocol as settings
+from baselines.eval.backends import Task, run_tasks
+from baselines.eval.compare import compare
+from baselines.eval.harness import rollout
+from baselines.eval.report import markdown, to_json, write_report
+from baselines.eval.stats import aggregate_iqm, bootstrap_ci, improvement_indicator, iqm, normalized
 
 ENV = "ClusterSLA-v0"
 SMALL = {"horizon": 240}
@@ -209,7 +209,7 @@ def test_the_aggregate_is_rliables_iqm_with_a_reproducible_stratified_interval()
 
 def test_the_report_says_why_the_benchmarks_env_kwargs_and_when_the_caller_changed_them():
     """The reason of an entry's env kwarg (MultiServer's `preset`) is printed with the value the comparison ran."""
-    from baselines.report import headline
+    from baselines.eval.report import headline
 
     def text(**env_kwargs):
         return headline(compare("ClusterMultiServer-v0", [], seeds=[0], env_kwargs={"horizon": 5, **env_kwargs},

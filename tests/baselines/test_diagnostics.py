@@ -1,5 +1,5 @@
-"""baselines/diagnostics.py: one row per rollout with the update SB3 logged before it, the normalizer's statistics
-and the rollout's action shares, through ``baselines.ablation``'s ``diagnose``."""
+"""baselines/rl/diagnostics.py: one row per rollout with the update SB3 logged before it, the normalizer's statistics
+and the rollout's action shares, through ``baselines.tuning.ablation``'s ``diagnose``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from baselines.ablation import Variant, make_env, new_model, setup, train_and_evaluate  # noqa: E402
-from baselines.diagnostics import ROLLOUT_KEYS, TRAIN_KEYS, action_shares, diagnostics_callback  # noqa: E402
-from baselines.rl import make_vec_env  # noqa: E402
+from baselines.rl.diagnostics import ROLLOUT_KEYS, TRAIN_KEYS, action_shares, diagnostics_callback  # noqa: E402
+from baselines.rl.train import make_vec_env  # noqa: E402
+from baselines.tuning.ablation import Variant, make_env, new_model, setup, train_and_evaluate  # noqa: E402
 
 SMALL = {"n_envs": 2, "n_steps": 16, "batch_size": 32, "n_epochs": 2, "learning_rate": 1e-3}
 # ClusterApprox-v0 with a MultiDiscrete action (a job slot or idle per machine), the discrete statistics' case
@@ -95,7 +95,7 @@ def test_a_box_action_reports_its_bounds_not_discrete_shares(tmp_path):
 
 
 def test_the_table_puts_each_checkpoint_next_to_the_last_logged_update_of_its_run():
-    from baselines.diagnostics import markdown
+    from baselines.rl.diagnostics import markdown
 
     def update(variant, seed, steps, kl):
         return {"variant": variant, "train_seed": seed, "timesteps": str(steps), "train/approx_kl": str(kl),

@@ -7,9 +7,9 @@ import inspect
 
 import pytest
 
-from baselines import outputs
-from baselines.compare import compare
-from baselines.report import write_report
+from baselines.eval import outputs
+from baselines.eval.compare import compare
+from baselines.eval.report import write_report
 
 SMALL = {"horizon": 60}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import time
 
-from baselines import progress
+from baselines.eval import progress
 
 
 def test_a_log_gets_plain_lines_while_a_long_step_runs(monkeypatch):
@@ -37,8 +37,8 @@ def test_iterating_counts_every_item_and_disabled_is_silent(monkeypatch):
 def test_a_long_episode_of_run_shows_a_step_bar_with_its_horizon(monkeypatch, capsys):
     """`cluster-envs run` on a slow episode: the bar counts the episode's steps out of its horizon (an estimate);
     episodes shorter than STEP_BAR_DELAY show none."""
-    from baselines import harness
     from baselines.cli import main
+    from baselines.eval import harness
 
     monkeypatch.setattr(harness, "STEP_BAR_DELAY", 0.0)
     argv = ["run", "ClusterSLA-v0", "--agent", "owm", "--seeds", "0", "--set", "preset=example_1_1", "--set",

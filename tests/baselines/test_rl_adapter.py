@@ -13,8 +13,9 @@ yaml = pytest.importorskip("yaml")
 
 pytest.importorskip("stable_baselines3")
 
-from baselines.harness import rollout  # noqa: E402
-from baselines.rl import (  # noqa: E402
+from baselines.eval.harness import rollout  # noqa: E402
+from baselines.eval.protocol import SETTINGS  # noqa: E402
+from baselines.rl.train import (  # noqa: E402
     HYPERPARAMS_DIR,
     TRAIN_SEED_BASE,
     RunConfig,
@@ -26,7 +27,6 @@ from baselines.rl import (  # noqa: E402
     training_seed,
     wrapper_class,
 )
-from baselines.settings import SETTINGS  # noqa: E402
 from cluster_envs import env_ids  # noqa: E402
 
 ENV = "ClusterSLA-v0"
@@ -267,7 +267,7 @@ def test_the_action_mask_is_public_data(env_id):
     action_masks(), on every step of an episode."""
     import gymnasium as gym
 
-    from baselines.rl import action_mask_function
+    from baselines.rl.train import action_mask_function
 
     mask_from = action_mask_function(env_id)
     env = gym.make(env_id, **{**SETTINGS[env_id].training_kwargs("ppo_mask"), "horizon": 40})

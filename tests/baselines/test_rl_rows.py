@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from baselines import benchmark as bench
-from baselines import sanity
-from baselines.compare import Comparison
-from baselines.harness import Episode
-from baselines.settings import SETTINGS
-from baselines.stats import bootstrap_ci, improvement_indicator
+from baselines.eval import sanity
+from baselines.eval.compare import Comparison
+from baselines.eval.harness import Episode
+from baselines.eval.protocol import SETTINGS
+from baselines.eval.stats import bootstrap_ci, improvement_indicator
 
 ENV = "ClusterMultiServer-v0"  # regret, lower is better; paper esdp_aa, naive random, clairvoyant oracle
 SEEDS = [0, 1, 2, 3]

@@ -1,4 +1,4 @@
-"""The RL-side wrappers of baselines/wrappers.py: what they compute from the observation, and that they leave the
+"""The RL-side wrappers of baselines/rl/wrappers.py: what they compute from the observation, and that they leave the
 env's dynamics alone."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cluster_envs  # noqa: F401
-from baselines.wrappers import BanditStatsObservation, SlotMaskAction
+from baselines.rl.wrappers import BanditStatsObservation, SlotMaskAction
 
 SMALL = {"horizon": 60}
 

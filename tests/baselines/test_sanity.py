@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from baselines import sanity
-from baselines.compare import Comparison
-from baselines.harness import Episode
-from baselines.settings import SETTINGS
+from baselines.eval import sanity
+from baselines.eval.compare import Comparison
+from baselines.eval.harness import Episode
+from baselines.eval.protocol import SETTINGS
 
 ENV = "ClusterMultiServer-v0"  # regret: lower is better; naive `random`, clairvoyant `oracle`
 SEEDS = [0, 1, 2, 3, 4, 5]

@@ -12,9 +12,10 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 from baselines import benchmark as bench  # noqa: E402
-from baselines import rl, settings  # noqa: E402
 from baselines.cli import main  # noqa: E402
-from baselines.rl_runs import obtain_policies  # noqa: E402
+from baselines.eval import protocol as settings  # noqa: E402
+from baselines.rl import train as rl  # noqa: E402
+from baselines.rl.store import obtain_policies  # noqa: E402
 
 ENV = "ClusterSLA-v0"
 STEPS = 512
@@ -74,7 +75,7 @@ def test_benchmark_quick_evaluates_the_shipped_model_without_training(shipped, t
 def test_the_cli_passes_retrain_and_threads(monkeypatch, tmp_path, capsys):
     seen = {}
     monkeypatch.setattr(bench, "benchmark", lambda out, **kwargs: seen.update(kwargs) or tmp_path / "report.md")
-    monkeypatch.setattr("baselines.report.headline_text", lambda report: "")
+    monkeypatch.setattr("baselines.eval.report.headline_text", lambda report: "")
     assert main(["benchmark", "--quick", "--retrain", "--threads", "2", "--out", str(tmp_path)]) == 0
     assert seen["retrain"] is True and seen["threads"] == 2
     assert main(["train", ENV, "--threads", "0"]) == 2
@@ -128,7 +129,7 @@ def test_ship_run_keeps_the_policy_and_shrinks_the_archive(tiny_run_files, tmp_p
 def test_every_shipped_model_serves_the_quick_benchmark(env_id, algo, seed):
     """`benchmark --quick` loads it rather than training: its folder's training seed, the same env kwargs and
     hyperparameters, enough steps, and the benchmark's RL row asks for this algorithm."""
-    from baselines.rl_runs import mismatches
+    from baselines.rl.store import mismatches
 
     setting = settings.require_setting(env_id)
     assert algo == setting.rl_algo
@@ -157,14 +158,14 @@ class Trained(Exception):
 
 def _no_training(monkeypatch):
     """Make training raise Trained with the training seeds it was asked for."""
-    import baselines.rl_runs
+    import baselines.rl.store
 
     def run_tasks(tasks, **kwargs):
         if tasks:
             raise Trained([task.seed for task in tasks])
         return []
 
-    monkeypatch.setattr(baselines.rl_runs, "run_tasks", run_tasks)
+    monkeypatch.setattr(baselines.rl.store, "run_tasks", run_tasks)
 
 
 def test_quick_evaluates_the_shipped_seeds_and_says_how_many(shipped, three_seeds, tmp_path, monkeypatch):
@@ -194,7 +195,7 @@ def test_a_shipped_run_of_another_training_seed_serves_quick(tmp_path, monkeypat
 
 
 def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, capsys):
-    from baselines import ship
+    from baselines.rl.train import ship
 
     source, root = tmp_path / "runs", tmp_path / "package_models"
     rl.write_run_files(tiny_run_files, source / "seed0")
@@ -217,7 +218,7 @@ def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, 
 )
 def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, three_seeds, tmp_path, capsys, edit,
                                                               reason):  # fmt: skip
-    from baselines import ship
+    from baselines.rl.train import ship
 
     files = dict(tiny_run_files)
     meta = {**json.loads(files["meta.json"]), **edit.get("meta", {})}
@@ -234,7 +235,7 @@ def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, th
 
 def test_ship_trains_the_missing_seeds_then_ships(tiny_run_files, three_seeds, tmp_path):
     """--train: the cache's matching run of seed 0 is reused, seed 1 is trained (a backend task), both ship."""
-    from baselines import ship
+    from baselines.rl.train import ship
 
     cache = tmp_path / "models"
     rl.write_run_files(tiny_run_files, cache / f"ppo-{ENV}" / "seed0")

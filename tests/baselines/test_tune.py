@@ -1,4 +1,4 @@
-"""baselines/tune.py: rl-zoo3's optimizer runs on an id's YAML section, and its best trial is written back into
+"""baselines/tuning/tune.py: rl-zoo3's optimizer runs on an id's YAML section, and its best trial is written back into
 that section (and only there) in a form the trainer and rl-zoo3 read."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ pytest.importorskip("rl_zoo3")
 import yaml  # noqa: E402
 from torch import nn  # noqa: E402
 
-from baselines import tune  # noqa: E402
-from baselines.rl import HYPERPARAMS_DIR, RunConfig, training_seed  # noqa: E402
+from baselines.rl.train import HYPERPARAMS_DIR, RunConfig, training_seed  # noqa: E402
+from baselines.tuning import tune  # noqa: E402
 
 CONVERTED = {  # what rl-zoo3's convert_onpolicy_params returns
     "policy_kwargs": {"net_arch": {"pi": [64], "vf": [64]}, "activation_fn": nn.ReLU},
@@ -92,7 +92,7 @@ def test_rl_zoo3_optimizes_and_its_best_trial_is_written(tmp_path, monkeypatch):
 
 
 def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
-    """`python -m baselines.zoo`: rl-zoo3 knows `ppo_mask` (sampled as PPO), held keys leave the sample, and
+    """`python -m baselines.tuning.zoo`: rl-zoo3 knows `ppo_mask` (sampled as PPO), held keys leave the sample, and
     rl-zoo3's evaluation callback evaluates a MaskablePPO model with its masks."""
     import optuna
     import stable_baselines3.common.callbacks as sb3_callbacks
@@ -100,8 +100,8 @@ def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
     from rl_zoo3.utils import ALGOS
     from sb3_contrib import MaskablePPO
 
-    from baselines import zoo
-    from baselines.rl import RunConfig, make_vec_env, new_model
+    from baselines.rl.train import RunConfig, make_vec_env, new_model
+    from baselines.tuning import zoo
 
     samplers = dict(hyperparams_opt.HYPERPARAMS_SAMPLER)
     unmasked = sb3_callbacks.evaluate_policy
@@ -134,18 +134,18 @@ def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
 def test_the_evaluation_env_gets_the_sections_env_kwargs(tmp_path):
     """rl-zoo3 would otherwise evaluate trials on the id's default kwargs (another instance here)."""
     command = tune.zoo_command("ClusterMultiServer-v0", "ppo", 2, 1000, tmp_path, hold=["gamma"])
-    assert command[:5] == ["python", "-m", "baselines.zoo", "--hold", "gamma"]
+    assert command[:5] == ["python", "-m", "baselines.tuning.zoo", "--hold", "gamma"]
     at = command.index("--eval-env-kwargs")
     assert command[at + 1 :] == ["preset:'small'", "action_mode:'scores'"]
 
 
 def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tmp_path):
     """ClusterApproxSingleJob-v0's section (paced_priority Box actions, flat observation) is tuned with the fast
-    update's shape held: the command goes through baselines.zoo, and rl-zoo3's evaluation env gets the section's
+    update's shape held: the command goes through baselines.tuning.zoo, and rl-zoo3's evaluation env gets the section's
     env kwargs (at the id's defaults its spaces are a Dict observation and a MultiBinary action)."""
     hold = ["n_steps", "batch_size", "n_epochs", "gamma", "policy_kwargs"]
     command = tune.zoo_command("ClusterApproxSingleJob-v0", "ppo", 3, 1000, tmp_path, hold=hold)
-    assert command[2:5] == ["baselines.zoo", "--hold", ",".join(hold)]
+    assert command[2:5] == ["baselines.tuning.zoo", "--hold", ",".join(hold)]
     at = command.index("--eval-env-kwargs")
     assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_mode:'flat'"]
 
@@ -154,7 +154,7 @@ def test_the_native_command_imports_the_native_path_and_caps_each_trials_cpu(tmp
     command = tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, eval_episodes=3, native=True,
                                trial_cpu_seconds=12.5)  # fmt: skip
     packages = command[command.index("--gym-packages") + 1 : command.index("-conf")]
-    assert packages == ["cluster_envs", "baselines.zoo_native"]
+    assert packages == ["cluster_envs", "baselines.tuning.zoo_native"]
     assert command[command.index("--n-eval-envs") + 1] == "3"
     assert "{'seconds': 12.5}" in command[command.index("--hyperparams") + 1]
     with pytest.raises(ValueError, match="trial_cpu_seconds"):
@@ -187,7 +187,7 @@ def test_each_trial_normalizes_rewards_with_the_gamma_its_model_trains_with(monk
     import optuna
     from rl_zoo3 import hyperparams_opt
 
-    from baselines import zoo
+    from baselines.tuning import zoo
 
     sampled = {"batch_size_pow": 5, "n_steps_pow": 6, "one_minus_gamma": 0.02, "one_minus_gae_lambda": 0.05,
                "learning_rate": 1e-3, "ent_coef": 1e-4, "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5,

@@ -1,4 +1,4 @@
-"""The SB3 adapter over the native batched envs (baselines/vec_env.py) equals the DummyVecEnv path step for step."""
+"""The SB3 adapter over the native batched envs (baselines/rl/vec_env.py) equals the DummyVecEnv path step for step."""
 
 import gymnasium as gym
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("stable_baselines3")
 
-from baselines.rl import RunConfig, make_vec_env, new_model  # noqa: E402
-from baselines.settings import SETTINGS  # noqa: E402
-from baselines.vec_env import NativeVecEnv, flatten_batch  # noqa: E402
+from baselines.eval.protocol import SETTINGS  # noqa: E402
+from baselines.rl.train import RunConfig, make_vec_env, new_model  # noqa: E402
+from baselines.rl.vec_env import NativeVecEnv, flatten_batch  # noqa: E402
 
 # Short episodes, so that every copy ends (and is reset) within the test's steps.
 SHORT = {
@@ -134,7 +134,7 @@ def test_native_action_masks_equal_the_single_envs(env_id):
 def test_falls_back_to_dummy_where_the_batched_env_cannot_run_the_config():
     """An observation wrapper the native adapter does not apply itself: the single envs in a DummyVecEnv."""
     config = RunConfig.resolve("ppo", "ClusterApproxSingleJob-v0")
-    config.wrapper = "baselines.wrappers.BanditStatsObservation"
+    config.wrapper = "baselines.rl.wrappers.BanditStatsObservation"
     config.env_kwargs = {**config.env_kwargs, "observation_mode": "dict"}
     vec_env, used = make_vec_env(config, 0)
     assert used == "dummy"

@@ -1,4 +1,4 @@
-"""baselines/zoo_native.py: rl-zoo3's env factories become the id's native batched env, which gives the same
+"""baselines/tuning/zoo_native.py: rl-zoo3's env factories become the id's native batched env, which gives the same
 steps as the DummyVecEnv rl-zoo3 would build; a trial past its CPU budget is pruned."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from rl_zoo3.exp_manager import ExperimentManager  # noqa: E402
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
-from baselines import zoo_native  # noqa: E402
-from baselines.vec_env import NativeVecEnv  # noqa: E402
+from baselines.rl.vec_env import NativeVecEnv  # noqa: E402
+from baselines.tuning import zoo_native  # noqa: E402
 
 KWARGS = {"action_mode": "normalize", "horizon": 36}
 

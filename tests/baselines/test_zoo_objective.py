@@ -1,5 +1,5 @@
-"""baselines/zoo_objective.py: rl-zoo3's trial evaluation scored by the headline metric on fixed validation seeds,
-so the same policy gets the same value at every evaluation, and `baselines.tune run` optimizes it end to end."""
+"""baselines/tuning/objective.py: rl-zoo3's trial evaluation scored by the headline metric on fixed validation seeds,
+so the same policy gets the same value at every evaluation, and `baselines.tuning.tune run` optimizes it end to end."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import optuna  # noqa: E402
 import torch  # noqa: E402
 from stable_baselines3.common.logger import configure  # noqa: E402
 
-from baselines import tune, zoo  # noqa: E402
-from baselines.ablation import evaluate_episodes  # noqa: E402
-from baselines.rl import VALIDATION_SEEDS, RunConfig, make_vec_env, new_model  # noqa: E402
-from baselines.zoo_objective import HeadlineTrialEvalCallback  # noqa: E402
+from baselines.rl.train import VALIDATION_SEEDS, RunConfig, make_vec_env, new_model  # noqa: E402
+from baselines.tuning import tune, zoo  # noqa: E402
+from baselines.tuning.ablation import evaluate_episodes  # noqa: E402
+from baselines.tuning.objective import HeadlineTrialEvalCallback  # noqa: E402
 
 KWARGS = {"action_mode": "normalize", "horizon": 48}  # ClusterSLA-v0 with the settings' kwargs, T = 48
 
@@ -68,7 +68,7 @@ def test_the_headline_objective_is_the_default_and_names_its_own_study(tmp_path)
     second = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, worker=1)  # another process, same study
     assert second[second.index("--seed") + 1] != command[command.index("--seed") + 1]
     assert second[second.index("--storage") + 1] == command[command.index("--storage") + 1]
-    target = zoo.zoo_target(command[5:])  # what baselines.zoo reads of rl-zoo3's arguments
+    target = zoo.zoo_target(command[5:])  # what baselines.tuning.zoo reads of rl-zoo3's arguments
     assert target == {"env_id": "ClusterSLA-v0", "algo": "ppo", "env_kwargs": {"action_mode": "normalize"}}
 
 
@@ -120,7 +120,7 @@ def _study(objective, pruner=None):
 
 
 def test_a_trial_over_three_training_seeds_is_the_mean_of_three_models_with_the_same_hyperparameters():
-    from baselines.zoo_objective import model_seed, over_training_seeds
+    from baselines.tuning.objective import model_seed, over_training_seeds
 
     study = _study(over_training_seeds(_Manager.objective, 3))
     for trial in study.trials:
@@ -139,7 +139,7 @@ def test_a_trial_over_three_training_seeds_is_the_mean_of_three_models_with_the_
 
 
 def test_one_training_seed_is_rl_zoo3s_objective_and_a_pruned_model_prunes_the_trial():
-    from baselines.zoo_objective import over_training_seeds
+    from baselines.tuning.objective import over_training_seeds
 
     assert over_training_seeds(_Manager.objective, 1) is _Manager.objective
     once, plain = _study(over_training_seeds(_Manager.objective, 1)), _study(_Manager.objective)

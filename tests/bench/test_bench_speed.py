@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from baselines.bench import bench_single, has_info_level, single_target
 from baselines.cli import main
+from baselines.perf.steps import bench_single, has_info_level, single_target
 from cluster_envs import env_ids
 
 # Ids whose single-env rate is known to be below half its target today (measured in docs/performance.md).
@@ -58,14 +58,14 @@ def test_bench_rejects_unknown_ids(capsys):
 
 @pytest.mark.slow
 def test_sla_paper_scale_synthetic_experiment_within_a_minute():
-    from baselines.bench import SLA_LONG_HORIZON_TARGET_S, bench_sla_long_horizon
+    from baselines.perf.steps import SLA_LONG_HORIZON_TARGET_S, bench_sla_long_horizon
 
     seconds = bench_sla_long_horizon(3_000_000)
     assert sum(seconds.values()) <= SLA_LONG_HORIZON_TARGET_S, seconds
 
 
 def test_bench_episode_runs_in_a_fresh_process_and_reports_its_peak_memory():
-    from baselines.bench import bench_episode, targets
+    from baselines.perf.steps import bench_episode, targets
 
     run = bench_episode("ClusterSLA-v0", "static", {"horizon": 600})
     assert run["steps"] == 600 and run["seconds"] > 0 and 10 < run["peak_rss_mb"] < 2048
@@ -76,14 +76,14 @@ def test_bench_episode_runs_in_a_fresh_process_and_reports_its_peak_memory():
 
 
 def test_bench_episode_failure_names_the_run():
-    from baselines.bench import bench_episode
+    from baselines.perf.steps import bench_episode
 
     with pytest.raises(RuntimeError, match="ClusterSLA-v0 with static"):
         bench_episode("ClusterSLA-v0", "static", {"horizon": 601})
 
 
 def test_approx_slot_bench_times_each_scheme_and_writes_its_table():
-    from baselines.bench import bench_approx_slots, to_markdown
+    from baselines.perf.steps import bench_approx_slots, to_markdown
 
     slots = bench_approx_slots(("fair", "opm"), preset="medium", warmup=300, steps=20)
     for row in slots["agents"].values():

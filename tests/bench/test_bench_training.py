@@ -1,4 +1,4 @@
-"""The training section of `cluster-envs bench` (baselines/bench_training.py), at a tiny size: which paths it times,
+"""The training section of `cluster-envs bench` (baselines/perf/training.py), at a tiny size: which paths it times,
 that the null env has the spaces PPO sees on the native path, and what it reports."""
 
 import dataclasses
@@ -9,8 +9,10 @@ pytest.importorskip("stable_baselines3")
 
 import yaml  # noqa: E402  (the rl extra, as SB3)
 
-from baselines import bench_training, rl, settings  # noqa: E402
-from baselines.rl import RunConfig, make_vec_env  # noqa: E402
+from baselines.eval import protocol as settings  # noqa: E402
+from baselines.perf import training as bench_training  # noqa: E402
+from baselines.rl import train as rl  # noqa: E402
+from baselines.rl.train import RunConfig, make_vec_env  # noqa: E402
 
 ENV = "ClusterGang-v0"
 
@@ -102,7 +104,7 @@ def test_the_null_env_has_the_spaces_ppo_sees_on_the_native_path(env_id):
 
 
 def test_training_only_runs_the_training_section_alone(monkeypatch, tmp_path, capsys):
-    import baselines.bench
+    import baselines.perf.steps
     from baselines.cli import main
 
     calls = []
@@ -113,7 +115,7 @@ def test_training_only_runs_the_training_section_alone(monkeypatch, tmp_path, ca
                 "settings": {"repeats": 1}, "single": [], "batched": [], "missing_vector_entry_point": [],
                 "targets": []}  # fmt: skip
 
-    monkeypatch.setattr(baselines.bench, "run_bench", fake_run_bench)
+    monkeypatch.setattr(baselines.perf.steps, "run_bench", fake_run_bench)
     args = ["bench", "--ids", ENV, "--training-only", "--training-iterations", "3", "--out", str(tmp_path / "b")]
     assert main(args) == 0
     (kwargs,) = calls

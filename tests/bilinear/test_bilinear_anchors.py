@@ -9,8 +9,8 @@ from scipy.optimize import linear_sum_assignment
 
 import cluster_envs  # noqa: F401
 from agents.registry import make_agent
-from baselines.harness import rollout
-from baselines.settings import require_setting
+from baselines.eval.harness import rollout
+from baselines.eval.protocol import require_setting
 
 ENV_ID = "ClusterBilinear-v0"
 EXCLUSIVE = {"service_model": "exclusive", "horizon": 120}

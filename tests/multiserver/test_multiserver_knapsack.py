@@ -92,7 +92,7 @@ def test_solve_rejects_inputs_outside_its_exactness_conditions(kwargs, match):
 
 
 def test_bench_times_an_esdp_slot_at_paper_scale_and_reports_it():
-    from baselines.bench import ESDP_DP_TARGET_S, bench_esdp_dp, targets, to_markdown
+    from baselines.perf.steps import ESDP_DP_TARGET_S, bench_esdp_dp, targets, to_markdown
 
     dp = bench_esdp_dp(repeats=1)
     assert dp["s_max"] == 51 * 16  # ξ(2000) = 51 for m = 16 (spec §4.1)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import cluster_envs  # noqa: F401
-from baselines.harness import rollout
+from baselines.eval.harness import rollout
 from cluster_envs.common.alibaba_gpu import NODE_FILE, POD_FILE, load_gpu_trace
 from cluster_envs.multiserver.alibaba import trace_workload
 

@@ -10,7 +10,7 @@ import pytest
 from robust_common import IDS, config_fields
 
 from agents import agent_names
-from baselines.backends import Task, run_tasks
+from baselines.eval.backends import Task, run_tasks
 
 HORIZON = 12
 

@@ -10,7 +10,7 @@ import pytest
 
 from agents import agent_names, make_agent
 from agents.sla.projection import kl_project
-from baselines.harness import rollout
+from baselines.eval.harness import rollout
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.model import SLAProblem
 from cluster_envs.sla.runner import simulate

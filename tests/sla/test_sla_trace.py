@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import cluster_envs  # noqa: F401
-from baselines.harness import rollout
+from baselines.eval.harness import rollout
 from cluster_envs.common.alibaba_gpu import NODE_FILE, POD_FILE, load_gpu_trace
 from cluster_envs.sla.config import SLAConfig
 from cluster_envs.sla.model import alibaba_gpu_loads

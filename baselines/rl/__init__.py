@@ -1,0 +1,1 @@
+"""RL baselines: training configurations, training, the model store, the SB3 agent adapter, vector envs and wrappers."""

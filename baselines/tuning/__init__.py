@@ -1,0 +1,1 @@
+"""Tuning: interface ablations and hyperparameter search (Optuna through rl-zoo3)."""
