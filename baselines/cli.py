@@ -175,6 +175,63 @@ def _cmd_bench(args: argparse.Namespace) -> None:
     claim(args.out, "bench", force=True)
 
 
+def _agent_source(args: argparse.Namespace) -> str | None:
+    if args.agent and args.policy:
+        raise ValueError("give one of --agent MODULE:NAME and --policy PATH, not both")
+    return args.agent or args.policy
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> None:
+    from baselines.eval.report import headline
+    from baselines.eval.submission import score
+
+    source = _agent_source(args)
+    if source is None:
+        raise ValueError("give the agent: --agent MODULE:NAME (an agent, class, factory or function) or --policy PATH")
+    if bool(args.env_id) == args.all_envs:
+        raise ValueError("give one env id or --all-envs (every env of the protocol), not both or neither")
+    out = args.out or f"results/evaluate/{args.name or source.rsplit(':', 1)[-1].rsplit('/', 1)[-1]}"
+    evaluation = score(source, None if args.all_envs else args.env_id, declaration=args.declaration, name=args.name,
+                       quick=not args.full, reference=args.reference, step_limit=args.step_limit, algo=args.algo,
+                       out=out, force=args.force, workers=args.workers, rl_interface=args.rl_interface or None,
+                       progress=_show_progress(args.quiet))  # fmt: skip
+    for comparison in evaluation.comparisons.values():
+        print(headline(comparison), end="\n\n")
+    print(f"record written to {evaluation.out / 'record.json'}; reports in {evaluation.out}/<env_id>/")
+
+
+def _cmd_validate(args: argparse.Namespace) -> None:
+    from baselines.eval.record import validate
+
+    lines = validate(args.record, _agent_source(args), sample=args.sample, algo=args.algo)
+    print("\n".join(lines))
+    print(f"{args.record}: {len(lines)} episodes replayed, every metric and action digest agrees")
+
+
+def _cmd_leaderboard(args: argparse.Namespace) -> None:
+    from baselines.eval.leaderboard import render
+
+    print(f"leaderboard written to {render(args.entries, args.out)}")
+
+
+def _cmd_program_score(args: argparse.Namespace) -> None:
+    import json
+
+    from baselines.eval.search import evaluate_program
+
+    print(json.dumps(evaluate_program(args.program, args.env_id, function=args.function, final=args.final)))
+
+
+def _add_agent_source(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", default=None, metavar="MODULE:NAME",
+                        help="an agent, class, factory or function observation -> action (MODULE: a module or a .py "
+                             "path)")  # fmt: skip
+    parser.add_argument("--policy", default=None, metavar="PATH",
+                        help="an ONNX file or a stable-baselines3 .zip (VecNormalize statistics beside it are used); "
+                             "{env} in PATH is replaced by each env id")  # fmt: skip
+    parser.add_argument("--algo", default=None, help="the SB3 algorithm of a .zip policy (default: ppo)")
+
+
 def _scale_out(args: argparse.Namespace) -> dict[str, Any]:
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
@@ -336,6 +393,45 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scale_out(bench)
     _add_training(bench)
     bench.set_defaults(func=_cmd_benchmark)
+
+    ev = command("evaluate", "score any agent under the benchmark's protocol, next to the reference agents; write its "
+                 "report and submission record")  # fmt: skip
+    ev.add_argument("env_id", nargs="?", default=None, help=env_help + " (or an RL-ready id, for a policy)")
+    ev.add_argument("--all-envs", action="store_true", help="every env of the protocol: a whole leaderboard row")
+    _add_agent_source(ev)
+    ev.add_argument("--declaration", required=True, metavar="FILE",
+                    help="YAML/JSON: privileged, training_env_steps, training_cpu_hours, training_gpu_hours, source, "
+                         "tuned_on_validation_seeds")  # fmt: skip
+    ev.add_argument("--name", default=None, help="the entry's name (default: the agent's or the file's)")
+    ev.add_argument("--full", action="store_true", help="the full protocol's seeds (default: the quick protocol's)")
+    ev.add_argument("--reference", choices=("all", "anchors"), default="all",
+                    help="reference agents to run next to it: all, or the paper's algorithm and the anchors")  # fmt: skip
+    ev.add_argument("--rl-interface", action="store_true",
+                    help="an --agent acts through the RL-ready ids' interface (flat Box observations), as a policy does")
+    ev.add_argument("--step-limit", type=float, default=None, metavar="SECONDS", help="per-step time limit")
+    _add_outputs(ev, "results/evaluate/<name>")
+    ev.add_argument("--workers", type=int, default=1, help="episodes in parallel")
+    ev.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ev.set_defaults(func=_cmd_evaluate)
+
+    val = command("validate", "replay a submission record's episodes and check every metric and action digest")
+    val.add_argument("record", help="a record.json (e.g. leaderboard/<entry>.json)")
+    _add_agent_source(val)
+    val.add_argument("--sample", type=_positive, default=None, metavar="K", help="replay K episodes, evenly spaced")
+    val.set_defaults(func=_cmd_validate)
+
+    board = command("leaderboard", "render the leaderboard page from the records of leaderboard/")
+    board.add_argument("--entries", default="leaderboard", help="the folder of records")
+    board.add_argument("--out", default="docs/leaderboard", help="where index.md and its figures go")
+    board.set_defaults(func=_cmd_leaderboard)
+
+    prog = command("program-score", "score a Python file's policy function and print JSON (program search, LLM-"
+                   "written policies); validation seeds unless --final")  # fmt: skip
+    prog.add_argument("program", help="a .py file defining the policy function")
+    prog.add_argument("env_id", help=env_help)
+    prog.add_argument("--function", default="policy", help="the function's name in the file")
+    prog.add_argument("--final", action="store_true", help="the evaluation seeds (default: validation seeds 100-104)")
+    prog.set_defaults(func=_cmd_program_score)
 
     # Step-rate benchmark: options and run live in baselines/perf/steps.py.
     from baselines.perf.steps import add_arguments as add_speed_arguments

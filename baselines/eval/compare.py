@@ -206,6 +206,7 @@ def compare(
     held_out: bool = False,
     retrain: bool = False,
     threads: int = 1,
+    submitted: Sequence[Any] = (),
 ) -> Comparison:
     """Run every agent on every seed and return the comparison (``write_report`` writes it out).
 
@@ -220,6 +221,10 @@ def compare(
     statistics run over its training seeds (``Comparison.samples``).
     ``held_out`` runs seed ``s`` of an env whose instance an env kwarg fixes on the held-out instance
     ``HELD_OUT_INSTANCE_BASE + s``; by default every seed runs on the env kwargs' instance (see the module doc).
+    ``submitted``: agents from outside the package's registry, run next to the others on the same seeds (each a
+    picklable spec with ``name``, ``privileged``, ``env_kwargs`` and ``build() -> Agent``:
+    ``baselines.eval.submission.AgentSpec``); they may only add format kwargs, as RL agents.
+    Every episode keeps the digest of its actions (``Episode.actions``), which submission records store.
     """
     seeds = list(seeds)
     check_eval_seeds(seeds)
@@ -241,6 +246,10 @@ def compare(
         if changes:
             excluded[name] = changes
     names = list(agent_env_kwargs)
+    for spec in submitted:
+        if spec.name in agent_env_kwargs:
+            raise ValueError(f"submitted agent {spec.name!r} has the name of a reference agent of {env_id}; rename it")
+        admit(env_id, spec, env_kwargs, agent_env_kwargs, named=True)
     rl_runs: dict[str, dict[str, Any]] = {}
     policies: list[tuple[SavedPolicy, int]] = []  # (policy, training seed)
     if rl:
@@ -257,9 +266,9 @@ def compare(
             rl_runs[algo] = {"requested": len(wanted), "runs": [facts for _, facts in runs]}
     record = tuple(setting.curves) if setting else ()
     instances = {s: instance_kwargs(env_id, env_kwargs, instance_kwarg, s if per_seed else None) for s in seeds}
-    players = [(name, None) for name in names] + policies
+    players = [(name, None) for name in names] + [(spec, None) for spec in submitted] + policies
     tasks = [
-        Task(env_id, agent, seed, env_kwargs={**env_kwargs, **instances[seed]}, record=record)
+        Task(env_id, agent, seed, env_kwargs={**env_kwargs, **instances[seed]}, record=record, digest=True)
         for agent, _ in players
         for seed in seeds
     ]
@@ -268,13 +277,13 @@ def compare(
     return Comparison(
         env_id=env_id,
         seeds=seeds,
-        agents=[*names, *rl_runs],
+        agents=[*names, *(spec.name for spec in submitted), *rl_runs],
         episodes=[dataclasses.replace(e, training_seed=t) for e, t in zip(episodes, trained_by, strict=True)],
         setting=setting,
         env_kwargs=env_kwargs,
         agent_env_kwargs=agent_env_kwargs,
         excluded=excluded,
-        privileged={n for n in names if agent_class(env_id, n).privileged},
+        privileged={n for n in names if agent_class(env_id, n).privileged} | {s.name for s in submitted if s.privileged},
         rl_runs=rl_runs,
         held_out=held_out,
         instances={s: instances[s].get(instance_kwarg, "reset seed") for s in seeds},
