@@ -209,8 +209,11 @@ def _cmd_validate(args: argparse.Namespace) -> None:
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> None:
-    from baselines.eval.leaderboard import render
+    from baselines.eval.leaderboard import reference_records, render
 
+    if args.reference_entries:
+        for path in reference_records(args.entries, progress=True):
+            print(f"entry written to {path}")
     print(f"leaderboard written to {render(args.entries, args.out)}")
 
 
@@ -406,8 +409,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--full", action="store_true", help="the full protocol's seeds (default: the quick protocol's)")
     ev.add_argument("--reference", choices=("all", "anchors"), default="all",
                     help="reference agents to run next to it: all, or the paper's algorithm and the anchors")  # fmt: skip
-    ev.add_argument("--rl-interface", action="store_true",
-                    help="an --agent acts through the RL-ready ids' interface (flat Box observations), as a policy does")
+    ev.add_argument(
+        "--rl-interface",
+        action="store_true",
+        help="an --agent acts through the RL-ready ids' interface (flat Box observations), as a policy does",
+    )
     ev.add_argument("--step-limit", type=float, default=None, metavar="SECONDS", help="per-step time limit")
     _add_outputs(ev, "results/evaluate/<name>")
     ev.add_argument("--workers", type=int, default=1, help="episodes in parallel")
@@ -423,6 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
     board = command("leaderboard", "render the leaderboard page from the records of leaderboard/")
     board.add_argument("--entries", default="leaderboard", help="the folder of records")
     board.add_argument("--out", default="docs/leaderboard", help="where index.md and its figures go")
+    board.add_argument("--reference-entries", action="store_true",
+                       help="first (re)write the entries of the reference agents and the shipped PPO runs (quick "
+                            "protocol) into --entries")  # fmt: skip
     board.set_defaults(func=_cmd_leaderboard)
 
     prog = command("program-score", "score a Python file's policy function and print JSON (program search, LLM-"

@@ -266,7 +266,8 @@ def compare(
             rl_runs[algo] = {"requested": len(wanted), "runs": [facts for _, facts in runs]}
     record = tuple(setting.curves) if setting else ()
     instances = {s: instance_kwargs(env_id, env_kwargs, instance_kwarg, s if per_seed else None) for s in seeds}
-    players = [(name, None) for name in names] + [(spec, None) for spec in submitted] + policies
+    # submitted agents first: one that fails does so before the reference agents have run
+    players = [(spec, None) for spec in submitted] + [(name, None) for name in names] + policies
     tasks = [
         Task(env_id, agent, seed, env_kwargs={**env_kwargs, **instances[seed]}, record=record, digest=True)
         for agent, _ in players
@@ -283,7 +284,8 @@ def compare(
         env_kwargs=env_kwargs,
         agent_env_kwargs=agent_env_kwargs,
         excluded=excluded,
-        privileged={n for n in names if agent_class(env_id, n).privileged} | {s.name for s in submitted if s.privileged},
+        privileged={n for n in names if agent_class(env_id, n).privileged}
+        | {s.name for s in submitted if s.privileged},
         rl_runs=rl_runs,
         held_out=held_out,
         instances={s: instances[s].get(instance_kwarg, "reset seed") for s in seeds},

@@ -64,7 +64,9 @@ def check_declaration(declaration: Mapping[str, Any] | str | Path | None) -> dic
         if not isinstance(out[key], bool):
             raise ValueError(f"declaration field {key!r} must be true or false, got {out[key]!r}")
     if isinstance(out["training_env_steps"], bool) or not isinstance(out["training_env_steps"], int):
-        raise ValueError(f"declaration field 'training_env_steps' must be an integer, got {out['training_env_steps']!r}")
+        raise ValueError(
+            f"declaration field 'training_env_steps' must be an integer, got {out['training_env_steps']!r}"
+        )
     for key in ("training_env_steps", "training_cpu_hours", "training_gpu_hours"):
         if isinstance(out[key], bool) or not isinstance(out[key], (int, float)) or out[key] < 0:
             raise ValueError(f"declaration field {key!r} must be a non-negative number, got {out[key]!r}")
@@ -135,8 +137,8 @@ def build_record(
             "normalized": {"over": "training seeds" if runs else "evaluation seeds", "scores": scores.tolist(),
                            "mean": float(scores.mean()), "ci_low": low, "ci_high": high},
             "flags": [f.key for f in sanity.flags(comparison) if name in f.key.partition(":")[2].split("=")],
-            "rl_runs": [{k: run[k] for k in ("training_seed", "total_timesteps", "source", "path") if k in run}
-                        for run in runs],
+            "rl_runs": [{**{k: run[k] for k in ("training_seed", "total_timesteps", "source")},
+                         "path": _relative(run["path"])} for run in runs],
             "episodes": [
                 {"seed": e.seed, "training_seed": e.training_seed, "metrics": e.metrics,
                  "actions": e.actions.to_json()}
@@ -155,6 +157,15 @@ def build_record(
     }
 
 
+def _relative(path: str | Path) -> str:
+    """A shipped run's folder relative to the repository (records never hold a machine's paths)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        return Path(path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return Path(path).name
+
+
 def write_record(record: Mapping[str, Any], path: str | Path) -> Path:
     """Write ``record`` to ``path`` atomically (a temporary file in the same folder, renamed over it)."""
     path = Path(path)
@@ -164,6 +175,7 @@ def write_record(record: Mapping[str, Any], path: str | Path) -> Path:
         with os.fdopen(handle, "w") as out:
             json.dump(record, out, indent=1, default=repr)
             out.write("\n")
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would keep a shared checkout's readers out
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -267,8 +279,10 @@ def validate(
             label += f" training seed {stored['training_seed']}"
         step = ActionDigest.from_json(stored["actions"]).first_difference(replay.actions)
         if step is not None:
-            raise ValueError(f"{where}: {label}: the actions differ from step {step} on (action digest "
-                             f"{stored['actions']['sha256'][:12]}… recorded, {replay.actions.sha256[:12]}… replayed)")
+            raise ValueError(
+                f"{where}: {label}: the actions differ from step {step} on (action digest "
+                f"{stored['actions']['sha256'][:12]}… recorded, {replay.actions.sha256[:12]}… replayed)"
+            )
         for metric, value in stored["metrics"].items():
             again = replay.metrics.get(metric)
             if again is None or not np.isclose(again, value, rtol=METRIC_RTOL, atol=1e-12, equal_nan=True):

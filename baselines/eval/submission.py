@@ -383,7 +383,10 @@ def sb3_agent(path: str, algo: str, name: str) -> Any:
 
     model = algo_class(algo).load(path, device="cpu")
     normalizer = None
-    for candidate in (Path(path).with_name("vecnormalize.pkl"), Path(path).with_name(f"{Path(path).stem}_vecnormalize.pkl")):
+    for candidate in (
+        Path(path).with_name("vecnormalize.pkl"),
+        Path(path).with_name(f"{Path(path).stem}_vecnormalize.pkl"),
+    ):
         if candidate.is_file():
             normalizer = pickle.loads(candidate.read_bytes())
             normalizer.training, normalizer.norm_reward = False, False
