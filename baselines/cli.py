@@ -408,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--name", default=None, help="the entry's name (default: the agent's or the file's)")
     ev.add_argument("--full", action="store_true", help="the full protocol's seeds (default: the quick protocol's)")
     ev.add_argument("--reference", choices=("all", "anchors"), default="all",
-                    help="reference agents to run next to it: all, or the paper's algorithm and the anchors")  # fmt: skip
+                    help="reference agents beside it: all, or the paper's algorithm and the anchors")  # fmt: skip
     ev.add_argument(
         "--rl-interface",
         action="store_true",

@@ -100,7 +100,9 @@ class ActionDigest:
         if self.sha256 == other.sha256:
             return None
         mine, theirs = self.steps, other.steps
-        return next((t for t, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
+        return next(
+            (t for t, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b), min(len(mine), len(theirs))
+        )
 
 
 def action_bytes(action: Any) -> bytes:

@@ -92,8 +92,9 @@ def _renamed(comparison: Any, old: str, new: str) -> Any:
         return comparison
     episodes = [dataclasses.replace(e, agent=new) if e.agent == old else e for e in comparison.episodes]
     rename = lambda d: {new if k == old else k: v for k, v in d.items()}  # noqa: E731
-    return dataclasses.replace(comparison, episodes=episodes, agents=[new if a == old else a for a in comparison.agents],
-                               rl_runs=rename(comparison.rl_runs), agent_env_kwargs=rename(comparison.agent_env_kwargs))  # fmt: skip
+    agents = [new if a == old else a for a in comparison.agents]
+    return dataclasses.replace(comparison, episodes=episodes, agents=agents, rl_runs=rename(comparison.rl_runs),
+                               agent_env_kwargs=rename(comparison.agent_env_kwargs))  # fmt: skip
 
 
 def read_entries(folder: str | Path) -> list[dict[str, Any]]:
@@ -177,8 +178,9 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
         "Score: the env's headline metric normalized between the naive anchor (0) and the clairvoyant anchor (1), "
         "higher is better, on the quick protocol's evaluation seeds (the benchmark's, `docs/benchmark.md`). "
         "Brackets: 95% bootstrap intervals over the evaluation seeds, or for an RL entry over its training runs "
-        "(each scored by its mean over the evaluation seeds). Learned entries are grouped by training budget (env steps "
-        "per env and run, as declared); privileged entries (offline oracles reading hidden state) are listed, never "
+        "(each scored by its mean over the evaluation seeds). Learned entries are grouped by training budget "
+        "(env steps per env and run, as declared); privileged entries (offline oracles reading hidden state) are "
+        "listed, never "
         "ranked with online ones. Every record is re-validated by replay in CI (a sample of episodes on every run).",
         "",
     ]
@@ -232,9 +234,11 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
     ]
     for rec in records:
         d = rec["declaration"]
-        lines.append(f"| `{rec['entry']['name']}` | {rec['entry']['kind']} | {group(rec)} | {d['training_env_steps']:,} "
-                     f"| {d['training_cpu_hours']:.3g} | {d['training_gpu_hours']:.3g} | "
-                     f"{'yes' if d['tuned_on_validation_seeds'] else 'no'} | `{Path(rec['path']).as_posix()}` |")  # fmt: skip
+        tuned = "yes" if d["tuned_on_validation_seeds"] else "no"
+        lines.append(f"| `{rec['entry']['name']}` | {rec['entry']['kind']} | {group(rec)} "
+                     f"| {d['training_env_steps']:,} "
+                     f"| {d['training_cpu_hours']:.3g} | {d['training_gpu_hours']:.3g} | {tuned} "
+                     f"| `{Path(rec['path']).as_posix()}` |")  # fmt: skip
     lines.append("")
     path = out / "index.md"
     path.write_text("\n".join(lines))
@@ -277,7 +281,7 @@ def plot_envs(records: Sequence[Mapping[str, Any]], cols: Sequence[tuple[str, st
             elif name in wide:
                 shown.append((name, None, False))
         shown.sort(key=lambda x: -np.inf if x[1] is None else x[1]["mean"])
-        for y, (name, norm, privileged) in enumerate(shown):
+        for y, (_, norm, privileged) in enumerate(shown):
             if norm is None:
                 ax.text(0.5, y, "not evaluated", va="center", ha="center", fontsize=7, color="grey",
                         transform=ax.get_yaxis_transform())  # fmt: skip
