@@ -211,3 +211,14 @@ def test_a_declaration_names_its_bad_field(change, message):
     declaration = {k: v for k, v in declaration.items() if v is not None}
     with pytest.raises(ValueError, match=message):
         check_declaration(declaration)
+
+
+def test_program_score_prints_json_on_the_validation_seeds(tmp_path, capsys):
+    """The evaluator program-search tools call: a file with a policy function in, a JSON score out; the validation
+    seeds 100-104 unless --final."""
+    path = write_policy(tmp_path)
+    assert main(["program-score", str(path), RL_ENV]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["seeds"] == [100, 101, 102, 103, 104] and result["seed_set"] == "validation"
+    assert result["env_id"] == ENV and 0 < result["combined_score"] < 1
+    assert result["ci_low"] <= result["combined_score"] <= result["ci_high"]
