@@ -11,7 +11,7 @@ import pytest
 from baselines.eval.leaderboard import aggregate, read_entries, render
 from baselines.eval.record import read_record, validate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = sorted((ROOT / "leaderboard").glob("*.json"))
 POLICIES = ROOT / "leaderboard" / "policies"  # the files of the entries submitted from outside the package
 
