@@ -405,6 +405,18 @@ class Evaluation:
     out: Path | None = None
 
 
+def source_name(agent: Any, spec: AgentSpec) -> str:
+    """What a record says the agent was loaded from: a file by its name only (a record holds no machine's paths;
+    ``{env}`` kept), a module by its import name; the object's kind for an object."""
+    if not isinstance(agent, (str, Path)):
+        return spec.source
+    text = str(agent)
+    if spec.kind == "module":
+        module, _, attribute = text.rpartition(":")
+        return f"{Path(module).name}:{attribute}" if module.endswith(".py") else text
+    return Path(text).name
+
+
 def protocol_envs() -> list[str]:
     """The envs of a leaderboard row: every registered id with a protocol entry."""
     from baselines.eval.protocol import env_setting
@@ -468,7 +480,8 @@ def score(
         fixed_spaces = spec.kind in ("onnx", "sb3") and env_setting(env_id).instance_kwarg is not None
         comparisons[env_id] = compare(env_id, "all" if reference == "all" else [], seeds=chosen, submitted=[spec],
                                       held_out=not fixed_spaces, workers=workers, progress=progress)  # fmt: skip
-    entry = next(iter(specs.values()))
+    spec = next(iter(specs.values()))
+    entry = {"name": spec.name, "kind": spec.kind, "source": source_name(agent, spec), "algo": spec.algo}
     record = build_record(entry, declared, comparisons, protocol)
     target = None
     if out is not None:
