@@ -238,7 +238,7 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
         lines.append(f"| `{rec['entry']['name']}` | {rec['entry']['kind']} | {group(rec)} "
                      f"| {d['training_env_steps']:,} "
                      f"| {d['training_cpu_hours']:.3g} | {d['training_gpu_hours']:.3g} | {tuned} "
-                     f"| `{Path(rec["path"]).name}` |")  # fmt: skip
+                     f"| `{Path(rec['path']).name}` |")  # fmt: skip
     lines.append("")
     path = out / "index.md"
     path.write_text("\n".join(lines))
