@@ -222,3 +222,19 @@ def test_program_score_prints_json_on_the_validation_seeds(tmp_path, capsys):
     assert result["seeds"] == [100, 101, 102, 103, 104] and result["seed_set"] == "validation"
     assert result["env_id"] == ENV and 0 < result["combined_score"] < 1
     assert result["ci_low"] <= result["combined_score"] <= result["ci_high"]
+
+
+def test_a_stable_baselines3_archive_plays_as_the_benchmark_s_own_run():
+    """A shipped PPO run's model.zip (with the vecnormalize.pkl beside it) given as --policy plays exactly the
+    episodes of the leaderboard's PPO entry for that training seed."""
+    root = Path(__file__).resolve().parents[2]
+    entry = root / "leaderboard" / "ppo.json"
+    if not entry.is_file():
+        pytest.skip("no leaderboard/ppo.json")
+    (stored,) = (r for r in read_record(entry)["results"] if r["env_id"] == ENV)
+    model = root / next(run["path"] for run in stored["rl_runs"] if run["training_seed"] == 0) / "model.zip"
+    evaluation = score(str(model), ENV, declaration=DECLARATION, reference="anchors", seeds=(0, 1))
+    played = evaluation.record["results"][0]["episodes"]
+    recorded = [e for e in stored["episodes"] if e["training_seed"] == 0 and e["seed"] in (0, 1)]
+    assert [e["metrics"] for e in played] == [e["metrics"] for e in recorded]
+    assert [e["actions"]["sha256"] for e in played] == [e["actions"]["sha256"] for e in recorded]
