@@ -13,16 +13,17 @@ from baselines.eval.record import read_record, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = sorted((ROOT / "leaderboard").glob("*.json"))
-POLICIES = ROOT / "leaderboard" / "policies"  # the files of the entries submitted from outside the package
+POLICIES = ROOT / "leaderboard" / "policies"  # per entry name, the files of the entries submitted from outside
 
 
 def replay_agent(record: dict) -> str | None:
-    """What replays an entry: nothing for a reference agent or the shipped RL runs, else its file in POLICIES."""
+    """What replays an entry: nothing for a reference agent or the shipped RL runs, else its file in
+    ``POLICIES/<entry name>/``."""
     entry = record["entry"]
     if entry["kind"] in ("registered", "rl"):
         return None
     file, colon, name = entry["source"].rpartition(":") if entry["kind"] == "module" else (entry["source"], "", "")
-    return str(POLICIES / Path(file).name) + colon + name
+    return str(POLICIES / entry["name"] / Path(file).name) + colon + name
 
 
 @pytest.mark.parametrize("path", ENTRIES, ids=[p.stem for p in ENTRIES])
