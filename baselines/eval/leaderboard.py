@@ -246,6 +246,7 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
 
 
 GROUP_ORDER = ("no training", "≤ 10⁶ env steps", "≤ 10⁷ env steps", "unlimited", "privileged (not ranked)")
+GROUP_COLORS = dict(zip(GROUP_ORDER, ("C0", "C1", "C2", "C3", "0.6"), strict=True))
 
 
 def _group_order(name: str) -> int:
@@ -271,17 +272,18 @@ def plot_envs(records: Sequence[Mapping[str, Any]], cols: Sequence[tuple[str, st
     wide = set(aggregate(records)[1])
     height = max(2.5, 0.22 * max(sum(cell(r, c) is not None or r["entry"]["name"] in wide for r in records)
                                  for c in cols) + 1.0)  # fmt: skip
-    fig, axes = plt.subplots(rows, per_row, figsize=(5.2 * per_row, height * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, per_row, figsize=(5.2 * per_row, height * rows + 0.5), squeeze=False)
+    used: set[str] = set()
     for ax, column in zip(axes.flat, cols, strict=False):
         shown = []
         for record, name in zip(records, names, strict=True):
             res = cell(record, column)
             if res is not None:
-                shown.append((name, res["normalized"], record["declaration"]["privileged"]))
+                shown.append((name, res["normalized"], group(record)))
             elif name in wide:
-                shown.append((name, None, False))
+                shown.append((name, None, None))
         shown.sort(key=lambda x: -np.inf if x[1] is None else x[1]["mean"])
-        for y, (_, norm, privileged) in enumerate(shown):
+        for y, (_, norm, kind) in enumerate(shown):
             if norm is None:
                 ax.text(0.5, y, "not evaluated", va="center", ha="center", fontsize=7, color="grey",
                         transform=ax.get_yaxis_transform())  # fmt: skip
@@ -289,8 +291,9 @@ def plot_envs(records: Sequence[Mapping[str, Any]], cols: Sequence[tuple[str, st
             mean = norm["mean"]
             low, high = norm["ci_low"], norm["ci_high"]
             err = None if not np.isfinite(low) else [[mean - low], [high - mean]]
-            ax.barh(y, mean, xerr=err, color="0.6" if privileged else "C0", capsize=2, height=0.7)
-        ax.set_yticks(range(len(shown)), [n + (" (privileged)" if p else "") for n, _, p in shown], fontsize=7)
+            ax.barh(y, mean, xerr=err, color=GROUP_COLORS[kind], capsize=2, height=0.7)
+            used.add(kind)
+        ax.set_yticks(range(len(shown)), [name for name, _, _ in shown], fontsize=7)
         ax.axvline(0, color="grey", lw=0.8)
         ax.axvline(1, color="grey", lw=0.8, ls="--")
         ax.set_title(f"{column[0]}\n({column[1]})", fontsize=9)
@@ -298,7 +301,11 @@ def plot_envs(records: Sequence[Mapping[str, Any]], cols: Sequence[tuple[str, st
         ax.tick_params(axis="x", labelsize=7)
     for ax in list(axes.flat)[len(cols) :]:
         ax.axis("off")
-    fig.tight_layout()
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=GROUP_COLORS[g], label=g) for g in GROUP_ORDER if g in used]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.5 / (height * rows + 0.5), 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
