@@ -4,7 +4,7 @@
 the quick protocol, through ``compare`` (the benchmark's code path). :func:`render` writes
 ``docs/leaderboard/index.md`` and its figures from the records: per env and track, every entry's normalized
 headline score with its interval; the aggregate (IQM with rliable's stratified bootstrap, and performance
-profiles) over the envs that every entry of the aggregate covers; learned entries grouped by training budget
+profiles) over every env of the protocol, for the entries that cover them all; learned entries grouped by training budget
 (``record.BUDGET_TRACKS``); privileged entries never ranked with online ones.
 """
 
@@ -134,18 +134,20 @@ def env_score(record: Mapping[str, Any], env_id: str) -> Mapping[str, Any] | Non
 
 
 def aggregate(records: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, np.ndarray]]:
-    """The envs every online entry covering two or more envs covers, and per such entry its (runs, envs) matrix."""
+    """The envs of the aggregate (every env of the protocol) and, per online quick-protocol entry that covers them
+    all, its (runs, envs) matrix of normalized scores (each env contributes as many runs as the entry's env with the
+    fewest has: rliable's shape)."""
     from baselines.eval.submission import protocol_envs
 
-    online = [r for r in records if not r["declaration"]["privileged"] and r["protocol"] == "quick"]
-    wide = [r for r in online if len({x["env_id"] for x in r["results"]}) > 1]
-    if not wide:
-        return [], {}
-    covered = set.intersection(*({x["env_id"] for x in r["results"]} for r in wide))
-    envs = [e for e in protocol_envs() if e in covered]
+    envs = protocol_envs()
     matrices = {}
-    for record in wide:
-        scores = [np.asarray(env_score(record, e)["normalized"]["scores"], dtype=float) for e in envs]
+    for record in records:
+        if record["declaration"]["privileged"] or record["protocol"] != "quick":
+            continue
+        results = [env_score(record, env_id) for env_id in envs]
+        if any(result is None for result in results):
+            continue
+        scores = [np.asarray(result["normalized"]["scores"], dtype=float) for result in results]
         runs = min(len(s) for s in scores)
         matrices[record["entry"]["name"]] = np.column_stack([s[:runs] for s in scores])
     return envs, matrices
@@ -190,9 +192,10 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
         lines += [
             "## Aggregate",
             "",
-            f"Over the envs that every entry below covers ({', '.join(f'`{e}`' for e in envs)}; the headline track "
-            "where the entry has it, else the fixed-instance track): the interquartile mean of the normalized scores "
-            "with rliable's stratified bootstrap 95% interval. Entries covering one env appear only in its table.",
+            f"The online entries that cover every env of the protocol ({', '.join(f'`{e}`' for e in envs)}; the "
+            "headline track where the entry has it, else the fixed-instance track): the interquartile mean of the "
+            "normalized scores with rliable's stratified bootstrap 95% interval, and their performance profiles. "
+            "Entries covering fewer envs (the papers' agents, each made for its setting) appear in the envs' tables.",
             "",
             "| rank | entry | group | IQM | 95% CI | runs per env |",
             "|---:|---|---|---:|---|---:|",
