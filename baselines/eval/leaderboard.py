@@ -4,8 +4,8 @@
 the quick protocol, through ``compare`` (the benchmark's code path). :func:`render` writes
 ``docs/leaderboard/index.md`` and its figures from the records: per env and track, every entry's normalized
 headline score with its interval; the aggregate (IQM with rliable's stratified bootstrap, and performance
-profiles) over every env of the protocol, for the entries that cover them all; learned entries grouped by training budget
-(``record.BUDGET_TRACKS``); privileged entries never ranked with online ones.
+profiles) over every env of the protocol, for the entries that cover them all; learned entries grouped by
+training budget (``record.BUDGET_TRACKS``); privileged entries never ranked with online ones.
 """
 
 from __future__ import annotations
