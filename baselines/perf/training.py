@@ -1,7 +1,7 @@
 """The "training" section of ``cluster-envs bench``: SB3 PPO env-steps/s per id, measured in one process.
 
 Per id, PPO with the shipped hyperparameters (the id's section of ``baselines/rl/hyperparams/ppo.yml`` with the RL env
-kwargs of ``baselines/eval/protocol.py``, read by ``RunConfig.resolve`` when the section runs) runs through
+kwargs of ``baselines/eval/protocol.yml``, read by ``RunConfig.resolve`` when the section runs) runs through
 
 - ``dummy x4``: the path before issue 15 (Monitor-wrapped single envs in a ``DummyVecEnv``, 4 copies, ``n_steps``
   = the YAML's rollout (n_envs · n_steps) / 4);

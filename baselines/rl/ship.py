@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = Parser(prog="python -m baselines.rl.ship", description=__doc__,
                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("env_id", help="an env id with an entry in baselines/eval/protocol.py")
+    parser.add_argument("env_id", help="an env id with an entry in baselines/eval/protocol.yml")
     parser.add_argument("--algo", default=None, help="the RL algorithm (default: the entry's rl_algo)")
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument("--from", dest="source", metavar="DIR", help="ship the runs DIR/seed<k>/")

@@ -3,7 +3,7 @@
 Hyperparameters are read from rl-zoo3 YAML files (``baselines/rl/hyperparams/<algo>.yml``, the env id's
 section), so ``python -m rl_zoo3.train --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs
 -conf baselines/rl/hyperparams/ppo.yml`` trains the same model. The env kwargs that make learning
-sensible come from ``baselines/eval/protocol.py``, with the observation wrapper RL sees the env through
+sensible come from ``baselines/eval/protocol.yml``, with the observation wrapper RL sees the env through
 (rl-zoo3's ``env_wrapper``; the same one in training and in the adapter). A trained run is a folder:
 ``model.zip``, ``vecnormalize.pkl`` (the VecNormalize statistics, when normalization is on), ``config.yml`` (the
 hyperparameters used), ``meta.json`` and the training curve (``training.csv``, ``training.png``).

@@ -50,7 +50,7 @@ def test_benchmark_report(tiny, monkeypatch, tmp_path):
     report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=ids, models_dir=tmp_path / "models")
     text = report.read_text()
     assert "| [ClusterSLA-v0](ClusterSLA-v0/report.md) | defaults | `regret` | `static` | `mwu_extended`" in text
-    assert "Skipped (no entry in `baselines/eval/protocol.py`): ClusterNotInSettings-v0." in text
+    assert "Skipped (no entry in `baselines/eval/protocol.yml`): ClusterNotInSettings-v0." in text
     assert text.startswith((tmp_path / "headline.md").read_text())  # what the CLI prints when the run ends
     stored = json.loads((tmp_path / "headline.json").read_text())
     entry = stored["tracks"]["held-out instances"][ENV]
