@@ -30,7 +30,7 @@ def parse_seeds(text: str) -> list[int]:
     """``"0-4"`` → [0, 1, 2, 3, 4]; ``"0,3,7"`` → [0, 3, 7]; ranges and lists combine (``"0-2,9"``).
 
     The ends and the count are checked before any range is expanded, so a huge range fails at once."""
-    from baselines.rl.train import check_eval_seeds
+    from baselines.eval.protocol import check_eval_seeds
 
     ranges = []
     try:

@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import yaml
 
 from cluster_envs.registration import RL_IDS
@@ -302,3 +305,47 @@ def rl_setting(env_id: str) -> EnvSetting:
     if not fixed:
         return setting
     return dataclasses.replace(setting, rl_env_kwargs=fixed, rl_algo_env_kwargs={})
+
+
+# -- seed rules: which episodes evaluate, validate and train ------------------------------------------------------
+
+TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
+# The seeds every RL choice (tuning, learning curves for budgets) is validated on: disjoint from the benchmark's
+# evaluation seeds 0-9 and from the training seeds, so no choice is fitted to the episodes that score it.
+VALIDATION_SEEDS = (100, 101, 102, 103, 104)
+HELD_OUT_INSTANCE_BASE = 1000  # held-out track: evaluation seed s runs on instance HELD_OUT_INSTANCE_BASE + s
+
+
+def check_eval_seeds(seeds: list[int]) -> None:
+    """Evaluation seeds: at least one, distinct (a repeated seed is the same episode counted twice), non-negative
+    and below the training seeds."""
+    if not seeds:
+        raise ValueError("seeds must name at least one evaluation seed")
+    repeated = sorted(s for s, count in Counter(seeds).items() if count > 1)
+    if repeated:
+        raise ValueError(f"seeds must be distinct; repeated: {repeated[:3]}")
+    bad = [s for s in seeds if not 0 <= s < TRAIN_SEED_BASE]
+    if bad:
+        raise ValueError(f"seeds {bad[:3]} must be non-negative and below {TRAIN_SEED_BASE}, where training starts")
+
+
+def training_seed(seed: int, resumed_at: int = 0) -> int:
+    """The seed of the first training env: above every evaluation seed, and fresh when a run is resumed."""
+    if seed < 0:
+        raise ValueError(f"seed must be non-negative, got {seed}")
+    state = np.random.SeedSequence([seed, resumed_at]).generate_state(1)[0]
+    return TRAIN_SEED_BASE + int(state % 2**30)
+
+
+def instance_kwargs(env_id: str, env_kwargs: Mapping[str, Any], kwarg: str | None, seed: int | None) -> dict[str, Any]:
+    """The env kwargs that pin an evaluation episode's instance: ``{kwarg: HELD_OUT_INSTANCE_BASE + seed}`` on the
+    held-out track, the instance the env builds from ``env_kwargs`` on the fixed track, {} where the reset seed
+    draws it."""
+    if kwarg is None:
+        return {}
+    if seed is not None:
+        return {kwarg: HELD_OUT_INSTANCE_BASE + seed}
+    env = gym.make(env_id, **env_kwargs)
+    value = getattr(env.unwrapped.config, kwarg)
+    env.close()
+    return {kwarg: value}

@@ -46,12 +46,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from baselines.eval.protocol import FLATTEN, SETTINGS, require_setting
+from baselines.eval.protocol import FLATTEN, SETTINGS, require_setting, training_seed
 from baselines.eval.stats import bootstrap_ci, iqm, normalized
 from baselines.perf.training import FAST_UPDATE
 from baselines.rl.diagnostics import action_shares, append_row, diagnostics_callback
 from baselines.rl.diagnostics import markdown as diagnostics_markdown
-from baselines.rl.train import MASKED, RunConfig, make_vec_env, new_model, save_run, training_seed, wrapper_class
+from baselines.rl.train import MASKED, RunConfig, make_vec_env, new_model, save_run, wrapper_class
 from baselines.rl.vec_env import flatten_batch
 
 STATS = "baselines.rl.wrappers.BanditStatsObservation"

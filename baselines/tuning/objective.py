@@ -38,7 +38,10 @@ import numpy as np
 from rl_zoo3.callbacks import TrialEvalCallback
 from stable_baselines3.common.callbacks import EvalCallback
 
-from baselines.rl.train import TRAIN_SEED_BASE, VALIDATION_SEEDS
+from baselines.eval.protocol import TRAIN_SEED_BASE, VALIDATION_SEEDS, require_setting
+from baselines.perf.steps import has_vector_entry_point
+from baselines.rl.train import MASKED
+from baselines.tuning.ablation import Variant, evaluate_policy, native, setup
 
 
 class _HeadlineEvaluation(EvalCallback):
@@ -60,10 +63,6 @@ class HeadlineTrialEvalCallback(TrialEvalCallback, _HeadlineEvaluation):
     def __init__(self, eval_env: Any, trial: Any, *args: Any, env_id: str, algo: str,
                  env_kwargs: Mapping[str, Any] | None = None, seeds: Sequence[int] = VALIDATION_SEEDS,
                  **kwargs: Any) -> None:  # fmt: skip
-        from baselines.eval.protocol import require_setting
-        from baselines.rl.train import MASKED
-        from baselines.tuning.ablation import Variant, setup
-
         super().__init__(eval_env, trial, *args, **kwargs)
         if not seeds:
             raise ValueError("seeds must name at least one validation seed")
@@ -76,9 +75,6 @@ class HeadlineTrialEvalCallback(TrialEvalCallback, _HeadlineEvaluation):
 
     def evaluate(self) -> list[float]:
         """The deterministic policy's headline on each validation seed (the training env's normalization)."""
-        from baselines.perf.steps import has_vector_entry_point
-        from baselines.tuning.ablation import evaluate_policy, native
-
         batched = native(self.setup) and has_vector_entry_point(self.setup.env_id)
         normalizer = self.model.get_vec_normalize_env()
         return evaluate_policy(self.setup, self.model, normalizer, self.seeds, self.masked, batched)

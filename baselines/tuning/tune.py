@@ -10,8 +10,8 @@ contextual bandit's γ = 0; :func:`zoo_command` prints the exact command) on the
 section of ``baselines/rl/hyperparams/<algo>.yml``: its env kwargs (the settings' RL kwargs), its observation wrapper
 and its normalization, with one torch thread, one job, TPE sampling and median pruning. The budget is
 ``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations per trial).
-``--native`` runs the same optimizer on the ids' native batched envs (``baselines.tuning.zoo_native``, imported through
-rl-zoo3's ``--gym-packages``), and ``--trial-cpu-seconds`` caps each trial's CPU time (a trial past it is
+``--native`` runs the same optimizer on the ids' native batched envs (``baselines.tuning.zoo_native``, installed by
+``baselines.tuning.zoo --native``), and ``--trial-cpu-seconds`` caps each trial's CPU time (a trial past it is
 pruned), so the budget in CPU time is at most ``trials`` × that cap. rl-zoo3's sampler replaces the section's
 ``policy_kwargs`` (its network sizes and activations; keys it does not sample, e.g. ``log_std_init``, are
 dropped) and draws γ from [0.97, 0.9999].
@@ -24,7 +24,7 @@ study's value is the one at the trial's last evaluation. ``--objective return`` 
 return of ``eval_episodes`` deterministic episodes of an evaluation env seeded once per trial, other episodes
 at each evaluation, which on ids whose instance is drawn per episode ranks episodes rather than policies
 (docs/rl_curves/tuning.md). rl-zoo3 seeds the trials' training envs from ``--seed``, which is set to a training
-seed (``baselines.rl.train.training_seed(0)``, ≥ 10⁹; ``--worker k``: ``training_seed(k)``, a second process adding
+seed (``baselines.eval.protocol.training_seed(0)``, ≥ 10⁹; ``--worker k``: ``training_seed(k)``, a second process adding
 trials to the same study with its own sampler and training seeds), so tuning never plays the benchmark's
 evaluation seeds. ``--trial-seeds n`` (default 1) trains each trial's hyperparameters with ``n`` training seeds,
 one model after the other (the first with that ``--seed``, as a one-model trial), and scores the trial by the
@@ -53,7 +53,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.rl.train import HYPERPARAMS_DIR, VALIDATION_SEEDS, check_eval_seeds, load_hyperparams, training_seed
+from baselines.eval.protocol import VALIDATION_SEEDS, check_eval_seeds, require_setting, training_seed
+from baselines.rl.train import HYPERPARAMS_DIR, load_hyperparams
 
 ON_POLICY = {"ppo", "a2c", "ppo_lstm", "ppo_mask"}  # rl-zoo3 converts their samples with convert_onpolicy_params
 TUNED_MARK = "# tuned:"
@@ -102,12 +103,12 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
     name = study_name(env_id, algo, objective, trial_seeds)
     if objective == "headline":
         check_eval_seeds(list(seeds))
-    packages = ["cluster_envs", "baselines.tuning.zoo_native"] if native else ["cluster_envs"]
     zoo = ["--hold", ",".join(hold)] if hold else []
     zoo += ["--objective-seeds", ",".join(str(seed) for seed in seeds)] if objective == "headline" else []
     zoo += ["--trial-seeds", str(trial_seeds)] if trial_seeds > 1 else []
+    zoo += ["--native"] if native else []
     command = ["python", "-m", "baselines.tuning.zoo", *zoo, "--algo", algo, "--env", env_id,
-               "--gym-packages", *packages,
+               "--gym-packages", "cluster_envs",
                "-conf", str(_relative(HYPERPARAMS_DIR / f"{algo}.yml"))]  # fmt: skip
     command += [
         "-optimize", "--n-trials", str(trials), "--n-timesteps", str(steps), "--n-evaluations", str(evaluations),
@@ -148,7 +149,6 @@ def objective_text(env_id: str, objective: str, value: float, seeds: Sequence[in
     over = f", mean of {trial_seeds} training seeds" if trial_seeds > 1 else ""
     if objective == "return":
         return f"return {value:.4g}{over}"
-    from baselines.eval.protocol import require_setting
 
     setting = require_setting(env_id)
     headline = setting.metrics[setting.headline] * value  # the objective is the headline times its direction

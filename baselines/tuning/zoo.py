@@ -1,7 +1,10 @@
 """rl-zoo3's ``train`` entry (training and ``-optimize``) with what this package adds to it, one job:
 
     python -m baselines.tuning.zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
-        <rl_zoo3.train arguments>
+        [--native] <rl_zoo3.train arguments>
+
+Nothing changes on import: :func:`register`, called by :func:`main` before rl-zoo3's ``train``, installs the
+additions below into rl-zoo3 and SB3 for that process.
 
 - **MaskablePPO as ``ppo_mask``.** rl-zoo3 2.9.2's ``ALGOS`` has no MaskablePPO (sb3-contrib's), so this
   registers it under the name ``baselines.rl.train`` uses, with rl-zoo3's own PPO sampler and converter
@@ -32,6 +35,8 @@
   (``baselines.tuning.objective.over_training_seeds`` around ``ExperimentManager.objective``; the pruner sees the
   mean over the models so far at each evaluation).
 
+- **Native batched envs** (``--native``): ``baselines.tuning.zoo_native.install``.
+
 Everything else (the TPE sampler, the median pruner, the journal storage) is rl-zoo3's.
 """
 
@@ -43,14 +48,19 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from baselines.tuning import zoo_native
+from baselines.tuning.objective import HeadlineTrialEvalCallback, over_training_seeds
+
 ALGO = "ppo_mask"
 
 
-def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None, trial_seeds: int = 1) -> None:
+def register(
+    hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None, trial_seeds: int = 1, native: bool = False
+) -> None:
     """Add ``ppo_mask`` to rl-zoo3 and hold ``hold``'s keys at the YAML's values during optimization; with
     ``objective`` (``HeadlineTrialEvalCallback``'s keyword arguments: ``env_id``, ``algo``, ``env_kwargs``,
     ``seeds``), score trials by the headline on fixed validation seeds; with ``trial_seeds`` > 1, score each trial
-    by the mean over that many training seeds."""
+    by the mean over that many training seeds; with ``native``, train and evaluate on the native batched envs."""
     import stable_baselines3.common.callbacks as sb3_callbacks
     from rl_zoo3 import exp_manager, hyperparams_opt
     from rl_zoo3.utils import ALGOS
@@ -65,17 +75,16 @@ def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = Non
         for algo, sampler in list(samplers.items()):
             samplers[algo] = _holding(sampler, frozenset(hold))
     if objective is not None:
-        from baselines.tuning.objective import HeadlineTrialEvalCallback
-
         # ExperimentManager.objective builds its callback by this module-level name
         exp_manager.TrialEvalCallback = functools.partial(HeadlineTrialEvalCallback, **objective)
-    from baselines.tuning.objective import over_training_seeds
 
     manager = exp_manager.ExperimentManager
     rl_zoo3_objective = manager.objective
     while hasattr(rl_zoo3_objective, "__wrapped__"):  # registered again: wrap rl-zoo3's own
         rl_zoo3_objective = rl_zoo3_objective.__wrapped__
     manager.objective = over_training_seeds(normalizing_with_trial_gamma(rl_zoo3_objective), trial_seeds)
+    if native:
+        zoo_native.install()
     if getattr(sb3_callbacks.evaluate_policy, "masked_dispatch", False):
         return
     unmasked = sb3_callbacks.evaluate_policy
@@ -137,13 +146,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="score trials by the headline on these validation seeds (e.g. 100-104)")  # fmt: skip
     parser.add_argument("--trial-seeds", type=int, default=1,
                         help="training seeds per trial: its value is the mean over them")  # fmt: skip
+    parser.add_argument("--native", action="store_true", help="train and evaluate on the native batched envs")
     args, rest = parser.parse_known_args(argv)
     objective = None
     if args.objective_seeds is not None:
         from baselines.cli import parse_seeds
 
         objective = {**zoo_target(rest), "seeds": parse_seeds(args.objective_seeds)}
-    register([key for key in args.hold.split(",") if key], objective, args.trial_seeds)
+    register([key for key in args.hold.split(",") if key], objective, args.trial_seeds, args.native)
     from rl_zoo3.train import train
 
     sys.argv = ["rl_zoo3.train", *rest]  # rl-zoo3 parses sys.argv

@@ -16,10 +16,10 @@ from agents import agent_names
 from agents.registry import agent_class
 from baselines import benchmark as bench
 from baselines.eval import protocol as settings
-from baselines.eval.compare import HELD_OUT_INSTANCE_BASE, compare
+from baselines.eval.compare import compare
+from baselines.eval.protocol import HELD_OUT_INSTANCE_BASE, TRAIN_SEED_BASE, training_seed
 from baselines.eval.stats import iqm
 from baselines.rl import train as rl
-from baselines.rl.train import TRAIN_SEED_BASE, training_seed
 
 ENV = "ClusterSLA-v0"
 

@@ -12,7 +12,8 @@ pytest.importorskip("rl_zoo3")
 import yaml  # noqa: E402
 from torch import nn  # noqa: E402
 
-from baselines.rl.train import HYPERPARAMS_DIR, RunConfig, training_seed  # noqa: E402
+from baselines.eval.protocol import training_seed  # noqa: E402
+from baselines.rl.train import HYPERPARAMS_DIR, RunConfig  # noqa: E402
 from baselines.tuning import tune  # noqa: E402
 
 CONVERTED = {  # what rl-zoo3's convert_onpolicy_params returns
@@ -150,11 +151,12 @@ def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tm
     assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_mode:'flat'"]
 
 
-def test_the_native_command_imports_the_native_path_and_caps_each_trials_cpu(tmp_path):
+def test_the_native_command_asks_for_the_native_path_and_caps_each_trials_cpu(tmp_path):
     command = tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, eval_episodes=3, native=True,
                                trial_cpu_seconds=12.5)  # fmt: skip
+    assert command[2] == "baselines.tuning.zoo" and "--native" in command[3 : command.index("--algo")]
     packages = command[command.index("--gym-packages") + 1 : command.index("-conf")]
-    assert packages == ["cluster_envs", "baselines.tuning.zoo_native"]
+    assert packages == ["cluster_envs"]  # no module is imported for a side effect
     assert command[command.index("--n-eval-envs") + 1] == "3"
     assert "{'seconds': 12.5}" in command[command.index("--hyperparams") + 1]
     with pytest.raises(ValueError, match="trial_cpu_seconds"):
