@@ -349,3 +349,32 @@ def instance_kwargs(env_id: str, env_kwargs: Mapping[str, Any], kwarg: str | Non
     value = getattr(env.unwrapped.config, kwarg)
     env.close()
     return {kwarg: value}
+
+
+MAX_SEEDS = 100_000  # far beyond any evaluation; a longer --seeds list is a typo, not a request for memory
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-4"`` → [0, 1, 2, 3, 4]; ``"0,3,7"`` → [0, 3, 7]; ranges and lists combine (``"0-2,9"``).
+
+    The ends and the count are checked before any range is expanded, so a huge range fails at once."""
+    ranges = []
+    try:
+        for part in text.split(","):
+            low, dash, high = part.strip().partition("-")
+            ranges.append(range(int(low), int(high if dash else low) + 1))
+    except ValueError:
+        raise ValueError(f"--seeds {text!r} is malformed; use a range like 0-4 or a list like 0,3,7") from None
+    try:
+        for seeds in ranges:
+            if not seeds:
+                raise ValueError(f"range {seeds.start}-{seeds.stop - 1} is empty")
+            check_eval_seeds(sorted({seeds[0], seeds[-1]}))
+        count = sum(len(seeds) for seeds in ranges)
+        if count > MAX_SEEDS:
+            raise ValueError(f"names {count} seeds; at most {MAX_SEEDS} are allowed")
+        seeds = [seed for part in ranges for seed in part]
+        check_eval_seeds(seeds)
+    except ValueError as err:
+        raise ValueError(f"--seeds {text!r}: {err}") from None
+    return seeds

@@ -13,7 +13,7 @@ section, else episode by episode), so trials are compared paired, on the episode
 validation uses. Its sign makes larger better (``-regret``; ``utility`` as is): for fixed seeds it is an
 increasing affine function of the benchmark's normalized score, so it ranks trials as that score does.
 
-``python -m baselines.tuning.zoo --objective-seeds 100-104 ...`` installs it (``baselines.tuning.tune run`` does by
+``cluster-envs zoo --objective-seeds 100-104 ...`` installs it (``baselines.tuning.tune run`` does by
 default).
 
 **Several training seeds per trial** (:func:`over_training_seeds`, ``--trial-seeds n``). One training run does

@@ -1,6 +1,6 @@
 """rl-zoo3's ``train`` entry (training and ``-optimize``) with what this package adds to it, one job:
 
-    python -m baselines.tuning.zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
+    cluster-envs zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
         [--native] <rl_zoo3.train arguments>
 
 Nothing changes on import: :func:`register`, called by :func:`main` before rl-zoo3's ``train``, installs the
@@ -48,6 +48,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import stable_baselines3.common.callbacks as sb3_callbacks
+from rl_zoo3 import exp_manager, hyperparams_opt
+from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER
+from rl_zoo3.train import train
+from rl_zoo3.utils import ALGOS, StoreDict
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.evaluation import evaluate_policy as masked_evaluate_policy
+
+from baselines.eval.protocol import parse_seeds
 from baselines.tuning import zoo_native
 from baselines.tuning.objective import HeadlineTrialEvalCallback, over_training_seeds
 
@@ -61,12 +70,6 @@ def register(
     ``objective`` (``HeadlineTrialEvalCallback``'s keyword arguments: ``env_id``, ``algo``, ``env_kwargs``,
     ``seeds``), score trials by the headline on fixed validation seeds; with ``trial_seeds`` > 1, score each trial
     by the mean over that many training seeds; with ``native``, train and evaluate on the native batched envs."""
-    import stable_baselines3.common.callbacks as sb3_callbacks
-    from rl_zoo3 import exp_manager, hyperparams_opt
-    from rl_zoo3.utils import ALGOS
-    from sb3_contrib import MaskablePPO
-    from sb3_contrib.common.maskable.evaluation import evaluate_policy as masked_evaluate_policy
-
     ALGOS[ALGO] = MaskablePPO  # the dict rl_zoo3.train and its ExperimentManager read
     hyperparams_opt.HYPERPARAMS_CONVERTER[ALGO] = hyperparams_opt.convert_onpolicy_params
     samplers = hyperparams_opt.HYPERPARAMS_SAMPLER
@@ -102,7 +105,6 @@ def normalizing_with_trial_gamma(objective: Any) -> Any:
     with: the trial's sample is drawn first (the same sampler, so held keys stay held; Optuna returns the same
     values when the objective draws them again) and its γ, where it has one, replaces ``normalize_kwargs``'s for
     the trial (restored after it)."""
-    from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER
 
     @functools.wraps(objective)
     def objective_normalizing_with_trial_gamma(manager: Any, trial: Any) -> float:
@@ -129,8 +131,6 @@ def _holding(sampler: Any, hold: frozenset[str]) -> Any:
 
 def zoo_target(argv: Sequence[str]) -> dict[str, Any]:
     """The id, algorithm and evaluation env kwargs that rl-zoo3's arguments ``argv`` name (left in ``argv``)."""
-    from rl_zoo3.utils import StoreDict
-
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--env", required=True)
     parser.add_argument("--algo", required=True)
@@ -139,26 +139,23 @@ def zoo_target(argv: Sequence[str]) -> dict[str, Any]:
     return {"env_id": known.env, "algo": known.algo, "env_kwargs": dict(known.eval_env_kwargs)}
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m baselines.tuning.zoo", description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``cluster-envs zoo``; every other argument goes to rl-zoo3's ``train``."""
     parser.add_argument("--hold", default="", help="comma-separated hyperparameters the optimizer keeps")
     parser.add_argument("--objective-seeds", default=None,
                         help="score trials by the headline on these validation seeds (e.g. 100-104)")  # fmt: skip
     parser.add_argument("--trial-seeds", type=int, default=1,
                         help="training seeds per trial: its value is the mean over them")  # fmt: skip
     parser.add_argument("--native", action="store_true", help="train and evaluate on the native batched envs")
-    args, rest = parser.parse_known_args(argv)
+    parser.set_defaults(forward_extra=True)  # the rest is rl-zoo3's (args.extra)
+
+
+def run_from_args(args: argparse.Namespace) -> None:
+    """``cluster-envs zoo``: install this package's additions, then run rl-zoo3's ``train`` on ``args.extra``."""
+    rest = list(args.extra)
     objective = None
     if args.objective_seeds is not None:
-        from baselines.cli import parse_seeds
-
         objective = {**zoo_target(rest), "seeds": parse_seeds(args.objective_seeds)}
     register([key for key in args.hold.split(",") if key], objective, args.trial_seeds, args.native)
-    from rl_zoo3.train import train
-
     sys.argv = ["rl_zoo3.train", *rest]  # rl-zoo3 parses sys.argv
     train()
-
-
-if __name__ == "__main__":
-    main()

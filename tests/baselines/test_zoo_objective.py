@@ -1,5 +1,5 @@
 """baselines/tuning/objective.py: rl-zoo3's trial evaluation scored by the headline metric on fixed validation seeds,
-so the same policy gets the same value at every evaluation, and `baselines.tuning.tune run` optimizes it end to end."""
+so the same policy gets the same value at every evaluation, and `cluster-envs tune run` optimizes it end to end."""
 
 from __future__ import annotations
 
