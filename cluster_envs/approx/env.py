@@ -52,7 +52,7 @@ from cluster_envs.approx.model import (
 from cluster_envs.approx.simulator import ApproxSimulator
 from cluster_envs.common.config import check_choice, check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array
-from cluster_envs.common.guards import BENCHMARK_TIME_LIMIT, check
+from cluster_envs.common.guards import EPISODE_ORACLE_TIME_LIMIT, check
 from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
 from cluster_envs.common.seeding import episode_streams
 
@@ -254,7 +254,7 @@ class _ApproxEnvCore(ClusterEnv):
             f"the oracle's convex program (compute_regret=True) for {jobs.count} jobs",
             "Use fewer machines (n_machines) or jobs (load, n_jobs, jobs, job_keep_fraction) or fewer distinct "
             "arrival and deadline times (horizon, lifetime_median), or pass compute_regret=False.",
-            time_limit=BENCHMARK_TIME_LIMIT,
+            time_limit=EPISODE_ORACLE_TIME_LIMIT,
         )
 
     def _draw_instance(self, rng: np.random.Generator, rates_rng: np.random.Generator) -> Instance:
@@ -532,10 +532,10 @@ class ClusterApproxEnv(_ApproxEnvCore):
     - `migrations`: the share of machines whose previous occupant is still running but was moved.
     - Running totals: `utility_true`, `utility_approx`.
     - `fit`: Eq. 8 summed over the departed jobs. `fit_positive` counts only the overruns.
-    - With `compute_regret=True` (formerly `compute_benchmark`, deprecated):
+    - With `compute_regret=True`:
       - `oracle_total` (the offline optimum's utility; also under its former name `benchmark_total`, deprecated and
         removed in 0.3) and the cumulative `regret`, which equals Eq. 6's Reg_T at the end;
-      - `oracle_kind` (formerly `benchmark_kind`) selects the offline optimum: `"eq6"` (default), `"p1"` or `"thm3"`;
+      - `oracle_kind` selects the offline optimum: `"eq6"` (default), `"p1"` or `"thm3"`;
       - the oracle is the fractional offline optimum with the true means, from scipy's SLSQP over the segment-aggregated
         program. It is meant for small instances: its memory and time are estimated at construction (instance of
         `instance_seed`) and at each reset (the drawn instance), and a `ValueError` naming the keywords refuses it above

@@ -94,8 +94,7 @@ class ClusterBilinearEnv(ClusterEnv):
     and ``episode_summary`` (the fast setting for training and benchmarks).
     r* is the fluid LP oracle (HiGHS), once per instance (per distinct n(t) under a schedule).
 
-    **Presets**: ``default`` (Sec. V: I = 10, J = 2, n_j = 2, d = 2, ρ = 1, μ = 1, σ = 0.1, T = 500, c = 1;
-    formerly ``paper``),
+    **Presets**: ``default`` (Sec. V: I = 10, J = 2, n_j = 2, d = 2, ρ = 1, μ = 1, σ = 0.1, T = 500, c = 1),
     ``paper_holding`` (Fig. 4: c = 7/4 for classes 1–5, 1/4 for 6–10), ``rl`` (exclusive service,
     ``simplex_logits``, ``full`` observation, κ = 0.01). ``instance_seed=None`` draws a new instance
     (u, v, θ: U[0,1] entries, unit-normalised) from each reset seed; an int fixes it.

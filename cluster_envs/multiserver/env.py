@@ -120,7 +120,7 @@ class ClusterMultiServerEnv(ClusterEnv):
 
     ## Presets and main options
 
-    - `default` (formerly `paper`): |L| 8; |R| 40; K 3; edge_prob 0.1; notes Table 3
+    - `default` (the paper's sizes): |L| 8; |R| 40; K 3; edge_prob 0.1; notes Table 3
     - `small`: |L| 4; |R| 10; K 3; edge_prob 0.3; notes fast runs
     - `tiny`: |L| 2; |R| 2; K 1; edge_prob 1.0; notes unit and regret tests
     - `alibaba_gpu_2023`: |L| 8; |R| 40; K 3; edge_prob 0.1; notes real nodes and pods; needs `trace_dir` (below)

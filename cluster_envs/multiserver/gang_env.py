@@ -83,7 +83,7 @@ class ClusterGangEnv(ClusterMultiServerEnv):
 
     ## Presets
 
-    - `default` (formerly `small`): |L| 4; |R| 10; K 3; edge_prob 0.3; tasks per job 2–4
+    - `default`: |L| 4; |R| 10; K 3; edge_prob 0.3; tasks per job 2–4
     - `tiny`: |L| 2; |R| 3; K 1; edge_prob 1.0; tasks per job 2
     - `paper`: |L| 8; |R| 40; K 3; edge_prob 0.1; tasks per job 2–4
     - `alibaba_gpu_2023`: |L| 4; |R| 10; K 3; edge_prob 0.3; tasks per job from the trace, 2–4

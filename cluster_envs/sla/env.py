@@ -282,7 +282,7 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         if self._minimal_info:
             return info
         projected = self.config.action_mode != "softmax" and float(np.abs(sim.alloc - action).max()) > 1e-6
-        now = sim.series[sim.t - 1, 0]  # this step's load and static benchmarks (one row per series)
+        now = sim.series[sim.t - 1, 0]  # this step's load and static SLA references (one row per series)
         static_cum = now[STATIC_CUM]
         opt = sim.opt_total_work
         info.update(
