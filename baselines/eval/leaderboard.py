@@ -164,11 +164,9 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
     cols = columns(records)
     envs, matrices = aggregate(records)
     facts = package_facts()
-    command = (
-        "cluster-envs leaderboard " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        if "leaderboard" in sys.argv[1:2]
-        else "cluster-envs leaderboard"
-    )  # noqa: E501
+    command = "cluster-envs leaderboard"
+    if "leaderboard" in sys.argv[1:2]:  # run from the command line: its options too
+        command += "".join(f" {shlex.quote(a)}" for a in sys.argv[2:])
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     lines = [
         "# Leaderboard",
