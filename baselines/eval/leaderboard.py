@@ -267,7 +267,7 @@ def plot_envs(records: Sequence[Mapping[str, Any]], cols: Sequence[tuple[str, st
     """One panel per env and track, each on its own scale: a horizontal bar per entry with its interval, the entry
     named on the axis; an entry of the aggregate without a result on the panel is marked "not evaluated"."""
     plt = _pyplot()
-    per_row = 3
+    per_row = min(3, len(cols))
     rows = -(-len(cols) // per_row)
     names = [r["entry"]["name"] for r in records]
     wide = set(aggregate(records)[1])
