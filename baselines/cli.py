@@ -237,7 +237,7 @@ def _quick_help() -> str:
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    from baselines.rl.train import ALGOS
+    from baselines.rl.config import ALGOS
     from cluster_envs import __version__, env_ids
 
     parser = Parser(prog="cluster-envs", description=__doc__, formatter_class=HelpFormatter)
@@ -334,7 +334,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 # name -> (module, the extra it needs, help): the commands defined in their room's module.
 ROOM_COMMANDS = {
-    "ship": ("baselines.rl.ship", "rl", "put trained runs among the package's shipped models, checked first"),
+    "ship": ("baselines.rl.store", "rl", "put trained runs among the package's shipped models, checked first"),
     "ablate": ("baselines.tuning.ablation", "rl", "RL interface ablations: train a study's variants, tabulate them"),
     "tune": ("baselines.tuning.tune", "tuning", "tune an id's RL hyperparameters with rl-zoo3's optimizer"),
     "zoo": ("baselines.tuning.zoo", "tuning", "rl-zoo3's train with this package's additions (what `tune run` runs)"),

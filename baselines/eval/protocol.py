@@ -71,7 +71,7 @@ class EnvSetting:
     instance_kwarg: str | None = None  # the env kwarg fixing the instance; None: the reset seed draws it
     ablations: Mapping[str, str] = field(default_factory=dict)  # agent -> which reading of the paper it is
     explanations: Mapping[str, str] = field(default_factory=dict)  # sanity flag -> its explanation
-    rl_algo: str = "ppo"  # the benchmark's RL row (a baselines.rl.train.ALGOS name; its interface: rl_needs(rl_algo))
+    rl_algo: str = "ppo"  # the benchmark's RL row (a baselines.rl.config.ALGOS name; its interface: rl_needs(rl_algo))
     rl_steps: int = 200_000  # training steps of the benchmark's RL row
     rl_steps_quick: int = 50_000  # ... and of `benchmark --quick`
     rl_seeds: int = 5  # training seeds of the benchmark's RL row (0 .. rl_seeds - 1), each a run of its own

@@ -26,7 +26,7 @@ import numpy as np
 import cluster_envs
 from baselines.eval.harness import simulate
 from baselines.perf import training as bench_training
-from baselines.rl.train import ALGOS
+from baselines.rl.config import ALGOS
 
 REFERENCE = "CartPole-v1"
 BATCH_SIZES = (1, 64, 1024, 4096)

@@ -49,9 +49,11 @@ import numpy as np
 from baselines.eval.protocol import FLATTEN, SETTINGS, parse_seeds, require_setting, training_seed
 from baselines.eval.stats import bootstrap_ci, iqm, normalized
 from baselines.perf.training import FAST_UPDATE
+from baselines.rl.config import MASKED, RunConfig, wrapper_class
 from baselines.rl.diagnostics import action_shares, append_row, diagnostics_callback
 from baselines.rl.diagnostics import markdown as diagnostics_markdown
-from baselines.rl.train import MASKED, RunConfig, make_vec_env, new_model, save_run, wrapper_class
+from baselines.rl.runs import save_run
+from baselines.rl.train import make_vec_env, new_model
 from baselines.rl.vec_env import flatten_batch
 
 STATS = "baselines.rl.wrappers.BanditStatsObservation"

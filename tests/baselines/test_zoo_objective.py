@@ -13,7 +13,8 @@ import torch  # noqa: E402
 from stable_baselines3.common.logger import configure  # noqa: E402
 
 from baselines.eval.protocol import VALIDATION_SEEDS  # noqa: E402
-from baselines.rl.train import RunConfig, make_vec_env, new_model  # noqa: E402
+from baselines.rl.config import RunConfig  # noqa: E402
+from baselines.rl.train import make_vec_env, new_model  # noqa: E402
 from baselines.tuning import tune, zoo  # noqa: E402
 from baselines.tuning.ablation import evaluate_episodes  # noqa: E402
 from baselines.tuning.objective import HeadlineTrialEvalCallback  # noqa: E402
