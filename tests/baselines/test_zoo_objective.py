@@ -61,7 +61,7 @@ def test_a_higher_is_better_headline_is_not_negated_and_empty_seeds_are_refused(
 
 def test_the_headline_objective_is_the_default_and_names_its_own_study(tmp_path):
     command = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path)
-    assert command[3:5] == ["--objective-seeds", ",".join(map(str, VALIDATION_SEEDS))]
+    assert command[2:4] == ["--objective-seeds", ",".join(map(str, VALIDATION_SEEDS))]
     assert command[command.index("--study-name") + 1] == "ClusterSLA-v0-ppo-headline"
     old = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, objective="return")
     assert "--objective-seeds" not in old and old[old.index("--study-name") + 1] == "ClusterSLA-v0-ppo"
