@@ -70,7 +70,7 @@ def test_the_headline_objective_is_the_default_and_names_its_own_study(tmp_path)
     second = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, worker=1)  # another process, same study
     assert second[second.index("--seed") + 1] != command[command.index("--seed") + 1]
     assert second[second.index("--storage") + 1] == command[command.index("--storage") + 1]
-    target = zoo.zoo_target(command[5:])  # what baselines.tuning.zoo reads of rl-zoo3's arguments
+    target = zoo.zoo_target(command[4:])  # what cluster-envs zoo reads of rl-zoo3's arguments
     assert target == {"env_id": "ClusterSLA-v0", "algo": "ppo", "env_kwargs": {"action_mode": "normalize"}}
 
 
