@@ -233,13 +233,18 @@ def parse_entry(env_id: str, entry: Any, source: Path | str = PROTOCOL_FILE) -> 
         raise ProtocolError(f"{where}: {error}") from None
 
 
-def load_protocol(path: Path | str) -> dict[str, EnvSetting]:
-    """The entries of the protocol file at ``path``, env id -> ``EnvSetting``, validated."""
+def read_data_file(path: Path | str, error: type[ValueError]) -> Any:
+    """The YAML file at ``path`` (an experiment's data: the protocol, the studies), or ``error`` naming the file."""
     try:
         with open(path, encoding="utf-8") as file:
-            data = yaml.safe_load(file)
-    except yaml.YAMLError as error:
-        raise ProtocolError(f"{path}: not valid YAML: {error}") from None
+            return yaml.safe_load(file)
+    except yaml.YAMLError as problem:
+        raise error(f"{path}: not valid YAML: {problem}") from None
+
+
+def load_protocol(path: Path | str) -> dict[str, EnvSetting]:
+    """The entries of the protocol file at ``path``, env id -> ``EnvSetting``, validated."""
+    data = read_data_file(path, ProtocolError)
     if not isinstance(data, dict) or not all(isinstance(env_id, str) for env_id in data):
         raise ProtocolError(f"{path}: must be a mapping env id -> entry")
     return {env_id: parse_entry(env_id, entry, path) for env_id, entry in data.items()}

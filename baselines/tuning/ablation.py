@@ -46,9 +46,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import yaml
 
-from baselines.eval.protocol import FLATTEN, SETTINGS, parse_seeds, require_setting, training_seed
+from baselines.eval.protocol import FLATTEN, SETTINGS, parse_seeds, read_data_file, require_setting, training_seed
 from baselines.eval.stats import bootstrap_ci, iqm, normalized
 from baselines.perf.training import FAST_UPDATE
 from baselines.rl.config import MASKED, RunConfig, wrapper_class
@@ -126,11 +125,7 @@ def parse_variant(where: str, entry: Any) -> Variant:
 
 def load_studies(path: Path | str) -> dict[str, tuple[str, tuple[Variant, ...]]]:
     """The studies of the file at ``path``, name -> (env id, variants), validated."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            data = yaml.safe_load(file)
-    except yaml.YAMLError as error:
-        raise StudyError(f"{path}: not valid YAML: {error}") from None
+    data = read_data_file(path, StudyError)
     if not isinstance(data, dict):
         raise StudyError(f"{path}: must be a mapping study name -> study")
     studies = {}
