@@ -318,17 +318,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     speed.set_defaults(func=_cmd_bench)
 
-    # The commands whose options and run live in their rooms (add_arguments(parser), run_from_args(args)); a
-    # room's module is imported only when its command is the one asked for, so the others never load rl-zoo3.
-    asked = set(sys.argv[1:] if argv is None else argv)
-    for name, (module, extra, help) in ROOM_COMMANDS.items():
-        room = command(name, help)
-        room.set_defaults(func=_room_command(name, module, extra))
-        if name in asked:
-            try:
-                importlib.import_module(module).add_arguments(room)
-            except ImportError:  # reported when the command runs, with the extra to install
-                room.set_defaults(forward_extra=True)
+    _add_room_commands(command, argv)
     return parser
 
 
@@ -339,6 +329,20 @@ ROOM_COMMANDS = {
     "tune": ("baselines.tuning.tune", "tuning", "tune an id's RL hyperparameters with rl-zoo3's optimizer"),
     "zoo": ("baselines.tuning.zoo", "tuning", "rl-zoo3's train with this package's additions (what `tune run` runs)"),
 }
+
+
+def _add_room_commands(command: Any, argv: Sequence[str] | None) -> None:
+    """The commands whose options and run live in their rooms (``add_arguments(parser)``, ``run_from_args(args)``);
+    a room's module is imported only when its command is the one asked for, so the others never load rl-zoo3."""
+    asked = set(sys.argv[1:] if argv is None else argv)
+    for name, (module, extra, help) in ROOM_COMMANDS.items():
+        room = command(name, help)
+        room.set_defaults(func=_room_command(name, module, extra))
+        if name in asked:
+            try:
+                importlib.import_module(module).add_arguments(room)
+            except ImportError:  # reported when the command runs, with the extra to install
+                room.set_defaults(forward_extra=True)
 
 
 def _room_command(name: str, module: str, extra: str) -> Any:
