@@ -90,3 +90,15 @@ def test_ppo_with_the_edge_policy_trains_on_the_native_batched_env():
     model = sb3.PPO(EdgePolicy, env, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
     model.learn(64)
     assert model.num_timesteps == 64
+
+
+def test_resampled_instances_change_per_episode_within_the_training_range():
+    from baselines.rl.instances import ResampledInstance
+
+    env = ResampledInstance("ClusterMultiServerEntityRL-v0", horizon=5)
+    drawn = {env.reset(seed=k)[1]["instance_seed"] for k in range(6)}
+    assert len(drawn) > 1 and all(0 <= s < 1000 for s in drawn)
+    with pytest.raises(ValueError, match="held-out"):
+        ResampledInstance("ClusterMultiServerEntityRL-v0", seeds=[1000])
+    with pytest.raises(ValueError, match="changes its spaces"):
+        ResampledInstance("ClusterMultiServerRL-v0", seeds=[0, 1]).reset(seed=0)
