@@ -108,6 +108,22 @@ class ClusterMultiServerEnv(ClusterEnv):
     on it with no wrapper. Episodes, rewards, `info` and metrics are those of `ClusterMultiServer-v0`
     (`tests/test_rl_ready_ids.py`); the preset is the default, override it as for the base id.
 
+    **Instance-independent interface** (`observation_mode="entity"`, `cluster_envs.multiserver.entity`): the spaces
+    above are the instance's (`|E|` changes with `instance_seed`); in this mode they are the family's. The observation
+    is `Box((max_edges · 17,))`, one row of 17 columns per edge padded with zero rows to `max_edges` (96; `max_ports`
+    8, `max_servers` 40, `max_device_types` 3: the paper's sizes fit every instance seed with margin): `valid`, `port`,
+    `server`, `arrived`, `A_ke / c_k` per device type, `c_k / Σ_e A_ke`, the cost over the largest, `task_share` (1),
+    `min_share` (0), the edge's use count over `T`, its mean observed utility, the last executed action, and `(t − 1)/T`.
+    Only public data and past feedback, as sufficient statistics. The action is one entry per padded edge
+    (`MultiBinary(max_edges)` or `Box(0, 1, (max_edges,))`); padding is ignored, and `action_masks()` is
+    `bool[2·max_edges]` with padding allowed value 0 only. An instance with more edges, ports, servers or device
+    types than the maximum is refused at construction, naming the maximum and the keyword that raises it; the `max_*`
+    keywords are refused in another mode. Gymnasium's `Graph` space is not used: its samples have a variable
+    number of nodes and edges, which stable-baselines3's rollout buffers cannot hold; the padded `Box` with a validity
+    column carries the same graph (the port and server columns). **RL-ready id**:
+    `gym.make("ClusterMultiServerEntityRL-v0")` (`action_mode="scores", observation_mode="entity"`), batched alike;
+    `baselines.rl.edge_policy.EdgePolicy` is a permutation-equivariant policy for it.
+
     ## info (evaluation only)
 
     `t`, `utility`, `raw_utility` (`Σ x (Z − C)`), `n_dropped_arrival`, `n_dropped_capacity`; with `compute_regret=True`

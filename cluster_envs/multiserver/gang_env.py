@@ -82,6 +82,12 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     `ClusterGang-v0` (`tests/test_rl_ready_ids.py`). A `Box` action cannot carry `action_masks()`; MaskablePPO
     users make the base id with `action_mode="binary"`.
 
+    `observation_mode="entity"` is ClusterMultiServer-v0's instance-independent interface, one row per arm, padded
+    to `max_edges` = 256 arms (the `paper` preset has 48–141 over instance seeds 0–199 and 1000–1199): `request`
+    is the task's request over its server's capacity (clipped to 2: above 1 the arm never fits), `capacity` that
+    capacity over the requests of every task that could be placed on the server, `task_share` `1/|Q_l|` and
+    `min_share` `m_l/|Q_l|`. **RL-ready id**: `gym.make("ClusterGangEntityRL-v0")`.
+
     ## Presets
 
     - `default`: |L| 4; |R| 10; K 3; edge_prob 0.3; tasks per job 2–4
