@@ -111,9 +111,10 @@ class ClusterMultiServerEnv(ClusterEnv):
     **Instance-independent interface** (`observation_mode="entity"`, `cluster_envs.multiserver.entity`): the spaces
     above are the instance's (`|E|` changes with `instance_seed`); in this mode they are the family's. The observation
     is `Box((max_edges · 17,))`, one row of 17 columns per edge padded with zero rows to `max_edges` (96; `max_ports`
-    8, `max_servers` 40, `max_device_types` 3: the paper's sizes fit every instance seed with margin): `valid`, `port`,
-    `server`, `arrived`, `A_ke / c_k` per device type, `c_k / Σ_e A_ke`, the cost over the largest, `task_share` (1),
-    `min_share` (0), the edge's use count over `T`, its mean observed utility, the last executed action, and `(t − 1)/T`.
+    8, `max_servers` 40, `max_device_types` 3; the paper's sizes have 19–49 edges over instance seeds 0–299 and
+    1000–1299): `valid`, `port`, `server`, `arrived`, `A_ke / c_k` per device type, `c_k / Σ_e A_ke`, the cost over the
+    largest, `task_share` (1), `min_share` (0), the edge's use count over `T`, its mean observed utility, the last
+    executed action, and `(t − 1)/T`.
     Only public data and past feedback, as sufficient statistics. The action is one entry per padded edge
     (`MultiBinary(max_edges)` or `Box(0, 1, (max_edges,))`); padding is ignored, and `action_masks()` is
     `bool[2·max_edges]` with padding allowed value 0 only. An instance with more edges, ports, servers or device
