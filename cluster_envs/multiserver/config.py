@@ -13,6 +13,7 @@ from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.common.flat import OBSERVATION_MODES
+from cluster_envs.multiserver.entity import ENTITY, MAX_DEVICE_TYPES, MAX_SIZES
 from cluster_envs.multiserver.gang import MIN_TASKS, GangParams
 from cluster_envs.multiserver.model import CAPACITY_MODES, NORMALIZATIONS, GeneratorParams
 
@@ -44,6 +45,11 @@ class EnvOptions:
     workload: str = "synthetic"
     trace_dir: Any = None  # the folder of the trace CSVs (workload="alibaba_gpu_2023")
     observation_mode: str = "dict"
+    # observation_mode="entity" pads to these (cluster_envs.multiserver.entity); ClusterGang-v0 has its own max_edges
+    max_edges: int = MAX_SIZES["ClusterMultiServer-v0"]["max_edges"]
+    max_ports: int = MAX_SIZES["ClusterMultiServer-v0"]["max_ports"]
+    max_servers: int = MAX_SIZES["ClusterMultiServer-v0"]["max_servers"]
+    max_device_types: int = MAX_DEVICE_TYPES
 
 
 _COUNT = Number(low=1, high=MAX_MAGNITUDE, integer=True)
@@ -70,7 +76,11 @@ COMMON_DOMAINS: dict[str, Domain] = {
     "utility_dist": Choice(UTILITY_DISTS),
     "instance_seed": Number(low=0, integer=True),
     "action_mode": Choice(ACTION_MODES),
-    "observation_mode": Choice(OBSERVATION_MODES),
+    "observation_mode": Choice((*OBSERVATION_MODES, ENTITY)),
+    "max_edges": _SIZE,
+    "max_ports": _SIZE,
+    "max_servers": _SIZE,
+    "max_device_types": Number(low=1, high=MAX_DEVICE_TYPES, integer=True),
     "invalid_action": Choice(INVALID_ACTIONS),
     "binary_repair_order": Choice(REPAIR_ORDERS),
     "infeasible_penalty": Number(low=0.0, high=MAX_MAGNITUDE),
@@ -82,7 +92,8 @@ COMMON_DOMAINS: dict[str, Domain] = {
 COMMON_JOINT = (
     f"`trace_dir` is given exactly when `workload` is {ALIBABA!r} (then `n_device_types` = {len(RESOURCES)}); "
     "`req_low` ≤ `req_high`, `c_low` ≤ `c_high`, `mu_low` ≤ `mu_high`; `arrival_prob` (a tuple) has `n_ports` "
-    f"entries; `n_device_types` × `n_ports` × `n_servers` ≤ {MAX_STATE:.0e}"
+    f"entries; `n_device_types` × `n_ports` × `n_servers` ≤ {MAX_STATE:.0e}; the `max_*` keywords are read only with "
+    "`observation_mode='entity'` (and the instance must fit them)"
 )
 
 
@@ -139,8 +150,20 @@ def check_joint(cfg) -> None:
             f"n_device_types × n_ports × n_servers = {state} exceeds {MAX_STATE:.0e} request/edge entries; lower them"
         )
     check_workload(cfg)
+    check_entity_sizes(cfg)
     if isinstance(cfg.arrival_prob, tuple):
         object.__setattr__(cfg, "arrival_prob", tuple(float(p) for p in cfg.arrival_prob))
+
+
+def check_entity_sizes(cfg) -> None:
+    """The ``max_*`` keywords size ``observation_mode="entity"`` and mean nothing in another mode."""
+    if cfg.observation_mode == ENTITY:
+        return
+    defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
+    for name in ("max_edges", "max_ports", "max_servers", "max_device_types"):
+        if getattr(cfg, name) != defaults[name]:
+            raise ValueError(f"{name} is only read with observation_mode={ENTITY!r}, got observation_mode="
+                             f"{cfg.observation_mode!r}")  # fmt: skip
 
 
 def check_workload(cfg) -> None:
@@ -183,6 +206,8 @@ class GangConfig(EnvOptions, GangParams):
         "tasks_high": Number(low=1, integer=True, size=True),
         "min_tasks": Choice(MIN_TASKS),
     }
+
+    max_edges: int = MAX_SIZES["ClusterGang-v0"]["max_edges"]  # arms
 
     def __post_init__(self) -> None:
         check_domains(self, self.DOMAINS)
