@@ -25,6 +25,8 @@ PRESET_SLA = {
     "example_1_1": (0.5, 0.2, 0.3),
     "proportionality_3_4": (0.5, 0.3, 0.2),
     "alibaba_gpu_2023": "mean",  # built from the trace files in test_sla_trace.py
+    "azure_llm_2023": "mean",  # and these in test_sla_azure.py
+    "azure_llm_2023_sizes": "mean",
 }
 
 
