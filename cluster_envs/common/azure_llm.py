@@ -97,7 +97,7 @@ def load_llm_trace(trace_dir: str | os.PathLike | None) -> LLMTrace:
     if not folder.is_dir():
         raise ValueError(f"trace_dir={str(folder)!r} is not a folder; {HOW_TO_PASS}")
     services, times, tokens = [], [], []
-    for s, (service, file) in enumerate(FILES.items()):
+    for s, file in enumerate(FILES.values()):
         table = read_columns(folder / file, "trace_dir", COLUMNS)
         for column in ("ContextTokens", "GeneratedTokens"):
             values = table[column]

@@ -214,7 +214,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "proportionality_3_4": {"sla": (0.5, 0.3, 0.2), "horizon": 60_000, "scenario": "sec_3_4", "eps_ref": 0.1},
     # tenants = the trace's 4 QoS classes, load = their GPU demand (cluster_envs.sla.model.alibaba_gpu_loads)
     ALIBABA: {"n_users": 4, "sla": "mean", "horizon": 10_000, "scenario": ALIBABA, "eps_ref": 0.01},
-    # tenants = the trace's 2 services, load = the tokens arriving per 1.004-s slot (cluster_envs.sla.model.azure_llm_loads)
+    # tenants = the trace's 2 services, load = tokens arriving per 1.004-s slot (cluster_envs.sla.model.azure_llm_loads)
     AZURE: {"n_users": 2, "sla": "mean", "horizon": 3_500, "scenario": AZURE, "eps_ref": 0.01},
     # 6 tenants like the paper's Sec. 4.2: each service's requests split into terciles of their tokens
     f"{AZURE}_sizes": {"n_users": 6, "sla": "mean", "horizon": 3_500, "scenario": AZURE, "eps_ref": 0.01},

@@ -1,8 +1,8 @@
 """The SLA-sharing model of Perez-Salazar et al. (paper 003) without the step: the public problem
 (:class:`SLAProblem`), the load scenarios that generate an instance (spec §3.8: the paper's synthetic
 experiments, a trace loader, a synthetic stand-in for the proprietary Azure traces, the GPU demand of the
-Alibaba GPU 2023 trace's QoS classes and the token arrivals of the public Azure LLM inference 2023 trace), and the offline optimum and static benchmark in closed form
-(:func:`capped_cumulative_work`, Proposition 2).
+Alibaba GPU 2023 trace's QoS classes and the token arrivals of the public Azure LLM inference 2023 trace), and
+the offline optimum and static benchmark in closed form (:func:`capped_cumulative_work`, Proposition 2).
 
 ``make_load_generator(name, n_users, horizon, sla, kwargs, trace_dir)`` returns a picklable
 ``generate(rng) -> loads`` with loads of shape (N, T), for arguments the config has checked
@@ -210,7 +210,7 @@ def make_load_generator(
     if scenario == "trace":
         kwargs["data"] = trace_window(read_trace(kwargs.pop("path"), n_users), horizon, sla, **kwargs)
         kwargs["start"] = 0
-    if scenario in TRACE_LOADS:  # replayed through the trace scenario: rescaled to mean total load ρ unless scale="none"
+    if scenario in TRACE_LOADS:  # replayed through the trace scenario: rescaled to mean total load ρ, or scale="none"
         kwargs["data"] = trace_window(TRACE_LOADS[scenario](trace_dir, n_users, horizon), horizon, sla, **kwargs)
     function = trace if scenario in TRACE_LOADS else globals()[scenario]
     context = {"n_users": n_users, "horizon": horizon, "sla": sla}
