@@ -290,6 +290,13 @@ def capped_cumulative_work(loads: np.ndarray, capacity: float | np.ndarray) -> n
     return (scaled_steps + best)[..., 1:]
 
 
+def binding_share(loads: np.ndarray, capacity: float = 1.0) -> float:
+    """The share of steps in which capacity binds: the offline optimum's work-conserving server, fed the aggregate
+    load, has work for the whole step (``OPT_c(t) − OPT_c(t−1) = c``), as has every work-conserving allocation."""
+    opt = capped_cumulative_work(np.asarray(loads).sum(axis=0), capacity)
+    return float((np.diff(opt, prepend=0.0) >= capacity * (1 - 1e-9)).mean())
+
+
 def windowed_sla_gap(
     loads: np.ndarray, start_queue: np.ndarray, work: np.ndarray, share: np.ndarray, tau: int
 ) -> np.ndarray:
