@@ -202,6 +202,8 @@ def _check_pairs(pairs: Any, sla: tuple[float, ...]) -> None:
 
 PRESETS: dict[str, dict[str, Any]] = {
     "paper_synthetic": {"horizon": 3_000_000},
+    # spec A16's reading of the unspecified P2/P3 users, the one closest to the paper's Static numbers
+    "paper_synthetic_a16": {"horizon": 3_000_000, "scenario_kwargs": {"p23_pairs": ((1, 2), (1, 2))}},
     "default": {},  # formerly paper_synthetic_small
     "paper_real_standin": {
         "n_users": 6,
