@@ -100,11 +100,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> None:
     from baselines.eval.outputs import check, claim, default_out
 
     command = f"reproduce {args.setting}"
-    out = check(args.out or default_out("reproduce", args.setting), command, force=args.force)
     module = importlib.import_module(f"baselines.reproduce.{args.setting}")
     extra = {"traces": args.traces} if args.traces is not None else {}
     if extra and "traces" not in inspect.signature(module.run).parameters:
         raise ValueError(f"--traces is read by `reproduce traces` only, not by `reproduce {args.setting}`")
+    out = check(args.out or default_out("reproduce", args.setting), command, force=args.force)
     report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet), **extra)
     claim(out, command, force=True)
     print(f"report written to {report}")

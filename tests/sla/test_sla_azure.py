@@ -16,7 +16,7 @@ import cluster_envs  # noqa: F401
 from baselines.eval.harness import rollout
 from cluster_envs.common.azure_llm import FILES, SERVICES, load_llm_trace
 from cluster_envs.sla.config import SLAConfig
-from cluster_envs.sla.model import azure_llm_loads
+from cluster_envs.sla.model import azure_llm_loads, binding_share
 
 ENV = "ClusterSLA-v0"
 PRESET = "azure_llm_2023"
@@ -129,3 +129,19 @@ def test_a_missing_file_column_or_bad_row_names_file_line_and_column(azure_trace
 def test_a_missing_folder_is_named(tmp_path):
     with pytest.raises(ValueError, match=r"trace_dir='.*nowhere' is not a folder"):
         gym.make(ENV, preset=PRESET, trace_dir=tmp_path / "nowhere")
+
+
+def test_binding_share_is_the_share_of_steps_the_optimum_s_server_is_busy():
+    """Capacity 1: a burst of 2.5 at step 0 keeps the server busy for steps 0-2 (1, 1, 0.5 served), then idle."""
+    loads = np.zeros((2, 6))
+    loads[0, 0], loads[1, 4] = 2.5, 0.4
+    assert binding_share(loads) == pytest.approx(2 / 6)
+    assert binding_share(np.full((2, 4), 0.5)) == 1.0  # exactly at capacity: every step busy
+
+
+@pytest.mark.parametrize("preset", [PRESET, f"{PRESET}_sizes"])
+def test_the_presets_bind_in_the_share_they_state(azure_trace_dir, preset):
+    """Documented on the env page: at ρ = 0.99 the server is busy the whole slot in 93 % of the slots."""
+    env = gym.make(ENV, preset=preset, trace_dir=azure_trace_dir).unwrapped
+    env.reset(seed=0)
+    assert binding_share(env.loads) == pytest.approx(0.93, abs=0.005)
