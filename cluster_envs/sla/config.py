@@ -213,6 +213,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "eps_ref": 0.01,
     },
     "example_1_1": {"sla": (0.5, 0.2, 0.3), "horizon": 3000, "scenario": "example_1_1"},
+    # production scale: 128 tenants of equal share, i.i.d. Gamma loads at utilization 0.99 (the papers had 3-6)
+    "production": {"n_users": 128, "sla": (1 / 128,) * 128, "scenario": "gamma_iid", "scenario_kwargs": {"rho": 0.99}},
     "proportionality_3_4": {"sla": (0.5, 0.3, 0.2), "horizon": 60_000, "scenario": "sec_3_4", "eps_ref": 0.1},
     # tenants = the trace's 4 QoS classes, load = their GPU demand (cluster_envs.sla.model.alibaba_gpu_loads)
     ALIBABA: {"n_users": 4, "sla": "mean", "horizon": 10_000, "scenario": ALIBABA, "eps_ref": 0.01},
@@ -222,3 +224,6 @@ PRESETS: dict[str, dict[str, Any]] = {
     f"{AZURE}_sizes": {"n_users": 6, "sla": "mean", "horizon": 3_500, "scenario": AZURE, "eps_ref": 0.01},
 }
 TRACE_PRESETS = (ALIBABA, AZURE, f"{AZURE}_sizes")  # presets that read user data (trace_dir): not built without it
+# presets an order of magnitude past the papers: timed by `cluster-envs bench --scaling-only` and built by
+# tests/test_production_presets.py, not played by every agent in the tests
+PRODUCTION_PRESETS = ("production",)
