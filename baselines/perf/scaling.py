@@ -178,7 +178,7 @@ def _cell(value: float | None, scale: float = 1e3, digits: str = ".3g") -> str:
 
 
 def to_markdown(result: dict[str, Any], command: str) -> str:
-    lines = [provenance(command), "", "## Scaling with size (generated)", "",
+    lines = [provenance(command), "",
              f"CPU ms per call (median of the repeats), batched per copy at B = {BATCH}; memory: peak traced MB while "
              f"the env is built and reset; decision: the paper's algorithm, skipped (—) beyond the first size whose "
              f"decision exceeds {DECISION_BUDGET_S:g} s. Slope: numpy.polyfit of log time on log entities (1 = "
