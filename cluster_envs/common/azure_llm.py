@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from cluster_envs.common.traces import read_columns
+from cluster_envs.common.traces import read_columns, trace_folder
 
 NAME = "azure_llm_2023"
 SERVICES = ("code", "conv")  # the file stems' suffixes, in the order of the presets' tenants
@@ -89,13 +88,7 @@ def load_llm_trace(trace_dir: str | os.PathLike | None) -> LLMTrace:
     """Read both services' CSVs from ``trace_dir``; a ``ValueError`` naming the file, line and column of what is
     missing or malformed (a missing folder or file, a missing column, a bad time, a negative or non-integer token
     count)."""
-    if trace_dir is None:
-        raise ValueError(f"the {NAME} presets need their data: {HOW_TO_PASS}")
-    if not isinstance(trace_dir, str | os.PathLike):
-        raise ValueError(f"trace_dir must be a folder path (str or os.PathLike), got {trace_dir!r}; {HOW_TO_PASS}")
-    folder = Path(trace_dir)
-    if not folder.is_dir():
-        raise ValueError(f"trace_dir={str(folder)!r} is not a folder; {HOW_TO_PASS}")
+    folder = trace_folder(trace_dir, NAME, HOW_TO_PASS)
     services, times, tokens = [], [], []
     for s, file in enumerate(FILES.values()):
         table = read_columns(folder / file, "trace_dir", COLUMNS)
