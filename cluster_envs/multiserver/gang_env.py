@@ -94,6 +94,8 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     - `tiny`: |L| 2; |R| 3; K 1; edge_prob 1.0; tasks per job 2
     - `paper`: |L| 8; |R| 40; K 3; edge_prob 0.1; tasks per job 2–4
     - `alibaba_gpu_2023`: |L| 4; |R| 10; K 3; edge_prob 0.3; tasks per job from the trace, 2–4
+    - `production`: |L| 100; |R| 1523 (the Alibaba trace's node count); K 3; edge_prob 0.002; tasks per job 2–4;
+      `compute_regret=False`: the oracle's MILP is refused by the guards at this size
 
     `alibaba_gpu_2023` needs `trace_dir`, the folder of the Alibaba GPU 2023 CSVs. It is ClusterMultiServer-v0's [trace
     workload](ClusterMultiServer-v0.md#trace-driven-preset-alibaba_gpu_2023) (device types, job types, replayed
