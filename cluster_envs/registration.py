@@ -19,7 +19,7 @@ import gymnasium as gym
 
 ENV_ENTRY_POINTS: dict[str, str] = {
     "ClusterSLA-v0": "cluster_envs.sla.env:ClusterSLAEnv",
-    "ClusterApprox-v0": "cluster_envs.approx.env:ClusterApproxEnv",
+    "ClusterApprox-v1": "cluster_envs.approx.env:ClusterApproxEnv",
     "ClusterApproxSingleJob-v0": "cluster_envs.approx.env:ClusterApproxSingleJobEnv",
     "ClusterBilinear-v0": "cluster_envs.bilinear.env:ClusterBilinearEnv",
     "ClusterMultiServer-v0": "cluster_envs.multiserver.env:ClusterMultiServerEnv",
@@ -29,7 +29,7 @@ ENV_ENTRY_POINTS: dict[str, str] = {
 # Ids with a batched implementation for ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")``.
 VECTOR_ENTRY_POINTS: dict[str, str] = {
     "ClusterSLA-v0": "cluster_envs.sla.vector_env:ClusterSLAVectorEnv",
-    "ClusterApprox-v0": "cluster_envs.approx.vector_env:ClusterApproxVectorEnv",
+    "ClusterApprox-v1": "cluster_envs.approx.vector_env:ClusterApproxVectorEnv",
     "ClusterApproxSingleJob-v0": "cluster_envs.approx.vector_env:ClusterApproxSingleJobVectorEnv",
     "ClusterBilinear-v0": "cluster_envs.bilinear.vector_env:ClusterBilinearVectorEnv",
     "ClusterMultiServer-v0": "cluster_envs.multiserver.vector_env:ClusterMultiServerVectorEnv",
@@ -41,12 +41,9 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
 RL_IDS: dict[str, tuple[str, dict[str, str]]] = {
     # docs/rl_ablations.md, ClusterSLA-v0 action mode: regret 23 with normalize, 453 with softmax (100k steps)
     "ClusterSLARL-v0": ("ClusterSLA-v0", {"action_mode": "normalize"}),
-    # docs/rl_ablations.md, ClusterApprox-v0 work-conserving actions: score 0.658 vs -1.85 read as the paper does
-    # (superseded by v1, kept: its reading is still available)
-    "ClusterApproxRL-v0": ("ClusterApprox-v0", {"action_mode": "work_conserving", "observation_mode": "flat"}),
     # docs/rl_ablations.md, ClusterApprox-v0 paced priorities: PPO's greedy play converges (1.343 at its plateau)
-    # where the work-conserving one drifts to idling
-    "ClusterApproxRL-v1": ("ClusterApprox-v0", {"action_mode": "paced_priority", "observation_mode": "flat"}),
+    # where the work-conserving one drifts to idling (v2: the base id's prices no longer leak, CHANGELOG)
+    "ClusterApproxRL-v2": ("ClusterApprox-v1", {"action_mode": "paced_priority", "observation_mode": "flat"}),
     # docs/rl_ablations.md, ClusterApproxSingleJob-v0 paced priority
     "ClusterApproxSingleJobRL-v0": (
         "ClusterApproxSingleJob-v0",
@@ -63,7 +60,7 @@ RL_IDS: dict[str, tuple[str, dict[str, str]]] = {
 
 # RL-ready ids a later version replaced as the benchmark's interface (old -> new): registered still, since their
 # reading of the action is still available (docs/versioning.md); gymnasium warns that a newer version exists.
-SUPERSEDED_RL_IDS: dict[str, str] = {"ClusterApproxRL-v0": "ClusterApproxRL-v1"}
+SUPERSEDED_RL_IDS: dict[str, str] = {}
 
 
 def register_envs() -> None:

@@ -33,8 +33,8 @@ HIGHER, LOWER = 1, -1
 # Env kwargs that change only how an action is read or what the agent observes (and how an infeasible action
 # is handled, which a reference agent never sends), never the dynamics, the reward or the metrics. An agent
 # needing any other kwarg at a value the comparison does not use faces a different problem (e.g. opm_gc's
-# capacities on ClusterApprox-v0), so `compare` does not put it next to the others.
-# ClusterBilinear-v0's max_visible_jobs only sizes the per-job view; ClusterApprox-v0's sets which jobs can run.
+# capacities on ClusterApprox-v1), so `compare` does not put it next to the others.
+# ClusterBilinear-v0's max_visible_jobs only sizes the per-job view; ClusterApprox-v1's sets which jobs can run.
 FORMAT_KWARGS = frozenset({"action_mode", "observation_mode", "invalid_action"})
 ENV_FORMAT_KWARGS = {"ClusterBilinear-v0": frozenset({"max_visible_jobs"})}
 
@@ -243,15 +243,15 @@ SETTINGS: dict[str, EnvSetting] = {
         "`regret` is -4024, far below the clairvoyant's 0.7). `regret_realized` (on the realised N) has the same "
         "expectation; for the queue-holding agents it varies less across seeds (docs/benchmark.md).",
     ),
-    "ClusterApprox-v0": EnvSetting(
+    "ClusterApprox-v1": EnvSetting(
         paper_agent="opm",
         naive_agent="random",
         oracle_agent="known_rates",
         headline="utility",  # P1's objective, Table I's metric, and the return of the default reward
         metrics={"utility": HIGHER, **APPROX_METRICS},
         curves=("utility_true",),
-        # docs/rl_ablations.md, "ClusterApprox-v0: paced priorities": a priority per job slot and machine, read within
-        # each job's paced budget (greedy_ucb's rule). docs/rl_curves/approx.md, "ClusterApprox-v0: paced priorities"
+        # docs/rl_ablations.md, "ClusterApprox-v1: paced priorities": a priority per job slot and machine, read within
+        # each job's paced budget (greedy_ucb's rule). docs/rl_curves/approx.md, "ClusterApprox-v1: paced priorities"
         # (study approx_paced, 5 training seeds, validation seeds 100-104): normalized utility 1.308 at 401k, 1.343
         # [1.31, 1.38] at 606k (the plateau by the rule), 1.348 [1.31, 1.38] at 803k (the best), the greedy play's
         # idle share flat at 0.407; the work-conserving action (docs/rl_ablations.md: -1.85 read as the paper does)

@@ -97,7 +97,7 @@ STUDIES: dict[str, tuple[str, tuple[Variant, ...]]] = {
         ),
     ),
     "approx_action": (
-        "ClusterApprox-v0",
+        "ClusterApprox-v1",
         (
             Variant("occupant (paper's reading)", env_kwargs={"action_mode": "occupant"}),
             Variant("work-conserving", env_kwargs={"action_mode": "work_conserving"}),
@@ -181,7 +181,7 @@ FAST = {"n_envs": COPIES, "n_steps": FAST_UPDATE["rollout"] // COPIES, "batch_si
 STUDY_KEYS = {  # the short name of each id in study names
     "ClusterSLA-v0": "sla",
     "ClusterBilinear-v0": "bilinear",
-    "ClusterApprox-v0": "approx",
+    "ClusterApprox-v1": "approx",
     "ClusterApproxSingleJob-v0": "approx_single",
     "ClusterMultiServer-v0": "multiserver",
     "ClusterGang-v0": "gang",
@@ -215,9 +215,9 @@ def _fast(gamma: float = 0.99, log_std: float = 0.0) -> dict[str, Any]:
     return {**FAST, "gamma": gamma, "policy_kwargs": {**_NET, "log_std_init": log_std}}
 
 
-# ClusterApprox-v0: the same per-episode instances (rates, prices, jobs), MultiDiscrete actions (no log_std).
+# ClusterApprox-v1: the same per-episode instances (rates, prices, jobs), MultiDiscrete actions (no log_std).
 STUDIES["approx_learning"] = (
-    "ClusterApprox-v0",
+    "ClusterApprox-v1",
     (
         Variant("shipped"),
         Variant("fast update", hyperparams=FAST),
@@ -237,7 +237,7 @@ STUDIES["approx_learning"] = (
         ),  # fmt: skip
     ),
 )
-# ClusterApprox-v0's former section (128 copies x 64 steps) collapsed after its best checkpoint (docs/rl_curves.md,
+# ClusterApprox-v1's former section (128 copies x 64 steps) collapsed after its best checkpoint (docs/rl_curves.md,
 # "the collapse diagnosed"): measured with --diagnose, the sampled policy stays near uniform and improves while its
 # greedy (deterministic) play keeps each machine's choice for the whole episode, more and more often idle, whatever
 # the step size. The episodes last 2,000 slots and the copies start together, so 128 x 64 sweeps the episode's time
@@ -245,7 +245,7 @@ STUDIES["approx_learning"] = (
 # rollouts (the same 8,192 steps) cover the episode every few updates. To 200k steps on the validation seeds.
 FORMER_APPROX = {"n_envs": 128, "n_steps": 64}
 STUDIES["approx_stability"] = (
-    "ClusterApprox-v0",
+    "ClusterApprox-v1",
     (
         Variant("128 copies x 64 steps (former section)", hyperparams=FORMER_APPROX),
         Variant("learning rate 1e-3", hyperparams={**FORMER_APPROX, "learning_rate": 1e-3}),
@@ -255,14 +255,14 @@ STUDIES["approx_stability"] = (
         Variant("4 copies x 2048 steps", hyperparams={"n_envs": 4, "n_steps": 2048}),
     ),
 )
-# ClusterApprox-v0's work-conserving PPO (the section, 16 x 512) does not converge: its greedy play drifts to idling
+# ClusterApprox-v1's work-conserving PPO (the section, 16 x 512) does not converge: its greedy play drifts to idling
 # after 82k steps (docs/rl_curves.md, "the collapse diagnosed"). The paced priority reads a Box of priorities per
 # job slot and machine within each job's paced budget (greedy_ucb's rule), so no action idles a machine for good or
 # spends a budget early; the section's update and gamma 0.5, with log_std -1 as ClusterApproxSingleJob-v0's Box.
 # Both variants state their action mode and policy, so the study means the same whichever the section ships; the
 # work-conserving rows are the approx_stability study's "16 copies x 512 steps" (the same setup).
 STUDIES["approx_paced"] = (
-    "ClusterApprox-v0",
+    "ClusterApprox-v1",
     (
         Variant("work-conserving", env_kwargs={"action_mode": "work_conserving"}, hyperparams={"policy_kwargs": _NET}),
         # Box(0, 1) (commit e389b91): the Gaussian's mean starts at 0, a bound, so half the priorities clip to 0

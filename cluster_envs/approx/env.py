@@ -1,4 +1,4 @@
-"""``ClusterApprox-v0`` and ``ClusterApproxSingleJob-v0``: approximation jobs on machines of unknown,
+"""``ClusterApprox-v1`` and ``ClusterApproxSingleJob-v0``: approximation jobs on machines of unknown,
 varying speed, with semi-bandit feedback (paper 000)."""
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from cluster_envs.approx.model import (
     common_deadline_jobs,
     listed_jobs,
     make_rate_process,
+    model_mean_rate,
     opt_per_job,
     oracle_estimate,
     prior_mean_rate,
@@ -95,7 +96,7 @@ class _ApproxEnvCore(ClusterEnv):
     single_job = False
     config_class = ApproxConfig
     presets: dict[str, dict[str, Any]] = MULTI_PRESETS
-    env_id = "ClusterApprox-v0"
+    env_id = "ClusterApprox-v1"
 
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
@@ -103,7 +104,7 @@ class _ApproxEnvCore(ClusterEnv):
         if self.single_job and (config.job_source != "single" or config.max_visible_jobs != 1):
             raise ValueError(f"{self.env_id} has one job: job_source must be 'single' and max_visible_jobs 1")
         if self.single_job and config.capacity is not None:
-            raise ValueError(f"capacity (Sec. V-C mode) is only available in ClusterApprox-v0, not {self.env_id}")
+            raise ValueError(f"capacity (Sec. V-C mode) is only available in ClusterApprox-v1, not {self.env_id}")
         if not self.single_job and config.job_source == "single":
             raise ValueError("job_source='single' belongs to ClusterApproxSingleJob-v0")
         check_choice("action_mode", config.action_mode, SINGLE_ACTION_MODES if self.single_job else MULTI_ACTION_MODES)
@@ -266,7 +267,9 @@ class _ApproxEnvCore(ClusterEnv):
         if isinstance(cfg.prices, tuple):
             prices = np.asarray(cfg.prices)
         elif cfg.prices == "proportional":
-            prices = cfg.price_factor * rates.means
+            # the machine's speed times the model's mean rate: public. Not the realised mean ``rates.means`` (a
+            # function of the whole hidden trajectory, which the price would reveal to every observation).
+            prices = cfg.price_factor * rates.speed * model_mean_rate(cfg.rate_process, cfg.iid_mean_range)
         elif cfg.prices == "flat":
             prior = prior_mean_rate(cfg.rate_process, cfg.iid_mean_range, cfg.speed_heterogeneity)
             prices = np.full(m, cfg.price_factor * prior)
@@ -431,7 +434,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
     job in machine-index order (C_j + Σ p_i < B_j strictly, the first failure exhausts the job for good and
     frees its slot); ``"soft"`` runs every proposal and measures Fit. Rates come from ``rate_process`` (the
     paper's Gamma on/off availability model, or i.i.d. Bernoulli/uniform/beta), drawn from their own stream:
-    every policy sees the same θ_i^t for a seed (common random numbers).
+    every policy sees the same θ_i^t for a seed (common random numbers). Prices are public: ``prices="proportional"``
+    (default) p_i = ``price_factor`` × s_i × the model's mean rate (L691's "mean service rate", with s_i machine i's
+    speed), ``"flat"`` one price, ``"uniform"`` drawn, or a given tuple; never a function of the hidden rate trajectory.
 
     **Observation** (Dict, float64 Boxes): ``time`` [t/T, (T−t)/T]; ``price`` p; ``n_obs`` / ``sum_obs`` the
     count and sum of observed rates per machine (Eq. 12's statistics); ``last_rate`` θ_i^{t−1} where
@@ -489,20 +494,20 @@ class ClusterApproxEnv(_ApproxEnvCore):
     **Privileged state**: ``_instance`` (jobs, true means, rate process) and ``_sim``.
     """
 
-    env_id = "ClusterApprox-v0"
+    env_id = "ClusterApprox-v1"
 
 
 class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     """One approximation job over the whole horizon on M machines of unknown speed (Sec. IV, OPS).
 
-    Rendering: as ``ClusterApprox-v0`` (``"ansi"``, or ``"rgb_array"`` bars per machine and for the one job).
+    Rendering: as ``ClusterApprox-v1`` (``"ansi"``, or ``"rgb_array"`` bars per machine and for the one job).
 
-    The single-job case of ``ClusterApprox-v0`` (same dynamics, feedback, budget check, rewards, info keys):
+    The single-job case of ``ClusterApprox-v1`` (same dynamics, feedback, budget check, rewards, info keys):
     N = 1, a_1 = 0, d_1 = T, B = ρ M T (``budget_fraction`` ρ). Action ``MultiBinary(M)`` (run the job on
     machine i or not; ``action_mode="binary"``, default). ``action_mode="paced_priority"``: ``Box(0, 1, (M,))``,
     a priority per machine; the machines run in descending priority while the slot's cost stays within the paced
     budget (B − C)/(T − t) (``actions.py``). Observation: ``time, price, n_obs, sum_obs, last_rate, last_mask`` as
-    in ``ClusterApprox-v0`` and ``job`` (12,), the job's row (``present`` is 0 once the budget is exhausted);
+    in ``ClusterApprox-v1`` and ``job`` (12,), the job's row (``present`` is 0 once the budget is exhausted);
     ``observation_mode="flat"`` flattens it into one Box.
     ``info["executed"]`` is the executed 0/1 vector.
 

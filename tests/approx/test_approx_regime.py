@@ -11,7 +11,7 @@ from baselines.eval import harness
 from baselines.reproduce import approx
 from cluster_envs.approx.config import MULTI_PRESETS
 
-MULTI = "ClusterApprox-v0"
+MULTI = "ClusterApprox-v1"
 SMALL = {"n_machines": 40, "horizon": 600, "max_visible_jobs": 64, "lifetime_median": 60.0, "lifetime_sigma": 1.0,
          "q_range": (0.2, 10.0)}  # fmt: skip
 

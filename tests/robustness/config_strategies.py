@@ -30,7 +30,7 @@ PAPER_SCALE_APPROX = (
     "paper_budget_bound",
     "paper_budget_bound_hidden_speed",
 )
-PAPER_SCALE = {("ClusterApprox-v0", name) for name in PAPER_SCALE_APPROX}
+PAPER_SCALE = {("ClusterApprox-v1", name) for name in PAPER_SCALE_APPROX}
 NOT_FUZZED = {("ClusterSLA-v0", "paper_synthetic")}
 WRONG_TYPES = (float("nan"), float("inf"), -float("inf"), "1", None, True, 1j, (1,))
 
