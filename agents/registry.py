@@ -40,6 +40,7 @@ AGENTS: dict[str, dict[str, str]] = {
     },
     "ClusterBilinear-v0": {
         "sabr": "agents.bilinear.sabr:SABR",
+        "sabr_printed": "agents.bilinear.sabr:SABRPrinted",
         "w_sabr": "agents.bilinear.sabr:WSABR",
         "oful_rs": "agents.bilinear.sabr:OFULRS",
         "ugda_ol": "agents.bilinear.ugda_ol:UGDAOL",
