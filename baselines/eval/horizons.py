@@ -47,7 +47,7 @@ def _sla_curve(env_id, agent, seed, env_kwargs, agent_kwargs, points) -> dict[st
 
 def _gym_curve(env_id, agent, seed, env_kwargs, agent_kwargs, points, key) -> dict[str, np.ndarray]:
     episode = rollout(env_id, agent, seed, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs, record=(key,))
-    values = np.asarray(episode.traces[key], dtype=np.float64)
+    values = np.asarray(episode.trace[key], dtype=np.float64)
     at = np.minimum(points, values.size) - 1
     return {f"{key} / t": values[at] / (at + 1)}
 

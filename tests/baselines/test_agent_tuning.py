@@ -46,3 +46,12 @@ def test_the_learning_curve_ends_at_the_episode_s_regret():
     )
     assert curves["mwu_extended"]["regret / t"][-1] * 600 == pytest.approx(float(regret[0]), rel=1e-9)
     assert set(curves) == {"mwu_extended", "static"}
+
+
+def test_a_gym_learning_curve_ends_at_the_episode_s_headline():
+    # ClusterBilinear-v0's first curve, cum_regret_served, is the running sum of its headline regret_served
+    points, curves = horizons.learning_curves("ClusterBilinear-v0", 60, seeds=SEEDS)
+    kwargs = {"service_model": "exclusive", "horizon": 60}
+    served = evaluate("ClusterBilinear-v0", ["sabr"], SEEDS, env_kwargs=kwargs).values("sabr", "regret_served")
+    assert points[-1] == 60
+    assert curves["sabr"]["cum_regret_served / t"][-1] * 60 == pytest.approx(float(served[0]), rel=1e-9)
