@@ -22,8 +22,7 @@ import numpy as np
 
 from baselines.eval.harness import LONG_HORIZON_RUNNERS, rollout, simulate
 from baselines.eval.outputs import generated_header
-from baselines.eval.protocol import require_setting
-from baselines.rl.train import VALIDATION_SEEDS
+from baselines.eval.protocol import VALIDATION_SEEDS, require_setting
 
 PAGES = Path("docs") / "learning_curves"
 CHECKPOINTS = 12

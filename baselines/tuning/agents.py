@@ -25,8 +25,7 @@ import yaml
 from agents.registry import agent_class, make_agent
 from baselines.eval.harness import evaluate
 from baselines.eval.outputs import generated_header
-from baselines.eval.protocol import HIGHER, require_setting
-from baselines.rl.train import VALIDATION_SEEDS
+from baselines.eval.protocol import HIGHER, VALIDATION_SEEDS, require_setting
 
 SPACES = Path(__file__).with_name("agent_spaces.yml")
 PAGES = Path("docs") / "agent_tuning"
