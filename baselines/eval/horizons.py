@@ -7,7 +7,7 @@
 over seeds of curve(t) / t, the per-slot average, so a learning phase shows as a falling column that flattens.
 ClusterSLA-v0 runs through its compiled long-horizon runner (``LONG_HORIZON_RUNNERS``; T = 6·10⁵ takes seconds)
 and also gives the largest SLA deficit so far (max over users and recorded steps), Algorithm 2's second criterion.
-The command writes a generated page, ``docs/learning_curves/<ID>.md``.
+The command writes a generated page, ``docs/results/learning_curves/<ID>.md``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from baselines.eval.harness import LONG_HORIZON_RUNNERS, rollout, simulate
 from baselines.eval.outputs import generated_header
 from baselines.eval.protocol import VALIDATION_SEEDS, require_setting
 
-PAGES = Path("docs") / "learning_curves"
+PAGES = Path("docs") / "results" / "learning_curves"
 CHECKPOINTS = 12
 
 

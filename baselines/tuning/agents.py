@@ -28,7 +28,7 @@ from baselines.eval.outputs import generated_header
 from baselines.eval.protocol import HIGHER, VALIDATION_SEEDS, require_setting
 
 SPACES = Path(__file__).with_name("agent_spaces.yml")
-PAGES = Path("docs") / "agent_tuning"
+PAGES = Path("docs") / "results" / "agent_tuning"
 
 
 def search_space(env_id: str, agent: str) -> dict[str, dict[str, Any]]:
