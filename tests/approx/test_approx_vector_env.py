@@ -66,12 +66,13 @@ def test_batched_env_equals_single_envs_step_for_step(env_id, kwargs):
 
 def test_wider_instances_after_reset_keep_the_batch_equal():
     """A copy whose new instance has more jobs than any before widens the padded job axis of every copy."""
-    native, sync = _pair("ClusterApprox-v1", horizon=60)
+    # speeds spread the public prices, hence the job counts (v1's prices follow the speeds, not the seed's draws)
+    native, sync = _pair("ClusterApprox-v1", horizon=200, speed_heterogeneity=0.5)
     native.reset(seed=[0, 1, 2, 3])
     sync.reset(seed=[0, 1, 2, 3])
     width = native.unwrapped._width
     native.action_space.seed(1)
-    for _ in range(10 * 60):
+    for _ in range(10 * 200):
         actions = native.action_space.sample()
         _assert_same(native.step(actions), sync.step(actions))
     assert native.unwrapped._width > width  # the widening happened mid-run, with live copies re-pointed
