@@ -43,8 +43,8 @@ HIGHER, LOWER = 1, -1
 # Env kwargs that change only how an action is read or what the agent observes (and how an infeasible action
 # is handled, which a reference agent never sends), never the dynamics, the reward or the metrics. An agent
 # needing any other kwarg at a value the comparison does not use faces a different problem (e.g. opm_gc's
-# capacities on ClusterApprox-v0), so `compare` does not put it next to the others.
-# ClusterBilinear-v0's max_visible_jobs only sizes the per-job view; ClusterApprox-v0's sets which jobs can run.
+# capacities on ClusterApprox-v1), so `compare` does not put it next to the others.
+# ClusterBilinear-v0's max_visible_jobs only sizes the per-job view; ClusterApprox-v1's sets which jobs can run.
 FORMAT_KWARGS = frozenset({"action_mode", "observation_mode", "invalid_action"})
 ENV_FORMAT_KWARGS = {"ClusterBilinear-v0": frozenset({"max_visible_jobs"})}
 
@@ -76,6 +76,9 @@ class EnvSetting:
     rl_steps_quick: int = 50_000  # ... and of `benchmark --quick`
     rl_seeds: int = 5  # training seeds of the benchmark's RL row (0 .. rl_seeds - 1), each a run of its own
     kwargs_reasons: Mapping[str, str] = field(default_factory=dict)  # env_kwargs key -> why every agent runs with it
+    # agent -> its tuning budget on the validation seeds and where the study is (cluster-envs tune-agent; PPO's in
+    # docs/appendix/rl_curves/); an agent not listed runs with its printed/default constants
+    tuning: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -93,7 +96,7 @@ class EnvSetting:
         object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
         object.__setattr__(self, "env_kwargs", MappingProxyType(dict(self.env_kwargs)))
         object.__setattr__(self, "rl_env_kwargs", MappingProxyType(dict(self.rl_env_kwargs)))
-        for name in ("ablations", "explanations", "kwargs_reasons"):
+        for name in ("ablations", "explanations", "kwargs_reasons", "tuning"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         algo_kwargs = {algo: MappingProxyType(dict(kw)) for algo, kw in self.rl_algo_env_kwargs.items()}
         object.__setattr__(self, "rl_algo_env_kwargs", MappingProxyType(algo_kwargs))
@@ -203,6 +206,7 @@ FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "rl_steps_quick": (_is_int, "an integer"),
     "rl_seeds": (_is_int, "an integer"),
     "kwargs_reasons": (_is_texts, "a mapping env kwarg -> text"),
+    "tuning": (_is_texts, "a mapping agent -> text"),
     "notes": (_is_str, "a text"),
 }
 

@@ -4,7 +4,8 @@ Four kinds, each with a key that ``EnvSetting.explanations`` maps to its explana
 
 - ``below_naive:<agent>``: the agent's 95% interval of the normalized score (over evaluation seeds, or an RL agent's
   training seeds: ``Comparison.samples``) lies entirely below 0 (the naive anchor's mean);
-- ``above_oracle:<agent>``: ... entirely above 1 (the clairvoyant anchor's mean or value);
+- ``above_oracle:<agent>``: ... entirely above 1 (the clairvoyant anchor's mean or value); where the 1-anchor is a
+  clairvoyant *policy* (``oracle_agent``), which is no upper bound, already when the agent's mean score is above 1;
 - ``identical:<a>=<b>[=...]``: agents with the same per-seed values of every reported metric (in agent order; an RL
   agent's per training seed and evaluation seed, so it matches an agent that does not train only with one run);
 - ``below_random:<agent>``: an online reference agent other than ``random`` itself whose per-seed paired
@@ -51,11 +52,21 @@ def _interval_flags(comparison: Comparison) -> list[tuple[str, str]]:
             found.append(
                 (f"below_naive:{agent}", f"`{agent}` lies below the naive anchor: interval [{low:.3g}, {high:.3g}]")
             )
-        if agent != setting.oracle_agent and low > 1:
+        if agent == setting.oracle_agent:
+            continue
+        if low > 1:
             found.append(
                 (
                     f"above_oracle:{agent}",
                     f"`{agent}` lies above the clairvoyant anchor: interval [{low:.3g}, {high:.3g}]",
+                )
+            )
+        elif setting.oracle_agent is not None and np.mean(scores) > 1:
+            found.append(
+                (
+                    f"above_oracle:{agent}",
+                    f"`{agent}` scores above the 1-anchor `{setting.oracle_agent}`, a clairvoyant policy and no upper "
+                    f"bound: mean {np.mean(scores):.3g}, interval [{low:.3g}, {high:.3g}]",
                 )
             )
     return found

@@ -174,9 +174,9 @@ def test_each_agent_env_kwargs_are_stored_and_shown(two_seeds):
 
 
 def test_an_agent_that_changes_the_dynamics_is_not_compared_head_to_head():
-    """opm_gc needs ClusterApprox-v0's Sec. V-C capacities, i.e. another problem: `all` leaves it out with a
+    """opm_gc needs ClusterApprox-v1's Sec. V-C capacities, i.e. another problem: `all` leaves it out with a
     note (so no paired difference and no best-heuristic candidacy), and naming it is an error."""
-    approx = "ClusterApprox-v0"
+    approx = "ClusterApprox-v1"
     comparison = compare(approx, "all", seeds=[0], env_kwargs={"horizon": 5}, progress=False)
     assert "opm_gc" not in comparison.agents and "opm_gc" not in comparison.heuristics()
     assert comparison.excluded == {"opm_gc": {"capacity": 2, "parallelism": 4}}
