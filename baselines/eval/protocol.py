@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Any
 
 HIGHER, LOWER = 1, -1
+AS_PRINTED, OUR_READING, OURS = "as printed", "our reading: ", "ours, after the paper"  # EnvSetting.paper_reading
 # Env kwargs that change only how an action is read or what the agent observes (and how an infeasible action
 # is handled, which a reference agent never sends), never the dynamics, the reward or the metrics. An agent
 # needing any other kwarg at a value the comparison does not use faces a different problem (e.g. opm_gc's
@@ -67,6 +68,10 @@ class EnvSetting:
     rl_seeds: int = 5  # training seeds of the benchmark's RL row (0 .. rl_seeds - 1), each a run of its own
     kwargs_reasons: Mapping[str, str] = field(default_factory=dict)  # env_kwargs key -> why every agent runs with it
     notes: str = ""
+    # What the paper's-algorithm row is: "as printed", "our reading: <what we read>" (the paper's algorithm where
+    # its text is ambiguous or wrong, read as stated) or "ours, after the paper" (our design; it does not enter the
+    # paper's-algorithm aggregate). "" while not stated.
+    paper_reading: str = ""
 
     def __post_init__(self) -> None:
         if self.headline not in self.metrics:
@@ -77,6 +82,12 @@ class EnvSetting:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        reading = self.paper_reading
+        stated = reading.startswith(OUR_READING) and reading.removeprefix(OUR_READING).strip()
+        if reading not in ("", AS_PRINTED, OURS) and not stated:
+            raise ValueError(
+                f"paper_reading={reading!r} must be {AS_PRINTED!r}, {OURS!r} or {OUR_READING!r} followed by the reading"
+            )
         unknown = sorted(set(self.kwargs_reasons) - set(self.env_kwargs))
         if unknown:
             raise ValueError(f"kwargs_reasons names {unknown}, which are not among env_kwargs {list(self.env_kwargs)}")
@@ -87,6 +98,18 @@ class EnvSetting:
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         algo_kwargs = {algo: MappingProxyType(dict(kw)) for algo, kw in self.rl_algo_env_kwargs.items()}
         object.__setattr__(self, "rl_algo_env_kwargs", MappingProxyType(algo_kwargs))
+
+    @property
+    def paper_label(self) -> str:
+        """The paper's-algorithm row's label: "paper (as printed)", "paper (our reading: ...)" or "ours, after the
+        paper"."""
+        if self.paper_is_ours:
+            return OURS
+        return f"paper ({self.paper_reading or 'reading not stated'})"
+
+    @property
+    def paper_is_ours(self) -> bool:
+        return self.paper_reading == OURS
 
     @property
     def rl_training_kwargs(self) -> dict[str, Any]:
