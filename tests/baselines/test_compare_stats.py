@@ -296,3 +296,16 @@ def test_an_rl_rows_interval_resamples_training_seeds_and_evaluation_seeds():
     assert narrow[1] - narrow[0] == pytest.approx(one_level[1] - one_level[0], rel=0.25)
     assert wide[1] - wide[0] > 1.5 * (narrow[1] - narrow[0])
     assert mean_interval(spread) == wide  # seeded: reproducible
+
+
+def test_the_paper_column_says_per_row_whose_algorithm_it_is():
+    """Each entry states its paper's-algorithm reading; a reading outside the three forms is refused."""
+    labels = {env_id: s.paper_label for env_id, s in settings.SETTINGS.items()}
+    assert labels["ClusterGang-v0"] == "ours, after the paper" and settings.SETTINGS["ClusterGang-v0"].paper_is_ours
+    assert labels["ClusterSLA-v0"] == "paper (as printed)"
+    assert labels["ClusterMultiServer-v0"].startswith("paper (our reading: P3 solved over Ω(t)")
+    assert all(label == "ours, after the paper" or label.startswith("paper (") for label in labels.values())
+    assert "reading not stated" not in "".join(labels.values())
+    for bad in ("printed", "our reading: ", "ours"):
+        with pytest.raises(ValueError, match="paper_reading"):
+            dataclasses.replace(settings.SETTINGS[ENV], paper_reading=bad)
