@@ -420,8 +420,8 @@ def aggregate_markdown(aggregate: dict[str, Any]) -> list[str]:
     if not envs:
         return [f"No env has every role, so there is no aggregate (left out: {left})."]
     lines = [
-        f"Over the same {len(envs)} envs for every role, those every role covers: {', '.join(envs)}."
-        + (f" Left out: {left}." if left else ""),
+        f"Over the same {len(envs)} env{'s' if len(envs) != 1 else ''} for every role, those every role covers: "
+        f"{', '.join(envs)}." + (f" Left out: {left}." if left else ""),
         "A run is an evaluation seed scored against its own anchors (PPO: a training seed, scored by the ratio of "
         "its means over the evaluation seeds); where a role's run counts differ across envs each env contributes "
         "as many as the env with the fewest has (`role_scores`).",
