@@ -108,6 +108,16 @@ class EnvSetting:
         return f"paper ({self.paper_reading or 'reading not stated'})"
 
     @property
+    def paper_tag(self) -> str:
+        """``paper_label`` in short, for a row label: "paper, as printed", "paper, our reading", "ours, after the
+        paper" (or "paper" while not stated)."""
+        if self.paper_is_ours:
+            return OURS
+        if not self.paper_reading:
+            return "paper"
+        return "paper, our reading" if self.paper_reading.startswith(OUR_READING) else f"paper, {AS_PRINTED}"
+
+    @property
     def paper_is_ours(self) -> bool:
         return self.paper_reading == OURS
 

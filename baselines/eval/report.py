@@ -141,7 +141,7 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def label(comparison: Comparison, agent: str) -> str:
     if agent == comparison.paper_agent:
-        return f"{agent} ({comparison.setting.paper_label})"
+        return f"{agent} ({comparison.setting.paper_tag})"
     if comparison.setting is not None and agent in comparison.setting.ablations:
         return f"{agent} (ablation)"
     if agent in comparison.privileged:
@@ -243,7 +243,8 @@ def headline(comparison: Comparison) -> str:
     dropped = comparison.degenerate_seeds()
     lines = [
         f"Track: {comparison.track} (instances: {', '.join(instances)}). Paper's algorithm: "
-        f"`{comparison.paper_agent}`; 0-anchor (naive): `{setting.naive_agent}`; 1-anchor (clairvoyant): "
+        f"`{comparison.paper_agent}`, {setting.paper_label}; 0-anchor (naive): `{setting.naive_agent}`; "
+        "1-anchor (clairvoyant): "
         f"{setting.oracle_text}. {' '.join(filter(None, (setting.kwargs_text(comparison.env_kwargs), setting.notes)))}",
         "",
         *(f"- `{agent}`: {what}." for agent, what in setting.ablations.items() if agent in comparison.agents),
@@ -326,7 +327,7 @@ def plot_metric(comparison: Comparison, summary: list[dict[str, Any]], metric: s
     high = np.array([np.nan if r["ci_high"] is None else r["ci_high"] for r in rows])
     errors = np.nan_to_num(np.vstack([means - low, high - means]), nan=0.0)
     colors = ["tab:red" if r["agent"] == comparison.paper_agent else "tab:blue" for r in rows]
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * len(rows) + 1), 3.4))
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * len(rows) + 1), 4.0))
     ax.bar(range(len(rows)), means, yerr=errors, color=colors, capsize=4)
     ax.set_xticks(range(len(rows)), [label(comparison, r["agent"]) for r in rows], rotation=30, ha="right")
     ax.set_ylabel(metric)

@@ -85,7 +85,7 @@ def test_benchmark_report(tiny, monkeypatch, tmp_path):
     # every header names what its intervals run over
     assert "| paper's algorithm [95% paired bootstrap over 2 evaluation seeds] | its label " in text
     assert "| PPO [95% two-level bootstrap over 2 training seeds × 2 evaluation seeds] |" in text
-    assert "| mwu_extended (paper (as printed)) |" in (tmp_path / ENV / "report.md").read_text()
+    assert "| mwu_extended (paper, as printed) |" in (tmp_path / ENV / "report.md").read_text()
     assert (tmp_path / "models" / f"ppo-{ENV}" / "seed0" / "model.zip").is_file()
     assert (tmp_path / "profiles.png").is_file()
     # the entry's text edited after the run: render rewrites the reports from the saved results, same numbers
