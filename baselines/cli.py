@@ -9,6 +9,7 @@ import importlib
 import inspect
 import os
 import pkgutil
+import shlex
 import sys
 import traceback
 from collections.abc import Sequence
@@ -138,11 +139,17 @@ def _cmd_compare(args: argparse.Namespace) -> None:
 
 
 def _cmd_benchmark(args: argparse.Namespace) -> None:
-    from baselines.benchmark import benchmark
+    from baselines.benchmark import benchmark, render
     from baselines.eval.report import headline_text
 
-    report = benchmark(args.out, quick=args.quick, models_dir=args.models, force=args.force, **_scale_out(args),
-                       **_training(args))  # fmt: skip
+    command = "cluster-envs " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if args.render:
+        if args.out is None:
+            raise ValueError("--render needs --out: the folder of the finished run to render")
+        report = render(args.out, publish=args.publish, before=args.before, command=command)
+    else:
+        report = benchmark(args.out, quick=args.quick, models_dir=args.models, force=args.force, **_scale_out(args),
+                           **_training(args), publish=args.publish, before=args.before, command=command)  # fmt: skip
     print(headline_text(report))
     print(f"report written to {report}")
 
@@ -381,6 +388,20 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     bench = command("benchmark", "compare on every env with PPO; one report with the headline table")
     bench.add_argument("--quick", action="store_true", help=_quick_help())
+    bench.add_argument(
+        "--publish",
+        default=None,
+        metavar="DIR",
+        help="also write the generated results page DIR/benchmark.md (--quick: benchmark-quick.md)",
+    )
+    bench.add_argument(
+        "--before",
+        default=None,
+        metavar="OLD.json",
+        help="a previous run's headline.json: the page ends with a before/after table per env",
+    )
+    render_help = "run nothing: rewrite the finished run in --out from its saved results (and publish it)"
+    bench.add_argument("--render", action="store_true", help=render_help)
     _add_outputs(bench, "results/benchmark", models=True)
     _add_scale_out(bench)
     _add_training(bench)

@@ -66,10 +66,11 @@ def owner_of(out_dir: str | Path) -> str | None:
 
 def run_facts() -> dict[str, str]:
     """The commit this package runs from (noting uncommitted changes) and the UTC date: what a generated page cites."""
+    git = ["git", "-C", str(Path(__file__).resolve().parents[2])]
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+        commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
                                 timeout=10).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                                text=True, check=True, timeout=10).stdout.strip()  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         commit, dirty = "unknown (not a git checkout)", ""

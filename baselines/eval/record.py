@@ -104,7 +104,6 @@ def build_record(
     """The record of ``entry`` (an ``AgentSpec``, or a mapping with name, kind and source) from the comparisons it
     played in (one per env and track)."""
     from baselines.eval import sanity
-    from baselines.eval.stats import bootstrap_ci
 
     if isinstance(entry, Mapping):
         facts = {key: entry[key] for key in ("name", "kind", "source")}
@@ -118,7 +117,7 @@ def build_record(
     for comparison in comparisons.values() if isinstance(comparisons, Mapping) else comparisons:
         setting = comparison.setting
         scores = comparison.normalized_scores(name)
-        low, high = bootstrap_ci(scores)
+        score = comparison.normalized(name)
         top = setting.oracle_value
         if top is None:
             top = float(np.mean(comparison.values(setting.oracle_agent, setting.headline)))
@@ -134,8 +133,8 @@ def build_record(
             "headline": setting.headline,
             "anchors": {"naive": setting.naive_agent, "naive_mean": naive,
                         "clairvoyant": setting.oracle_agent or setting.oracle_value_name, "clairvoyant_mean": top},
-            "normalized": {"over": "training seeds" if runs else "evaluation seeds", "scores": scores.tolist(),
-                           "mean": float(scores.mean()), "ci_low": low, "ci_high": high},
+            "normalized": {"over": score.get("interval") or score.get("no_interval"), "scores": scores.tolist(),
+                           "mean": score["mean"], "ci_low": score["ci_low"], "ci_high": score["ci_high"]},
             "flags": [f.key for f in sanity.flags(comparison) if name in f.key.partition(":")[2].split("=")],
             "rl_runs": [{**{k: run[k] for k in ("training_seed", "total_timesteps", "source")},
                          "path": _relative(run["path"])} for run in runs],
