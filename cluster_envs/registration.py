@@ -62,10 +62,6 @@ RL_IDS: dict[str, tuple[str, dict[str, str]]] = {
 # fixed instance with the flat ids above
 ENTITY_RL_IDS = ("ClusterMultiServerEntityRL-v0", "ClusterGangEntityRL-v0")
 
-# RL-ready ids a later version replaced as the benchmark's interface (old -> new): registered still, since their
-# reading of the action is still available (docs/versioning.md); gymnasium warns that a newer version exists.
-SUPERSEDED_RL_IDS: dict[str, str] = {}
-
 
 def register_envs() -> None:
     for env_id, entry_point in ENV_ENTRY_POINTS.items():
@@ -83,5 +79,5 @@ def env_ids() -> list[str]:
 
 
 def rl_ids() -> list[str]:
-    """The RL-ready ids, in table order (with the superseded ones, ``SUPERSEDED_RL_IDS``)."""
+    """The RL-ready ids, in table order."""
     return list(RL_IDS)

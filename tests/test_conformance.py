@@ -47,7 +47,7 @@ def _rollout(env: gym.Env, actions: list, seed: int) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_gymnasium_env_checker(env_id):
-    env = gym.make(env_id).unwrapped  # outside the filter: a superseded RL-ready id warns that v(N+1) exists
+    env = gym.make(env_id).unwrapped
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env, skip_render_check=False)

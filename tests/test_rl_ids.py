@@ -9,9 +9,9 @@ import pytest
 
 from baselines.eval.protocol import FORMAT_KWARGS
 from cluster_envs import rl_ids
-from cluster_envs.registration import ENTITY_RL_IDS, ENV_ENTRY_POINTS, RL_IDS, SUPERSEDED_RL_IDS, VECTOR_ENTRY_POINTS
+from cluster_envs.registration import ENTITY_RL_IDS, ENV_ENTRY_POINTS, RL_IDS, VECTOR_ENTRY_POINTS
 
-BENCHMARKED = [i for i in rl_ids() if i not in SUPERSEDED_RL_IDS and i not in ENTITY_RL_IDS]  # the PPO interfaces
+BENCHMARKED = [i for i in rl_ids() if i not in ENTITY_RL_IDS]  # the PPO interfaces
 ACTION_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete)
 
 
@@ -98,24 +98,6 @@ def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
         action = mine.action_space.sample()
         flat, *_ = mine.step(action)
         obs, *_ = theirs.step(action)
-
-
-def test_a_superseded_rl_id_names_the_newer_version_of_the_same_base_id():
-    for old, new in SUPERSEDED_RL_IDS.items():
-        assert RL_IDS[old][0] == RL_IDS[new][0] and RL_IDS[old][1] != RL_IDS[new][1]
-        assert int(new.rpartition("-v")[2]) > int(old.rpartition("-v")[2]) and new not in SUPERSEDED_RL_IDS
-        with pytest.warns(DeprecationWarning, match="out of date"):  # gymnasium's: a newer version exists
-            gym.make(old).close()
-
-
-def test_the_benchmarks_ppo_section_refuses_a_superseded_interface_by_name():
-    """The PPO section was chosen for the newer interface: training the old one with it is refused, naming it."""
-    pytest.importorskip("yaml")
-    from baselines.rl.config import RunConfig
-
-    for old in SUPERSEDED_RL_IDS:
-        with pytest.raises(ValueError, match=f"in {old}, which fixes it"):
-            RunConfig.resolve("ppo", old)
 
 
 @pytest.mark.parametrize("env_id", BENCHMARKED)

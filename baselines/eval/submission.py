@@ -38,7 +38,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from cluster_envs.registration import RL_IDS, SUPERSEDED_RL_IDS
+from cluster_envs.registration import ENTITY_RL_IDS, RL_IDS
 
 KINDS = ("object", "module", "onnx", "sb3", "registered", "rl")
 
@@ -55,7 +55,7 @@ def interface(env_id: str, model: bool) -> tuple[str, dict[str, Any]]:
         return base, dict(kwargs)
     if model:
         for rl_id, (base, kwargs) in RL_IDS.items():
-            if base == env_id and rl_id not in SUPERSEDED_RL_IDS:
+            if base == env_id and rl_id not in ENTITY_RL_IDS:  # the benchmark's PPO interface
                 return base, dict(kwargs)
     return env_id, {}
 
