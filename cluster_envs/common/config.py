@@ -1,7 +1,10 @@
 """Typed env configuration: a frozen dataclass built from a named preset plus keyword overrides.
 
-Every env takes ``preset=...`` and keyword overrides. Unknown keys and unknown presets raise a
-``ValueError`` naming the offending argument and listing what is allowed, before anything is built. A config
+Every env takes ``preset=...`` and keyword overrides. An unknown keyword raises :class:`UnexpectedKeywordError`
+("unexpected keyword argument 'x'", both the ``TypeError`` Python raises for a wrong keyword, which clients such as
+TorchRL's ``GymEnv`` catch to drop an optional keyword, and a ``ValueError`` like every other refused setting); an
+unknown preset raises a ``ValueError``. Both name the offending argument and list what is allowed, before anything
+is built. A config
 class may list renamed keywords in ``RENAMED`` (old name -> new name), and renamed presets in ``RENAMED_PRESETS``:
 the old name still works for one minor version, with a ``DeprecationWarning``. Every setting's default preset is
 named ``default``.
@@ -19,6 +22,10 @@ from typing import Any, TypeVar
 C = TypeVar("C")
 
 
+class UnexpectedKeywordError(TypeError, ValueError):
+    """An unknown keyword argument: a ``TypeError`` as Python's own, and a ``ValueError`` as every refused setting."""
+
+
 def build_config(
     config_cls: type[C], presets: Mapping[str, Mapping[str, Any]], preset: str, overrides: Mapping[str, Any]
 ) -> C:
@@ -30,7 +37,8 @@ def build_config(
     unknown = sorted(set(overrides) - allowed)
     if unknown:
         listed = sorted(allowed | {"preset", "render_mode"})  # the constructor's own keywords are allowed too
-        raise ValueError(f"unknown keyword argument(s) {unknown}; allowed: {listed}")
+        names = ", ".join(repr(name) for name in unknown)
+        raise UnexpectedKeywordError(f"unexpected keyword argument {names}; allowed: {listed}")
     return config_cls(**{**presets[preset], **overrides})
 
 

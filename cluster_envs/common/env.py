@@ -54,7 +54,7 @@ def invalid_action(detail: str, name: str = "action") -> ValueError:
 class ClusterEnv(gym.Env):
     """The common shell: config, render mode, and the guards of ``step``, ``simulator`` and ``render``."""
 
-    metadata = render_metadata()  # a property: gym.make then passes render_mode="human" here, to be refused
+    metadata = render_metadata()
     env_id: ClassVar[str]
     config_class: ClassVar[type]
     presets: ClassVar[dict[str, dict[str, Any]]]
