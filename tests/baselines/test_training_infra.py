@@ -105,7 +105,7 @@ def test_the_package_data_ships_model_folders(tiny_run_files):
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     patterns = pyproject["tool"]["setuptools"]["package-data"]["baselines"]
-    shipped = {name for name in tiny_run_files if any(PurePosixPath("models", ENV, "ppo", "seed0", name).match(p)
+    shipped = {name for name in tiny_run_files if any(PurePosixPath("rl", "models", ENV, "ppo", "seed0", name).match(p)
                                                        for p in patterns)}  # fmt: skip
     assert {"model.zip", "vecnormalize.pkl", "meta.json", "config.yml"} <= shipped
     assert not any(name.startswith("tensorboard") for name in shipped)
@@ -195,12 +195,10 @@ def test_a_shipped_run_of_another_training_seed_serves_quick(tmp_path, monkeypat
 
 
 def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, capsys):
-    from baselines.rl.train import ship
-
     source, root = tmp_path / "runs", tmp_path / "package_models"
     rl.write_run_files(tiny_run_files, source / "seed0")
     rl.write_run_files(tiny_run_files, root / ENV / "ppo" / "seed7")  # an old run (its meta says seed 0)
-    assert ship.main([ENV, "--from", str(source), "--root", str(root), "--prune"]) == 0
+    assert main(["ship", ENV, "--from", str(source), "--root", str(root), "--prune"]) == 0
     assert f"shipped {root / ENV / 'ppo' / 'seed0'}" in capsys.readouterr().out
     assert sorted(p.name for p in (root / ENV / "ppo").iterdir()) == ["seed0"]  # seed7 pruned
     assert (root / ENV / "ppo" / "seed0" / "model.zip").stat().st_size < (source / "seed0" / "model.zip").stat().st_size
@@ -218,8 +216,6 @@ def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, 
 )
 def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, three_seeds, tmp_path, capsys, edit,
                                                               reason):  # fmt: skip
-    from baselines.rl.train import ship
-
     files = dict(tiny_run_files)
     meta = {**json.loads(files["meta.json"]), **edit.get("meta", {})}
     files["meta.json"] = json.dumps(meta).encode()
@@ -227,7 +223,7 @@ def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, th
         files["config.yml"] = files["config.yml"].decode().replace(*edit["config"]).encode()
     source, root = tmp_path / "runs", tmp_path / "package_models"
     rl.write_run_files(files, source / edit.get("folder", "seed0"))
-    assert ship.main([ENV, "--from", str(source), "--root", str(root)]) == 2
+    assert main(["ship", ENV, "--from", str(source), "--root", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not shipped" in err[0] and reason in err[0], err
     assert not root.exists()
@@ -235,7 +231,7 @@ def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, th
 
 def test_ship_trains_the_missing_seeds_then_ships(tiny_run_files, three_seeds, tmp_path):
     """--train: the cache's matching run of seed 0 is reused, seed 1 is trained (a backend task), both ship."""
-    from baselines.rl.train import ship
+    from baselines.rl import ship
 
     cache = tmp_path / "models"
     rl.write_run_files(tiny_run_files, cache / f"ppo-{ENV}" / "seed0")
