@@ -237,7 +237,7 @@ def _quick_help() -> str:
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    from baselines.rl.train import ALGOS
+    from baselines.rl.config import ALGOS
     from cluster_envs import __version__, env_ids
 
     parser = Parser(prog="cluster-envs", description=__doc__, formatter_class=HelpFormatter)
@@ -318,8 +318,22 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     speed.set_defaults(func=_cmd_bench)
 
-    # The commands whose options and run live in their rooms (add_arguments(parser), run_from_args(args)); a
-    # room's module is imported only when its command is the one asked for, so the others never load rl-zoo3.
+    _add_room_commands(command, argv)
+    return parser
+
+
+# name -> (module, the extra it needs, help): the commands defined in their room's module.
+ROOM_COMMANDS = {
+    "ship": ("baselines.rl.store", "rl", "put trained runs among the package's shipped models, checked first"),
+    "ablate": ("baselines.tuning.ablation", "rl", "RL interface ablations: train a study's variants, tabulate them"),
+    "tune": ("baselines.tuning.tune", "tuning", "tune an id's RL hyperparameters with rl-zoo3's optimizer"),
+    "zoo": ("baselines.tuning.zoo", "tuning", "rl-zoo3's train with this package's additions (what `tune run` runs)"),
+}
+
+
+def _add_room_commands(command: Any, argv: Sequence[str] | None) -> None:
+    """The commands whose options and run live in their rooms (``add_arguments(parser)``, ``run_from_args(args)``);
+    a room's module is imported only when its command is the one asked for, so the others never load rl-zoo3."""
     asked = set(sys.argv[1:] if argv is None else argv)
     for name, (module, extra, help) in ROOM_COMMANDS.items():
         room = command(name, help)
@@ -329,16 +343,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                 importlib.import_module(module).add_arguments(room)
             except ImportError:  # reported when the command runs, with the extra to install
                 room.set_defaults(forward_extra=True)
-    return parser
-
-
-# name -> (module, the extra it needs, help): the commands defined in their room's module.
-ROOM_COMMANDS = {
-    "ship": ("baselines.rl.ship", "rl", "put trained runs among the package's shipped models, checked first"),
-    "ablate": ("baselines.tuning.ablation", "rl", "RL interface ablations: train a study's variants, tabulate them"),
-    "tune": ("baselines.tuning.tune", "tuning", "tune an id's RL hyperparameters with rl-zoo3's optimizer"),
-    "zoo": ("baselines.tuning.zoo", "tuning", "rl-zoo3's train with this package's additions (what `tune run` runs)"),
-}
 
 
 def _room_command(name: str, module: str, extra: str) -> Any:

@@ -105,7 +105,7 @@ def test_a_superseded_rl_id_names_the_newer_version_of_the_same_base_id():
 def test_the_benchmarks_ppo_section_refuses_a_superseded_interface_by_name():
     """The PPO section was chosen for the newer interface: training the old one with it is refused, naming it."""
     pytest.importorskip("yaml")
-    from baselines.rl.train import RunConfig
+    from baselines.rl.config import RunConfig
 
     for old in SUPERSEDED_RL_IDS:
         with pytest.raises(ValueError, match=f"in {old}, which fixes it"):
@@ -130,7 +130,7 @@ def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id)
 def test_an_rl_id_trains_with_its_base_ids_hyperparameters_and_its_own_kwargs(env_id):
     pytest.importorskip("yaml")
     from baselines.eval.protocol import require_setting
-    from baselines.rl.train import RunConfig
+    from baselines.rl.config import RunConfig
 
     base, fixed = RL_IDS[env_id]
     config = RunConfig.resolve("ppo", env_id)
@@ -143,7 +143,7 @@ def test_cluster_envs_train_takes_an_rl_id(tmp_path):
     pytest.importorskip("stable_baselines3")
     from baselines.cli import main
     from baselines.eval.harness import rollout
-    from baselines.rl.train import load_agent
+    from baselines.rl.agent import load_agent
 
     env_id = "ClusterSLARL-v0"  # the cheapest to step; the others differ only in their kwargs (test above)
     out = tmp_path / "run"
@@ -155,7 +155,7 @@ def test_cluster_envs_train_takes_an_rl_id(tmp_path):
 
 def test_an_rl_id_refuses_an_algorithm_whose_interface_it_does_not_fix():
     pytest.importorskip("yaml")
-    from baselines.rl.train import RunConfig
+    from baselines.rl.config import RunConfig
 
     with pytest.raises(ValueError, match="ClusterGangRL-v1, which fixes it"):
         RunConfig.resolve("ppo_mask", "ClusterGangRL-v1")

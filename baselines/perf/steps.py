@@ -24,9 +24,9 @@ import gymnasium as gym
 import numpy as np
 
 import cluster_envs
-from baselines.eval.harness import simulate
+from baselines.eval import harness
 from baselines.perf import training as bench_training
-from baselines.rl.train import ALGOS
+from baselines.rl.config import ALGOS
 
 REFERENCE = "CartPole-v1"
 BATCH_SIZES = (1, 64, 1024, 4096)
@@ -179,7 +179,7 @@ def bench_sla_long_horizon(horizon: int = 3_000_000, seed: int = 0, policies=SLA
     seconds = {}
     for name in policies:
         start = time.perf_counter()
-        simulate("ClusterSLA-v0", name, seed, env_kwargs={"preset": "paper_synthetic", "horizon": horizon},
+        harness.simulate("ClusterSLA-v0", name, seed, env_kwargs={"preset": "paper_synthetic", "horizon": horizon},
                  record_every=max(1, horizon // 1000))  # fmt: skip
         seconds[name] = time.perf_counter() - start
     return seconds
@@ -243,8 +243,6 @@ def bench_approx_slots(agent_names=APPROX_SLOT_AGENTS, *, preset: str = "paper",
     over ``steps`` slots after ``warmup`` slots of the same agent (seed ``seed``): wall (``act_seconds``,
     ``step_seconds``) and CPU (``cpu_seconds``, both together), next to CartPole-v1's single-env rate timed in the
     same process (``cartpole_steps``: what a slot costs in CartPole steps, which cancels most of the load)."""
-    from baselines.eval import harness
-
     reference = gym.make(REFERENCE)
     reference_actions = _predrawn_actions(reference.action_space, 1024)
     rows = {}
