@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import inspect
 import os
 import pkgutil
 import sys
@@ -69,9 +70,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> None:
     from baselines.eval.outputs import check, claim, default_out
 
     command = f"reproduce {args.setting}"
-    out = check(args.out or default_out("reproduce", args.setting), command, force=args.force)
     module = importlib.import_module(f"baselines.reproduce.{args.setting}")
-    report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet))
+    extra = {"traces": args.traces} if args.traces is not None else {}
+    if extra and "traces" not in inspect.signature(module.run).parameters:
+        raise ValueError(f"--traces is read by `reproduce traces` only, not by `reproduce {args.setting}`")
+    out = check(args.out or default_out("reproduce", args.setting), command, force=args.force)
+    report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet), **extra)
     claim(out, command, force=True)
     print(f"report written to {report}")
 
@@ -266,6 +270,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     rep.add_argument("setting", choices=reproductions(), help="the paper's setting")
     rep.add_argument("--scale", choices=("small", "paper"), default="small",
                      help="small: minutes on a laptop; paper: the paper's horizons and repetitions")  # fmt: skip
+    rep.add_argument("--traces", default=None, metavar="DIR",
+                     help="`traces` only: the folder holding the trace folders (default ../shared/traces)")  # fmt: skip
     _add_outputs(rep, "results/reproduce/<setting>")
     rep.add_argument("--quiet", action="store_true", help="no progress on stderr")
     rep.set_defaults(func=_cmd_reproduce)

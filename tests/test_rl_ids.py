@@ -8,14 +8,17 @@ import numpy as np
 import pytest
 
 from cluster_envs import rl_ids
-from cluster_envs.registration import ENV_ENTRY_POINTS, RL_IDS, SUPERSEDED_RL_IDS, VECTOR_ENTRY_POINTS
+from cluster_envs.registration import ENTITY_RL_IDS, ENV_ENTRY_POINTS, RL_IDS, SUPERSEDED_RL_IDS, VECTOR_ENTRY_POINTS
 
+BENCHMARKED = [i for i in rl_ids() if i not in SUPERSEDED_RL_IDS and i not in ENTITY_RL_IDS]  # the PPO interfaces
 ACTION_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete)
 
 
 def test_every_rl_id_is_named_after_its_base_id_and_registered_with_its_entry_points():
     for env_id, (base, kwargs) in RL_IDS.items():
-        assert env_id.rpartition("-v")[0] == base.rpartition("-v")[0] + "RL"  # its own version
+        # its own version; "Entity": the instance-independent interface (observation_mode="entity")
+        infix = "Entity" if kwargs.get("observation_mode") == "entity" else ""
+        assert env_id.rpartition("-v")[0] == base.rpartition("-v")[0] + infix + "RL"
         spec = gym.spec(env_id)
         assert spec.entry_point == ENV_ENTRY_POINTS[base]
         assert spec.vector_entry_point == VECTOR_ENTRY_POINTS.get(base)
@@ -112,7 +115,7 @@ def test_the_benchmarks_ppo_section_refuses_a_superseded_interface_by_name():
             RunConfig.resolve("ppo", old)
 
 
-@pytest.mark.parametrize("env_id", [i for i in rl_ids() if i not in SUPERSEDED_RL_IDS])
+@pytest.mark.parametrize("env_id", BENCHMARKED)
 def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id):
     """The protocol entry's env kwargs (what the headline scores: reward, service model, horizon, preset) and PPO's
     kwargs (rl_needs, its FlattenObservation wrapper read as observation_mode="flat"), with the minimal info."""
@@ -126,7 +129,7 @@ def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id)
     assert kwargs == {**trained, "info_level": "minimal"}
 
 
-@pytest.mark.parametrize("env_id", [i for i in rl_ids() if i not in SUPERSEDED_RL_IDS])
+@pytest.mark.parametrize("env_id", BENCHMARKED)
 def test_an_rl_id_trains_with_its_base_ids_hyperparameters_and_its_own_kwargs(env_id):
     pytest.importorskip("yaml")
     from baselines.eval.protocol import require_setting
