@@ -7,7 +7,8 @@ Each setting also has an RL-ready id, ``Cluster<Name>RL-vN`` (``RL_IDS``): the s
 kwargs of its benchmark row's training run (``baselines/eval/protocol.yml``: the entry's env kwargs, e.g. the
 reward, service model, horizon or preset the headline scores, plus the interface its PPO trains on: one ``Box``
 observation and a ``Box``, ``Discrete`` or ``MultiDiscrete`` action, chosen by the RL-interface ablations,
-docs/appendix/rl_ablations.md) and ``info_level="minimal"`` (info keys of fixed shapes, what replay buffers store), so that
+docs/appendix/rl_ablations.md) and ``info_level="minimal"`` (info keys of fixed shapes, what replay buffers
+store), so that
 a client that takes only an id (CleanRL, RLlib, TorchRL, Tianshou, ``PPO("MlpPolicy", gym.make(id))``) trains the
 benchmark's task with no user code. Any other kwarg passes as to the base id. ``observation_mode="flat"`` is
 ``gymnasium.spaces.flatten`` of the base id's Dict observation (what ``FlattenObservation`` gives), so the base
