@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from approx_helpers import run_episode
+from .approx_helpers import run_episode
 from scipy.optimize import minimize
 
 import agents

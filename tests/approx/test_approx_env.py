@@ -7,7 +7,7 @@ import copy
 import gymnasium as gym
 import numpy as np
 import pytest
-from approx_helpers import run_episode
+from .approx_helpers import run_episode
 
 import agents
 from cluster_envs.approx.model import perspective, utility

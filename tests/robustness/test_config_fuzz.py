@@ -17,10 +17,10 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-from config_strategies import configurations, env_class
+from .config_strategies import configurations, env_class
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from robust_common import IDS, sample_action, scalar_info
+from .robust_common import IDS, sample_action, scalar_info
 
 from cluster_envs.registration import VECTOR_ENTRY_POINTS
 

@@ -13,10 +13,10 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-import robust_instances as instances
+from . import robust_instances as instances
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from robust_common import IDS, assert_same_steps, config_fields, flatten, step_record
+from .robust_common import IDS, assert_same_steps, config_fields, flatten, step_record
 
 from agents import agent_names, make_agent
 from baselines.eval.harness import env_kwargs_for
