@@ -1,5 +1,6 @@
 """The test layout cannot shadow a package: whatever runs the suite (the ``pytest`` console script, as the README
-says, or ``python -m pytest``), ``import baselines`` inside a test is the package, not the folder ``tests/baselines``."""
+says, or ``python -m pytest``), ``import baselines`` inside a test is the package, not the folder
+``tests/baselines``."""
 
 from pathlib import Path
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from .robust_common import REGISTERED as IDS
 from .robust_golden import GOLDEN_DIR, compare, golden_path
 

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 from gymnasium import spaces
+
 from .robust_common import flatten, sample_action
 from .test_robust_adversarial import REJECT, bad_actions
 from .test_robust_hypothesis import corner_action

@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
+
 from .robust_common import IDS, assert_same_steps, flatten, run_actions, sample_action
 
 SEEDS = [3, 8]
