@@ -8,9 +8,10 @@ Two ways in, both checked against today's settings entry and YAML before anythin
 - ``python -m baselines.rl.ship <env_id> --train --seeds 0-4``: train the missing ones first at the entry's
   ``rl_steps``, as tasks of the chosen backend (``--workers``, ``--backend ray``), into the model cache, and ship those.
 
-A run is refused, with every reason, when it is another id or algorithm, its training seed is not its folder's, its
-env kwargs or ``config.yml`` differ from what the benchmark would train today, or it trained fewer steps than the
-entry's ``rl_steps``. ``--prune`` removes the shipped seeds of the id and algorithm that this call did not ship.
+A run is refused, with every reason, when it is another id or algorithm, its training seed is not its folder's, its env
+kwargs or ``config.yml`` differ from what the benchmark would train today, it did not train the entry's ``rl_steps``, or
+its manifest does not verify (``baselines.rl.manifest``: a file missing, changed or swapped). ``--prune`` removes the
+shipped seeds of the id and algorithm that this call did not ship.
 Each shipped ``model.zip`` is slimmed (``baselines.rl.train.slim_model_zip``).
 """
 
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from baselines.eval.protocol import require_setting
+from baselines.rl import manifest
 from baselines.rl.store import mismatches, obtain_policies
 from baselines.rl.train import SHIPPED_MODELS_DIR, RunConfig, ship_run
 
@@ -35,11 +37,11 @@ def seed_folders(source: Path) -> dict[int, Path]:
 
 def check_runs(env_id: str, algo: str, runs: dict[int, Path]) -> None:
     """Refuse (``ValueError``, every reason of every run) unless each run serves the benchmark: the entry's env kwargs
-    and today's hyperparameters, its own training seed, at least the entry's ``rl_steps``."""
+    and today's hyperparameters, its own training seed, the entry's ``rl_steps``, a manifest that verifies."""
     setting = require_setting(env_id)
     config = RunConfig.resolve(algo, env_id, setting.env_kwargs)
     problems = [f"seed{k} ({path}): {'; '.join(why)}" for k, path in runs.items()
-                if (why := mismatches(path, config, setting.rl_steps, k))]  # fmt: skip
+                if (why := manifest.problems(path) or mismatches(path, config, setting.rl_steps, k))]  # fmt: skip
     if problems:
         raise ValueError(
             f"not shipped, the runs do not serve the benchmark's {algo} row of {env_id}: " + " | ".join(problems)

@@ -37,6 +37,8 @@ import cluster_envs  # noqa: F401  (registers the ids)
 from agents.base import BaseAgent
 from baselines.eval.progress import progress_bar
 from baselines.eval.protocol import rl_base, rl_setting
+from baselines.rl import manifest
+from baselines.rl.manifest import DamagedRunError
 
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
 # Trained runs shipped with the package: models/<env_id>/<algo>/seed<k>/ holds the run of training seed k as `train`
@@ -341,6 +343,7 @@ def train(
              steps_per_cpu_second=cpu_rate, vectorization=used, threads=threads)  # fmt: skip
     vec_env.close()
     curve.write(out, append=load)
+    manifest.write(out)  # last: the run is complete
     return TrainResult(out, int(model.num_timesteps), seconds, rate)
 
 
@@ -392,16 +395,21 @@ class TrainTask:
 
 
 def write_run_files(files: Mapping[str, bytes], out: str | Path) -> Path:
-    """Write a run returned by ``TrainTask.run`` into ``out``, replacing the run there (a cache folder)."""
+    """Write a run returned by ``TrainTask.run`` into ``out``, replacing the run there (a cache folder): into a
+    sibling folder first, renamed into place when complete, so a killed write leaves no half run at ``out``."""
     import shutil
+    import tempfile
 
     out = Path(out)
-    if out.exists():
-        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     for name, data in files.items():
-        path = out / name
+        path = partial / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+    if out.exists():
+        shutil.rmtree(out)
+    partial.rename(out)
     return out
 
 
@@ -416,9 +424,6 @@ def shipped_seeds(env_id: str, algo: str) -> list[int]:
     folder = SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo
     names = [p.name.removeprefix("seed") for p in folder.glob("seed*") if (p / "meta.json").is_file()]
     return sorted(int(n) for n in names if n.isdigit())
-
-
-SHIPPED_FILES = ("model.zip", "vecnormalize.pkl", "config.yml", "meta.json", "training.csv")
 
 
 def ship_run(run: str | Path, root: str | Path | None = None) -> Path:
@@ -436,10 +441,11 @@ def ship_run(run: str | Path, root: str | Path | None = None) -> Path:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    for name in SHIPPED_FILES:
+    for name in manifest.RUN_FILES:
         if (run / name).is_file():
             shutil.copyfile(run / name, out / name)
     slim_model_zip(out / "model.zip")
+    manifest.write(out)
     return out
 
 
@@ -489,6 +495,7 @@ def save_run(out: str | Path, model: Any, config: RunConfig, seed: int, **facts:
         **facts,
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2, default=repr))
+    manifest.write(out)
 
 
 def as_json_value(value: Any) -> Any:
@@ -702,6 +709,8 @@ class SavedPolicy:
         if not (path / "meta.json").is_file() and list(path.glob("*/args.yml")):
             return cls._from_zoo(path, name)
         meta = _read_meta(path)
+        if problems := manifest.problems(path):
+            raise DamagedRunError(f"the run in {path} is refused: {'; '.join(problems)}")
         needs = rl_setting(meta["env_id"]).rl_needs(meta["algo"])
         vecnorm = path / "vecnormalize.pkl"
         return cls(

@@ -14,6 +14,7 @@ pytest.importorskip("stable_baselines3")
 from baselines import benchmark as bench  # noqa: E402
 from baselines.cli import main  # noqa: E402
 from baselines.eval import protocol as settings  # noqa: E402
+from baselines.rl import manifest  # noqa: E402
 from baselines.rl import train as rl  # noqa: E402
 from baselines.rl.store import obtain_policies  # noqa: E402
 
@@ -105,7 +106,7 @@ def test_the_package_data_ships_model_folders(tiny_run_files):
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     patterns = pyproject["tool"]["setuptools"]["package-data"]["baselines"]
-    shipped = {name for name in tiny_run_files if any(PurePosixPath("models", ENV, "ppo", "seed0", name).match(p)
+    shipped = {name for name in tiny_run_files if any(PurePosixPath("rl", "models", ENV, "ppo", "seed0", name).match(p)
                                                        for p in patterns)}  # fmt: skip
     assert {"model.zip", "vecnormalize.pkl", "meta.json", "config.yml"} <= shipped
     assert not any(name.startswith("tensorboard") for name in shipped)
@@ -115,7 +116,8 @@ def test_ship_run_keeps_the_policy_and_shrinks_the_archive(tiny_run_files, tmp_p
     run = rl.write_run_files(tiny_run_files, tmp_path / "run")
     shipped = rl.ship_run(run, tmp_path / "package_models")
     assert shipped == tmp_path / "package_models" / ENV / "ppo" / "seed0"  # the run's training seed
-    assert sorted(p.name for p in shipped.iterdir()) == sorted(n for n in rl.SHIPPED_FILES if (run / n).is_file())
+    files = sorted(n for n in (*manifest.RUN_FILES, manifest.MANIFEST_FILE) if (run / n).is_file())
+    assert sorted(p.name for p in shipped.iterdir()) == files and manifest.problems(shipped) == []
     assert (shipped / "model.zip").stat().st_size < (run / "model.zip").stat().st_size
     policy, again = rl.load_agent(run), rl.load_agent(shipped)
     for name, param in policy.model.policy.state_dict().items():
@@ -134,7 +136,7 @@ def test_every_shipped_model_serves_the_quick_benchmark(env_id, algo, seed):
     setting = settings.require_setting(env_id)
     assert algo == setting.rl_algo
     config = rl.RunConfig.resolve(algo, env_id, setting.env_kwargs)
-    assert mismatches(rl.shipped_run(env_id, algo, seed), config, setting.rl_steps_quick, seed) == []
+    assert mismatches(rl.shipped_run(env_id, algo, seed), config, setting.rl_steps_quick, seed, at_least=True) == []
     assert (rl.shipped_run(env_id, algo, seed) / "model.zip").stat().st_size < 400_000
 
 
@@ -186,6 +188,7 @@ def test_a_shipped_run_of_another_training_seed_serves_quick(tmp_path, monkeypat
     root = tmp_path / "package_models"
     meta = {**json.loads(tiny_run_files["meta.json"]), "seed": 5}
     rl.write_run_files({**tiny_run_files, "meta.json": json.dumps(meta).encode()}, root / ENV / "ppo" / "seed5")
+    manifest.write(root / ENV / "ppo" / "seed5")  # the run of seed 5, complete
     monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", root)
     _no_training(monkeypatch)
     ((_, facts),) = obtain_policies(ENV, "ppo", {}, STEPS, [0, 1, 2], models_dir=tmp_path / "m", train_missing=False)
@@ -195,7 +198,7 @@ def test_a_shipped_run_of_another_training_seed_serves_quick(tmp_path, monkeypat
 
 
 def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, capsys):
-    from baselines.rl.train import ship
+    from baselines.rl import ship
 
     source, root = tmp_path / "runs", tmp_path / "package_models"
     rl.write_run_files(tiny_run_files, source / "seed0")
@@ -209,16 +212,16 @@ def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, 
 @pytest.mark.parametrize(
     ("edit", "reason"),
     [
-        ({"folder": "seed3"}, "its training seed is 0, not 3"),
+        ({"folder": "seed3"}, "the run of training seed 0 in the folder of seed 3"),
         ({"meta": {"env_kwargs": {"action_mode": "softmax"}}}, "its env kwargs are"),
-        ({"meta": {"total_timesteps": 100}}, "fewer than"),
+        ({"meta": {"total_timesteps": 100}}, "it trained 100 steps, not the 512 asked for"),
         ({"config": ("n_epochs: 10", "n_epochs: 3")}, "config.yml differs"),
         ({"meta": {"algo": "a2c"}}, "it is a2c on ClusterSLA-v0, not ppo"),
     ],
 )
 def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, three_seeds, tmp_path, capsys, edit,
                                                               reason):  # fmt: skip
-    from baselines.rl.train import ship
+    from baselines.rl import ship
 
     files = dict(tiny_run_files)
     meta = {**json.loads(files["meta.json"]), **edit.get("meta", {})}
@@ -226,7 +229,7 @@ def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, th
     if "config" in edit:
         files["config.yml"] = files["config.yml"].decode().replace(*edit["config"]).encode()
     source, root = tmp_path / "runs", tmp_path / "package_models"
-    rl.write_run_files(files, source / edit.get("folder", "seed0"))
+    manifest.write(rl.write_run_files(files, source / edit.get("folder", "seed0")))  # complete, but not the entry's
     assert ship.main([ENV, "--from", str(source), "--root", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not shipped" in err[0] and reason in err[0], err
@@ -235,7 +238,7 @@ def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, th
 
 def test_ship_trains_the_missing_seeds_then_ships(tiny_run_files, three_seeds, tmp_path):
     """--train: the cache's matching run of seed 0 is reused, seed 1 is trained (a backend task), both ship."""
-    from baselines.rl.train import ship
+    from baselines.rl import ship
 
     cache = tmp_path / "models"
     rl.write_run_files(tiny_run_files, cache / f"ppo-{ENV}" / "seed0")
