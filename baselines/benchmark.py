@@ -1,6 +1,6 @@
 """``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/eval/protocol.py``, under
-the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (trained on the spot, or
-loaded from the model cache ``results/models`` or the package's shipped models), in one report. The PPO row's
+the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (the package's shipped
+runs, else trained on the spot into the model cache ``results/models``), in one report. The PPO row's
 algorithm is the settings entry's ``rl_algo`` (PPO, or MaskablePPO where the ablations chose masks; the cell
 names it). RL-ready ids (``Cluster<Name>RL-vN``) are their base id's problem and are not run twice.
 
@@ -121,10 +121,10 @@ def benchmark(
     retrain: bool = False,
     threads: int = 1,
 ) -> Path:
-    """Run the benchmark and return the path of ``report.md`` (its headline is also ``headline.md``). PPO models
-    are loaded from ``models_dir`` (default ``results/models``, the cache ``compare`` uses) or from the package's
-    shipped models when they match, else trained into ``models_dir`` (``retrain`` always trains; ``threads``:
-    torch's). ``out_dir`` may not hold another command's outputs unless ``force`` (claimed before anything runs)."""
+    """Run the benchmark and return the path of ``report.md`` (its headline is also ``headline.md``). PPO runs
+    are the package's shipped ones, unless ``retrain`` (always trains; ``threads``: torch's) or ``models_dir``'s serve
+    first; else trained into ``models_dir`` (default the cache ``results/models``; the rule of ``baselines.rl.store``).
+    ``out_dir`` may not hold another command's outputs unless ``force`` (claimed before anything runs)."""
     out = claim(out_dir or "results/benchmark", "benchmark", force=force)
     start, cpu_start = time.perf_counter(), time.process_time()
     tracks: dict[str, dict[str, EnvResult]] = {"held-out instances": {}, "fixed instance": {}}

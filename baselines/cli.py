@@ -215,7 +215,10 @@ def _add_outputs(parser: argparse.ArgumentParser, default: str, models: bool = F
     if models:
         from baselines.eval.outputs import MODELS_DIR
 
-        models_help = f"cache of trained RL models, shared with Python's compare() (default: {MODELS_DIR})"
+        models_help = (
+            f"folder of trained RL runs, used before the shipped ones, where training saves (default: "
+            f"{MODELS_DIR}), which otherwise serves only what no shipped run serves"
+        )
         parser.add_argument("--models", default=None, metavar="DIR", help=models_help)
 
 
@@ -316,9 +319,11 @@ def build_parser() -> argparse.ArgumentParser:
                   epilog=_agents_epilog())  # fmt: skip
     cmp.add_argument("env_id", help=env_help)
     cmp.add_argument("--agents", default="all", help="all, or a comma-separated list of agents of env_id")
-    rl_help = f"RL algorithms to train (or load from the cache) and include: {', '.join(ALGOS)}"
+    rl_help = f"RL algorithms to load (the shipped runs, see --models) or train, and include: {', '.join(ALGOS)}"
     cmp.add_argument("--rl", default="", metavar="ALGOS", help=rl_help)
-    cmp.add_argument("--rl-steps", type=int, default=None, help="RL training steps (default: the YAML's)")
+    cmp.add_argument("--rl-steps", type=int, default=None,
+                     help="the RL runs' training steps: runs of these steps are evaluated, or trained "
+                     "(default: the settings entry's rl_steps, else the YAML's n_timesteps)")  # fmt: skip
     cmp.add_argument("--rl-seeds", type=_positive, default=None, metavar="N",
                      help="RL training seeds 0..N-1, one run each (default: the entry's rl_seeds)")  # fmt: skip
     cmp.add_argument("--seeds", default="0-9", help="evaluation seeds: a range like 0-9 or a list like 0,3,7")
