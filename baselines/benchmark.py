@@ -33,7 +33,7 @@ import numpy as np
 
 from baselines.eval import sanity
 from baselines.eval.compare import Comparison, compare
-from baselines.eval.outputs import claim
+from baselines.eval.outputs import exclusive, save_figure, write_text
 from baselines.eval.protocol import env_setting
 from baselines.eval.report import fmt, interval, read_comparison, rewrite_markdown, write_report
 from baselines.eval.stats import aggregate_iqm, bootstrap_ci, performance_profiles
@@ -124,8 +124,15 @@ def benchmark(
     """Run the benchmark and return the path of ``report.md`` (its headline is also ``headline.md``). PPO runs
     are the package's shipped ones, unless ``retrain`` (always trains; ``threads``: torch's) or ``models_dir``'s serve
     first; else trained into ``models_dir`` (default the cache ``results/models``; the rule of ``baselines.rl.store``).
-    ``out_dir`` may not hold another command's outputs unless ``force`` (claimed before anything runs)."""
-    out = claim(out_dir or "results/benchmark", "benchmark", force=force)
+    ``out_dir`` may not hold another command's outputs unless ``force``; it is held for the run (``exclusive``:
+    checked, locked and marked incomplete before anything runs, marked complete last)."""
+    with exclusive(out_dir or "results/benchmark", "benchmark", force=force) as out:
+        return _run(out, quick, models_dir, force, workers, backend, address, progress, env_ids, retrain, threads)
+
+
+def _run(out: Path, quick: bool, models_dir: str | Path | None, force: bool, workers: int, backend: str,
+         address: str | None, progress: bool, env_ids: list[str] | None, retrain: bool,
+         threads: int) -> Path:  # fmt: skip
     start, cpu_start = time.perf_counter(), time.process_time()
     tracks: dict[str, dict[str, EnvResult]] = {"held-out instances": {}, "fixed instance": {}}
     skipped = []
@@ -188,15 +195,15 @@ def write_headline(out: Path, tracks: dict[str, dict[str, EnvResult]], run: dict
     profile = plot_profiles(headline, out / "profiles.png")
     stored_tracks = {track: {e: r.to_json() for e, r in results.items()} for track, results in tracks.items()}
     stored = {**run, "tracks": stored_tracks, "aggregate": aggregate}
-    (out / "headline.json").write_text(json.dumps(stored, indent=2, default=repr))
+    write_text(out / "headline.json", json.dumps(stored, indent=2, default=repr))
     head = headline_markdown(tracks, aggregate, run["quick"], out)
-    (out / "headline.md").write_text(head)
+    write_text(out / "headline.md", head)
     figures = [
         f"![normalized scores]({figure.relative_to(out)})",
         f"![performance profiles]({profile.relative_to(out)})",
     ]
     path = out / "report.md"
-    path.write_text(head + "\n" + runs_markdown(tracks, run["skipped"], (run["seconds"], run["cpu_seconds"]), figures))
+    write_text(path, head + "\n" + runs_markdown(tracks, run["skipped"], (run["seconds"], run["cpu_seconds"]), figures))
     return path
 
 
@@ -385,7 +392,7 @@ def plot_headline(results: dict[str, EnvResult], path: Path) -> Path:
     ax.set_ylabel("normalized score (naive 0, clairvoyant 1)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -402,6 +409,6 @@ def plot_profiles(results: dict[str, EnvResult], path: Path) -> Path:
     plot_utils.plot_performance_profiles(profiles, TAUS, performance_profile_cis=bands, ax=ax, **labels)
     ax.legend(ax.get_lines()[-len(profiles) :], list(profiles), fontsize=8)  # the lines, not their bands
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path

@@ -96,35 +96,34 @@ def _cmd_run(args: argparse.Namespace) -> None:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> None:
-    from baselines.eval.outputs import check, claim, default_out
+    from baselines.eval.outputs import claim, default_out, exclusive
 
     command = f"reproduce {args.setting}"
-    out = check(args.out or default_out("reproduce", args.setting), command, force=args.force)
     module = importlib.import_module(f"baselines.reproduce.{args.setting}")
-    report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet))
-    claim(out, command, force=True)
+    with exclusive(args.out or default_out("reproduce", args.setting), command, force=args.force) as out:
+        claim(out, command, force=True)
+        report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet))
     print(f"report written to {report}")
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
-    from baselines.eval.outputs import check, claim, default_out
+    from baselines.eval.outputs import default_out, exclusive
     from baselines.rl.train import train
 
     out = args.out or default_out("train", f"{args.algo}-{args.env_id.split(':')[-1]}-s{args.seed}")
-    check(out, "train", force=args.force or args.load)
-    result = train(
-        args.env_id,
-        args.algo,
-        steps=args.steps,
-        seed=args.seed,
-        env_overrides=parse_assignments(args.set, "--set"),
-        out_dir=out,
-        load=args.load,
-        hyperparams=args.hyperparams,
-        progress=_show_progress(args.quiet),
-        threads=args.threads,
-    )
-    claim(out, "train", force=True)
+    with exclusive(out, "train", force=args.force or args.load):
+        result = train(
+            args.env_id,
+            args.algo,
+            steps=args.steps,
+            seed=args.seed,
+            env_overrides=parse_assignments(args.set, "--set"),
+            out_dir=out,
+            load=args.load,
+            hyperparams=args.hyperparams,
+            progress=_show_progress(args.quiet),
+            threads=args.threads,
+        )
     print(
         f"trained for {result.seconds:.1f} s ({result.steps_per_second:.0f} env steps/s), "
         f"{result.total_timesteps} steps in total; run saved in {result.path}"
@@ -133,24 +132,24 @@ def _cmd_train(args: argparse.Namespace) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> None:
     from baselines.eval.compare import compare
-    from baselines.eval.outputs import check, default_out
+    from baselines.eval.outputs import default_out, exclusive
     from baselines.eval.report import headline, write_report
 
-    out = check(args.out or default_out("compare", args.env_id.split(":")[-1]), "compare", force=args.force)
-    comparison = compare(
-        args.env_id,
-        args.agents,
-        rl=[a.strip() for a in args.rl.split(",") if a.strip()] if args.rl else [],
-        seeds=parse_seeds(args.seeds),
-        env_kwargs=parse_assignments(args.set, "--set"),
-        rl_steps=args.rl_steps,
-        rl_seeds=args.rl_seeds,
-        models_dir=args.models,
-        held_out=args.held_out,
-        **_scale_out(args),
-        **_training(args),
-    )
-    path = write_report(comparison, out, force=args.force)
+    with exclusive(args.out or default_out("compare", args.env_id.split(":")[-1]), "compare", force=args.force) as out:
+        comparison = compare(
+            args.env_id,
+            args.agents,
+            rl=[a.strip() for a in args.rl.split(",") if a.strip()] if args.rl else [],
+            seeds=parse_seeds(args.seeds),
+            env_kwargs=parse_assignments(args.set, "--set"),
+            rl_steps=args.rl_steps,
+            rl_seeds=args.rl_seeds,
+            models_dir=args.models,
+            held_out=args.held_out,
+            **_scale_out(args),
+            **_training(args),
+        )
+        path = write_report(comparison, out, force=args.force)
     if comparison.setting is not None:
         print(headline(comparison))
     print(f"report written to {path}")
@@ -167,12 +166,12 @@ def _cmd_benchmark(args: argparse.Namespace) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> None:
-    from baselines.eval.outputs import check, claim
+    from baselines.eval.outputs import claim, exclusive
     from baselines.perf.steps import run_from_args
 
-    check(args.out, "bench", force=args.force)
-    run_from_args(args)
-    claim(args.out, "bench", force=True)
+    with exclusive(args.out, "bench", force=args.force) as out:
+        claim(out, "bench", force=True)
+        run_from_args(args)
 
 
 def _scale_out(args: argparse.Namespace) -> dict[str, Any]:
