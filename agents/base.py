@@ -5,7 +5,7 @@ observations: ``reset(problem, seed)`` once per episode, ``act(observation)`` on
 feedback of the previous step is part of the observation, so no agent ever reads ``info``.
 
 Offline oracles are agents with ``privileged = True``: their ``reset`` receives the unwrapped env
-(hidden state included) instead of ``problem``. They are benchmarks, never online algorithms.
+(hidden state included) instead of ``problem``. They are oracles, never online algorithms.
 
 ``env_kwargs`` lists env settings an agent needs to be run faithfully (e.g. an allocator that
 leaves capacity idle needs an action mode that allows idling); the harness merges them into the

@@ -1,5 +1,5 @@
-"""``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/eval/protocol.py``, under
-the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (the package's shipped
+"""``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/eval/protocol.yml``,
+under the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (the package's shipped
 runs, else trained on the spot into the model cache ``results/models``), in one report. The PPO row's
 algorithm is the settings entry's ``rl_algo`` (PPO, or MaskablePPO where the ablations chose masks; the cell
 names it). RL-ready ids (``Cluster<Name>RL-vN``) are their base id's problem and are not run twice.
@@ -164,7 +164,7 @@ def _run(out: Path, quick: bool, models_dir: str | Path | None, force: bool, wor
             report = write_report(comparison, folder, force=force, command="benchmark")
             tracks[comparison.track][env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
     if not tracks["held-out instances"]:
-        raise ValueError(f"no registered env id has an entry in baselines/eval/protocol.py (skipped: {skipped})")
+        raise ValueError(f"no registered env id has an entry in baselines/eval/protocol.yml (skipped: {skipped})")
     times = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu_start}
     return write_headline(out, tracks, {"quick": quick, **times, "skipped": skipped})
 
@@ -349,7 +349,7 @@ def runs_markdown(
                 lines.append(f"| {env_id} | {track} | {result.seconds:.1f} | " + _run_cells(run))
     lines += ["", f"Total wall time: {seconds:.1f} s ({cpu_seconds:.1f} s of CPU time in this process)."]
     if skipped:
-        lines += ["", f"Skipped (no entry in `baselines/eval/protocol.py`): {', '.join(skipped)}."]
+        lines += ["", f"Skipped (no entry in `baselines/eval/protocol.yml`): {', '.join(skipped)}."]
     lines.append("")
     return "\n".join(lines)
 

@@ -23,37 +23,6 @@ def reproductions() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(baselines.reproduce.__path__))
 
 
-MAX_SEEDS = 100_000  # far beyond any evaluation; a longer --seeds list is a typo, not a request for memory
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"0-4"`` → [0, 1, 2, 3, 4]; ``"0,3,7"`` → [0, 3, 7]; ranges and lists combine (``"0-2,9"``).
-
-    The ends and the count are checked before any range is expanded, so a huge range fails at once."""
-    from baselines.rl.train import check_eval_seeds
-
-    ranges = []
-    try:
-        for part in text.split(","):
-            low, dash, high = part.strip().partition("-")
-            ranges.append(range(int(low), int(high if dash else low) + 1))
-    except ValueError:
-        raise ValueError(f"--seeds {text!r} is malformed; use a range like 0-4 or a list like 0,3,7") from None
-    try:
-        for seeds in ranges:
-            if not seeds:
-                raise ValueError(f"range {seeds.start}-{seeds.stop - 1} is empty")
-            check_eval_seeds(sorted({seeds[0], seeds[-1]}))
-        count = sum(len(seeds) for seeds in ranges)
-        if count > MAX_SEEDS:
-            raise ValueError(f"names {count} seeds; at most {MAX_SEEDS} are allowed")
-        seeds = [seed for part in ranges for seed in part]
-        check_eval_seeds(seeds)
-    except ValueError as err:
-        raise ValueError(f"--seeds {text!r}: {err}") from None
-    return seeds
-
-
 def parse_assignments(pairs: Sequence[str], flag: str) -> dict[str, Any]:
     """``["horizon=600", "preset=example_1_1"]`` → {"horizon": 600, "preset": "example_1_1"} (Python literals)."""
     out: dict[str, Any] = {}
@@ -83,6 +52,7 @@ def _cmd_list(args: argparse.Namespace) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> None:
     from baselines.eval.harness import evaluate
+    from baselines.eval.protocol import parse_seeds
 
     table = evaluate(
         args.env_id,
@@ -133,6 +103,7 @@ def _cmd_train(args: argparse.Namespace) -> None:
 def _cmd_compare(args: argparse.Namespace) -> None:
     from baselines.eval.compare import compare
     from baselines.eval.outputs import default_out, exclusive
+    from baselines.eval.protocol import parse_seeds
     from baselines.eval.report import headline, write_report
 
     with exclusive(args.out or default_out("compare", args.env_id.split(":")[-1]), "compare", force=args.force) as out:
@@ -267,7 +238,7 @@ def _quick_help() -> str:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     from baselines.rl.train import ALGOS
     from cluster_envs import __version__, env_ids
 
@@ -350,7 +321,40 @@ def build_parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="write into --out even if another command's outputs are there"
     )
     speed.set_defaults(func=_cmd_bench)
+
+    # The commands whose options and run live in their rooms (add_arguments(parser), run_from_args(args)); a
+    # room's module is imported only when its command is the one asked for, so the others never load rl-zoo3.
+    asked = set(sys.argv[1:] if argv is None else argv)
+    for name, (module, extra, help) in ROOM_COMMANDS.items():
+        room = command(name, help)
+        room.set_defaults(func=_room_command(name, module, extra))
+        if name in asked:
+            try:
+                importlib.import_module(module).add_arguments(room)
+            except ImportError:  # reported when the command runs, with the extra to install
+                room.set_defaults(forward_extra=True)
     return parser
+
+
+# name -> (module, the extra it needs, help): the commands defined in their room's module.
+ROOM_COMMANDS = {
+    "ship": ("baselines.rl.ship", "rl", "put trained runs among the package's shipped models, checked first"),
+    "ablate": ("baselines.tuning.ablation", "rl", "RL interface ablations: train a study's variants, tabulate them"),
+    "tune": ("baselines.tuning.tune", "tuning", "tune an id's RL hyperparameters with rl-zoo3's optimizer"),
+    "zoo": ("baselines.tuning.zoo", "tuning", "rl-zoo3's train with this package's additions (what `tune run` runs)"),
+}
+
+
+def _room_command(name: str, module: str, extra: str) -> Any:
+    def run(args: argparse.Namespace) -> None:
+        try:
+            room = importlib.import_module(module)
+        except ImportError as err:
+            install = f'pip install -e ".[{extra}]"'
+            raise ImportError(f"`cluster-envs {name}` needs the {extra!r} extra: {install} ({err})") from None
+        room.run_from_args(args)
+
+    return run
 
 
 # Errors of user input (arguments, files, env and agent keywords, missing extras): one line, exit code 2.
@@ -363,7 +367,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     import gymnasium
 
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra and not getattr(args, "forward_extra", False):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.extra = extra
     except SystemExit as done:  # --help, --version, or a usage error already printed
         return int(done.code or 0)
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")

@@ -1,7 +1,7 @@
 """The rendered frame on each env's docs page: ``python docs/frames.py`` rewrites ``docs/envs/img/<env id>.png``.
 
 A frame is the ``"rgb_array"`` render after ``FRAME_STEP`` steps of the paper's algorithm (seed 0), on the env
-kwargs the benchmark runs every agent with (``baselines/eval/protocol.py``). tests/test_docs.py renders the frames
+kwargs the benchmark runs every agent with (``baselines/eval/protocol.yml``). tests/test_docs.py renders the frames
 again and compares them pixel for pixel with the committed PNGs, so a renderer change that forgets them fails.
 """
 

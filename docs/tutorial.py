@@ -29,6 +29,7 @@ env = gym.make(ENV_ID, **ENV_KWARGS)
 print(env.observation_space)  # [which queues are non-empty, the allocation just applied, the SLA shares]
 print(env.action_space)  # a weight per tenant; the env normalizes it into an allocation
 obs, info = env.reset(seed=0)
+env.action_space.seed(0)  # a random action, the same on every run
 obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
 print(f"work done this step: {info['work']}, regret so far: {info['regret']:.3f}")
 # --8<-- [end:make]

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from baselines.cli import main, parse_seeds
+from baselines.cli import main
+from baselines.eval.protocol import parse_seeds
 
 
 def test_list_names_every_env_and_its_agents(capsys):

@@ -1,4 +1,4 @@
-"""The omniscient benchmark of (6)–(7): knows ``ṽ`` (not ``Z``) and solves each slot's knapsack exactly."""
+"""The omniscient oracle of (6)–(7): knows ``ṽ`` (not ``Z``) and solves each slot's knapsack exactly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Offline benchmarks of paper 003: Proportional Greedy (PG, Algorithm 3 corrected) and restPG.
+"""Offline oracles of paper 003: Proportional Greedy (PG, Algorithm 3 corrected) and restPG.
 
 Both are privileged: they read the current queues and the load about to arrive, which no online
 allocator may see. PG's cumulative work equals the offline optimum OPT_1(t) at every t.

@@ -31,12 +31,17 @@ from agents import agent_names
 from agents.registry import agent_class
 from baselines.eval.backends import Task, run_tasks
 from baselines.eval.harness import Episode, build_agent, env_kwargs_for
-from baselines.eval.protocol import EnvSetting, env_setting, format_kwargs, require_setting
+from baselines.eval.protocol import (
+    EnvSetting,
+    check_eval_seeds,
+    env_setting,
+    format_kwargs,
+    instance_kwargs,
+    require_setting,
+)
 from baselines.eval.stats import bootstrap_ci, improvement_indicator, iqm, normalized
 from baselines.rl.store import obtain_policies, training_seeds
-from baselines.rl.train import RunConfig, SavedPolicy, check_eval_seeds
-
-HELD_OUT_INSTANCE_BASE = 1000  # held-out track: evaluation seed s runs on instance HELD_OUT_INSTANCE_BASE + s
+from baselines.rl.train import RunConfig, SavedPolicy
 
 
 @dataclass
@@ -279,20 +284,6 @@ def compare(
         held_out=held_out,
         instances={s: instances[s].get(instance_kwarg, "reset seed") for s in seeds},
     )
-
-
-def instance_kwargs(env_id: str, env_kwargs: Mapping[str, Any], kwarg: str | None, seed: int | None) -> dict[str, Any]:
-    """The env kwargs that pin an evaluation episode's instance: ``{kwarg: HELD_OUT_INSTANCE_BASE + seed}`` on the
-    held-out track, the instance the env builds from ``env_kwargs`` on the fixed track, {} where the reset seed
-    draws it."""
-    if kwarg is None:
-        return {}
-    if seed is not None:
-        return {kwarg: HELD_OUT_INSTANCE_BASE + seed}
-    env = gym.make(env_id, **env_kwargs)
-    value = getattr(env.unwrapped.config, kwarg)
-    env.close()
-    return {kwarg: value}
 
 
 def admit(

@@ -44,7 +44,7 @@ import numpy as np
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents import Agent, make_agent
 from baselines.eval.progress import progress_bar
-from baselines.rl.train import check_eval_seeds
+from baselines.eval.protocol import check_eval_seeds
 
 # The compiled long-horizon runner of each id that has one, "module:function"; see ``simulate``.
 LONG_HORIZON_RUNNERS = {"ClusterSLA-v0": "cluster_envs.sla.runner:simulate"}

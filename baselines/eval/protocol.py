@@ -1,4 +1,5 @@
-"""Per env id: how to compare agents on it and how to train RL on it. A new id needs one entry here.
+"""Per env id: how to compare agents on it and how to train RL on it. A new id needs one entry in ``protocol.yml``
+(beside this module; ``settings()`` reads and validates it on first use, ``EnvSetting`` documents its keys).
 
 An entry is one row of the benchmark's protocol (``docs/benchmark.md``). It names the paper's algorithm (the
 reference of the paired differences), the naive baseline (score 0) and the clairvoyant anchor (score 1): a
@@ -24,10 +25,19 @@ RL); ``benchmark`` skips them with a note.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import functools
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from dataclasses import MISSING, dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import yaml
+
+from cluster_envs.registration import RL_IDS
 
 HIGHER, LOWER = 1, -1
 # Env kwargs that change only how an action is read or what the agent observes (and how an infeasible action
@@ -126,249 +136,144 @@ class EnvSetting:
         return " ".join(parts)
 
 
-# SB3's MultiInputPolicy cannot take the Dict observations of these envs (their MultiBinary parts fail its
-# shape check in rl-zoo3); one flat Box works with every algorithm.
-FLATTEN = "gymnasium.wrappers.FlattenObservation"
-APPROX_METRICS = {  # after the headline
-    "utility_approx": HIGHER,
-    "utility": HIGHER,
-    "return": HIGHER,
-    "total_work": HIGHER,
-    "total_cost": LOWER,
-    "fit": LOWER,
-    "mean_migrations": LOWER,
-}
-MULTISERVER_METRICS = {"regret": LOWER, "aou": HIGHER, "expected_aou": HIGHER, "return": HIGHER, "dropped": LOWER}
-# MaskablePPO acts on the paper's binary x; the env's action_masks() allows 1 only on usable edges that fit alone.
-MASKABLE = {"ppo_mask": {"action_mode": "binary"}}
-MULTISERVER_NOTES = (
-    "The instance (graph, requests, mean speeds) is fixed by `instance_seed` and sets the spaces (one action per "
-    "edge), so the held-out track runs evaluation seed s on instance 1000 + s without RL, and the fixed-instance "
-    "track runs every agent and PPO on the preset's instance PPO trained on (spec §3.11's offline protocol, with "
-    "far more data than ESDP's one episode). PPO's actions are repaired by the env (`dropped`); the reference "
-    "agents' never need it."
-)
-HAUF = ("hauf", "hswf")
-HAUF_BELOW_RANDOM = (
-    "HAUF (paper 001's baseline; HSWF is its other name) ranks the ports by the total estimated utility of all their "
-    "channels and then takes every channel of the first ports, the poor ones too, before the good channels of other "
-    "ports (measured on this instance: 58% of its used channels are below the median mean utility, random's 51%), "
-    "and it stops at the first channel that does not fit (`first_fail`; with `skip` its regret gap to random shrinks "
-    "from 228 to 179). The gap is this instance's: on the held-out instances HAUF is level with random."
-)
-ESDP_LITERAL = (
-    "ablation: the literal printed ESDP (solves over every edge, then masks the ports without a job); on the "
-    "preset's instance its regret is 335 against 53 for the Ω(t) reading, and on the held-out instances it scores 0.62 "
-    "against 0.92 (`benchmark --quick`, 5 seeds)"
-)
+PROTOCOL_FILE = Path(__file__).with_name("protocol.yml")
+FLATTEN = "gymnasium.wrappers.FlattenObservation"  # the rl_wrapper of the ids with Dict observations
+DIRECTIONS = {"higher": HIGHER, "lower": LOWER}
 
-SETTINGS: dict[str, EnvSetting] = {
-    "ClusterSLA-v0": EnvSetting(
-        paper_agent="mwu_extended",
-        naive_agent="static",
-        oracle_agent="pg",
-        headline="regret",
-        metrics={
-            "regret": LOWER,
-            "work_ratio": HIGHER,
-            "return": HIGHER,
-            "max_sla_deficit": LOWER,
-            "max_sla_deficit_relaxed": LOWER,
-            "sla_violation_fraction": LOWER,
-            "mean_queue_l2": LOWER,
-            "final_queue_l2": LOWER,
-        },
-        curves=("regret", "queue_l2"),
-        # docs/rl_ablations.md, "ClusterSLA-v0: action mode": at 100k PPO steps normalize reaches regret 23.4
-        # [12.2, 38.5] over 5 training seeds (score 0.973, owm 0.978), spec §5.5's softmax logits 453 (0.471).
-        rl_env_kwargs={"action_mode": "normalize"},
-        # docs/rl_curves/sla.md, "ClusterSLA-v0: headline tuning" (ppo.yml's tuned section, 5 training seeds, validation
-        # seeds 100-104): score 0.451 at 50k, 0.958 at 100k, 0.995 at 150k, 0.997 [0.997, 0.998] at 200k, the best
-        # and the plateau (the former section: 0.990 at 151k). --quick: 150k, already above the former plateau.
-        rl_steps=200_000,
-        rl_steps_quick=150_000,
-        notes="MWU's λ-rebalancing acts on a time scale of 1/(ηλ) ≈ 1.8·10⁵ steps with the default η and λ (spec "
-        "§5.5): the benchmark's T = 6000 does not exercise it.",
-    ),
-    "ClusterBilinear-v0": EnvSetting(
-        paper_agent="sabr",
-        naive_agent="random",
-        oracle_agent="clairvoyant",
-        headline="regret_served",  # eq. 1's pseudo-regret on the served allocation E[N | Q, y] (see notes)
-        metrics={
-            "regret_served": LOWER,
-            "regret_realized": LOWER,
-            "regret": LOWER,
-            "reward_mean": HIGHER,
-            "return": HIGHER,
-            "mean_holding_cost": LOWER,
-            "mean_queue_total": LOWER,
-            "utilization": HIGHER,
-            "collisions": LOWER,
-        },
-        curves=("cum_regret_served", "regret", "queue_total"),
-        # Spec §3.5/E6: under the paper's service model several servers may be paid for one job, so filling
-        # every server "beats" r* (Uniform's regret is about -900); exclusive service makes r* a true bound.
-        # T = 2000: with β as printed SABR's indices stay clipped at 1 (r̃ ≡ 1, no learning) until slot ~1400
-        # under exclusive service (measured, docs/benchmark.md); at T = 500 it is below the random matching.
-        env_kwargs={"service_model": "exclusive", "horizon": 2000},
-        kwargs_reasons={
-            "service_model": "spec §3.5, E6 (under the paper's service several servers may be paid for one job)",
-            "horizon": "SABR's indices stay clipped at 1 (no learning) until slot ~1400 with β as printed",
-        },
-        explanations={
-            "identical:sabr=w_sabr": "W-SABR is SABR with weights w = c, and this preset's holding costs are all 1 "
-            "(`paper_holding` is the Fig. 4 preset where they differ), so the two are the same algorithm here.",
-            "identical:random=greedy": "One job arrives per slot and Greedy-LinUCB's indices are clipped at 1 "
-            "(r̃ ≡ 1, as SABR's) for most of the episode, so its choice is its random server order, drawn from "
-            "the same seeded generator in the same order as the random matching's.",
-            "below_random:ugda_ol": "UGDA-OL (the spec's reconstruction; the paper does not define it) never sees "
-            "a job twice with μ = 1, so it is Alg. 1 with r̃ ≡ 1: it holds SABR's backlog (the V term of Thm "
-            "III.1) and loses service to the collisions of its randomised server choices without learning r, "
-            "while the random matching serves every job at once.",
-        },
-        rl_env_kwargs={"action_mode": "simplex_logits", "observation_mode": "full"},
-        # docs/rl_curves/bilinear.md, "ClusterBilinear-v0: headline tuning and the validation curve" (ppo.yml's
-        # section, 5 training seeds, regret_served on validation seeds 100-104): score 0.321 at 401k, 0.337 at
-        # 803k, 0.599 [0.383, 0.804] at 1.2M (the best checkpoint), 0.521 at 1.6M, 0.519 at 2.4M: the plateau is
-        # 1.2M, the full and the quick budget (below it the curve is at 0.32-0.34). Was 2.4M / 1.2M, set on
-        # evaluation seeds 0-4.
-        rl_steps=1_200_000,
-        rl_steps_quick=1_200_000,
-        notes="Headline: eq. 1's pseudo-regret r*T − Σ_t Σ r_ij "
-        "y_ij(t) with y_ij(t) what the paper defines it to be, the expected number of class-j servers working on "
-        "class-i jobs, E[N_ij | Q(t), decision] over the slot's randomised assignment (`regret_served`). Under the "
-        "paper's service that is the allocation requested (`regret`); under exclusive service a server whose job "
-        "another took first serves nothing, and eq. 1 on the requested y credits it (full run, T = 2000: Uniform-PF's "
-        "`regret` is -4024, far below the clairvoyant's 0.7). `regret_realized` (on the realised N) has the same "
-        "expectation; for the queue-holding agents it varies less across seeds (docs/benchmark.md).",
-    ),
-    "ClusterApprox-v0": EnvSetting(
-        paper_agent="opm",
-        naive_agent="random",
-        oracle_agent="known_rates",
-        headline="utility",  # P1's objective, Table I's metric, and the return of the default reward
-        metrics={"utility": HIGHER, **APPROX_METRICS},
-        curves=("utility_true",),
-        # docs/rl_ablations.md, "ClusterApprox-v0: paced priorities": a priority per job slot and machine, read within
-        # each job's paced budget (greedy_ucb's rule). docs/rl_curves/approx.md, "ClusterApprox-v0: paced priorities"
-        # (study approx_paced, 5 training seeds, validation seeds 100-104): normalized utility 1.308 at 401k, 1.343
-        # [1.31, 1.38] at 606k (the plateau by the rule), 1.348 [1.31, 1.38] at 803k (the best), the greedy play's
-        # idle share flat at 0.407; the work-conserving action (docs/rl_ablations.md: -1.85 read as the paper does)
-        # peaked at 1.339 [1.29, 1.38] (82k) and drifted to idling (0.690 at 205k). The other algorithms keep the
-        # work-conserving action (not measured with the paced priority; SAC and TD3 therefore have no section).
-        rl_env_kwargs={"action_mode": "paced_priority", "observation_mode": "flat"},
-        rl_algo_env_kwargs={algo: {"action_mode": "work_conserving"} for algo in ("a2c", "ppo_lstm", "sac", "td3")},
-        rl_steps=600_000,  # PPO trains 606,208 steps: 74 rollouts of 8,192
-        rl_steps_quick=600_000,
-        ablations={
-            "random_paced": "control of the RL row: uniformly random priorities read as PPO's action is read "
-            "(`action_mode=\"paced_priority\"`, `greedy_ucb`'s pacing); it learns nothing, so PPO's margin over it "
-            "is what PPO learned (docs/rl_curves/approx.md, paced priorities)",
-        },
-        explanations={
-            "above_oracle:ppo": "The 1-anchor `known_rates` is OPM's rule given the true rates, a clairvoyant policy "
-            "and not an upper bound (see the note), and on this preset the simple schedulers beat it too: `fair` "
-            "1.16, `deadline_aware` 1.31 and `greedy_ucb` 1.33 in the mean (full run). Their intervals are over "
-            "evaluation seeds, whose normalization varies widely from seed to seed, so they reach below 1; PPO's is "
-            "over its training seeds, each scored by its mean over the same evaluation seeds, so it is narrow and "
-            "lies above 1. In utility (full run) PPO scores 1296 against OPM's 1235 (Δ 60.8 [54.1, 66.3]), below "
-            "`greedy_ucb` (1309) and `deadline_aware` (1304). Much of its lead over OPM is its action's reading, "
-            "`greedy_ucb`'s pacing rule: `random_paced`, uniformly random priorities read the same way, scores 1252 "
-            "(Δ 17.1 [−7.0, 44.6] over OPM), so what PPO learned adds 44 (docs/rl_curves/approx.md, paced "
-            "priorities). The work-conserving PPO before it was level with OPM (1241, Δ 5.9 [−7.7, 16.2]).",
-        },
-        notes="The 1-anchor is `known_rates` (OPM with the true mean rates, privileged), a clairvoyant policy and "
-        "not an upper bound: the exact offline optimum (the env's `compute_regret=True`, P1 over the horizon) "
-        "takes over 2 minutes of SLSQP per episode at this preset.",
-    ),
-    "ClusterApproxSingleJob-v0": EnvSetting(
-        paper_agent="ops",
-        naive_agent="random",
-        oracle_agent=None,
-        oracle_value=0.0,
-        oracle_value_name="Lemma 4's offline optimum T f(θ·x*)",
-        headline="regret",
-        metrics={"regret": LOWER, **APPROX_METRICS},
-        curves=("regret", "utility_approx"),
-        # The regret (Eq. 6) is measured on the Eq. 6 utility, so every agent is paid that utility's increments
-        # (only `return` changes; reference agents do not read rewards).
-        env_kwargs={"reward_mode": "approx"},
-        # docs/rl_ablations.md, "ClusterApproxSingleJob-v0: paced priority": a priority per machine, run within the
-        # paced budget, so PPO cannot spend the budget early (measured at the quick budget against the binary action)
-        rl_env_kwargs={"action_mode": "paced_priority", "observation_mode": "flat"},
-        # docs/rl_curves/approx_single_job.md, "ClusterApproxSingleJob-v0: the curve on validation seeds 100-104"
-        # (ppo.yml: fast update, gamma 0.5, log_std -1, rl-zoo3-tuned; 5 training seeds): normalized regret 0.690
-        # [0.627, 0.737] at 57k steps, 0.751 at 106k, 0.773 at 205k (the plateau by the rule), 0.788 [0.763, 0.815] at
-        # 401k (the best, the last checkpoint; about 14 CPU-s per run). Quick was 50k, read off evaluation seeds 0-4.
-        rl_steps=400_000,
-        rl_steps_quick=200_000,
-        notes="Score 1 is Lemma 4's closed-form offline optimum T f(θ·x*) (true rates, fractional knapsack), "
-        "regret 0 by definition; `known_rates` is OPS told the true rates. Every agent is paid the Eq. 6 "
-        "utility's increments (`reward_mode='approx'`).",
-    ),
-    "ClusterMultiServer-v0": EnvSetting(
-        paper_agent="esdp_aa",
-        naive_agent="random",
-        oracle_agent="oracle",
-        headline="regret",
-        metrics=MULTISERVER_METRICS,
-        curves=("regret",),
-        env_kwargs={"preset": "small"},
-        kwargs_reasons={
-            "preset": "ESDP's dynamic program at the default preset (the paper's sizes, |E| 24-39) took over 2 "
-            "minutes per episode here, at `small` (|E| 7-14) about 5 s of CPU"
-        },
-        # Spec §3.11: scores (any action is valid: descending-score priority, then first-fit repair), so
-        # SAC and TD3 apply too; a contextual bandit, so the YAMLs use gamma = 0.
-        rl_env_kwargs={"action_mode": "scores"},
-        rl_algo_env_kwargs=MASKABLE,
-        rl_wrapper=FLATTEN,
-        # docs/rl_curves/multiserver_gang.md, "ClusterMultiServer-v0: the curve on validation seeds 100-104": over 5
-        # training seeds PPO's score is 0.915 at 20,480 steps, 0.990 [0.984, 0.995] at 30,720 (the plateau), 0.985 at
-        # 40,960 and 0.988 at 50,176 (as on seeds 0-4).
-        rl_steps=50_000,
-        rl_steps_quick=30_000,
-        instance_kwarg="instance_seed",
-        ablations={"esdp": ESDP_LITERAL, "esdp_exact_index": "ablation: the literal ESDP with the exact index"},
-        explanations={
-            "identical:hauf=hswf": "HSWF is another name of HAUF in paper 001 (spec §7 A1): the same agent.",
-            # the naive anchor is `random`, so HAUF below it is flagged twice; HSWF is HAUF
-            **{f"{flag}:{agent}": HAUF_BELOW_RANDOM for flag in ("below_naive", "below_random") for agent in HAUF},
-        },
-        notes=MULTISERVER_NOTES + " The paper's algorithm is ESDP solving P3 over the edges of ports with a job, Ω(t) "
-        "(P3's own definition); the literal printed ESDP, which solves over every edge and then drops the idle ports' "
-        "edges, is an ablation row.",
-    ),
-    "ClusterGang-v0": EnvSetting(
-        paper_agent="esdp_gang",
-        naive_agent="random",
-        oracle_agent="oracle",
-        headline="regret",
-        metrics=MULTISERVER_METRICS,
-        curves=("regret",),
-        env_kwargs={"horizon": 200},
-        kwargs_reasons={
-            "horizon": "ESDP-Gang solves MILPs every slot (≈ 50 ms of CPU per slot at the default preset), so an "
-            "episode of the default T = 2000 costs about 2 CPU minutes; T = 200 keeps the quick benchmark's 5 seeds "
-            "near one"
-        },
-        rl_env_kwargs={"action_mode": "scores"},
-        rl_algo_env_kwargs=MASKABLE,
-        rl_wrapper=FLATTEN,
-        # docs/rl_ablations.md, "ClusterGang-v0: scores vs binary + mask": at the quick budget (30k steps, 3 training
-        # seeds each) MaskablePPO on the paper's binary action with the env's mask reaches regret 0 on every seed
-        # (score 1.000), PPO on scores 0.855 [0.566, 1] (one seed at regret 23).
-        rl_algo="ppo_mask",
-        # docs/rl_curves/multiserver_gang.md, "ClusterGang-v0: the curve on validation seeds 100-104": with the fast
-        # update (ppo_mask.yml) the 5 training seeds' regret is 95.9 at 32,768 steps, 34.7 at 57,344 and 106,496, and 0
-        # (the oracle's, score 1: the ceiling) at 204,800 (as on seeds 0-4).
-        rl_steps=200_000,
-        rl_steps_quick=200_000,
-        instance_kwarg="instance_seed",
-        notes=MULTISERVER_NOTES,
-    ),
+
+class ProtocolError(ValueError):
+    """A protocol file that does not describe valid entries; the message names the file and the key."""
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _is_kwargs(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(key, str) for key in value)
+
+
+def _is_texts(value: Any) -> bool:
+    return _is_kwargs(value) and all(isinstance(text, str) for text in value.values())
+
+
+def _is_algo_kwargs(value: Any) -> bool:
+    return _is_kwargs(value) and all(_is_kwargs(kwargs) for kwargs in value.values())
+
+
+def _is_metrics(value: Any) -> bool:
+    return _is_kwargs(value) and all(direction in DIRECTIONS for direction in value.values())
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+# Field -> (its check, what the file must give).
+FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "paper_agent": (_is_str, "an agent name"),
+    "naive_agent": (_is_str, "an agent name"),
+    "oracle_agent": (_optional(_is_str), "an agent name or null"),
+    "headline": (_is_str, "a metric name"),
+    "metrics": (_is_metrics, "a mapping metric -> higher or lower"),
+    "curves": (_is_str_list, "a list of info keys"),
+    "env_kwargs": (_is_kwargs, "a mapping of env kwargs"),
+    "rl_env_kwargs": (_is_kwargs, "a mapping of env kwargs"),
+    "rl_algo_env_kwargs": (_is_algo_kwargs, "a mapping algorithm -> mapping of env kwargs"),
+    "rl_wrapper": (_optional(_is_str), "a 'module.Class' name or null"),
+    "oracle_value": (_optional(_is_number), "a number or null"),
+    "oracle_value_name": (_is_str, "a text"),
+    "instance_kwarg": (_optional(_is_str), "an env kwarg name or null"),
+    "ablations": (_is_texts, "a mapping agent -> text"),
+    "explanations": (_is_texts, "a mapping sanity flag -> text"),
+    "rl_algo": (_is_str, "an algorithm name"),
+    "rl_steps": (_is_int, "an integer"),
+    "rl_steps_quick": (_is_int, "an integer"),
+    "rl_seeds": (_is_int, "an integer"),
+    "kwargs_reasons": (_is_texts, "a mapping env kwarg -> text"),
+    "notes": (_is_str, "a text"),
 }
+
+
+def parse_entry(env_id: str, entry: Any, source: Path | str = PROTOCOL_FILE) -> EnvSetting:
+    """One entry of a protocol file as an ``EnvSetting``; a ``ProtocolError`` names ``source`` and the key."""
+    where = f"{source}: {env_id}"
+    if not isinstance(entry, dict):
+        raise ProtocolError(f"{where}: an entry must be a mapping of EnvSetting fields, got {type(entry).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(EnvSetting)}
+    unknown = sorted(set(entry) - set(fields), key=str)
+    if unknown:
+        raise ProtocolError(f"{where}: unknown key {unknown[0]!r}; allowed: {sorted(fields)}")
+    required = [name for name, f in fields.items() if f.default is MISSING and f.default_factory is MISSING]
+    missing = [name for name in required if name not in entry]
+    if missing:
+        raise ProtocolError(f"{where}: missing required key {missing[0]!r} (required: {required})")
+    for key, value in entry.items():
+        check, wanted = FIELD_TYPES[key]
+        if not check(value):
+            raise ProtocolError(f"{where}.{key}: must be {wanted}, got {value!r}")
+    values = dict(entry)
+    values["metrics"] = {metric: DIRECTIONS[direction] for metric, direction in entry["metrics"].items()}
+    values["curves"] = tuple(entry["curves"])
+    try:
+        return EnvSetting(**values)
+    except ValueError as error:
+        raise ProtocolError(f"{where}: {error}") from None
+
+
+def load_protocol(path: Path | str) -> dict[str, EnvSetting]:
+    """The entries of the protocol file at ``path``, env id -> ``EnvSetting``, validated."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = yaml.safe_load(file)
+    except yaml.YAMLError as error:
+        raise ProtocolError(f"{path}: not valid YAML: {error}") from None
+    if not isinstance(data, dict) or not all(isinstance(env_id, str) for env_id in data):
+        raise ProtocolError(f"{path}: must be a mapping env id -> entry")
+    return {env_id: parse_entry(env_id, entry, path) for env_id, entry in data.items()}
+
+
+@functools.cache
+def settings() -> dict[str, EnvSetting]:
+    """The benchmark's protocol, env id -> entry, read from ``protocol.yml`` on first use (then cached)."""
+    return load_protocol(PROTOCOL_FILE)
+
+
+class _Settings(MutableMapping):
+    """``settings()`` as a module-level mapping, read on first access rather than at import."""
+
+    def __getitem__(self, env_id: str) -> EnvSetting:
+        return settings()[env_id]
+
+    def __setitem__(self, env_id: str, setting: EnvSetting) -> None:
+        settings()[env_id] = setting
+
+    def __delitem__(self, env_id: str) -> None:
+        del settings()[env_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(settings())
+
+    def __len__(self) -> int:
+        return len(settings())
+
+    def __repr__(self) -> str:
+        return f"SETTINGS({list(self)})"
+
+
+SETTINGS: MutableMapping[str, EnvSetting] = _Settings()
 
 
 def env_setting(env_id: str) -> EnvSetting | None:
@@ -379,15 +284,14 @@ def env_setting(env_id: str) -> EnvSetting | None:
 def require_setting(env_id: str) -> EnvSetting:
     setting = env_setting(env_id)
     if setting is None:
-        raise ValueError(f"env_id={env_id!r} has no entry in baselines/eval/protocol.py; known: {list(SETTINGS)}")
+        known = list(SETTINGS)
+        raise ValueError(f"env_id={env_id!r} has no entry in baselines/eval/{PROTOCOL_FILE.name}; known: {known}")
     return setting
 
 
 def rl_base(env_id: str) -> tuple[str, dict[str, Any]]:
     """``env_id`` without a ``"cluster_envs:"`` prefix and no kwargs, or for an RL-ready id (``Cluster<Name>RL-vN``)
     its base id and the kwargs the RL-ready id fixes."""
-    from cluster_envs.registration import RL_IDS
-
     name = env_id.split(":")[-1]
     base, fixed = RL_IDS.get(name, (name, {}))
     return base, dict(fixed)
@@ -401,3 +305,76 @@ def rl_setting(env_id: str) -> EnvSetting:
     if not fixed:
         return setting
     return dataclasses.replace(setting, rl_env_kwargs=fixed, rl_algo_env_kwargs={})
+
+
+# -- seed rules: which episodes evaluate, validate and train ------------------------------------------------------
+
+TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
+# The seeds every RL choice (tuning, learning curves for budgets) is validated on: disjoint from the benchmark's
+# evaluation seeds 0-9 and from the training seeds, so no choice is fitted to the episodes that score it.
+VALIDATION_SEEDS = (100, 101, 102, 103, 104)
+HELD_OUT_INSTANCE_BASE = 1000  # held-out track: evaluation seed s runs on instance HELD_OUT_INSTANCE_BASE + s
+
+
+def check_eval_seeds(seeds: list[int]) -> None:
+    """Evaluation seeds: at least one, distinct (a repeated seed is the same episode counted twice), non-negative
+    and below the training seeds."""
+    if not seeds:
+        raise ValueError("seeds must name at least one evaluation seed")
+    repeated = sorted(s for s, count in Counter(seeds).items() if count > 1)
+    if repeated:
+        raise ValueError(f"seeds must be distinct; repeated: {repeated[:3]}")
+    bad = [s for s in seeds if not 0 <= s < TRAIN_SEED_BASE]
+    if bad:
+        raise ValueError(f"seeds {bad[:3]} must be non-negative and below {TRAIN_SEED_BASE}, where training starts")
+
+
+def training_seed(seed: int, resumed_at: int = 0) -> int:
+    """The seed of the first training env: above every evaluation seed, and fresh when a run is resumed."""
+    if seed < 0:
+        raise ValueError(f"seed must be non-negative, got {seed}")
+    state = np.random.SeedSequence([seed, resumed_at]).generate_state(1)[0]
+    return TRAIN_SEED_BASE + int(state % 2**30)
+
+
+def instance_kwargs(env_id: str, env_kwargs: Mapping[str, Any], kwarg: str | None, seed: int | None) -> dict[str, Any]:
+    """The env kwargs that pin an evaluation episode's instance: ``{kwarg: HELD_OUT_INSTANCE_BASE + seed}`` on the
+    held-out track, the instance the env builds from ``env_kwargs`` on the fixed track, {} where the reset seed
+    draws it."""
+    if kwarg is None:
+        return {}
+    if seed is not None:
+        return {kwarg: HELD_OUT_INSTANCE_BASE + seed}
+    env = gym.make(env_id, **env_kwargs)
+    value = getattr(env.unwrapped.config, kwarg)
+    env.close()
+    return {kwarg: value}
+
+
+MAX_SEEDS = 100_000  # far beyond any evaluation; a longer --seeds list is a typo, not a request for memory
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-4"`` → [0, 1, 2, 3, 4]; ``"0,3,7"`` → [0, 3, 7]; ranges and lists combine (``"0-2,9"``).
+
+    The ends and the count are checked before any range is expanded, so a huge range fails at once."""
+    ranges = []
+    try:
+        for part in text.split(","):
+            low, dash, high = part.strip().partition("-")
+            ranges.append(range(int(low), int(high if dash else low) + 1))
+    except ValueError:
+        raise ValueError(f"--seeds {text!r} is malformed; use a range like 0-4 or a list like 0,3,7") from None
+    try:
+        for seeds in ranges:
+            if not seeds:
+                raise ValueError(f"range {seeds.start}-{seeds.stop - 1} is empty")
+            check_eval_seeds(sorted({seeds[0], seeds[-1]}))
+        count = sum(len(seeds) for seeds in ranges)
+        if count > MAX_SEEDS:
+            raise ValueError(f"names {count} seeds; at most {MAX_SEEDS} are allowed")
+        seeds = [seed for part in ranges for seed in part]
+        check_eval_seeds(seeds)
+    except ValueError as err:
+        raise ValueError(f"--seeds {text!r}: {err}") from None
+    return seeds

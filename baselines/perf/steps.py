@@ -24,6 +24,9 @@ import gymnasium as gym
 import numpy as np
 
 import cluster_envs
+from baselines.eval.harness import simulate
+from baselines.perf import training as bench_training
+from baselines.rl.train import ALGOS
 
 REFERENCE = "CartPole-v1"
 BATCH_SIZES = (1, 64, 1024, 4096)
@@ -172,7 +175,6 @@ def bench_sla_long_horizon(horizon: int = 3_000_000, seed: int = 0, policies=SLA
     Each time covers the env reset (drawing T loads and the benchmarks) and the run; the first policy
     also pays the runner's compilation (numba cannot cache it).
     """
-    from baselines.eval.harness import simulate
 
     seconds = {}
     for name in policies:
@@ -331,8 +333,6 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
                     **run,
                 }
     if training is not None:
-        from baselines.perf import training as bench_training
-
         result["training"] = bench_training.run(env_ids, **training, progress=say)
     result["targets"] = targets(result)
     return result
@@ -390,8 +390,6 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({"target": f"{env_id} {run['env_kwargs']} peak memory ≤ {MEMORY_TARGET_MB:.0f} MB",
                      "measured": run["peak_rss_mb"], "met": run["peak_rss_mb"] <= MEMORY_TARGET_MB})  # fmt: skip
     if "training" in result:
-        from baselines.perf import training as bench_training
-
         rows += bench_training.targets(result["training"])
     return rows
 
@@ -437,8 +435,6 @@ def to_markdown(result: dict[str, Any]) -> str:
         lines.append(f"\n{env_id} {run['env_kwargs']} with {run['agent']}: {run['steps']:,} steps in "
                      f"{run['seconds']:.1f} s, peak memory {run['peak_rss_mb']:,.0f} MB.")  # fmt: skip
     if "training" in result:
-        from baselines.perf import training as bench_training
-
         lines += bench_training.to_markdown(result["training"])
     lines += ["", "| target | measured | met |", "|---|---:|---|"]
     for row in result["targets"]:
@@ -492,7 +488,6 @@ def _training(args) -> dict[str, int] | None:
         if args.training_only:
             raise ValueError("--training-only and --no-training exclude each other")
         return None
-    from baselines.rl.train import ALGOS
 
     if args.training_algo not in ALGOS:
         raise ValueError(f"--training-algo {args.training_algo!r} is not allowed; allowed: {list(ALGOS)}")

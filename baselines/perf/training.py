@@ -1,7 +1,7 @@
 """The "training" section of ``cluster-envs bench``: SB3 PPO env-steps/s per id, measured in one process.
 
 Per id, PPO with the shipped hyperparameters (the id's section of ``baselines/rl/hyperparams/ppo.yml`` with the RL env
-kwargs of ``baselines/eval/protocol.py``, read by ``RunConfig.resolve`` when the section runs) runs through
+kwargs of ``baselines/eval/protocol.yml``, read by ``RunConfig.resolve`` when the section runs) runs through
 
 - ``dummy x4``: the path before issue 15 (Monitor-wrapped single envs in a ``DummyVecEnv``, 4 copies, ``n_steps``
   = the YAML's rollout (n_envs · n_steps) / 4);
@@ -35,6 +35,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from baselines.eval.protocol import env_setting
+from baselines.rl.train import RunConfig, has_section, make_vec_env, new_model, wrapper_class
 
 COPIES = 128
 FEW = 4  # the copies of `cluster-envs train` before issue 15 (DummyVecEnv)
@@ -142,8 +145,6 @@ def mask_size(action_space: gym.Space) -> int:
 
 def rl_spaces(config) -> tuple[gym.Space, gym.Space]:
     """The observation and action spaces PPO sees: the single env's, through the config's observation wrapper."""
-    from baselines.rl.train import wrapper_class
-
     env = gym.make(config.env_id, **config.env_kwargs)
     env = wrapper_class(config.wrapper)(env) if config.wrapper else env
     spaces = env.observation_space, env.action_space
@@ -202,8 +203,6 @@ def _build(env_id: str, variant: Variant, seed: int = 0, algo: str = "ppo"):
     Monitor and wrappers and the adapter or DummyVecEnv loop)."""
     from stable_baselines3.common.logger import Logger
 
-    from baselines.rl.train import RunConfig, make_vec_env, new_model
-
     config = RunConfig.resolve(algo, env_id)
     config.n_envs = variant.n_envs
     config.model_kwargs.update(variant.model_overrides)
@@ -225,8 +224,6 @@ def _build(env_id: str, variant: Variant, seed: int = 0, algo: str = "ppo"):
 def bench_training(env_id: str, copies: int = COPIES, iterations: int = ITERATIONS, repeats: int = REPEATS,
                    progress=None, algo: str = "ppo") -> list[TrainingRate]:  # fmt: skip
     """Every variant's env-steps/s on ``env_id`` with ``algo``'s section, interleaved over ``repeats``."""
-    from baselines.rl.train import RunConfig
-
     say = progress or (lambda message: None)
     built = []
     for variant in variants(RunConfig.resolve(algo, env_id), copies):
@@ -276,8 +273,6 @@ def run(env_ids: list[str], copies: int = COPIES, iterations: int = ITERATIONS, 
     import torch
 
     torch.set_num_threads(1)  # as `cluster-envs train` runs
-    from baselines.eval.protocol import env_setting
-    from baselines.rl.train import RunConfig, has_section
 
     section: dict[str, Any] = {"algo": algo, "copies": copies, "iterations": iterations, "repeats": repeats, "ids": {}}
     for env_id in env_ids:

@@ -1,5 +1,5 @@
 """Why an on-policy run learns or collapses: one row per update of what SB3's logger, VecNormalize and the rollout
-buffer hold, written to a CSV as training goes (``python -m baselines.tuning.ablation run ... --diagnose``).
+buffer hold, written to a CSV as training goes (``cluster-envs ablate run ... --diagnose``).
 
 A row, at the end of each rollout (``timesteps``: the steps collected so far):
 

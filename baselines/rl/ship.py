@@ -3,9 +3,9 @@
 
 Two ways in, both checked against today's settings entry and YAML before anything is copied:
 
-- ``python -m baselines.rl.ship <env_id> --from DIR``: ship the runs ``DIR/seed<k>/`` (as ``cluster-envs train`` or
+- ``cluster-envs ship <env_id> --from DIR``: ship the runs ``DIR/seed<k>/`` (as ``cluster-envs train`` or
   ``baselines.rl.train.save_run`` write them) of every seed found, or of ``--seeds``;
-- ``python -m baselines.rl.ship <env_id> --train --seeds 0-4``: train the missing ones first at the entry's
+- ``cluster-envs ship <env_id> --train --seeds 0-4``: train the missing ones first at the entry's
   ``rl_steps``, as tasks of the chosen backend (``--workers``, ``--backend ray``), into the model cache, and ship those.
 
 A run is refused, with every reason, when it is another id or algorithm, its training seed is not its folder's, its env
@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from baselines.eval.protocol import require_setting
+from baselines.eval.protocol import parse_seeds, require_setting
 from baselines.rl import manifest
 from baselines.rl.store import mismatches, obtain_policies
 from baselines.rl.train import SHIPPED_MODELS_DIR, RunConfig, ship_run
@@ -95,12 +94,9 @@ def ship(
     return shipped
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from baselines.cli import Parser, parse_seeds
-
-    parser = Parser(prog="python -m baselines.rl.ship", description=__doc__,
-                    formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("env_id", help="an env id with an entry in baselines/eval/protocol.py")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``cluster-envs ship``."""
+    parser.add_argument("env_id", help="an env id with an entry in baselines/eval/protocol.yml")
     parser.add_argument("--algo", default=None, help="the RL algorithm (default: the entry's rl_algo)")
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument("--from", dest="source", metavar="DIR", help="ship the runs DIR/seed<k>/")
@@ -115,20 +111,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("local", "ray"), default="local")
     parser.add_argument("--address", default=None, help="Ray cluster address")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per training run")
-    args = parser.parse_args(argv)
-    try:
-        shipped = ship(args.env_id, args.algo, source=args.source, train=args.train, root=args.root,
-                       seeds=parse_seeds(args.seeds) if args.seeds else None, prune=args.prune,
-                       models_dir=args.models, workers=args.workers, backend=args.backend, address=args.address,
-                       threads=args.threads)  # fmt: skip
-    except (ValueError, OSError) as err:
-        print(f"baselines.rl.ship: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 2
+
+
+def run_from_args(args: argparse.Namespace) -> None:
+    """``cluster-envs ship``: ship the runs and print each folder with its size."""
+    shipped = ship(args.env_id, args.algo, source=args.source, train=args.train, root=args.root,
+                   seeds=parse_seeds(args.seeds) if args.seeds else None, prune=args.prune,
+                   models_dir=args.models, workers=args.workers, backend=args.backend, address=args.address,
+                   threads=args.threads)  # fmt: skip
     for path in shipped:
         size = sum(p.stat().st_size for p in path.iterdir())
         print(f"shipped {path} ({size / 1000:.0f} kB)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -26,7 +26,7 @@ from typing import Any
 
 from baselines.eval.backends import run_tasks
 from baselines.eval.outputs import MODELS_DIR
-from baselines.eval.protocol import env_setting, require_setting
+from baselines.eval.protocol import env_setting, instance_kwargs, require_setting, training_seed
 from baselines.rl import manifest
 from baselines.rl import train as trained_runs
 from baselines.rl.train import (
@@ -38,7 +38,6 @@ from baselines.rl.train import (
     as_yaml_value,
     saved_config,
     shipped_seeds,
-    training_seed,
     write_run_files,
 )
 
@@ -184,8 +183,6 @@ def run_facts(env_id: str, config: RunConfig, path: Path, source: str) -> dict[s
     """What a report records of a run: its training seed, folder and source, the instances it trained on (RL trains
     on envs reset with seeds from ``first_env_seed`` up, each then continuing its own RNG, on the instance the env
     kwargs fix where a kwarg fixes it), its steps and training speed."""
-    from baselines.eval.compare import instance_kwargs  # compare imports this module
-
     meta = json.loads((path / "meta.json").read_text())
     kwarg = require_setting(env_id).instance_kwarg
     return {

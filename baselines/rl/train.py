@@ -3,13 +3,13 @@
 Hyperparameters are read from rl-zoo3 YAML files (``baselines/rl/hyperparams/<algo>.yml``, the env id's
 section), so ``python -m rl_zoo3.train --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs
 -conf baselines/rl/hyperparams/ppo.yml`` trains the same model. The env kwargs that make learning
-sensible come from ``baselines/eval/protocol.py``, with the observation wrapper RL sees the env through
+sensible come from ``baselines/eval/protocol.yml``, with the observation wrapper RL sees the env through
 (rl-zoo3's ``env_wrapper``; the same one in training and in the adapter). A trained run is a folder:
 ``model.zip``, ``vecnormalize.pkl`` (the VecNormalize statistics, when normalization is on), ``config.yml`` (the
 hyperparameters used), ``meta.json`` and the training curve (``training.csv``, ``training.png``).
 
-Training envs are seeded from ``TRAIN_SEED_BASE`` upwards and evaluation seeds must lie below it, so
-no evaluation episode replays an exogenous sequence seen in training.
+Training envs are seeded from ``TRAIN_SEED_BASE`` (``baselines.eval.protocol``) upwards and evaluation seeds must lie
+below it, so no evaluation episode replays an exogenous sequence seen in training.
 
 torch, stable-baselines3 and sb3-contrib are imported only when a function here needs them (extra ``rl``).
 """
@@ -24,7 +24,6 @@ import io
 import json
 import pickle
 import time
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,7 @@ import numpy as np
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents.base import BaseAgent
 from baselines.eval.progress import progress_bar
-from baselines.eval.protocol import rl_base, rl_setting
+from baselines.eval.protocol import rl_base, rl_setting, training_seed
 from baselines.rl import manifest
 from baselines.rl.manifest import DamagedRunError
 
@@ -44,10 +43,6 @@ HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"
 # Trained runs shipped with the package: models/<env_id>/<algo>/seed<k>/ holds the run of training seed k as `train`
 # saves it (see baselines.rl.store and baselines.rl.ship).
 SHIPPED_MODELS_DIR = Path(__file__).parent / "models"
-TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
-# The seeds every RL choice (tuning, learning curves for budgets) is validated on: disjoint from the benchmark's
-# evaluation seeds 0-9 and from the training seeds, so no choice is fitted to the episodes that score it.
-VALIDATION_SEEDS = (100, 101, 102, 103, 104)
 
 # name -> (module, class). rl-zoo3 calls RecurrentPPO "ppo_lstm"; we keep its names. It has no MaskablePPO
 # (2.9.2), so "ppo_mask" is ours.
@@ -75,27 +70,6 @@ def algo_class(algo: str) -> type:
         return getattr(importlib.import_module(module), name)
     except ImportError as err:
         raise RuntimeError(f"algo={algo!r} needs the 'rl' extra: {INSTALL_RL} ({err})") from None
-
-
-def check_eval_seeds(seeds: list[int]) -> None:
-    """Evaluation seeds: at least one, distinct (a repeated seed is the same episode counted twice), non-negative
-    and below the training seeds."""
-    if not seeds:
-        raise ValueError("seeds must name at least one evaluation seed")
-    repeated = sorted(s for s, count in Counter(seeds).items() if count > 1)
-    if repeated:
-        raise ValueError(f"seeds must be distinct; repeated: {repeated[:3]}")
-    bad = [s for s in seeds if not 0 <= s < TRAIN_SEED_BASE]
-    if bad:
-        raise ValueError(f"seeds {bad[:3]} must be non-negative and below {TRAIN_SEED_BASE}, where training starts")
-
-
-def training_seed(seed: int, resumed_at: int = 0) -> int:
-    """The seed of the first training env: above every evaluation seed, and fresh when a run is resumed."""
-    if seed < 0:
-        raise ValueError(f"seed must be non-negative, got {seed}")
-    state = np.random.SeedSequence([seed, resumed_at]).generate_state(1)[0]
-    return TRAIN_SEED_BASE + int(state % 2**30)
 
 
 # -- hyperparameters ---------------------------------------------------------------------------------

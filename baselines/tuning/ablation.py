@@ -11,9 +11,9 @@ naive 0, oracle 1) as mean and 95% bootstrap interval over training seeds, each 
 over the evaluation seeds; the reference agents' rows come from ``cluster-envs compare <id> --agents all``
 saved in ``<out>/refs/<id>/results.json`` (the ``refs`` command writes them), and a figure of the curves.
 
-    python -m baselines.tuning.ablation refs ClusterSLA-v0 --seeds 0-4
-    python -m baselines.tuning.ablation run sla_action_mode --seeds 0-2 --checkpoints 50000,100000
-    python -m baselines.tuning.ablation table sla_action_mode
+    cluster-envs ablate refs ClusterSLA-v0 --seeds 0-4
+    cluster-envs ablate run sla_action_mode --seeds 0-2 --checkpoints 50000,100000
+    cluster-envs ablate table sla_action_mode
 
 Learning curves are the same rows at many checkpoints (``--checkpoints 25000,50000,...``): ``table`` adds, per
 variant, the plateau (the first checkpoint whose mean normalized score lies inside the 95% interval of the best
@@ -46,15 +46,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from baselines.eval.protocol import SETTINGS, require_setting
+from baselines.eval.protocol import FLATTEN, SETTINGS, parse_seeds, require_setting, training_seed
 from baselines.eval.stats import bootstrap_ci, iqm, normalized
 from baselines.perf.training import FAST_UPDATE
 from baselines.rl.diagnostics import action_shares, append_row, diagnostics_callback
 from baselines.rl.diagnostics import markdown as diagnostics_markdown
-from baselines.rl.train import MASKED, RunConfig, make_vec_env, new_model, save_run, training_seed, wrapper_class
+from baselines.rl.train import MASKED, RunConfig, make_vec_env, new_model, save_run, wrapper_class
 from baselines.rl.vec_env import flatten_batch
 
-FLATTEN = "gymnasium.wrappers.FlattenObservation"
 STATS = "baselines.rl.wrappers.BanditStatsObservation"
 SLOT_MASK = "baselines.rl.wrappers.SlotMaskAction"
 SHIPPED = object()  # a Variant's wrappers: the settings entry's rl_wrapper
@@ -190,8 +189,8 @@ for _env_id in SETTINGS:
     STUDIES[f"{STUDY_KEYS[_env_id]}_update"] = (_env_id, (Variant("shipped"), Variant("fast update", hyperparams=FAST)))
 
 # ClusterMultiServer-v0, ClusterGang-v0 (fixed instance): the benchmark's RL row as shipped (PPO on scores; MaskablePPO
-# on the binary action with the batched env's masks), the fast update, and rl-zoo3's best trial (`python -m
-# baselines.tuning.tune write <id> --algo <algo> ... --to results/tune/<id>-<algo>.yml`,
+# on the binary action with the batched env's masks), the fast update, and rl-zoo3's best trial (`cluster-envs
+# tune write <id> --algo <algo> ... --to results/tune/<id>-<algo>.yml`,
 # docs/rl_curves/multiserver_gang.md).
 for _env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
     _algo = SETTINGS[_env_id].rl_algo
@@ -331,7 +330,7 @@ STUDIES["approx_single_learning"] = (
 # ClusterBilinear-v0 the policies that could adapt within an episode at the shipped (fast) update's budgets
 # (docs/rl_curves/sla.md, docs/rl_curves/bilinear.md).
 QUEUES = {"observation_mode": "queues"}  # the last slot's feedback only: no cumulative statistics
-# "tuned": the best trial of the headline-objective tuning (`python -m baselines.tuning.tune write ClusterSLA-v0 ...
+# "tuned": the best trial of the headline-objective tuning (`cluster-envs tune write ClusterSLA-v0 ...
 # --to results/tune/ClusterSLA-v0-ppo.yml`, docs/rl_curves/sla.md)
 STUDIES["sla_curve"] = (
     "ClusterSLA-v0",
@@ -344,7 +343,7 @@ STUDIES["bilinear_curve"] = (
         Variant("RecurrentPPO, queues (last slot only)", algo="ppo_lstm", env_kwargs=QUEUES, hyperparams=FAST),
         Variant("RecurrentPPO, full (cumulative statistics)", algo="ppo_lstm", hyperparams=FAST),
         Variant("PPO, queues (last slot only)", env_kwargs=QUEUES),
-        # the best trial of the headline-objective tuning (`python -m baselines.tuning.tune write ClusterBilinear-v0 ...
+        # the best trial of the headline-objective tuning (`cluster-envs tune write ClusterBilinear-v0 ...
         # --to results/tune/ClusterBilinear-v0-ppo.yml`, docs/rl_curves/bilinear.md), against the shipped section
         Variant("tuned", hyperparams_file="results/tune/ClusterBilinear-v0-ppo.yml"),
         # the best trial of the study over 3 training seeds per trial (`... --trial-seeds 3 --to
@@ -573,10 +572,10 @@ def run(
         if v.hyperparams_file and not Path(v.hyperparams_file).is_file():
             raise FileNotFoundError(
                 f"variant {v.name!r} of {study} reads {v.hyperparams_file}, which is missing: a tuning run writes it "
-                f"(`python -m baselines.tuning.tune run {env_id} --algo {v.algo} OPTIONS`, then "
-                f"`python -m baselines.tuning.tune "
-                f"write {env_id} --algo {v.algo} OPTIONS --to {v.hyperparams_file}`, OPTIONS as in the comment of the "
-                f"id's section of baselines/rl/hyperparams/{v.algo}.yml); or leave the variant out with --variants"
+                f"(`cluster-envs tune run {env_id} --algo {v.algo} OPTIONS`, then "
+                f"`cluster-envs tune write {env_id} --algo {v.algo} OPTIONS --to {v.hyperparams_file}`, OPTIONS as in "
+                f"the comment of the id's section of baselines/rl/hyperparams/{v.algo}.yml); or leave the variant out "
+                "with --variants"
             )
     path = out / f"{study}.csv"
     out.mkdir(parents=True, exist_ok=True)
@@ -760,16 +759,10 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def _ints(text: str) -> list[int]:
-    from baselines.cli import parse_seeds
-
-    return parse_seeds(text)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m baselines.tuning.ablation", description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``cluster-envs ablate``."""
     parser.add_argument("--out", type=Path, default=Path("results/ablation"), help="results folder")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="action", required=True)
     r = sub.add_parser("refs", help="the reference agents on the evaluation seeds")
     r.add_argument("env_id")
     r.add_argument("--seeds", default="0-4", help="evaluation seeds (default 0-4, the quick benchmark's)")
@@ -787,24 +780,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     m = sub.add_parser("table", help="Markdown table (and figure) of a study's rows")
     m.add_argument("study", choices=list(STUDIES))
     m.add_argument("--figure", type=Path, default=None, help="write the curves here (PNG)")
-    args = parser.parse_args(argv)
+
+
+def run_from_args(args: argparse.Namespace) -> None:
+    """``cluster-envs ablate``: the references, a study's runs, or its tables."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    if args.command == "refs":
-        print(refs(args.env_id, _ints(args.seeds), args.out, args.workers))
-    elif args.command == "run":
+    if args.action == "refs":
+        print(refs(args.env_id, parse_seeds(args.seeds), args.out, args.workers))
+    elif args.action == "run":
         variants = args.variants.split(";") if args.variants else None
         checkpoints = [int(float(c)) for c in args.checkpoints.split(",")]
         run(
             args.study,
-            _ints(args.seeds),
+            parse_seeds(args.seeds),
             checkpoints,
-            _ints(args.eval_seeds),
+            parse_seeds(args.eval_seeds),
             args.out,
             variants,
             args.save,
             args.diagnose,
         )
-    elif args.command == "diagnostics":
+    elif args.action == "diagnostics":
         updates, probes = (_rows(args.out / f"{args.study}-diagnostics{suffix}.csv") for suffix in ("", "-checkpoints"))
         print(diagnostics_markdown(updates, probes))
     else:
@@ -815,8 +811,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(markdown(args.study, table, references))
         if args.figure is not None:
             print(f"\n![{args.study}]({plot(args.study, table, references, args.figure)})")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

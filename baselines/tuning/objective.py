@@ -13,7 +13,7 @@ section, else episode by episode), so trials are compared paired, on the episode
 validation uses. Its sign makes larger better (``-regret``; ``utility`` as is): for fixed seeds it is an
 increasing affine function of the benchmark's normalized score, so it ranks trials as that score does.
 
-``python -m baselines.tuning.zoo --objective-seeds 100-104 ...`` installs it (``baselines.tuning.tune run`` does by
+``cluster-envs zoo --objective-seeds 100-104 ...`` installs it (``baselines.tuning.tune run`` does by
 default).
 
 **Several training seeds per trial** (:func:`over_training_seeds`, ``--trial-seeds n``). One training run does
@@ -38,7 +38,10 @@ import numpy as np
 from rl_zoo3.callbacks import TrialEvalCallback
 from stable_baselines3.common.callbacks import EvalCallback
 
-from baselines.rl.train import TRAIN_SEED_BASE, VALIDATION_SEEDS
+from baselines.eval.protocol import TRAIN_SEED_BASE, VALIDATION_SEEDS, require_setting
+from baselines.perf.steps import has_vector_entry_point
+from baselines.rl.train import MASKED
+from baselines.tuning.ablation import Variant, evaluate_policy, native, setup
 
 
 class _HeadlineEvaluation(EvalCallback):
@@ -60,10 +63,6 @@ class HeadlineTrialEvalCallback(TrialEvalCallback, _HeadlineEvaluation):
     def __init__(self, eval_env: Any, trial: Any, *args: Any, env_id: str, algo: str,
                  env_kwargs: Mapping[str, Any] | None = None, seeds: Sequence[int] = VALIDATION_SEEDS,
                  **kwargs: Any) -> None:  # fmt: skip
-        from baselines.eval.protocol import require_setting
-        from baselines.rl.train import MASKED
-        from baselines.tuning.ablation import Variant, setup
-
         super().__init__(eval_env, trial, *args, **kwargs)
         if not seeds:
             raise ValueError("seeds must name at least one validation seed")
@@ -76,9 +75,6 @@ class HeadlineTrialEvalCallback(TrialEvalCallback, _HeadlineEvaluation):
 
     def evaluate(self) -> list[float]:
         """The deterministic policy's headline on each validation seed (the training env's normalization)."""
-        from baselines.perf.steps import has_vector_entry_point
-        from baselines.tuning.ablation import evaluate_policy, native
-
         batched = native(self.setup) and has_vector_entry_point(self.setup.env_id)
         normalizer = self.model.get_vec_normalize_env()
         return evaluate_policy(self.setup, self.model, normalizer, self.seeds, self.masked, batched)

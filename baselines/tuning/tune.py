@@ -1,17 +1,17 @@
 """Tune an id's RL hyperparameters with rl-zoo3's own optimizer and write the best trial into the YAML file.
 
-    python -m baselines.tuning.tune run ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
-    python -m baselines.tuning.tune write ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
-    python -m baselines.tuning.tune run ClusterGang-v0 --algo ppo_mask --hold gamma,gae_lambda --trials 8 --steps 10000
+    cluster-envs tune run ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
+    cluster-envs tune write ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
+    cluster-envs tune run ClusterGang-v0 --algo ppo_mask --hold gamma,gae_lambda --trials 8 --steps 10000
 
-``run`` starts rl-zoo3's ``train ... -optimize`` through ``python -m baselines.tuning.zoo`` (rl-zoo3's entry with
+``run`` starts rl-zoo3's ``train ... -optimize`` through ``cluster-envs zoo`` (rl-zoo3's entry with
 MaskablePPO added as ``ppo_mask`` and ``--hold``: keys the optimizer keeps at the section's values, e.g. a
 contextual bandit's γ = 0; :func:`zoo_command` prints the exact command) on the id's
 section of ``baselines/rl/hyperparams/<algo>.yml``: its env kwargs (the settings' RL kwargs), its observation wrapper
 and its normalization, with one torch thread, one job, TPE sampling and median pruning. The budget is
 ``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations per trial).
-``--native`` runs the same optimizer on the ids' native batched envs (``baselines.tuning.zoo_native``, imported through
-rl-zoo3's ``--gym-packages``), and ``--trial-cpu-seconds`` caps each trial's CPU time (a trial past it is
+``--native`` runs the same optimizer on the ids' native batched envs (``baselines.tuning.zoo_native``, installed by
+``cluster-envs zoo --native``), and ``--trial-cpu-seconds`` caps each trial's CPU time (a trial past it is
 pruned), so the budget in CPU time is at most ``trials`` × that cap. rl-zoo3's sampler replaces the section's
 ``policy_kwargs`` (its network sizes and activations; keys it does not sample, e.g. ``log_std_init``, are
 dropped) and draws γ from [0.97, 0.9999].
@@ -24,7 +24,7 @@ study's value is the one at the trial's last evaluation. ``--objective return`` 
 return of ``eval_episodes`` deterministic episodes of an evaluation env seeded once per trial, other episodes
 at each evaluation, which on ids whose instance is drawn per episode ranks episodes rather than policies
 (docs/rl_curves/tuning.md). rl-zoo3 seeds the trials' training envs from ``--seed``, which is set to a training
-seed (``baselines.rl.train.training_seed(0)``, ≥ 10⁹; ``--worker k``: ``training_seed(k)``, a second process adding
+seed (``baselines.eval.protocol.training_seed(0)``, ≥ 10⁹; ``--worker k``: ``training_seed(k)``, a second process adding
 trials to the same study with its own sampler and training seeds), so tuning never plays the benchmark's
 evaluation seeds. ``--trial-seeds n`` (default 1) trains each trial's hyperparameters with ``n`` training seeds,
 one model after the other (the first with that ``--seed``, as a one-model trial), and scores the trial by the
@@ -53,7 +53,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from baselines.rl.train import HYPERPARAMS_DIR, VALIDATION_SEEDS, check_eval_seeds, load_hyperparams, training_seed
+from baselines.eval.protocol import VALIDATION_SEEDS, check_eval_seeds, parse_seeds, require_setting, training_seed
+from baselines.rl.train import HYPERPARAMS_DIR, load_hyperparams
 
 ON_POLICY = {"ppo", "a2c", "ppo_lstm", "ppo_mask"}  # rl-zoo3 converts their samples with convert_onpolicy_params
 TUNED_MARK = "# tuned:"
@@ -102,12 +103,12 @@ def zoo_command(env_id: str, algo: str, trials: int, steps: int, out: Path, *, e
     name = study_name(env_id, algo, objective, trial_seeds)
     if objective == "headline":
         check_eval_seeds(list(seeds))
-    packages = ["cluster_envs", "baselines.tuning.zoo_native"] if native else ["cluster_envs"]
     zoo = ["--hold", ",".join(hold)] if hold else []
     zoo += ["--objective-seeds", ",".join(str(seed) for seed in seeds)] if objective == "headline" else []
     zoo += ["--trial-seeds", str(trial_seeds)] if trial_seeds > 1 else []
-    command = ["python", "-m", "baselines.tuning.zoo", *zoo, "--algo", algo, "--env", env_id,
-               "--gym-packages", *packages,
+    zoo += ["--native"] if native else []
+    command = ["cluster-envs", "zoo", *zoo, "--algo", algo, "--env", env_id,
+               "--gym-packages", "cluster_envs",
                "-conf", str(_relative(HYPERPARAMS_DIR / f"{algo}.yml"))]  # fmt: skip
     command += [
         "-optimize", "--n-trials", str(trials), "--n-timesteps", str(steps), "--n-evaluations", str(evaluations),
@@ -148,7 +149,6 @@ def objective_text(env_id: str, objective: str, value: float, seeds: Sequence[in
     over = f", mean of {trial_seeds} training seeds" if trial_seeds > 1 else ""
     if objective == "return":
         return f"return {value:.4g}{over}"
-    from baselines.eval.protocol import require_setting
 
     setting = require_setting(env_id)
     headline = setting.metrics[setting.headline] * value  # the objective is the headline times its direction
@@ -158,7 +158,7 @@ def objective_text(env_id: str, objective: str, value: float, seeds: Sequence[in
 def run(command: Sequence[str]) -> None:
     """Run rl-zoo3 with one thread for every library (rl-zoo3's ``--num-threads`` sets torch's only)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    subprocess.run([sys.executable, *command[1:]], check=True, env=env)
+    subprocess.run([sys.executable, "-m", "baselines.cli", *command[1:]], check=True, env=env)
 
 
 def best_trial(storage: Path, algo: str, hold: Sequence[str] = ()) -> tuple[dict[str, Any], float, int]:
@@ -208,7 +208,7 @@ def _load_study(storage: Path):
     import optuna
 
     if not storage.is_file():
-        raise FileNotFoundError(f"no study at {storage}: run `python -m baselines.tuning.tune run` first")
+        raise FileNotFoundError(f"no study at {storage}: run `cluster-envs tune run` first")
     backend = optuna.storages.journal.JournalFileBackend(str(storage))
     return optuna.load_study(study_name=None, storage=optuna.storages.JournalStorage(backend))
 
@@ -275,10 +275,10 @@ def write_section(path: Path, env_id: str, values: Mapping[str, Any], comment: s
     path.write_text(text)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m baselines.tuning.tune", description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``cluster-envs tune``."""
     parser.add_argument(
-        "command", choices=["run", "write", "print", "trials"],
+        "action", choices=["run", "write", "print", "trials"],
         help="tune; write the best trial; print the command; print the study's trials (Markdown)",
     )  # fmt: skip
     parser.add_argument("env_id")
@@ -298,9 +298,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--validation-seeds", default="100-104", help="the headline objective's seeds")
     parser.add_argument("--worker", type=int, default=0, help="another process on the same study (1, 2, ...)")
     parser.add_argument("--trial-seeds", type=int, default=1, help="training seeds per trial (value: their mean)")
-    args = parser.parse_args(argv)
-    from baselines.cli import parse_seeds
 
+
+def run_from_args(args: argparse.Namespace) -> None:
+    """``cluster-envs tune``: run, print or tabulate the study, or write its best trial into the YAML."""
     hold = [key for key in args.hold.split(",") if key]
     seeds = parse_seeds(args.validation_seeds)
     command = zoo_command(args.env_id, args.algo, args.trials, args.steps, args.out, evaluations=args.evaluations,
@@ -309,11 +310,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                           seeds=seeds, worker=args.worker, trial_seeds=args.trial_seeds)  # fmt: skip
     text = shlex.join(command)
     storage = storage_path(args.out, args.env_id, args.algo, args.objective, args.trial_seeds)
-    if args.command == "print":
+    if args.action == "print":
         print(text)
-    elif args.command == "trials":
+    elif args.action == "trials":
         print(trials_table(storage, hold))
-    elif args.command == "run":
+    elif args.action == "run":
         print(text, flush=True)
         run(command)
     else:
@@ -327,8 +328,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = args.to
         write_section(path, args.env_id, yaml_values(params), comment)
         print(f"wrote {sorted(params)} into {path} [{args.env_id}]")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

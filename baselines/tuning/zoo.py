@@ -1,7 +1,10 @@
 """rl-zoo3's ``train`` entry (training and ``-optimize``) with what this package adds to it, one job:
 
-    python -m baselines.tuning.zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
-        <rl_zoo3.train arguments>
+    cluster-envs zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
+        [--native] <rl_zoo3.train arguments>
+
+Nothing changes on import: :func:`register`, called by :func:`main` before rl-zoo3's ``train``, installs the
+additions below into rl-zoo3 and SB3 for that process.
 
 - **MaskablePPO as ``ppo_mask``.** rl-zoo3 2.9.2's ``ALGOS`` has no MaskablePPO (sb3-contrib's), so this
   registers it under the name ``baselines.rl.train`` uses, with rl-zoo3's own PPO sampler and converter
@@ -32,6 +35,8 @@
   (``baselines.tuning.objective.over_training_seeds`` around ``ExperimentManager.objective``; the pruner sees the
   mean over the models so far at each evaluation).
 
+- **Native batched envs** (``--native``): ``baselines.tuning.zoo_native.install``.
+
 Everything else (the TPE sampler, the median pruner, the journal storage) is rl-zoo3's.
 """
 
@@ -43,20 +48,28 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import stable_baselines3.common.callbacks as sb3_callbacks
+from rl_zoo3 import exp_manager, hyperparams_opt
+from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER
+from rl_zoo3.train import train
+from rl_zoo3.utils import ALGOS, StoreDict
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.evaluation import evaluate_policy as masked_evaluate_policy
+
+from baselines.eval.protocol import parse_seeds
+from baselines.tuning import zoo_native
+from baselines.tuning.objective import HeadlineTrialEvalCallback, over_training_seeds
+
 ALGO = "ppo_mask"
 
 
-def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None, trial_seeds: int = 1) -> None:
+def register(
+    hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None, trial_seeds: int = 1, native: bool = False
+) -> None:
     """Add ``ppo_mask`` to rl-zoo3 and hold ``hold``'s keys at the YAML's values during optimization; with
     ``objective`` (``HeadlineTrialEvalCallback``'s keyword arguments: ``env_id``, ``algo``, ``env_kwargs``,
     ``seeds``), score trials by the headline on fixed validation seeds; with ``trial_seeds`` > 1, score each trial
-    by the mean over that many training seeds."""
-    import stable_baselines3.common.callbacks as sb3_callbacks
-    from rl_zoo3 import exp_manager, hyperparams_opt
-    from rl_zoo3.utils import ALGOS
-    from sb3_contrib import MaskablePPO
-    from sb3_contrib.common.maskable.evaluation import evaluate_policy as masked_evaluate_policy
-
+    by the mean over that many training seeds; with ``native``, train and evaluate on the native batched envs."""
     ALGOS[ALGO] = MaskablePPO  # the dict rl_zoo3.train and its ExperimentManager read
     hyperparams_opt.HYPERPARAMS_CONVERTER[ALGO] = hyperparams_opt.convert_onpolicy_params
     samplers = hyperparams_opt.HYPERPARAMS_SAMPLER
@@ -65,17 +78,16 @@ def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = Non
         for algo, sampler in list(samplers.items()):
             samplers[algo] = _holding(sampler, frozenset(hold))
     if objective is not None:
-        from baselines.tuning.objective import HeadlineTrialEvalCallback
-
         # ExperimentManager.objective builds its callback by this module-level name
         exp_manager.TrialEvalCallback = functools.partial(HeadlineTrialEvalCallback, **objective)
-    from baselines.tuning.objective import over_training_seeds
 
     manager = exp_manager.ExperimentManager
     rl_zoo3_objective = manager.objective
     while hasattr(rl_zoo3_objective, "__wrapped__"):  # registered again: wrap rl-zoo3's own
         rl_zoo3_objective = rl_zoo3_objective.__wrapped__
     manager.objective = over_training_seeds(normalizing_with_trial_gamma(rl_zoo3_objective), trial_seeds)
+    if native:
+        zoo_native.install()
     if getattr(sb3_callbacks.evaluate_policy, "masked_dispatch", False):
         return
     unmasked = sb3_callbacks.evaluate_policy
@@ -93,7 +105,6 @@ def normalizing_with_trial_gamma(objective: Any) -> Any:
     with: the trial's sample is drawn first (the same sampler, so held keys stay held; Optuna returns the same
     values when the objective draws them again) and its γ, where it has one, replaces ``normalize_kwargs``'s for
     the trial (restored after it)."""
-    from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER
 
     @functools.wraps(objective)
     def objective_normalizing_with_trial_gamma(manager: Any, trial: Any) -> float:
@@ -120,8 +131,6 @@ def _holding(sampler: Any, hold: frozenset[str]) -> Any:
 
 def zoo_target(argv: Sequence[str]) -> dict[str, Any]:
     """The id, algorithm and evaluation env kwargs that rl-zoo3's arguments ``argv`` name (left in ``argv``)."""
-    from rl_zoo3.utils import StoreDict
-
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--env", required=True)
     parser.add_argument("--algo", required=True)
@@ -130,25 +139,23 @@ def zoo_target(argv: Sequence[str]) -> dict[str, Any]:
     return {"env_id": known.env, "algo": known.algo, "env_kwargs": dict(known.eval_env_kwargs)}
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m baselines.tuning.zoo", description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``cluster-envs zoo``; every other argument goes to rl-zoo3's ``train``."""
     parser.add_argument("--hold", default="", help="comma-separated hyperparameters the optimizer keeps")
     parser.add_argument("--objective-seeds", default=None,
                         help="score trials by the headline on these validation seeds (e.g. 100-104)")  # fmt: skip
     parser.add_argument("--trial-seeds", type=int, default=1,
                         help="training seeds per trial: its value is the mean over them")  # fmt: skip
-    args, rest = parser.parse_known_args(argv)
+    parser.add_argument("--native", action="store_true", help="train and evaluate on the native batched envs")
+    parser.set_defaults(forward_extra=True)  # the rest is rl-zoo3's (args.extra)
+
+
+def run_from_args(args: argparse.Namespace) -> None:
+    """``cluster-envs zoo``: install this package's additions, then run rl-zoo3's ``train`` on ``args.extra``."""
+    rest = list(args.extra)
     objective = None
     if args.objective_seeds is not None:
-        from baselines.cli import parse_seeds
-
         objective = {**zoo_target(rest), "seeds": parse_seeds(args.objective_seeds)}
-    register([key for key in args.hold.split(",") if key], objective, args.trial_seeds)
-    from rl_zoo3.train import train
-
+    register([key for key in args.hold.split(",") if key], objective, args.trial_seeds, args.native)
     sys.argv = ["rl_zoo3.train", *rest]  # rl-zoo3 parses sys.argv
     train()
-
-
-if __name__ == "__main__":
-    main()

@@ -1,15 +1,15 @@
-"""rl-zoo3 on the ids' native batched envs: import it with ``--gym-packages`` and rl-zoo3 trains and evaluates
-on each id's ``vector_entry_point`` env instead of a ``DummyVecEnv`` of single envs.
+"""rl-zoo3 on the ids' native batched envs: rl-zoo3 trains and evaluates on each id's ``vector_entry_point`` env
+instead of a ``DummyVecEnv`` of single envs.
 
-    python -m rl_zoo3.train --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs baselines.tuning.zoo_native ...
+    cluster-envs zoo --native --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs ...
 
-Importing this module sets rl-zoo3's ``ExperimentManager.default_vec_env_cls``, rl-zoo3's own override of the
-vectorization (its ``--vec-env`` choice yields to it), to :func:`native_vec_env`. rl-zoo3 still builds its env
-factories (env kwargs, ``env_wrapper``, Monitor) and seeds the VecEnv; :func:`native_vec_env` reads the id and
-kwargs from one env of them and builds the same copies as one batched env (``baselines.rl.vec_env``: step for step
-the envs a ``DummyVecEnv`` would give), so everything around it (``VecNormalize``, the sampler, the pruner,
-``TrialEvalCallback``) is rl-zoo3's. ``python -m baselines.tuning.tune run --native`` uses it, with
-:class:`TrialCPUBudget` as the trials' callback.
+:func:`install` (called by ``baselines.tuning.zoo`` for ``--native``; importing this module changes nothing) sets
+rl-zoo3's own hook for the vectorization, ``ExperimentManager.default_vec_env_cls`` (its ``--vec-env`` choice yields
+to it), to :func:`native_vec_env`. rl-zoo3 still builds its env factories (env kwargs, ``env_wrapper``, Monitor) and
+seeds the VecEnv; :func:`native_vec_env` reads the id and kwargs from one env of them and builds the same copies as
+one batched env (``baselines.rl.vec_env``: step for step the envs a ``DummyVecEnv`` would give), so everything around
+it (``VecNormalize``, the sampler, the pruner, ``TrialEvalCallback``) is rl-zoo3's. ``cluster-envs tune
+run --native`` uses it, with :class:`TrialCPUBudget` as the trials' callback.
 """
 
 from __future__ import annotations
@@ -72,4 +72,7 @@ class TrialCPUBudget(BaseCallback):
         raise optuna.TrialPruned(f"the trial used {self.seconds:g} CPU-seconds, its budget")
 
 
-ExperimentManager.default_vec_env_cls = staticmethod(native_vec_env)  # read as self.default_vec_env_cls
+def install() -> None:
+    """Make rl-zoo3's ``ExperimentManager`` build :func:`native_vec_env` envs (its ``default_vec_env_cls`` hook,
+    read as ``self.default_vec_env_cls`` when a manager is made)."""
+    ExperimentManager.default_vec_env_cls = staticmethod(native_vec_env)

@@ -114,11 +114,6 @@ class ApproxConfig:
         "observation_mode": Choice(OBSERVATION_MODES),
     }
 
-    RENAMED: ClassVar[dict[str, str]] = {  # deprecated in 0.2 (CHANGELOG): the offline optimum is the "oracle"
-        "compute_benchmark": "compute_regret",
-        "benchmark_kind": "oracle_kind",
-    }
-
     n_machines: int = 20
     horizon: int = 2000
     max_visible_jobs: int = 8

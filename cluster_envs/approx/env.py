@@ -52,7 +52,7 @@ from cluster_envs.approx.model import (
 from cluster_envs.approx.simulator import ApproxSimulator
 from cluster_envs.common.config import check_choice, check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array
-from cluster_envs.common.guards import BENCHMARK_TIME_LIMIT, check
+from cluster_envs.common.guards import EPISODE_ORACLE_TIME_LIMIT, check
 from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
 from cluster_envs.common.seeding import episode_streams
 
@@ -254,7 +254,7 @@ class _ApproxEnvCore(ClusterEnv):
             f"the oracle's convex program (compute_regret=True) for {jobs.count} jobs",
             "Use fewer machines (n_machines) or jobs (load, n_jobs, jobs, job_keep_fraction) or fewer distinct "
             "arrival and deadline times (horizon, lifetime_median), or pass compute_regret=False.",
-            time_limit=BENCHMARK_TIME_LIMIT,
+            time_limit=EPISODE_ORACLE_TIME_LIMIT,
         )
 
     def _draw_instance(self, rng: np.random.Generator, rates_rng: np.random.Generator) -> Instance:
@@ -415,78 +415,177 @@ class _ApproxEnvCore(ClusterEnv):
 class ClusterApproxEnv(_ApproxEnvCore):
     """Approximation jobs share M machines of unknown, varying speed; rates are seen only where tasks ran.
 
-    Rendering: ``"ansi"`` (a text line per visible job) or ``"rgb_array"`` (two panels of bars: per machine, the
-    last slot's use beside its observed rate and empirical mean rate; per job slot, lifetime elapsed beside budget
-    spent).
-
     Paper: Xu, Liu, Lau, Zeng, Guo, Liu, "Online Resource Allocation with Machine Variability: A Bandit
     Perspective" (paper 000; spec ``docs/specs/approx_bandit.md``).
 
-    **Dynamics.** Machine i delivers θ_i^t ∈ [0, 1] work in slot t and costs p_i. Job j is active in slots
-    a_j < t ≤ d_j, has budget B_j and utility f_j(X_j) = v_j X_j^β (``utility="power"``; also ``"log"``,
-    ``"linear"``). Jobs come from ``job_source``: ``"synthetic"`` (Google-like stand-in), ``"trace"`` (a CSV
-    ``job_id,a,d`` at ``trace_path``, q_j and v_j drawn as in the paper), ``"common"`` or ``"list"``.
-    Visible jobs sit in K job slots (lowest free slot on arrival; a FIFO queue holds the overflow). Each
-    step: proposals to empty slots idle (``n_invalid``); ``budget_mode="hard"`` runs the Alg. 1 check per
-    job in machine-index order (C_j + Σ p_i < B_j strictly, the first failure exhausts the job for good and
-    frees its slot); ``"soft"`` runs every proposal and measures Fit. Rates come from ``rate_process`` (the
-    paper's Gamma on/off availability model, or i.i.d. Bernoulli/uniform/beta), drawn from their own stream:
-    every policy sees the same θ_i^t for a seed (common random numbers).
+    ## Dynamics
 
-    **Observation** (Dict, float64 Boxes): ``time`` [t/T, (T−t)/T]; ``price`` p; ``n_obs`` / ``sum_obs`` the
-    count and sum of observed rates per machine (Eq. 12's statistics); ``last_rate`` θ_i^{t−1} where
-    machine i ran, else 0; ``last_mask``; ``last_occupant`` (slot 1..K, 0 = idle) of the last slot;
-    ``jobs`` (K, 12): [present, is_new, v_j, β, B_j, C_j, B_j − C_j, B_j/(d_j − a_j), elapsed slots,
-    remaining slots, realised work W_j, d_j − a_j], zeros for an empty slot.
+    - Machine i delivers θ_i^t ∈ [0, 1] work in slot t and costs p_i per slot of use. The rates come from
+      `rate_process`: `"onoff_gamma"` (the paper's model: available periods of length Gamma(0.34, 94.35) with rate
+      U[0.7, 1], unavailable periods of length Gamma(0.19, 39.92) with rate U[0, 0.1]), or i.i.d. `"iid_bernoulli"`,
+      `"iid_uniform"`, `"iid_beta"` with means θ_i ~ U[`iid_mean_range`] (inside (0, 1) for `"iid_beta"`).
+      `prices="proportional"` sets p_i = `price_factor` × the machine's mean rate (the paper uses 2×; with an i.i.d.
+      process `iid_mean_range` must then be positive, so no machine is free). `prices="flat"` (ours) sets one price for
+      all, `price_factor` × the model's population mean rate: with `speed_heterogeneity` > 0 the prices then do not show
+      which machines are fast, so rate estimation can matter (preset `paper_hidden_speed`).
+    - Job j arrives in slot a_j and is active in slots a_j < t ≤ d_j. It has budget B_j = q_j (d_j − a_j) and utility
+      f_j(X) = v_j X^β (`utility="power"`; `"log"` = v_j log(1 + X), `"linear"` = v_j X).
+    - Jobs come from `job_source`:
+      - `"synthetic"`: the Google-like stand-in of spec §5.2.3;
+      - `"trace"`: a CSV of `job_id,a,d` at `trace_path` (spec §5.2.2), with q_j and v_j drawn as in the paper;
+      - `"common"`: the Corollary 1 instance;
+      - `"list"`: explicit `jobs=((a, d, B, v), ...)`.
+    - K job slots (`max_visible_jobs`) show the visible jobs. An arriving job takes the lowest free slot. If no slot is
+      free it waits in a FIFO queue, which is counted in `n_waited_slots`.
+    - Each step plays one slot:
+      1. Machines proposed to empty slots idle (`n_invalid`).
+      2. `budget_mode="hard"` runs Alg. 1's check for each job, in machine-index order: a task runs only if C_j + Σ p_i
+         < B_j, strictly. The first failure exhausts the job for good, and the job leaves its slot at once.
+      3. The work is realised and the rates are revealed on the machines that ran a task.
+      4. Departures (d_j = t) and arrivals follow.
 
-    ``observation_mode="flat"``: the same Dict flattened into one float64 Box (``gymnasium.spaces.flatten``, as
-    ``FlattenObservation`` gives it; ``last_occupant`` one-hot).
+      `"soft"` skips the check and measures Fit instead.
+    - The rates and the instance are drawn from their own seeded streams. So every policy sees the same θ_i^t and the
+      same jobs for a given seed (common random numbers).
+    - The light load (`job_keep_fraction=0.5`) keeps a seeded subset of the heavy-load jobs.
 
-    **Action** ``MultiDiscrete([K+1]*M)``: machine i goes to job slot a_i (0 = idle); capacity (Eq. 3)
-    holds by construction. Wrong shape, NaN, fractions or out-of-range values raise ``ValueError``.
-    ``action_mode="occupant"`` (default) reads it as the paper does: a machine sent to an empty slot idles
-    (``n_invalid``); ``"work_conserving"`` sends it to the next occupied slot, cyclically (``actions.py``).
-    ``action_mode="paced_priority"``: ``Box(-1, 1, (K + M,))``, a priority per job slot then per machine; the
-    occupied slots in descending priority each take the free machines in descending priority while the job's cost
-    in the slot stays within its paced budget (B_j − C_j)/(d_j − t) and below B_j − C_j (``actions.py``); the other
-    machines idle; NaN or inf raise ``ValueError`` naming ``action``.
-    The Sec. V-C mode (``capacity`` C_i, ``demand`` r_j, ``parallelism`` u_j) uses ``MultiBinary((K, M))``
-    actions, repaired deterministically (drop the highest slots on an over-full machine, then a job's
-    highest machines beyond u_j; counted in ``n_repaired``); its ``jobs`` rows add r_j and u_j and
-    ``last_occupant`` becomes ``last_assignment``. ``FractionalActionWrapper`` gives a Box action.
+    ## Observation (Dict; Boxes are float64)
 
-    **Reward** (``reward_mode``): ``"true"`` (default) Σ_j [f_j(W_j(t)) − f_j(W_j(t−1))], return Σ_j f_j(X_j)
-    (the P1 objective reported in Table I); ``"approx"`` the increments of (t − a_j) f_j(W_j/(t − a_j)),
-    return Σ_j (d_j − a_j) f_j(X_j/(d_j − a_j)) (Eq. 6's utility term); ``"sparse"`` f_j(X_j) at d_j.
+    - `time`: (2,); [t/T, (T − t)/T]
+    - `price`: (M,); p_i
+    - `n_obs`, `sum_obs`: (M,); number and sum of the observed rates per machine (the statistics of Eq. 12)
+    - `last_rate`, `last_mask`: (M,); θ_i^{t−1} on the machines that ran in the last slot (else 0), and which ran
+    - `last_occupant`: (M,) MultiDiscrete(K+1); the job slot each machine served in the last slot (0 = idle)
+    - `jobs`: (K, 12); per slot: present, is_new, v_j, β, B_j, C_j, B_j − C_j, B_j/(d_j − a_j), elapsed slots, remaining
+      slots, realised work W_j, d_j − a_j; zeros if the slot is empty
 
-    **Episode end.** ``terminated`` after slot T (every deadline has passed); never truncated.
+    The observation holds nothing hidden: no true rates, no future jobs. Job data appear when the job arrives.
 
-    **info**: ``t, work, cost`` (per slot), ``executed`` (M,) slot per machine (0 = idle), ``observed_rates``
-    (−1 where unobserved), ``n_invalid, n_budget_blocked, n_repaired, exhausted`` (per slot), ``migrations``
-    (share of machines whose previous, still-running occupant changed), ``utility_true, utility_approx, fit``
-    (Eq. 8 over departed jobs), ``fit_positive, slot_job_ids, arrivals, departures``; with
-    ``compute_regret=True``: ``oracle_total`` (the offline optimum's utility; also as ``benchmark_total``,
-    deprecated, removed in 0.3) and ``regret`` (cumulative, equal to Eq. 6's Reg_T at the end; ``oracle_kind``
-    ``"eq6"``/``"p1"``/``"thm3"`` picks the optimum); ``oracle`` only with ``expose_oracle=True``. The optimum's
-    convex program is estimated before it runs (:mod:`cluster_envs.common.guards`): at construction on the instance
-    of ``instance_seed`` and at each reset on the drawn one, a ``ValueError`` naming the keywords refuses it above
-    ``MEMORY_LIMIT`` (2 GiB) or ``BENCHMARK_TIME_LIMIT`` (600 s estimated). At the end, ``episode_summary``:
-    utility, utility_approx, regret, oracle_total (and benchmark_total), fit, fit_positive, mean_migrations, budget
-    and cost-to-utility shares, counters.
-    ``info_level="minimal"`` keeps only ``t, utility_true, utility_approx`` (and ``regret``) per step, plus
-    ``episode_summary``; the trajectory is the same.
+    ## Action
 
-    **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (``vector_env.py``) steps B
-    copies through the same compiled slot transition (``kernel.py``); not for the Sec. V-C mode.
+    `MultiDiscrete([K+1] * M)`: a_i = k gives machine i to job slot k (0 = idle), so there is at most one job per
+    machine (Eq. 3). A wrong shape, NaN, a fraction or an out-of-range value raises `ValueError` naming `action`, and
+    the env is left unchanged.
 
-    **Presets**: ``default`` (M = 20, T = 2000, K = 8, on/off machines, synthetic Google-like jobs at offered
-    load 2, β = 0.5), ``medium`` / ``medium_light`` (M = 100, T = 3600, K = 64, load 3), ``paper`` /
-    ``paper_light`` (M = 1000, T = 36 000, K = 256, load 3, half the jobs kept), ``paper_hidden_speed`` (speeds
-    s_i ~ U[0.5, 1] behind one flat price), ``paper_budget_bound`` (load 1) and ``paper_budget_bound_hidden_speed``
-    (both; readings of Sec. VI, docs/reproductions/approx.md), ``common_deadline``
-    (Corollary 1: M = 8, N = 3, a_j = 0, d_j = T = 4000, i.i.d. Bernoulli rates, log utility, benchmark on).
+    `cluster_envs.approx.wrappers.FractionalActionWrapper` gives a float32 `Box(0, 1, (K, M))` action (it is recorded in
+    the env's spec, so `gym.make(env.spec)` rebuilds it and gymnasium's `check_env` passes):
 
-    **Privileged state**: ``_instance`` (jobs, true means, rate process) and ``_sim``.
+    - It projects each machine's column exactly onto {z ≥ 0, Σz ≤ 1} (P4).
+    - It then samples one occupant per machine with E[x̃] = z, using the env's `misc` stream.
+    - The step's `info["fractional_action"]` is the projected z.
+
+    `action_mode` says how the action is read; the dynamics after it are the same:
+
+    - `"occupant"` (default): as the paper reads it. A machine sent to an empty slot idles (`info["n_invalid"]`).
+    - `"work_conserving"`: a machine sent to an empty slot k goes to the first occupied slot after k, cyclically (idle
+      if no slot is occupied); 0 (idle) stays a choice. A policy cannot waste machines on empty slots.
+    - `"paced_priority"`: the action is a float32 `Box(-1, 1, (K + M,))`, a priority per job slot then one per machine.
+      The occupied job slots, in descending priority, each take the free machines in descending machine priority while
+      the job's cost in the slot stays within its paced budget (B_j − C_j)/(d_j − t) and below its remaining budget B_j
+      − C_j (Alg. 1's check); the other machines idle. This is `greedy_ucb`'s pacing: a policy cannot spend a budget
+      early, nor send a machine to an empty slot, and learns which jobs and machines to prefer. Priorities are only
+      compared (ties by index), so any finite values are read; the space is centred on 0, where a Gaussian policy
+      starts, so the clipping of its actions to the bounds ties few of them. NaN or inf raise `ValueError` naming
+      `action`.
+
+    `observation_mode="flat"` gives the same observation as one float64 `Box`: `gymnasium.spaces.flatten` of the Dict
+    (what `FlattenObservation` gives; `last_occupant` one-hot).
+
+    ## RL-ready id: ClusterApproxRL-v1
+
+    `gym.make("ClusterApproxRL-v1")` is this env with `action_mode="paced_priority", observation_mode="flat"`: one `Box`
+    observation and a `Box(-1, 1, (K + M,))` action, so SB3's `PPO("MlpPolicy", "ClusterApproxRL-v1")` (or any client
+    that takes only an id) trains with no wrapper. Both kwargs change only how the action is read and how the
+    observation is laid out: the episodes, rewards, `info` and metrics are those of `ClusterApprox-v0`
+    (`tests/test_rl_ids.py`). Its batched env is this id's, with the same kwargs.
+
+    `ClusterApproxRL-v0` (`action_mode="work_conserving"`, a `MultiDiscrete` action) is kept: its reading is still
+    available, and gymnasium warns on `make` that v1 exists.
+
+    ## Sec. V-C mode
+
+    Set `capacity` (an int, or one int per machine), `demand` r_j and `parallelism` u_j. In this mode:
+
+    - the action becomes `MultiBinary((K, M))`;
+    - the `jobs` rows gain r_j and u_j, and `last_occupant` becomes `last_assignment`;
+    - infeasible actions are repaired deterministically: on an over-full machine the highest slots are dropped, then
+      each job loses its highest machines beyond u_j. `n_repaired` counts the repairs.
+
+    ## Reward (`reward_mode`)
+
+    - `"true"` (default): Σ_j [f_j(W_j(t)) − f_j(W_j(t−1))]. The return is Σ_j f_j(X_j), the P1 objective and the
+      utility reported in Table I.
+    - `"approx"`: the increments of (t − a_j) f_j(W_j/(t − a_j)). The return is Σ_j (d_j − a_j) f_j(X_j/(d_j − a_j)),
+      the utility term of Eq. 6.
+    - `"sparse"`: f_j(X_j), paid in the slot of j's deadline.
+
+    ## Episode end
+
+    `terminated` after slot T, when every deadline has passed. The env never truncates. Reset info: `n_jobs`, `arrivals`
+    (the jobs that arrive in the first slot) and, when the regret is computed, `oracle_total`.
+
+    ## info
+
+    - Per slot: `t`, `work` and `cost` (per job slot), `executed` (job slot per machine, 0 = idle), `observed_rates` (−1
+      where not observed), `n_invalid`, `n_budget_blocked`, `n_repaired`, `exhausted`, `slot_job_ids`, `arrivals`,
+      `departures`.
+    - `migrations`: the share of machines whose previous occupant is still running but was moved.
+    - Running totals: `utility_true`, `utility_approx`.
+    - `fit`: Eq. 8 summed over the departed jobs. `fit_positive` counts only the overruns.
+    - With `compute_regret=True`:
+      - `oracle_total` (the offline optimum's utility; also under its former name `benchmark_total`, deprecated and
+        removed in 0.3) and the cumulative `regret`, which equals Eq. 6's Reg_T at the end;
+      - `oracle_kind` selects the offline optimum: `"eq6"` (default), `"p1"` or `"thm3"`;
+      - the oracle is the fractional offline optimum with the true means, from scipy's SLSQP over the segment-aggregated
+        program. It is meant for small instances: its memory and time are estimated at construction (instance of
+        `instance_seed`) and at each reset (the drawn instance), and a `ValueError` naming the keywords refuses it above
+        2 GiB or 600 s (docs/robustness.md, "Resource guards").
+    - `oracle` (true θ^t and θ_i) appears only with `expose_oracle=True`, for evaluation.
+    - `info_level="minimal"` keeps only `t`, `utility_true`, `utility_approx` (and `regret` with `compute_regret=True`)
+      per step, plus `episode_summary` at the end; the trajectory is the same. Use it for speed (training, the bench):
+      it skips the per-slot arrays.
+    - At the end, `episode_summary` holds:
+      - utility and utility_approx;
+      - regret and oracle_total (and benchmark_total; with `compute_regret=True`);
+      - fit and fit_positive;
+      - mean_migrations;
+      - the shares of jobs with C_j/B_j < 0.9 and with C_j/f_j(X_j) < 50;
+      - counters.
+
+    ## Batched
+
+    `gym.make_vec("ClusterApprox-v0", num_envs=B, vectorization_mode="vector_entry_point", **kwargs)` steps B copies
+    through the same compiled slot transition as the single env (Gymnasium's `NEXT_STEP` autoreset; copy i of
+    `reset(seed=s)` is seeded s + i, as in `SyncVectorEnv`). It returns the observations of B single envs exactly, and
+    the `info_level="minimal"` keys as (B,) arrays. The Sec. V-C mode (`capacity`) is not batched.
+
+    ## Rendering
+
+    `render_mode="ansi"`: a line per visible job (machines, work, spend, deadline). `"rgb_array"` (what
+    stable-baselines3's `make_vec_env` asks for): a uint8 image of two panels of bars, (242, 585, 3) for the default
+    preset. Top, per machine: the last slot's use (tasks run / capacity, blue), the rate θ observed there (green) and
+    the empirical mean of its observed rates (grey). Bottom, per job slot: the share of the job's lifetime elapsed
+    (orange) beside the share of its budget spent (red); empty slots stay empty. Bars narrow to fit 640 px, down to 1 px
+    without gaps (from 92 machines); beyond 213 machines the frame grows (the `paper` preset's is 3000 px wide). Frames
+    are drawn with numpy alone, have a size fixed by the configuration (so videos work) and only read the state:
+    rendering draws no random numbers and leaves the trajectory unchanged.
+
+    ## Presets
+
+    - `default`: M 20; T 2000; K 8; machines on/off, p = 2 × mean; jobs synthetic Google-like, offered load 2, median
+      lifetime 100, β = 0.5
+    - `medium` / `medium_light`: M 100; T 3600; K 64; machines on/off; jobs load 3, median lifetime 200 (light keeps
+      half the jobs)
+    - `paper` / `paper_light`: M 1000; T 36 000; K 256; machines on/off; jobs load 3, median lifetime 600, σ = 1.5, q_j
+      ~ U[2, 100], v_j ~ U[1, 5]
+    - `paper_hidden_speed`: M 1000; T 36 000; K 256; machines on/off × speed s_i ~ U[0.5, 1], one price `prices="flat"`
+      = 2 × the population mean rate; jobs as `paper`
+    - `paper_budget_bound`: M 1000; T 36 000; K 256; machines as `paper`; jobs as `paper` at offered load 1: budgets,
+      not machines, bind
+    - `paper_budget_bound_hidden_speed`: M 1000; T 36 000; K 256; machines as `paper_hidden_speed`; jobs as
+      `paper_budget_bound`
+    - `common_deadline`: M 8; T 4000; K 3; machines i.i.d. Bernoulli, p ~ U[0.2, 1]; jobs N = 3, a_j = 0, d_j = T
+      (Corollary 1), log utility, `compute_regret=True`
     """
 
     env_id = "ClusterApprox-v0"
@@ -495,20 +594,70 @@ class ClusterApproxEnv(_ApproxEnvCore):
 class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     """One approximation job over the whole horizon on M machines of unknown speed (Sec. IV, OPS).
 
-    Rendering: as ``ClusterApprox-v0`` (``"ansi"``, or ``"rgb_array"`` bars per machine and for the one job).
+    The single-job case of ``ClusterApprox-v0`` (same dynamics, feedback, budget check, rewards and info keys):
+    N = 1, a_1 = 0, d_1 = T, budget B = ρ M T (``budget_fraction`` ρ), which must not be reached.
 
-    The single-job case of ``ClusterApprox-v0`` (same dynamics, feedback, budget check, rewards, info keys):
-    N = 1, a_1 = 0, d_1 = T, B = ρ M T (``budget_fraction`` ρ). Action ``MultiBinary(M)`` (run the job on
-    machine i or not; ``action_mode="binary"``, default). ``action_mode="paced_priority"``: ``Box(0, 1, (M,))``,
-    a priority per machine; the machines run in descending priority while the slot's cost stays within the paced
-    budget (B − C)/(T − t) (``actions.py``). Observation: ``time, price, n_obs, sum_obs, last_rate, last_mask`` as
-    in ``ClusterApprox-v0`` and ``job`` (12,), the job's row (``present`` is 0 once the budget is exhausted);
-    ``observation_mode="flat"`` flattens it into one Box.
-    ``info["executed"]`` is the executed 0/1 vector.
+    ## Observation (Dict; Boxes are float64)
 
-    **Presets**: ``default`` (M = 10, T = 2000, ρ = 0.2, i.i.d. Bernoulli rates with θ_i ~ U[0.1, 0.9],
-    p_i ~ U[0.2, 1], f(X) = log(1 + X), hard budget, benchmark on: ``info["regret"]`` is Eq. 6's regret
-    against the closed-form optimum T f(θ·x*)), ``soft`` (the same without the budget check; Fit measured).
+    - `time`, `price`, `n_obs`, `sum_obs`, `last_rate`, `last_mask`: as in `ClusterApprox-v0`.
+    - `job` (12,): the job's row.
+      - Columns: present, is_new, v, β, B, C, B − C, B/T, elapsed slots, remaining slots, realised work, T.
+      - Once the budget is exhausted the whole row is 0 (the job is over: nothing more can be bought for it).
+
+    ## Action
+
+    `MultiBinary(M)`: 1 runs the job on machine i in this slot. Malformed actions raise `ValueError`.
+
+    `action_mode="paced_priority"`: `Box(0, 1, (M,))`, a priority per machine. The machines run in descending priority
+    while the slot's cost stays within the paced budget (B − C)/(T − t) and below B − C (the pacing of `greedy_ucb`): a
+    policy cannot spend the budget early and leave the job idle afterwards, and what it learns is which machines to
+    prefer. The dynamics after the reading are the same. `observation_mode="flat"` gives the observation as one float64
+    `Box` (`gymnasium.spaces.flatten` of the Dict).
+
+    ## RL-ready id: ClusterApproxSingleJobRL-v0
+
+    `gym.make("ClusterApproxSingleJobRL-v0")` is this env with `action_mode="paced_priority", observation_mode="flat"`:
+    one `Box` observation and a `Box` action (an id-only client trains on it with no
+    wrapper). Episodes, rewards, `info` and metrics are those of `ClusterApproxSingleJob-v0`
+    (`tests/test_rl_ready_ids.py`).
+
+    ## Reward
+
+    `"true"` (default) pays the increments of f(W(t)). The other modes are `"approx"` and `"sparse"`, as in
+    `ClusterApprox-v0`.
+
+    ## Episode end
+
+    `terminated` after T slots.
+
+    ## info
+
+    As in `ClusterApprox-v0`, with two differences:
+
+    - `executed` is the 0/1 vector of the machines that ran.
+    - `regret` is always present in the default preset. It is measured against the closed-form oracle of Lemma 4, OPT
+      = T f(θ·x*), where x* is the fractional knapsack by θ_i/p_i under the per-slot budget B/T.
+
+    `info_level="minimal"` keeps only `t`, `utility_true`, `utility_approx` and `regret` per step (plus
+    `episode_summary` at the end), as in `ClusterApprox-v0`.
+
+    ## Batched
+
+    `gym.make_vec("ClusterApproxSingleJob-v0", num_envs=B, vectorization_mode="vector_entry_point")` steps B copies
+    through the single env's compiled slot transition, as for `ClusterApprox-v0`.
+
+    ## Rendering
+
+    As `ClusterApprox-v0`: `"ansi"` text, or `"rgb_array"` bars per machine (use, observed rate, empirical mean rate)
+    above the one job's lifetime elapsed and budget spent; (242, 448, 3) uint8 for the default preset. Frames are drawn
+    with numpy alone, have a size fixed by the configuration (so videos work) and only read the state: rendering draws
+    no random numbers and leaves the trajectory unchanged.
+
+    ## Presets
+
+    - `default`: M = 10, T = 2000, ρ = 0.2; i.i.d. Bernoulli rates with θ_i ~ U[0.1, 0.9]; p_i ~ U[0.2, 1];
+      f(X) = log(1 + X); hard budget; `compute_regret=True`
+    - `soft`: the same without the budget check (Fit measured), for Theorem 2's Fit bound
     """
 
     single_job = True

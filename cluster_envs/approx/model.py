@@ -113,7 +113,7 @@ def onoff_rates(ap: np.ndarray, high: np.ndarray, low: np.ndarray, speed: np.nda
 class RateProcess:
     """θ_i^t for slots t = 1..T, drawn chunk by chunk from the ``rates`` stream in a fixed order.
 
-    ``means`` are the machines' true mean rates θ_i (the benchmark's and the prices' "mean service rate").
+    ``means`` are the machines' true mean rates θ_i (the oracle's and the prices' "mean service rate").
     For the on/off model it is the horizon average of the expected rate given the availability periods,
     0.05 + 0.8·A_i(T)/T (ours, spec A15).
     """
@@ -397,11 +397,11 @@ class Instance:
         return self.rates.means
 
 
-# The offline benchmark of Eq. 7 (spec §4.6): true mean rates, all jobs known, fractional relaxation.
+# The offline oracle of Eq. 7 (spec §4.6): true mean rates, all jobs known, fractional relaxation.
 #
 # One job (Lemma 4): the optimum is constant in time, the fractional knapsack x* = argmax θ·x s.t. p·x ≤ B/T.
 # Many jobs: the segment-aggregated concave program, solved with scipy's SLSQP (exact for the relaxation;
-# intended for small instances). ``opt_per_job`` returns OPT_j, the benchmark's per-job term of Eq. 6, which
+# intended for small instances). ``opt_per_job`` returns OPT_j, the oracle's per-job term of Eq. 6, which
 # the env accrues at OPT_j/(d_j − a_j) per active slot so that the cumulative regret ends at Reg_T.
 ORACLE_KINDS = ("eq6", "p1", "thm3")
 WORK_FLOOR = 1e-9
@@ -422,7 +422,7 @@ def fractional_knapsack(means: np.ndarray, prices: np.ndarray, per_slot_budget: 
 
 
 def single_job_opt(kind: str, value: float, beta: float, means, prices, budget: float, horizon: int) -> float:
-    """OPT = T f(θ·x*) of one job with a_1 = 0, d_1 = T (Lemma 4; every benchmark kind gives the same x*)."""
+    """OPT = T f(θ·x*) of one job with a_1 = 0, d_1 = T (Lemma 4; every oracle kind gives the same x*)."""
     x = fractional_knapsack(means, prices, budget / horizon)
     per_slot = float(means @ x)
     return float(horizon * utility(kind, np.array([value]), beta, np.array([per_slot]))[0])

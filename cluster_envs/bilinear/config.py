@@ -114,9 +114,6 @@ class BilinearConfig:
         "info_level": Choice(INFO_LEVELS),
     }
 
-    RENAMED: ClassVar[dict[str, str]] = {"max_jobs": "max_visible_jobs"}  # deprecated in 0.2 (CHANGELOG)
-    RENAMED_PRESETS: ClassVar[dict[str, str]] = {"paper": "default"}  # deprecated in 0.2
-
     num_job_classes: int = 10
     num_server_classes: int = 2
     servers_per_class: int | tuple[int, ...] = 2
@@ -184,7 +181,7 @@ class BilinearConfig:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "default": {},  # formerly paper
+    "default": {},
     "paper_holding": {"holding_costs": (1.75,) * 5 + (0.25,) * 5},
     "rl": {
         "service_model": "exclusive",

@@ -30,9 +30,6 @@ STREAMS = ("instance", "arrivals", "assign", "service", "noise", "choice")
 class ClusterBilinearEnv(ClusterEnv):
     """Jobs queue for classes of parallel servers; a class-i job on a class-j server pays u_iᵀΘv_j + noise.
 
-    Rendering: ``"ansi"`` (one line: t, Q, regret) or ``"rgb_array"`` (bars per job class: its queue beside the
-    last slot's selections N_ij/n_j by each server class).
-
     Paper: J.-h. Kim and M. Vojnović, "Learning to Schedule in Parallel-Server Queues with Stochastic
     Bilinear Rewards" (paper 004; spec ``docs/specs/bilinear_queues.md``).
 
@@ -97,11 +94,25 @@ class ClusterBilinearEnv(ClusterEnv):
     and ``episode_summary`` (the fast setting for training and benchmarks).
     r* is the fluid LP oracle (HiGHS), once per instance (per distinct n(t) under a schedule).
 
-    **Presets**: ``default`` (Sec. V: I = 10, J = 2, n_j = 2, d = 2, ρ = 1, μ = 1, σ = 0.1, T = 500, c = 1;
-    formerly ``paper``),
+    **Presets**: ``default`` (Sec. V: I = 10, J = 2, n_j = 2, d = 2, ρ = 1, μ = 1, σ = 0.1, T = 500, c = 1),
     ``paper_holding`` (Fig. 4: c = 7/4 for classes 1–5, 1/4 for 6–10), ``rl`` (exclusive service,
     ``simplex_logits``, ``full`` observation, κ = 0.01). ``instance_seed=None`` draws a new instance
     (u, v, θ: U[0,1] entries, unit-normalised) from each reset seed; an int fixes it.
+
+    **Other options**: explicit ``job_features``, ``server_features``, ``theta``, ``traffic_intensity`` (total ρ or
+    per class), ``service_rate``, ``noise_std``, ``holding_costs``, ``server_schedule``, ``allow_unstable``,
+    ``max_visible_jobs``. Non-finite or non-unit-bounded features are ``ValueError``s.
+
+    **Batched**: ``gym.make_vec("ClusterBilinear-v0", num_envs=B, vectorization_mode="vector_entry_point", **kwargs)``
+    steps B copies in one compiled call on the single env's slot kernel (Gymnasium ``NEXT_STEP`` autoreset, equal to
+    ``SyncVectorEnv`` step for step); ``action_mode`` ``"allocation"`` or ``"simplex_logits"`` (so the ``rl``
+    preset), every ``observation_mode``, no ``server_schedule`` or ``include_server_counts``; ``info`` has the
+    minimal keys as (B,) arrays with masks.
+
+    **Rendering**: ``"ansi"``, one line (t, Q, regret); ``"rgb_array"``, a uint8 image with per job class its queue
+    Q_i (red, log1p, scaled to the largest) beside the last slot's selections N_ij / n_j by each server class j (one
+    colour per class). Frames have a size fixed by the configuration and only read the state: rendering draws no
+    random numbers and leaves the trajectory unchanged.
 
     **Public data**: ``problem`` (features, n_j, T, c, modes). **Privileged** (oracles, harness):
     ``true_mean_rewards`` (r), ``theta``, ``rho``, ``mu``, ``r_star``, ``oracle_allocation``, ``simulator``.

@@ -8,7 +8,6 @@ v_j).ravel()`` and r_ij = z_ijᵀθ = u_iᵀΘv_j (spec §2.1).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -136,13 +135,6 @@ class BilinearProblem:
     include_server_counts: bool = False
     pair_features: np.ndarray = field(init=False, repr=False)
     part_slices: tuple[tuple[str, slice, tuple[int, ...]], ...] = field(init=False, repr=False)
-
-    @property
-    def max_jobs(self) -> int:
-        """Deprecated name of ``max_visible_jobs`` (removed in 0.3)."""
-        warnings.warn("max_jobs is deprecated: use max_visible_jobs (the old name is removed in 0.3)",
-                      DeprecationWarning, stacklevel=2)  # fmt: skip
-        return self.max_visible_jobs
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pair_features", pair_features(self.job_features, self.server_features))

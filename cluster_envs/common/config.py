@@ -1,10 +1,8 @@
 """Typed env configuration: a frozen dataclass built from a named preset plus keyword overrides.
 
 Every env takes ``preset=...`` and keyword overrides. Unknown keys and unknown presets raise a
-``ValueError`` naming the offending argument and listing what is allowed, before anything is built. A config
-class may list renamed keywords in ``RENAMED`` (old name -> new name), and renamed presets in ``RENAMED_PRESETS``:
-the old name still works for one minor version, with a ``DeprecationWarning``. Every setting's default preset is
-named ``default``.
+``ValueError`` naming the offending argument and listing what is allowed, before anything is built. Every
+setting's default preset is named ``default``; nothing has been released, so no keyword or preset has an old name.
 """
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -25,37 +22,12 @@ def build_config(
     """Return ``config_cls(**presets[preset] | overrides)`` after checking the names."""
     if preset not in presets:
         raise ValueError(f"preset={preset!r} is not a known preset; allowed: {sorted(presets)}")
-    overrides = renamed_keywords(getattr(config_cls, "RENAMED", {}), overrides)
     allowed = {f.name for f in dataclasses.fields(config_cls)}
     unknown = sorted(set(overrides) - allowed)
     if unknown:
         listed = sorted(allowed | {"preset", "render_mode"})  # the constructor's own keywords are allowed too
         raise ValueError(f"unknown keyword argument(s) {unknown}; allowed: {listed}")
     return config_cls(**{**presets[preset], **overrides})
-
-
-def current_preset(config_cls: type, preset: str) -> str:
-    """``preset``, or its new name if ``config_cls.RENAMED_PRESETS`` lists it as deprecated (warning once per use)."""
-    new = getattr(config_cls, "RENAMED_PRESETS", {}).get(preset)
-    if new is None:
-        return preset
-    warnings.warn(f"preset={preset!r} is deprecated: use preset={new!r} (the old name is removed in 0.3)",
-                  DeprecationWarning, stacklevel=3)  # fmt: skip
-    return new
-
-
-def renamed_keywords(renamed: Mapping[str, str], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with each deprecated name of ``renamed`` (old -> new) replaced by its new name, warning once per
-    use; a ``ValueError`` if both names are given."""
-    kwargs = dict(kwargs)
-    for old, new in renamed.items():
-        if old in kwargs:
-            if new in kwargs:
-                raise ValueError(f"{old} is the deprecated name of {new}: give {new} only")
-            warnings.warn(f"{old} is deprecated: use {new} (the old name is removed in 0.3)", DeprecationWarning,
-                          stacklevel=3)  # fmt: skip
-            kwargs[new] = kwargs.pop(old)
-    return kwargs
 
 
 def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> None:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from cluster_envs.common.config import build_config, current_preset
+from cluster_envs.common.config import build_config
 from cluster_envs.common.flat import observation_space
 from cluster_envs.common.render import check_render_mode, render_metadata
 
@@ -60,7 +60,6 @@ class ClusterEnv(gym.Env):
     presets: ClassVar[dict[str, dict[str, Any]]]
 
     def __init__(self, preset: str, render_mode: str | None, overrides: dict[str, Any]):
-        preset = current_preset(self.config_class, preset)
         self.config = build_config(self.config_class, self.presets, preset, overrides)
         check_render_mode(render_mode)
         self.preset = preset

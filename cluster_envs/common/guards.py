@@ -1,4 +1,4 @@
-"""Resource guards of the exact oracles and benchmarks: estimate a solve's memory and time from the instance
+"""Resource guards of the exact oracles: estimate a solve's memory and time from the instance
 before running it, and refuse with a ``ValueError`` naming the keywords to change when an estimate exceeds a limit.
 
 Three solvers are guarded (estimates in their own modules, measured against real runs in docs/robustness.md):
@@ -6,7 +6,7 @@ Three solvers are guarded (estimates in their own modules, measured against real
 * the knapsack DP of ``ClusterMultiServer-v0``'s regret oracle (:func:`cluster_envs.multiserver.knapsack.estimate`),
   checked at construction for the worst arrival pattern (every port that can have a job);
 * the MILP of ``ClusterGang-v0``'s regret oracle (:func:`cluster_envs.multiserver.gang.milp_estimate`), likewise;
-* the convex program of ``ClusterApprox-v0``'s benchmark (:func:`cluster_envs.approx.model.oracle_estimate`),
+* the convex program of ``ClusterApprox-v0``'s offline oracle (:func:`cluster_envs.approx.model.oracle_estimate`),
   checked at construction on the instance of ``instance_seed`` and again at every reset on the drawn instance.
 
 The limits are constants, not keywords: every guarded oracle has a keyword that turns it off
@@ -25,9 +25,9 @@ ORACLE_TIME_LIMIT = 1.0
 """Estimated seconds of one per-slot oracle solve (knapsack DP, gang MILP). The oracle solves once per arrival
 pattern (up to 2^|L|), on the step that first meets the pattern: 1 s keeps a step interactive."""
 
-BENCHMARK_TIME_LIMIT = 600.0
-"""Estimated seconds of ``ClusterApprox-v0``'s benchmark program, solved once per reset (10 min: the default
-preset's program, ~2-3 min, stays allowed)."""
+EPISODE_ORACLE_TIME_LIMIT = 600.0
+"""Estimated seconds of ``ClusterApprox-v0``'s offline oracle program, solved once per reset (10 min, so that the
+default preset's program stays allowed)."""
 
 
 @dataclass(frozen=True)

@@ -88,14 +88,13 @@ COMMON_JOINT = (
 
 @dataclass(frozen=True)
 class MultiServerConfig(EnvOptions, GeneratorParams):
-    """Keyword arguments of ``ClusterMultiServer-v0``: the generator's (defaults: the ``default`` preset, formerly
-    ``paper``, spec §3.2), the common env options, and these.
+    """Keyword arguments of ``ClusterMultiServer-v0``: the generator's (defaults: the ``default`` preset, the paper's
+    sizes, spec §3.2), the common env options, and these.
 
     Domains: ``DOMAINS`` (one per keyword); joint constraints: ``JOINT``.
     """
 
     JOINT: ClassVar[str] = COMMON_JOINT + "; `capacity` (a tuple) has `n_device_types` entries"
-    RENAMED_PRESETS: ClassVar[dict[str, str]] = {"paper": "default"}  # deprecated in 0.2
 
     DOMAINS: ClassVar[dict[str, Domain]] = {
         **COMMON_DOMAINS,
@@ -158,7 +157,7 @@ def check_workload(cfg) -> None:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "default": {},  # formerly paper
+    "default": {},
     "small": {"n_ports": 4, "n_servers": 10, "edge_prob": 0.3},
     "tiny": {"n_ports": 2, "n_servers": 2, "edge_prob": 1.0, "n_device_types": 1},
     ALIBABA: {"workload": ALIBABA},  # the paper's sizes on the trace (cluster_envs.multiserver.alibaba)
@@ -167,8 +166,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class GangConfig(EnvOptions, GangParams):
-    """Keyword arguments of ``ClusterGang-v0``: the gang generator's (defaults: the ``default`` preset, formerly
-    ``small``, spec §3.12) and the common env options.
+    """Keyword arguments of ``ClusterGang-v0``: the gang generator's (defaults: the ``default`` preset, spec
+    §3.12) and the common env options.
 
     Domains: ``DOMAINS`` (one per keyword); joint constraints: ``JOINT``.
     """
@@ -177,7 +176,6 @@ class GangConfig(EnvOptions, GangParams):
         COMMON_JOINT + f"; `tasks_low` ≤ `tasks_high`; `n_device_types` × `n_ports` × `tasks_high` × `n_servers` ≤ "
         f"{MAX_STATE:.0e}"
     )
-    RENAMED_PRESETS: ClassVar[dict[str, str]] = {"small": "default"}  # deprecated in 0.2
 
     DOMAINS: ClassVar[dict[str, Domain]] = {
         **COMMON_DOMAINS,
@@ -204,7 +202,7 @@ class GangConfig(EnvOptions, GangParams):
 
 
 GANG_PRESETS: dict[str, dict[str, Any]] = {
-    "default": {},  # formerly small
+    "default": {},
     "tiny": {"n_ports": 2, "n_servers": 3, "edge_prob": 1.0, "n_device_types": 1, "tasks_high": 2},
     "paper": {"n_ports": 8, "n_servers": 40, "edge_prob": 0.1},
     ALIBABA: {"workload": ALIBABA},  # the small preset's sizes on the trace (cluster_envs.multiserver.alibaba)

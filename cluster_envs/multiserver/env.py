@@ -42,75 +42,118 @@ def check_action_array(action: Any, size: int, binary: bool) -> np.ndarray:
 class ClusterMultiServerEnv(ClusterEnv):
     """Schedule multi-server jobs on a bipartite port–server graph under a cluster-wide device capacity.
 
-    Rendering: ``"ansi"`` (AOU, regret, arrivals, used edges) or ``"rgb_array"`` (three panels of bars: this slot's
-    arrivals per port; the last slot's action and observed utility per edge; its capacity use per device type).
-
     Paper: Zhao, Deng, Chen, Yin, Dustdar, Zomaya, "Learning to Schedule Multi-Server Jobs with Fluctuated
     Processing Speeds" (paper 001/002; spec ``docs/specs/multiserver_esdp.md``).
 
-    **Dynamics.** Ports (job types) ``l`` and servers ``r`` are joined by edges ``e = (l, r)`` (lexicographic
-    order = action index). In slot ``t`` each port yields a job with probability ``ρ_l`` (revealed before
-    the decision). The scheduler picks ``x ∈ {0,1}^{|E|}``: a job may use several servers at once; each used
-    edge consumes ``A[k, e] ≥ 1`` units of every device type ``k`` from the per-slot capacity ``c_k``
-    (``Ax ≤ c``), and edges of ports without a job cannot be used. Each used edge pays
-    ``Z̃_e(t) = clip((Z_e(t) − C_e − Lo)/w, 0, 1)`` with ``Z_e ~ N(μ_e, (μ_e/2)²)`` unknown (``affine_clip``,
-    spec §3.3; ``clip`` and ``none`` as options). The instance (graph, ``A``, ``c``, ``μ``, costs) is drawn
-    once from ``instance_seed`` in the spec's normative order; ``reset(seed)`` seeds the arrival, utility
-    and repair streams (common random numbers: every policy sees the same arrivals and ``Z(t)``).
+    ## Model
 
-    **Observation** (Dict): ``arrivals`` MultiBinary(|L|) and ``edge_mask`` MultiBinary(|E|) for the slot
-    about to be decided; ``time`` = (t−1)/T; the feedback of the previous slot, ``last_action``
-    MultiBinary(|E|) (the executed, repaired action) and ``last_utility`` (``Z̃_e`` on used edges, 0
-    elsewhere; Box(0, 1), unbounded with ``normalization="none"``), both zero after reset.
-    ``obs_static=True`` adds ``static`` Box(0, h, (K+1, |E|)): rows ``A_k/c_k`` and ``C/max C``; h = 1
-    unless ``allow_unusable_channels`` kept an edge whose request exceeds ``c`` (h = max A_k/c_k).
-    ``observation_mode="flat"``: the same Dict flattened into one float32 Box (``gymnasium.spaces.flatten``, as
-    ``FlattenObservation`` gives it).
+    Ports (job types) `l` and servers `r` are joined by edges `e = (l, r)` of a bipartite graph (service locality). The
+    edge order is lexicographic in `(l, r)`, and the edge index is the action index. In each slot every port yields a
+    job with probability `ρ_l`, and the scheduler sees the arrivals before it decides. It picks `x ∈ {0,1}^|E|`: a job
+    may run on several servers at once (a multi-server job). Each used edge consumes `A[k, e] ≥ 1` units of each device
+    type `k` (CPU, MEM, GPU) from a cluster-wide per-slot capacity, so `Ax ≤ c`. Edges of ports without a job cannot be
+    used. A used edge pays the normalised utility `Z̃_e(t)`: the processing speed `Z_e(t) ~ N(μ_e, (μ_e/2)²)` with
+    unknown `μ_e ~ U(0.1, 1)`, minus the known provisioning cost `C_e = Σ_k f_k`, `f_k ~ N(0.5, 0.1)`, mapped affinely
+    to [0, 1] and clipped (`normalization="affine_clip"`, spec §3.3; `"clip"` and `"none"` are options). Only the used
+    edges are observed (semi-bandit feedback). The oracle knows the means `ṽ` (exact clipped-normal means) and
+    solves each slot's 0/1 multi-dimensional knapsack exactly.
 
-    **Action.** ``action_mode="binary"``: MultiBinary(|E|), the paper's ``x``. ``"scores"``:
-    Box(0, 1, (|E|,)), requesting ``{e : score_e > 0.5}`` in descending-score priority.
-    ``invalid_action="repair"`` (default) drops edges of idle ports, then first-fits the rest in priority
-    order (ascending index, or a random permutation with ``binary_repair_order="random"``); ``"raise"``
-    raises ``ValueError`` naming the violated constraint. Wrong shape, NaN, complex, string or non-binary values
-    raise ``ValueError``; the env is then unchanged.
-    ``action_masks()`` gives the MaskablePPO mask (2 per edge: value 0 always allowed, value 1 only for
-    edges of arrived ports whose request fits ``c``); it cannot express the joint capacity, so repair applies.
-    ``action_mask_from(problem, observation)`` (a classmethod) computes the same mask from public data.
+    The instance (graph, `A`, `c`, `μ`, costs) is drawn once from `instance_seed` in the spec's normative order.
+    `reset(seed)` seeds three streams (arrivals, utilities, repair permutations). Every slot draws all arrival uniforms
+    and all `|E|` normals, whatever the action, so two agents run with the same seed see the same arrivals and the same
+    `Z(t)` (common random numbers).
 
-    **Reward.** ``U(x(t)) = Σ_e x_e Z̃_e(t)`` (the slot's AOU contribution) minus ``infeasible_penalty`` ×
-    dropped bits (default 0).
+    ## Spaces
 
-    **Episode end.** Never terminated; truncated after ``horizon`` slots.
+    **Observation** (`Dict`):
 
-    **info** (evaluation only; agents never read it): ``t, x, arrivals`` (of the executed slot),
-    ``utility, raw_utility`` (``Σ x (Z − C)``), ``n_dropped_arrival, n_dropped_capacity, capacity_used``; with
-    ``compute_regret``: ``expected_utility`` ṽᵀx, ``oracle_utility`` ṽᵀx*(t), ``slot_regret`` (≥ 0),
-    ``regret`` (cumulative pseudo-regret), ``realized_regret`` ṽᵀx* − U, ``oracle_x``.
-    ``info_level="minimal"`` keeps the scalars only. At truncation ``episode_summary``: ``aou, average_aou,
-    expected_aou, oracle_aou, regret, dropped, prob_all_arrive`` (Π ρ_l, the event Theorems 1–2 condition on).
-    With ``compute_regret``, the oracle's DP is estimated at construction for the largest arrival pattern
-    (:mod:`cluster_envs.common.guards`): a ``ValueError`` naming the keywords refuses it above ``MEMORY_LIMIT``
-    (2 GiB) or ``ORACLE_TIME_LIMIT`` (1 s estimated per solve; the paper graph needs 0.4 MiB and ~1 ms).
+    - `arrivals`: space `MultiBinary(|L|)`; content ports with a job in the slot about to be decided
+    - `edge_mask`: space `MultiBinary(|E|)`; content edges usable now (their port has a job)
+    - `time`: space `Box(0, 1, (1,))`; content `(t − 1)/T`
+    - `last_action`: space `MultiBinary(|E|)`; content the executed (repaired) action of the previous slot; 0 after
+      reset
+    - `last_utility`: space `Box(0, 1, (|E|,))`; content `Z̃_e` on the edges used in the previous slot, 0 elsewhere
+      (unbounded with `normalization="none"`)
+    - `static` (if `obs_static=True`): space `Box(0, h, (K+1, |E|))`, h = max(1, max A_k/c_k) (> 1 only for an unusable
+      channel kept by `allow_unusable_channels`); content rows `A_k / c_k` and `C / max C`
 
-    **Presets**: ``default`` (|L| = 8, |R| = 40, K = 3, edge_prob 0.1, ρ 0.9, T = 2000; formerly ``paper``), ``small``
-    (|L| = 4, |R| = 10, edge_prob 0.3), ``tiny`` (|L| = |R| = 2, all edges, K = 1), ``alibaba_gpu_2023``
-    (the paper's sizes on the Alibaba GPU 2023 trace; needs ``trace_dir``, the folder of its CSVs).
+    The feedback the agents need (the executed action and the utilities of the used edges) is part of the observation,
+    so no agent reads `info`. This departs from spec §3.10. The static data an agent is built from (graph, `A`, `c`,
+    costs, `T`) is `env.unwrapped.problem`.
 
-    **Trace workload** (``workload="alibaba_gpu_2023"``, set by that preset; :mod:`cluster_envs.multiserver.alibaba`):
-    the K = 3 device types are CPU, memory and GPU, counted in units of the median request of the replayed pods;
-    ports are the ``n_ports`` most frequent pod request shapes, with ``a_k^{(l,r)}`` their request rounded up to
-    units; servers are ``n_servers`` nodes drawn from the trace (``instance_seed``), joined to the ports they can
-    host (thinned by ``edge_prob``); ``c`` follows ``capacity_mode`` on these requests. Slots: the trace's creation
-    times from their 1 % quantile to the last, cut into ``horizon`` equal slots; port ``l`` has a job in slot
-    ``t`` when a pod of its shape was created then (no Bernoulli draw: the same arrivals in every episode; ``ρ``
-    records their frequency; ``arrival_prob``, ``req_*`` and ``c_*`` are unused). Utilities and costs are drawn
-    as in the paper (the trace has none). The batched env does not replay arrivals (use ``SyncVectorEnv``).
+    **Action**: `action_mode="binary"` (default) gives `MultiBinary(|E|)`, the paper's `x`. `action_mode="scores"` gives
+    `Box(0, 1, (|E|,))`: the request is `{e : score_e > 0.5}`, in descending-score priority. With
+    `invalid_action="repair"` (default), the env drops the edges of idle ports, then keeps the remaining requested edges
+    first-fit in priority order (ascending index, or a random permutation with `binary_repair_order="random"`). With
+    `invalid_action="raise"`, an infeasible action raises `ValueError` naming the violated constraint (arrival gating
+    (4), or capacity (2) of device type `k`). A malformed action (wrong shape, NaN, a value other than 0/1 in binary
+    mode) raises `ValueError` and leaves the env unchanged. `action_masks()` returns the sb3-contrib MaskablePPO mask,
+    `bool[2·|E|]` (per edge: value 0 allowed, value 1 allowed only for edges of arrived ports whose request fits `c`). A
+    mask cannot express the joint knapsack, so repair still applies. The classmethod `action_mask_from(problem,
+    observation)` computes the same mask from public data (the RL adapter uses it to run a trained MaskablePPO policy as
+    an agent).
 
-    **Privileged state**: ``instance`` (``μ, σ, ṽ, ρ``), ``oracle``.
+    **Reward**: the realised slot utility `U(x(t)) = Σ_e x_e Z̃_e(t)` (the paper's AOU contribution), minus
+    `infeasible_penalty` × dropped bits (default 0).
 
-    **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` steps B copies in one compiled
-    loop on this env's kernels (:mod:`cluster_envs.multiserver.vector_env`); ``info_level="minimal"`` is the
-    fast single-env setting.
+    **Episode end**: never terminated; truncated after `horizon` slots (a contextual bandit: actions do not change
+    future observations, so `gamma = 0` is the natural RL setting).
+
+    `observation_mode="flat"` gives the observation as one float32 `Box` (`gymnasium.spaces.flatten` of the Dict, what
+    `FlattenObservation` gives).
+
+    **RL-ready id**: `gym.make("ClusterMultiServerRL-v0")` is this env with `action_mode="scores",
+    observation_mode="flat"`: one `Box` observation and a `Box` action, so a client that takes only an id trains
+    on it with no wrapper. Episodes, rewards, `info` and metrics are those of `ClusterMultiServer-v0`
+    (`tests/test_rl_ready_ids.py`); the preset is the default, override it as for the base id.
+
+    ## info (evaluation only)
+
+    `t`, `utility`, `raw_utility` (`Σ x (Z − C)`), `n_dropped_arrival`, `n_dropped_capacity`; with `compute_regret=True`
+    (default): `expected_utility` `ṽᵀx`, `oracle_utility` `ṽᵀx*(t)`, `slot_regret` (≥ 0), `regret` (cumulative
+    pseudo-regret), `realized_regret` `ṽᵀx* − U`. With `info_level="full"` (default) also `x`, `arrivals` (of the
+    executed slot), `capacity_used` `Ax`, `oracle_x`. At truncation, `episode_summary`: `aou`, `average_aou`,
+    `expected_aou`, `oracle_aou`, `regret`, `dropped`, `prob_all_arrive` (`Π ρ_l`, the event Theorems 1–2 condition on).
+    The oracle is cached per arrival pattern. Its knapsack DP grows with `|E|·Π(c_k + 1)`: with `compute_regret=True`
+    the env estimates its memory and time at construction, for the largest arrival pattern, and refuses (`ValueError`
+    naming the keywords) above 2 GiB or 1 s per solve (docs/robustness.md, "Resource guards").
+
+    ## Presets and main options
+
+    - `default` (the paper's sizes): |L| 8; |R| 40; K 3; edge_prob 0.1; notes Table 3
+    - `small`: |L| 4; |R| 10; K 3; edge_prob 0.3; notes fast runs
+    - `tiny`: |L| 2; |R| 2; K 1; edge_prob 1.0; notes unit and regret tests
+    - `alibaba_gpu_2023`: |L| 8; |R| 40; K 3; edge_prob 0.1; notes real nodes and pods; needs `trace_dir` (below)
+
+    Other keyword arguments: `arrival_prob` (0.9; scalar or one per port), `horizon` (2000), `req_low`/`req_high` (1/2),
+    `capacity_mode` (`"alpha_sum"`: `c_k = max(max_e A_ke, ⌊0.5 Σ_e A_ke⌋)`, ours; `"per_server_sum"`, the literal
+    reading, whose per-server capacities are drawn from `c_low`..`c_high`, 1/2), `capacity_beta`, `capacity` (explicit),
+    `utility_dist` (`"normal"`, the only one), `mu_low`/`mu_high`, `sigma_ratio`, `cost_mean`/`cost_std`,
+    `normalization`, `instance_seed`, `action_mode`, `invalid_action`, `binary_repair_order`, `infeasible_penalty`,
+    `compute_regret`, `obs_static`, `info_level`, `workload` (`"synthetic"`, or `"alibaba_gpu_2023"`, set by that
+    preset), `trace_dir`, `instance` (an explicit `MultiServerInstance`, for tests). Bad values raise `ValueError`
+    naming the argument.
+
+    ## Rendering
+
+    `render_mode="ansi"`: AOU, regret, the arrivals and the edges used last slot. `"rgb_array"` (what
+    stable-baselines3's `make_vec_env` asks for): a uint8 image of three panels of bars, (364, 598, 3) for the default
+    preset. Top: per port, whether a job arrived for the slot about to be decided (green). Middle: per edge, the last
+    slot's executed action (blue) beside its observed utility Z̃_e (orange, clipped to [0, 1]). Bottom: the last slot's
+    capacity use (A x)_k / c_k, one bar per device type. Frames are drawn with numpy alone, have a size fixed by the
+    configuration (so videos work) and only read the state: rendering draws no random numbers and leaves the trajectory
+    unchanged.
+
+    ## Batched env and speed
+
+    `gym.make_vec("ClusterMultiServer-v0", num_envs=B, vectorization_mode="vector_entry_point", **kwargs)` builds
+    `cluster_envs.multiserver.vector_env.ClusterMultiServerVectorEnv`: B copies stepped by one compiled loop that runs
+    the single env's own repair and utility kernels per copy, on normals and arrival uniforms drawn in advance (256
+    slots at a time) from each copy's own generators, so copy i equals a single env reset with seed s + i
+    (`reset(seed=[...])`: one seed per copy), step for step. Autoreset: Gymnasium's `NEXT_STEP`. `info` holds the
+    `info_level="minimal"` keys as (B,) arrays with `_key` masks (plus the reset info `t`, `arrivals` of copies just
+    reset) and `episode_summary` for copies that end. Not supported (`ValueError`; use `SyncVectorEnv`):
+    `obs_static=True`, `binary_repair_order="random"`, more than 20 ports with `compute_regret=True`.
     """
 
     env_id = "ClusterMultiServer-v0"

@@ -35,42 +35,81 @@ class GangProblem(GangStructure):
 
 
 class ClusterGangEnv(ClusterMultiServerEnv):
-    """Gang scheduling: a job of type ``l`` has tasks ``Q_l`` (|Q_l| ~ U{2..4}); it runs only if at least
-    ``m_l`` of them are placed (``min_tasks="all"``: every task; ``"half"``: ⌈|Q_l|/2⌉), each task on one
-    server of ``R_l``, within per-server capacities ``c_(k,r) ~ U{1,2}`` (task requests ``~ U{1,2}``).
-
-    Rendering: as ``ClusterMultiServer-v0``, with arms for edges and the capacity use per server and device type.
+    """Gang scheduling: a job runs only if enough of its tasks are placed, each on one server, within capacities.
 
     Paper: Zhao et al., "Learning to Schedule Multi-Server Jobs with Fluctuated Processing Speeds", Section
     3.4 (constraints only; utility, feedback, draw order and repair are ours, spec §3.12). Shares the
     utility model, streams, spaces and info of ``ClusterMultiServer-v0``, with arms in place of edges.
 
-    **Observation**: as ``ClusterMultiServer-v0``: ``arrivals``, ``edge_mask`` (per arm), ``time``,
-    ``last_action``, ``last_utility`` (per arm).
+    ## Model
 
-    **Action**: MultiBinary(n_arms) (or ``"scores"`` Box). Repair in one pass: drop idle ports' bits; visit
-    ports by their best requested arm (binary: lowest index or a random permutation; scores: highest
-    score); place each requested task on its highest-priority requested server with room; roll the port
-    back if fewer than ``m_l`` tasks were placed. ``invalid_action="raise"`` names the violated constraint
-    (G1 single placement, G2 arrivals, G3 all-or-nothing, G4 per-server capacity). ``action_masks()``:
-    value 1 only for arms of arrived ports whose task fits its server alone.
+    A type-`l` job has tasks `q ∈ Q_l`, with `|Q_l| ~ U{2..4}`. An arm is a placement `(l, q, r)` with `r` a server
+    adjacent to `l`. Arms are in lexicographic order, and the arm index is the action index. A task requests `a_(q,k) ~
+    U{1, 2}` units of each device type. Servers have their own capacities `c_(k,r) ~ U{1, 2}`. Constraints:
 
-    **Reward**: ``Σ x Z̃`` over placed arms. **Episode end**: truncated after ``horizon`` slots.
+    * (G1) a task is placed at most once;
+    * (G2) nothing is placed for a port without a job;
+    * (G3) all-or-nothing: a port places 0 tasks or at least `m_l` of them (`min_tasks="all"`: `m_l = |Q_l|`, default;
+      `"half"`: `⌈|Q_l|/2⌉`, Kubernetes minMember-style);
+    * (G4) per-server capacity.
 
-    **info**: as ``ClusterMultiServer-v0``; ``capacity_used`` is the (K, |R|) server load; the oracle is a
-    MILP (HiGHS) over the arrived ports, cached per arrival pattern; estimated at construction from its
-    nonzeros and refused (``ValueError``) above the limits of :mod:`cluster_envs.common.guards`, as in
-    ``ClusterMultiServer-v0``.
+    Each placed arm pays `Z̃` drawn exactly like a channel of the main env (unknown normal speed minus a known cost,
+    affine-clipped to [0, 1]). Only the placed arms are observed.
 
-    **Presets**: ``default`` (|L| = 4, |R| = 10, edge_prob 0.3, K = 3; formerly ``small``), ``tiny`` (2 ports,
-    3 servers, K = 1, two tasks per job), ``paper`` (the main env's graph: |L| = 8, |R| = 40, edge_prob 0.1),
-    ``alibaba_gpu_2023`` (the ``default`` sizes on the Alibaba GPU 2023 trace; needs ``trace_dir``): the main env's
-    trace workload (device types, ports, replayed arrivals, node sample, units), with each server's capacity
-    its node's own (G4) and port ``l`` given ``clip(round(mean type-l pods per slot with one), tasks_low,
-    tasks_high)`` tasks.
+    ## Spaces, reward, episode
 
-    **Batched**: ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")`` (the compiled gang repair per
-    copy, :class:`~cluster_envs.multiserver.vector_env.ClusterGangVectorEnv`).
+    * **Observation**: `arrivals`, `edge_mask` (per arm: its port has a job), `time`, `last_action`, `last_utility` (per
+      arm), as in `ClusterMultiServer-v0`. The static structure (arms, tasks, requests, server capacities, costs) is
+      `env.unwrapped.problem`.
+    * **Action**: `MultiBinary(n_arms)`, or `Box(0, 1, (n_arms,))` with `action_mode="scores"`. Repair is one
+      deterministic pass. It drops the bits of idle ports. It visits ports in the order of their best requested arm
+      (binary mode: lowest index, or a random permutation; scores mode: highest score). For each port it places each
+      requested task on its highest-priority requested server that still has room. A port that placed fewer than `m_l`
+      tasks is rolled back. With `invalid_action="raise"` the env raises `ValueError` naming the violated constraint:
+      single placement (G1), arrival gating (G2), all-or-nothing (G3) or per-server capacity (G4). `action_masks()`
+      allows value 1 only for the arms of arrived ports whose task fits its server alone.
+    * **Reward**: `Σ x Z̃` over the placed arms.
+    * **Episode end**: truncated after `horizon` slots.
+    * **info**: as in `ClusterMultiServer-v0`. `capacity_used` is the `(K, |R|)` server load. The oracle is a MILP
+      (`scipy.optimize.milp`/HiGHS, one binary `y_l` per port) over the arrived ports, cached per arrival pattern.
+      Estimated at construction from the constraint matrix's nonzeros and refused (`ValueError` naming the keywords)
+      above 2 GiB or 1 s per solve (docs/robustness.md, "Resource guards").
+
+    `observation_mode="flat"` gives the observation as one float32 `Box`. **RL-ready id**:
+    `gym.make("ClusterGangRL-v0")` is this env with `action_mode="scores", observation_mode="flat"`: one `Box`
+    observation and a `Box` action, so PPO trains on the id alone. Episodes, rewards, `info` and metrics are those of
+    `ClusterGang-v0` (`tests/test_rl_ready_ids.py`). A `Box` action cannot carry `action_masks()`; MaskablePPO
+    users make the base id with `action_mode="binary"`.
+
+    ## Presets
+
+    - `default`: |L| 4; |R| 10; K 3; edge_prob 0.3; tasks per job 2–4
+    - `tiny`: |L| 2; |R| 3; K 1; edge_prob 1.0; tasks per job 2
+    - `paper`: |L| 8; |R| 40; K 3; edge_prob 0.1; tasks per job 2–4
+    - `alibaba_gpu_2023`: |L| 4; |R| 10; K 3; edge_prob 0.3; tasks per job from the trace, 2–4
+
+    `alibaba_gpu_2023` needs `trace_dir`, the folder of the Alibaba GPU 2023 CSVs. It is ClusterMultiServer-v0's [trace
+    workload](ClusterMultiServer-v0.md#trace-driven-preset-alibaba_gpu_2023) (device types, job types, replayed
+    arrivals, node sample, units, utilities), with two differences: each server's capacity (G4) is its own node's, in
+    units, and port `l` gets `clip(round(m_l), tasks_low, tasks_high)` tasks, `m_l` the mean number of type-`l` pods
+    created in a slot that has one. The batched env refuses it (replayed arrivals).
+
+    Other keyword arguments: `arrival_prob`, `horizon`, `tasks_low`/`tasks_high`, `min_tasks`, `req_low`/`req_high`,
+    `c_low`/`c_high`, the utility parameters, `normalization`, `instance_seed`, `action_mode`, `invalid_action`,
+    `binary_repair_order`, `infeasible_penalty`, `compute_regret`, `info_level`, `workload` and `trace_dir`.
+
+    ## Rendering
+
+    As `ClusterMultiServer-v0` (`"ansi"`, or `"rgb_array"` panels of arrivals per port and of the last action and
+    utility per arm), with the bottom panel per server: its load / capacity per device type. (364, 635, 3) uint8 for the
+    default preset. Frames are drawn with numpy alone, have a size fixed by the configuration (so videos work) and only
+    read the state: rendering draws no random numbers and leaves the trajectory unchanged.
+
+    ## Batched env and speed
+
+    `gym.make_vec("ClusterGang-v0", num_envs=B, vectorization_mode="vector_entry_point", **kwargs)` builds
+    `cluster_envs.multiserver.vector_env.ClusterGangVectorEnv`, the batched env of ClusterMultiServer-v0 with the single
+    env's compiled gang repair (same draws, autoreset, `info` and unsupported settings; see that page).
     """
 
     env_id = "ClusterGang-v0"

@@ -77,8 +77,6 @@ class SLAConfig:
         f"divisible by 6 and `example_1_1` by 3; `n_users` × `horizon` ≤ {MAX_LOAD_CELLS:.0e}; " + SCENARIO_JOINT
     )
 
-    RENAMED: ClassVar[dict[str, str]] = {"obs_mode": "observation_mode"}  # deprecated in 0.2 (CHANGELOG)
-    RENAMED_PRESETS: ClassVar[dict[str, str]] = {"paper_synthetic_small": "default"}  # deprecated in 0.2
     DOMAINS: ClassVar[dict[str, Domain]] = {
         "n_users": Number(low=2, integer=True, size=True),
         # shares above 1 are over-commitment (normalised by max(1, Σβ), A26); 10⁶ keeps Σβ far from overflow
@@ -188,7 +186,7 @@ def _check_pairs(pairs: Any, sla: tuple[float, ...]) -> None:
 
 PRESETS: dict[str, dict[str, Any]] = {
     "paper_synthetic": {"horizon": 3_000_000},
-    "default": {},  # formerly paper_synthetic_small
+    "default": {},
     "paper_real_standin": {
         "n_users": 6,
         "sla": "mean",

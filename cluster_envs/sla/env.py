@@ -35,18 +35,32 @@ MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
 
-    Rendering: ``"ansi"`` (a text line per user) or ``"rgb_array"`` (bars of allocations and queues).
-
     Paper: Perez-Salazar, Menache, Singh, Toriello, "Dynamic Resource Allocation in the Cloud with
     Near-Optimal Efficiency" (paper 003; spec ``docs/specs/sla_mwu.md``).
 
     **Dynamics.** In step t the agent's action becomes an allocation h_t (Σh ≤ 1), the load L_t arrives,
     user i is served w_t(i) = min(h_t(i), Q_t(i) + L_t(i)) and the rest queues: Q_{t+1} = Q_t + L_t - w_t.
-    Queues start empty; a queue ≤ ``empty_tol`` (a floating-point tolerance, at most 1e-6) is set to 0 and counts
-    as empty. Loads come from ``scenario`` and are drawn at reset (common random numbers: the same seed gives every
-    policy the same loads). ``reset(options=...)``: ``"loads"``, an (N, T) array used instead of the scenario, or
-    ``"scenario_kwargs"``, merged over the config's for this episode. Reset info: ``sla, horizon, scenario,
-    opt_total_work, opt_eps_total_work``.
+    User i has an SLA share β_i (Σβ may exceed 1: over-commitment) and the static share β̄_i = β_i / max(1, Σβ).
+    Queues start empty; a queue ≤ ``empty_tol`` (a floating-point tolerance, 1e-9 by default, at most 1e-6) is set
+    to 0 and counts as empty (spec A2). ``reset(options=...)``: ``"loads"``, an (N, T) array used instead of the
+    scenario, or ``"scenario_kwargs"``, merged over the config's for this episode. Reset info: ``sla, horizon,
+    scenario, opt_total_work, opt_eps_total_work``.
+
+    **Loads** come from ``scenario`` and are drawn at reset from the ``loads`` stream (common random numbers: the
+    same seed gives every policy the same loads): ``paper_synthetic`` (Sec. 4.1: six periods, two users loaded in
+    each, Gamma loads critically loaded in expectation; ``horizon`` a multiple of 6), ``example_1_1`` (Example 1.1;
+    a multiple of 3), ``sec_3_4`` (the Sec. 3.4 example), ``gamma_iid`` (i.i.d. Gamma loads at ρ times the static
+    shares), ``trace_standin`` (diurnal log-normal AR(1) demands standing in for the proprietary Azure traces of
+    Sec. 4.2), ``trace`` (your own file: ``scenario_kwargs={"path": "loads.csv"}``, .npy/.npz/.csv, N×T or T×N,
+    with ``start``, ``scale``, ``rho``; ``n_users`` must be the trace's number of users and ``horizon`` at most its
+    length from ``start``), ``alibaba_gpu_2023`` (see Presets), or a callable ``(rng, N, T, sla) -> L (N, T)``.
+
+    **Oracle quantities**, computed in closed form at reset from the episode's loads (spec §2.3): the SLA deficit
+    D_t(i) = W'_t(i) - W_t(i), the cumulative work the static policy h = β̄ would have done for user i (on its own
+    queue) minus the agent's (positive: behind its SLA; ``sla_deficit_relaxed`` uses the share (1 - 2ε) β̄ with
+    ε = ``eps_ref``, Theorem 4's form), and the regret OPT_1(t) - Σ_i W_t(i), where OPT_c(t) is the most work any
+    allocation of capacity c could have done by step t knowing all loads (Prop. 2: c·t + min_s (S_s - c·s) over
+    the aggregate load); ``opt_eps_cum_work`` is OPT_{1-ε}(t), Theorem 4's reference.
 
     **Observation** (``observation_mode="binary"``, the paper's feedback): ``Box(0, 1, (3N,), float32)`` holding
     [a_t, h_t, β̄] with a_t = 1[Q_{t+1} > 0] (which queues are non-empty after the step), h_t the
@@ -76,12 +90,29 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     deficits, ``sla_violation_fraction`` and queue norms.
     OPT_c(t) is the offline dynamic optimum with capacity c (Prop. 2), c = 1 and 1 - ``eps_ref``.
 
-    **Presets**: ``paper_synthetic`` (N = 3, β = (0.2, 0.3, 0.5), T = 3·10⁶, Sec. 4.1),
-    ``default`` (the same at T = 6000; formerly ``paper_synthetic_small``), ``paper_real_standin`` (N = 6, T = 14,628,
-    a synthetic stand-in for the Azure traces of Sec. 4.2, β = normalised mean load), ``example_1_1``
-    (Example 1.1), ``proportionality_3_4`` (the Sec. 3.4 example).
+    **Presets** (N, β, T, scenario, ``eps_ref``): ``paper_synthetic`` (3, (0.2, 0.3, 0.5), 3·10⁶,
+    ``paper_synthetic``, 0.02; Sec. 4.1), ``default`` (the same at T = 6000), ``paper_real_standin`` (6, the
+    normalised mean loads ``sla="mean"``, 14,628, ``trace_standin``, 0.01; Sec. 4.2), ``example_1_1`` (3,
+    (0.5, 0.2, 0.3), 3000, ``example_1_1``, 0.02), ``proportionality_3_4`` (3, (0.5, 0.3, 0.2), 60,000,
+    ``sec_3_4``, 0.1), ``alibaba_gpu_2023`` (4, ``sla="mean"``, 10,000, ``alibaba_gpu_2023``, 0.01).
+    ``alibaba_gpu_2023`` needs ``trace_dir``, the folder of the Alibaba GPU 2023 CSVs (Weng et al., USENIX ATC '23;
+    not shipped; the ClusterMultiServer-v0 sheet lists the files and columns read). The users are the trace's four
+    QoS classes in descending order of demand (LS, Burstable, BE, Guaranteed); the pods' creation times from their
+    1 % quantile to the last are cut into T equal slots, and user i's load in step t is the GPUs its pods hold on
+    average over slot t (``num_gpu · gpu_milli / 1000`` per pod, between creation and deletion). The loads are the
+    same in every episode, rescaled to a mean total load ρ = 0.99 (``scenario_kwargs={"scale": "none"}`` keeps
+    GPUs, ``{"rho": ...}`` another level); β is the normalised mean load.
 
-    **Privileged state** (offline oracles and evaluation only): ``loads`` (N, T), ``queue``, ``next_load``.
+    **Public data**: ``problem`` (``n_users``, ``sla``, ``horizon``). **Privileged state** (offline oracles and
+    evaluation only): ``loads`` (N, T), ``queue``, ``next_load`` (a ``RuntimeError`` after the last step),
+    ``simulator``.
+
+    **Rendering**: ``"ansi"``, a text line per user (allocation, queue, activity, SLA deficit); ``"rgb_array"``, a
+    (120, 32 N + 8, 3) uint8 image (N ≤ 19; bars narrow beyond) with a pair of bars per user: the allocation h_t
+    (blue, full height = 1) and the queue (red, log1p, scaled to the largest queue).
+
+    **Long horizons**: ``cluster_envs.sla.runner.simulate(agent, env)`` steps the same compiled dynamics without
+    Gymnasium's overhead (results equal env stepping) and records a ``Trajectory`` every ``record_every`` steps.
 
     **Batched**: ``gym.make_vec("ClusterSLA-v0", num_envs=B, vectorization_mode="vector_entry_point")`` steps
     B copies in one compiled call (``vector_env.ClusterSLAVectorEnv``; paper observation, built-in rewards).
@@ -252,7 +283,7 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         if self._minimal_info:
             return info
         projected = self.config.action_mode != "softmax" and float(np.abs(sim.alloc - action).max()) > 1e-6
-        now = sim.series[sim.t - 1, 0]  # this step's load and static benchmarks (one row per series)
+        now = sim.series[sim.t - 1, 0]  # this step's load and static SLA references (one row per series)
         static_cum = now[STATIC_CUM]
         opt = sim.opt_total_work
         info.update(

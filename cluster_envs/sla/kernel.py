@@ -114,7 +114,7 @@ def advance(states, stats, b, series, t, empty_tol, sla_tol) -> None:
     and the evaluation trackers.
 
     Queues ≤ ``empty_tol`` count as empty (A2). The SLA deficit D_t = W'_t - W_t is measured against the
-    precomputed static benchmark; its running maxima, the queue 2-norm and the count of steps with a
+    precomputed static SLA reference; its running maxima, the queue 2-norm and the count of steps with a
     deficit above ``sla_tol`` are kept for the episode summary.
     """
     l2 = 0.0

@@ -1,7 +1,7 @@
 """The SLA-sharing model of Perez-Salazar et al. (paper 003) without the step: the public problem
 (:class:`SLAProblem`), the load scenarios that generate an instance (spec §3.8: the paper's synthetic
 experiments, a trace loader, a synthetic stand-in for the proprietary Azure traces and the GPU demand of the
-Alibaba GPU 2023 trace's QoS classes), and the offline optimum and static benchmark in closed form
+Alibaba GPU 2023 trace's QoS classes), and the offline optimum and static SLA reference in closed form
 (:func:`capped_cumulative_work`, Proposition 2).
 
 ``make_load_generator(name, n_users, horizon, sla, kwargs, trace_dir)`` returns a picklable
@@ -258,7 +258,7 @@ class SLAProblem:
 
     @property
     def static_share(self) -> np.ndarray:
-        """s = β / max(1, Σβ): the static SLA benchmark's share (β̄ under over-commitment, A26)."""
+        """s = β / max(1, Σβ): the static SLA reference's share (β̄ under over-commitment, A26)."""
         beta = self.sla_array
         return beta / max(1.0, float(beta.sum()))
 
@@ -269,7 +269,7 @@ def capped_cumulative_work(loads: np.ndarray, capacity: float | np.ndarray) -> n
     ``loads`` has time on its last axis; ``capacity`` broadcasts against the leading axes. This is
     Proposition 2 of the paper, OPT_c(t) = min_{0≤s≤t} [Σ_{r≤s} ℓ_r + c (t - s)], evaluated for all t at
     once as c·t + cummin_s (S_s - c·s). Applied to the aggregate load it gives the offline optimum
-    OPT_c(t); applied per user with c = s_i it gives the static SLA benchmark W'_t(i).
+    OPT_c(t); applied per user with c = s_i it gives the static SLA reference W'_t(i).
     """
     loads = np.asarray(loads, dtype=np.float64)
     horizon = loads.shape[-1]

@@ -37,7 +37,7 @@ def feedback_vector(active: np.ndarray, alloc: np.ndarray, sla_bar: np.ndarray) 
 class SLASimulator:
     """State of one episode: queues, cumulative work and the evaluation trackers, stepped by allocations.
 
-    The offline optimum OPT_c(t) and the static benchmark W'_t are precomputed in closed form from the
+    The offline optimum OPT_c(t) and the static SLA reference W'_t are precomputed in closed form from the
     whole load matrix at construction, so that a step costs O(N). The arrays the compiled step reads are a
     batch of one (``states`` (1, rows, N), ``statistics`` (1, 4), the time-major ``series`` (T, 1, 3, N) and
     ``opt_series`` (T, 1)); the (N, T) properties below are views of them.

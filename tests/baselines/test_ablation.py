@@ -20,7 +20,7 @@ def test_every_variant_builds_its_env_with_the_settings_kwargs_under_its_own(stu
     env_id, variants = STUDIES[study]
     for variant in variants:
         if variant.hyperparams_file is not None and not Path(variant.hyperparams_file).is_file():
-            continue  # a tuning run's candidate (results/tune/): `python -m baselines.tuning.tune write --to`
+            continue  # a tuning run's candidate (results/tune/): `cluster-envs tune write --to`
         s = setup(env_id, variant)
         assert s.env_kwargs == {**require_setting(env_id).training_kwargs(variant.algo), **variant.env_kwargs}
         env = make_env(s)
@@ -34,9 +34,7 @@ def test_a_missing_tuning_result_stops_the_study_before_any_training_and_says_ho
                                                                                              monkeypatch):  # fmt: skip
     monkeypatch.chdir(tmp_path)  # a clean clone: no results/tune/
     env_id, _ = STUDIES[study]
-    with pytest.raises(
-        FileNotFoundError, match=rf"results/tune/{env_id}-ppo.yml.*baselines.tuning.tune write {env_id}"
-    ):
+    with pytest.raises(FileNotFoundError, match=rf"results/tune/{env_id}-ppo.yml.*cluster-envs tune write {env_id}"):
         run(study, seeds=[0], checkpoints=[8], eval_seeds=[100], out=tmp_path / "out")
     assert not (tmp_path / "out" / f"{study}.csv").exists()
 

@@ -16,10 +16,10 @@ from agents import agent_names
 from agents.registry import agent_class
 from baselines import benchmark as bench
 from baselines.eval import protocol as settings
-from baselines.eval.compare import HELD_OUT_INSTANCE_BASE, compare
+from baselines.eval.compare import compare
+from baselines.eval.protocol import HELD_OUT_INSTANCE_BASE, TRAIN_SEED_BASE, training_seed
 from baselines.eval.stats import iqm
 from baselines.rl import train as rl
-from baselines.rl.train import TRAIN_SEED_BASE, training_seed
 
 ENV = "ClusterSLA-v0"
 
@@ -50,7 +50,7 @@ def test_benchmark_report(tiny, monkeypatch, tmp_path):
     report = bench.benchmark(tmp_path, quick=True, progress=False, env_ids=ids, models_dir=tmp_path / "models")
     text = report.read_text()
     assert "| [ClusterSLA-v0](ClusterSLA-v0/report.md) | defaults | `regret` | `static` | `mwu_extended`" in text
-    assert "Skipped (no entry in `baselines/eval/protocol.py`): ClusterNotInSettings-v0." in text
+    assert "Skipped (no entry in `baselines/eval/protocol.yml`): ClusterNotInSettings-v0." in text
     assert text.startswith((tmp_path / "headline.md").read_text())  # what the CLI prints when the run ends
     stored = json.loads((tmp_path / "headline.json").read_text())
     entry = stored["tracks"]["held-out instances"][ENV]

@@ -118,7 +118,7 @@ def test_an_env_without_a_settings_entry_still_compares(monkeypatch):
     rows = comparison.summary()
     assert rows and all("diff" not in r for r in rows)
     assert comparison.normalized_scores("owm") is None
-    with pytest.raises(ValueError, match="has no entry"):
+    with pytest.raises(ValueError, match="has no entry in baselines/eval/protocol.yml"):
         compare(ENV, "owm", rl=["ppo"], seeds=[0], env_kwargs=SMALL, progress=False)
 
 

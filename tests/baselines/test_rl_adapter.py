@@ -14,17 +14,15 @@ yaml = pytest.importorskip("yaml")
 pytest.importorskip("stable_baselines3")
 
 from baselines.eval.harness import rollout  # noqa: E402
-from baselines.eval.protocol import SETTINGS  # noqa: E402
+from baselines.eval.protocol import SETTINGS, TRAIN_SEED_BASE, training_seed  # noqa: E402
 from baselines.rl.train import (  # noqa: E402
     HYPERPARAMS_DIR,
-    TRAIN_SEED_BASE,
     RunConfig,
     SB3Agent,
     load_agent,
     make_vec_env,
     save_run,
     train,
-    training_seed,
     wrapper_class,
 )
 from cluster_envs import env_ids  # noqa: E402

@@ -198,12 +198,10 @@ def test_a_shipped_run_of_another_training_seed_serves_quick(tmp_path, monkeypat
 
 
 def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, capsys):
-    from baselines.rl import ship
-
     source, root = tmp_path / "runs", tmp_path / "package_models"
     rl.write_run_files(tiny_run_files, source / "seed0")
     rl.write_run_files(tiny_run_files, root / ENV / "ppo" / "seed7")  # an old run (its meta says seed 0)
-    assert ship.main([ENV, "--from", str(source), "--root", str(root), "--prune"]) == 0
+    assert main(["ship", ENV, "--from", str(source), "--root", str(root), "--prune"]) == 0
     assert f"shipped {root / ENV / 'ppo' / 'seed0'}" in capsys.readouterr().out
     assert sorted(p.name for p in (root / ENV / "ppo").iterdir()) == ["seed0"]  # seed7 pruned
     assert (root / ENV / "ppo" / "seed0" / "model.zip").stat().st_size < (source / "seed0" / "model.zip").stat().st_size
@@ -221,8 +219,6 @@ def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, 
 )
 def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, three_seeds, tmp_path, capsys, edit,
                                                               reason):  # fmt: skip
-    from baselines.rl import ship
-
     files = dict(tiny_run_files)
     meta = {**json.loads(files["meta.json"]), **edit.get("meta", {})}
     files["meta.json"] = json.dumps(meta).encode()
@@ -230,7 +226,7 @@ def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, th
         files["config.yml"] = files["config.yml"].decode().replace(*edit["config"]).encode()
     source, root = tmp_path / "runs", tmp_path / "package_models"
     manifest.write(rl.write_run_files(files, source / edit.get("folder", "seed0")))  # complete, but not the entry's
-    assert ship.main([ENV, "--from", str(source), "--root", str(root)]) == 2
+    assert main(["ship", ENV, "--from", str(source), "--root", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not shipped" in err[0] and reason in err[0], err
     assert not root.exists()

@@ -12,7 +12,8 @@ pytest.importorskip("rl_zoo3")
 import yaml  # noqa: E402
 from torch import nn  # noqa: E402
 
-from baselines.rl.train import HYPERPARAMS_DIR, RunConfig, training_seed  # noqa: E402
+from baselines.eval.protocol import training_seed  # noqa: E402
+from baselines.rl.train import HYPERPARAMS_DIR, RunConfig  # noqa: E402
 from baselines.tuning import tune  # noqa: E402
 
 CONVERTED = {  # what rl-zoo3's convert_onpolicy_params returns
@@ -92,7 +93,7 @@ def test_rl_zoo3_optimizes_and_its_best_trial_is_written(tmp_path, monkeypatch):
 
 
 def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
-    """`python -m baselines.tuning.zoo`: rl-zoo3 knows `ppo_mask` (sampled as PPO), held keys leave the sample, and
+    """`cluster-envs zoo`: rl-zoo3 knows `ppo_mask` (sampled as PPO), held keys leave the sample, and
     rl-zoo3's evaluation callback evaluates a MaskablePPO model with its masks."""
     import optuna
     import stable_baselines3.common.callbacks as sb3_callbacks
@@ -134,27 +135,28 @@ def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
 def test_the_evaluation_env_gets_the_sections_env_kwargs(tmp_path):
     """rl-zoo3 would otherwise evaluate trials on the id's default kwargs (another instance here)."""
     command = tune.zoo_command("ClusterMultiServer-v0", "ppo", 2, 1000, tmp_path, hold=["gamma"])
-    assert command[:5] == ["python", "-m", "baselines.tuning.zoo", "--hold", "gamma"]
+    assert command[:4] == ["cluster-envs", "zoo", "--hold", "gamma"]
     at = command.index("--eval-env-kwargs")
     assert command[at + 1 :] == ["preset:'small'", "action_mode:'scores'"]
 
 
 def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tmp_path):
     """ClusterApproxSingleJob-v0's section (paced_priority Box actions, flat observation) is tuned with the fast
-    update's shape held: the command goes through baselines.tuning.zoo, and rl-zoo3's evaluation env gets the section's
+    update's shape held: the command goes through `cluster-envs zoo`, and rl-zoo3's evaluation env gets the section's
     env kwargs (at the id's defaults its spaces are a Dict observation and a MultiBinary action)."""
     hold = ["n_steps", "batch_size", "n_epochs", "gamma", "policy_kwargs"]
     command = tune.zoo_command("ClusterApproxSingleJob-v0", "ppo", 3, 1000, tmp_path, hold=hold)
-    assert command[2:5] == ["baselines.tuning.zoo", "--hold", ",".join(hold)]
+    assert command[:4] == ["cluster-envs", "zoo", "--hold", ",".join(hold)]
     at = command.index("--eval-env-kwargs")
     assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_mode:'flat'"]
 
 
-def test_the_native_command_imports_the_native_path_and_caps_each_trials_cpu(tmp_path):
+def test_the_native_command_asks_for_the_native_path_and_caps_each_trials_cpu(tmp_path):
     command = tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, eval_episodes=3, native=True,
                                trial_cpu_seconds=12.5)  # fmt: skip
+    assert command[:2] == ["cluster-envs", "zoo"] and "--native" in command[2 : command.index("--algo")]
     packages = command[command.index("--gym-packages") + 1 : command.index("-conf")]
-    assert packages == ["cluster_envs", "baselines.tuning.zoo_native"]
+    assert packages == ["cluster_envs"]  # no module is imported for a side effect
     assert command[command.index("--n-eval-envs") + 1] == "3"
     assert "{'seconds': 12.5}" in command[command.index("--hyperparams") + 1]
     with pytest.raises(ValueError, match="trial_cpu_seconds"):

@@ -1,5 +1,5 @@
-"""baselines/tuning/zoo_native.py: rl-zoo3's env factories become the id's native batched env, which gives the same
-steps as the DummyVecEnv rl-zoo3 would build; a trial past its CPU budget is pruned."""
+"""baselines/tuning/zoo_native.py: once installed, rl-zoo3's env factories become the id's native batched env, which
+gives the same steps as the DummyVecEnv rl-zoo3 would build; a trial past its CPU budget is pruned."""
 
 from __future__ import annotations
 
@@ -28,7 +28,10 @@ def _vec_env(cls, seed=7):
                         vec_env_cls=cls)  # fmt: skip
 
 
-def test_importing_it_makes_rl_zoo3_build_native_envs():
+def test_importing_it_changes_nothing_and_install_makes_rl_zoo3_build_native_envs(monkeypatch):
+    assert ExperimentManager.default_vec_env_cls is None
+    monkeypatch.setattr(ExperimentManager, "default_vec_env_cls", None)  # restored after the test
+    zoo_native.install()
     assert ExperimentManager.default_vec_env_cls is zoo_native.native_vec_env
     env = _vec_env(zoo_native.native_vec_env)
     assert isinstance(env.venv, NativeVecEnv) and env.num_envs == 3

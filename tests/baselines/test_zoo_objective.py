@@ -1,5 +1,5 @@
 """baselines/tuning/objective.py: rl-zoo3's trial evaluation scored by the headline metric on fixed validation seeds,
-so the same policy gets the same value at every evaluation, and `baselines.tuning.tune run` optimizes it end to end."""
+so the same policy gets the same value at every evaluation, and `cluster-envs tune run` optimizes it end to end."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import optuna  # noqa: E402
 import torch  # noqa: E402
 from stable_baselines3.common.logger import configure  # noqa: E402
 
-from baselines.rl.train import VALIDATION_SEEDS, RunConfig, make_vec_env, new_model  # noqa: E402
+from baselines.eval.protocol import VALIDATION_SEEDS  # noqa: E402
+from baselines.rl.train import RunConfig, make_vec_env, new_model  # noqa: E402
 from baselines.tuning import tune, zoo  # noqa: E402
 from baselines.tuning.ablation import evaluate_episodes  # noqa: E402
 from baselines.tuning.objective import HeadlineTrialEvalCallback  # noqa: E402

@@ -62,7 +62,7 @@ def test_every_preset_is_under_the_limits(env_id, preset, request):
         estimate, time_limit = env._oracle_estimate(), guards.ORACLE_TIME_LIMIT
     elif env.config.compute_regret:
         estimate = oracle_estimate(env._instance.jobs, env.config.horizon, env.config.n_machines)
-        time_limit = guards.BENCHMARK_TIME_LIMIT
+        time_limit = guards.EPISODE_ORACLE_TIME_LIMIT
     else:
         return
     assert estimate.memory < guards.MEMORY_LIMIT / 4 and estimate.seconds < time_limit / 4, estimate
@@ -95,7 +95,7 @@ def test_approx_benchmark_is_checked_again_at_reset(monkeypatch):
     """A non-fixed instance is redrawn each reset: the drawn one is checked before the episode changes."""
     env = gym.make("ClusterApprox-v0", preset="common_deadline", horizon=50).unwrapped
     obs, _ = env.reset(seed=1)
-    monkeypatch.setattr("cluster_envs.approx.env.BENCHMARK_TIME_LIMIT", 0.0)
+    monkeypatch.setattr("cluster_envs.approx.env.EPISODE_ORACLE_TIME_LIMIT", 0.0)
     instance = env._instance
     with pytest.raises(ValueError, match="compute_regret=False"):
         env.reset(seed=2)

@@ -244,8 +244,8 @@ def test_proportional_online_stays_in_the_box_when_a_share_exceeds_one():
 # -- simulate() on a gym.make env (audit 12) --------------------------------------------------------
 
 
-def test_simulate_accepts_a_wrapped_env_as_in_the_readme():
-    """The README's three lines (at a short horizon) run on gym.make's wrapped env, with the unwrapped env's result."""
+def test_simulate_accepts_a_wrapped_env_as_on_its_env_page():
+    """The env page's simulate() lines (short horizon) run on gym.make's wrapped env, as on the unwrapped env."""
     results = []
     for make in (lambda **kw: gym.make(ENV, **kw), ClusterSLAEnv):
         agent = make_agent(ENV, "static")

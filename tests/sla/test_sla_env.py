@@ -528,11 +528,3 @@ def test_trace_shorter_than_horizon_is_an_error(tmp_path):
     np.save(path, _trace(horizon=30))
     with pytest.raises(ValueError, match="horizon"):
         gym.make(ENV, horizon=60, scenario="trace", scenario_kwargs={"path": str(path)})
-
-
-def test_the_old_keyword_obs_mode_still_works_with_a_deprecation_warning():
-    with pytest.warns(DeprecationWarning, match="obs_mode is deprecated: use observation_mode"):
-        env = gym.make(ENV, horizon=12, obs_mode="full").unwrapped
-    assert env.config.observation_mode == "full"
-    with pytest.raises(ValueError, match="give observation_mode only"):
-        gym.make(ENV, horizon=12, obs_mode="full", observation_mode="full")
