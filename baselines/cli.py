@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import inspect
 import os
 import pkgutil
 import sys
@@ -70,9 +71,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> None:
 
     command = f"reproduce {args.setting}"
     module = importlib.import_module(f"baselines.reproduce.{args.setting}")
+    extra = {"traces": args.traces} if args.traces is not None else {}
+    if extra and "traces" not in inspect.signature(module.run).parameters:
+        raise ValueError(f"--traces is read by `reproduce traces` only, not by `reproduce {args.setting}`")
     with exclusive(args.out or default_out("reproduce", args.setting), command, force=args.force) as out:
         claim(out, command, force=True)
-        report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet))
+        report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet), **extra)
     print(f"report written to {report}")
 
 
@@ -239,7 +243,7 @@ def _quick_help() -> str:
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    from baselines.rl.train import ALGOS
+    from baselines.rl.config import ALGOS
     from cluster_envs import __version__, env_ids
 
     parser = Parser(prog="cluster-envs", description=__doc__, formatter_class=HelpFormatter)
@@ -268,6 +272,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     rep.add_argument("setting", choices=reproductions(), help="the paper's setting")
     rep.add_argument("--scale", choices=("small", "paper"), default="small",
                      help="small: minutes on a laptop; paper: the paper's horizons and repetitions")  # fmt: skip
+    rep.add_argument("--traces", default=None, metavar="DIR",
+                     help="`traces` only: the folder holding the trace folders (default ../shared/traces)")  # fmt: skip
     _add_outputs(rep, "results/reproduce/<setting>")
     rep.add_argument("--quiet", action="store_true", help="no progress on stderr")
     rep.set_defaults(func=_cmd_reproduce)
@@ -322,8 +328,22 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     speed.set_defaults(func=_cmd_bench)
 
-    # The commands whose options and run live in their rooms (add_arguments(parser), run_from_args(args)); a
-    # room's module is imported only when its command is the one asked for, so the others never load rl-zoo3.
+    _add_room_commands(command, argv)
+    return parser
+
+
+# name -> (module, the extra it needs, help): the commands defined in their room's module.
+ROOM_COMMANDS = {
+    "ship": ("baselines.rl.store", "rl", "put trained runs among the package's shipped models, checked first"),
+    "ablate": ("baselines.tuning.ablation", "rl", "RL interface ablations: train a study's variants, tabulate them"),
+    "tune": ("baselines.tuning.tune", "tuning", "tune an id's RL hyperparameters with rl-zoo3's optimizer"),
+    "zoo": ("baselines.tuning.zoo", "tuning", "rl-zoo3's train with this package's additions (what `tune run` runs)"),
+}
+
+
+def _add_room_commands(command: Any, argv: Sequence[str] | None) -> None:
+    """The commands whose options and run live in their rooms (``add_arguments(parser)``, ``run_from_args(args)``);
+    a room's module is imported only when its command is the one asked for, so the others never load rl-zoo3."""
     asked = set(sys.argv[1:] if argv is None else argv)
     for name, (module, extra, help) in ROOM_COMMANDS.items():
         room = command(name, help)
@@ -333,16 +353,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                 importlib.import_module(module).add_arguments(room)
             except ImportError:  # reported when the command runs, with the extra to install
                 room.set_defaults(forward_extra=True)
-    return parser
-
-
-# name -> (module, the extra it needs, help): the commands defined in their room's module.
-ROOM_COMMANDS = {
-    "ship": ("baselines.rl.ship", "rl", "put trained runs among the package's shipped models, checked first"),
-    "ablate": ("baselines.tuning.ablation", "rl", "RL interface ablations: train a study's variants, tabulate them"),
-    "tune": ("baselines.tuning.tune", "tuning", "tune an id's RL hyperparameters with rl-zoo3's optimizer"),
-    "zoo": ("baselines.tuning.zoo", "tuning", "rl-zoo3's train with this package's additions (what `tune run` runs)"),
-}
 
 
 def _room_command(name: str, module: str, extra: str) -> Any:

@@ -59,7 +59,15 @@ RL_IDS: dict[str, tuple[str, dict[str, str]]] = {
     "ClusterMultiServerRL-v0": ("ClusterMultiServer-v0", {"action_mode": "scores", "observation_mode": "flat"}),
     # PPO's interface (a Box action cannot carry MaskablePPO's mask: the benchmark's MaskablePPO uses the base id)
     "ClusterGangRL-v0": ("ClusterGang-v0", {"action_mode": "scores", "observation_mode": "flat"}),
+    # instance-independent spaces (issue #32): padded edge rows, one score per padded edge, the same for every
+    # instance_seed and preset up to the paper's sizes (cluster_envs.multiserver.entity)
+    "ClusterMultiServerEntityRL-v0": ("ClusterMultiServer-v0", {"action_mode": "scores", "observation_mode": "entity"}),
+    "ClusterGangEntityRL-v0": ("ClusterGang-v0", {"action_mode": "scores", "observation_mode": "entity"}),
 }
+
+# RL-ready ids of the instance-independent interface: not (yet) the benchmark's PPO interface, which trains on one
+# fixed instance with the flat ids above
+ENTITY_RL_IDS = ("ClusterMultiServerEntityRL-v0", "ClusterGangEntityRL-v0")
 
 # RL-ready ids a later version replaced as the benchmark's interface (old -> new): registered still, since their
 # reading of the action is still available (docs/versioning.md); gymnasium warns that a newer version exists.

@@ -88,7 +88,7 @@ print(write_report(comparison, OUT))  # report.md, CSV and JSON results, figures
 
 # --8<-- [start:replay]
 from baselines.eval.harness import rollout
-from baselines.rl.train import load_agent
+from baselines.rl.agent import load_agent
 
 ppo_agent = load_agent(runs[0]["path"])  # the run of training seed 0
 episode = rollout(ENV_ID, ppo_agent, seed=0, env_kwargs=ENV_KWARGS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import pytest
@@ -166,3 +167,18 @@ def test_the_missing_extra_hint_is_the_command_that_works_from_a_clone(monkeypat
     assert main(["train", "ClusterSLA-v0", "--steps", "64", "--out", "unused"]) == 2
     err = capsys.readouterr().err
     assert """needs the 'rl' extra: pip install torch==2.13.0 && pip install -e ".[rl]" """ in err
+
+
+def test_the_benchmark_command_loads_no_tuning_machinery():
+    """`cluster-envs benchmark` (and what it runs: the store, training, the SB3 adapter) imports neither rl-zoo3 nor
+    Optuna nor baselines/tuning/, so the 'all' extra without 'tuning' runs it."""
+    code = (
+        "import sys\n"
+        "from baselines.cli import build_parser\n"
+        "build_parser(['benchmark', '--quick'])\n"
+        "import baselines.benchmark, baselines.rl.agent, baselines.rl.store, baselines.rl.train\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('rl_zoo3', 'optuna') "
+        "or m.startswith('baselines.tuning')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

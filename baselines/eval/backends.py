@@ -30,7 +30,7 @@ BACKENDS = ("local", "ray")
 @dataclass(frozen=True)
 class Task:
     env_id: str
-    agent: Any  # a reference agent's name, or anything with build() -> Agent (e.g. baselines.rl.train.SavedPolicy)
+    agent: Any  # a reference agent's name, or anything with build() -> Agent (e.g. baselines.rl.agent.SavedPolicy)
     seed: int
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     agent_kwargs: Mapping[str, Any] = field(default_factory=dict)

@@ -40,8 +40,9 @@ from baselines.eval.protocol import (
     require_setting,
 )
 from baselines.eval.stats import bootstrap_ci, improvement_indicator, iqm, normalized
+from baselines.rl.agent import SavedPolicy
+from baselines.rl.config import RunConfig
 from baselines.rl.store import obtain_policies, training_seeds
-from baselines.rl.train import RunConfig, SavedPolicy
 
 
 @dataclass

@@ -71,7 +71,7 @@ class EnvSetting:
     instance_kwarg: str | None = None  # the env kwarg fixing the instance; None: the reset seed draws it
     ablations: Mapping[str, str] = field(default_factory=dict)  # agent -> which reading of the paper it is
     explanations: Mapping[str, str] = field(default_factory=dict)  # sanity flag -> its explanation
-    rl_algo: str = "ppo"  # the benchmark's RL row (a baselines.rl.train.ALGOS name; its interface: rl_needs(rl_algo))
+    rl_algo: str = "ppo"  # the benchmark's RL row (a baselines.rl.config.ALGOS name; its interface: rl_needs(rl_algo))
     rl_steps: int = 200_000  # training steps of the benchmark's RL row
     rl_steps_quick: int = 50_000  # ... and of `benchmark --quick`
     rl_seeds: int = 5  # training seeds of the benchmark's RL row (0 .. rl_seeds - 1), each a run of its own
@@ -233,13 +233,18 @@ def parse_entry(env_id: str, entry: Any, source: Path | str = PROTOCOL_FILE) -> 
         raise ProtocolError(f"{where}: {error}") from None
 
 
-def load_protocol(path: Path | str) -> dict[str, EnvSetting]:
-    """The entries of the protocol file at ``path``, env id -> ``EnvSetting``, validated."""
+def read_data_file(path: Path | str, error: type[ValueError]) -> Any:
+    """The YAML file at ``path`` (an experiment's data: the protocol, the studies), or ``error`` naming the file."""
     try:
         with open(path, encoding="utf-8") as file:
-            data = yaml.safe_load(file)
-    except yaml.YAMLError as error:
-        raise ProtocolError(f"{path}: not valid YAML: {error}") from None
+            return yaml.safe_load(file)
+    except yaml.YAMLError as problem:
+        raise error(f"{path}: not valid YAML: {problem}") from None
+
+
+def load_protocol(path: Path | str) -> dict[str, EnvSetting]:
+    """The entries of the protocol file at ``path``, env id -> ``EnvSetting``, validated."""
+    data = read_data_file(path, ProtocolError)
     if not isinstance(data, dict) or not all(isinstance(env_id, str) for env_id in data):
         raise ProtocolError(f"{path}: must be a mapping env id -> entry")
     return {env_id: parse_entry(env_id, entry, path) for env_id, entry in data.items()}

@@ -24,9 +24,9 @@ import gymnasium as gym
 import numpy as np
 
 import cluster_envs
-from baselines.eval.harness import simulate
+from baselines.eval import harness
 from baselines.perf import training as bench_training
-from baselines.rl.train import ALGOS
+from baselines.rl.config import ALGOS
 
 REFERENCE = "CartPole-v1"
 BATCH_SIZES = (1, 64, 1024, 4096)
@@ -179,7 +179,7 @@ def bench_sla_long_horizon(horizon: int = 3_000_000, seed: int = 0, policies=SLA
     seconds = {}
     for name in policies:
         start = time.perf_counter()
-        simulate("ClusterSLA-v0", name, seed, env_kwargs={"preset": "paper_synthetic", "horizon": horizon},
+        harness.simulate("ClusterSLA-v0", name, seed, env_kwargs={"preset": "paper_synthetic", "horizon": horizon},
                  record_every=max(1, horizon // 1000))  # fmt: skip
         seconds[name] = time.perf_counter() - start
     return seconds
@@ -243,8 +243,6 @@ def bench_approx_slots(agent_names=APPROX_SLOT_AGENTS, *, preset: str = "paper",
     over ``steps`` slots after ``warmup`` slots of the same agent (seed ``seed``): wall (``act_seconds``,
     ``step_seconds``) and CPU (``cpu_seconds``, both together), next to CartPole-v1's single-env rate timed in the
     same process (``cartpole_steps``: what a slot costs in CartPole steps, which cancels most of the load)."""
-    from baselines.eval import harness
-
     reference = gym.make(REFERENCE)
     reference_actions = _predrawn_actions(reference.action_space, 1024)
     rows = {}
@@ -477,6 +475,8 @@ def add_arguments(parser) -> None:
                         help="the training section's algorithm (its hyperparams file; default ppo)")  # fmt: skip
     parser.add_argument("--training-only", action="store_true",
                         help="time only the training section (no step rates, long horizon, DP, slots)")  # fmt: skip
+    parser.add_argument("--scaling-only", action="store_true",
+                        help="time only the scaling with size (scaling.md and .json; --ids picks envs)")  # fmt: skip
     parser.add_argument(
         "--out", default="results/bench", help="output folder for bench.md and bench.json (default: results/bench)"
     )
@@ -506,6 +506,8 @@ def run_from_args(args) -> Path:
     unknown = sorted(set(args.ids or []) - set(cluster_envs.env_ids()))
     if unknown:
         raise ValueError(f"--ids: unknown env id(s) {unknown}; registered: {cluster_envs.env_ids()}")
+    if args.scaling_only:
+        return _scaling_from_args(args)
     others = not args.training_only
     result = run_bench(args.ids, steps=args.steps, repeats=args.repeats, batch_sizes=args.sizes,
                        batch_env_steps=args.batch_env_steps, long_horizon=others and args.long_horizon or None,
@@ -513,6 +515,26 @@ def run_from_args(args) -> Path:
                        approx_slots=others and not args.no_approx_slots, step_rates=others,
                        training=_training(args), progress=lambda message: print(message, file=sys.stderr))  # fmt: skip
     md, js = write(result, args.out)
+    print(md.read_text())
+    print(f"written {md} and {js}")
+    return md
+
+
+def _scaling_from_args(args) -> Path:
+    """``--scaling-only``: the scaling table of ``baselines.perf.scaling`` into ``scaling.md`` and ``scaling.json``."""
+    from baselines.perf import scaling
+
+    unknown = sorted(set(args.ids or []) - set(scaling.SCALING))
+    if unknown:
+        raise ValueError(f"--ids: no size knob for {unknown} in the scaling section; allowed: {list(scaling.SCALING)}")
+    result = scaling.run(args.ids, repeats=args.repeats, progress=lambda message: print(message, file=sys.stderr))
+    command = "cluster-envs bench --scaling-only" + (f" --ids {' '.join(args.ids)}" if args.ids else "")
+    command += f" --repeats {args.repeats}" if args.repeats != 5 else ""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    md, js = out / "scaling.md", out / "scaling.json"
+    md.write_text(scaling.to_markdown(result, command))
+    js.write_text(json.dumps(result, indent=2))
     print(md.read_text())
     print(f"written {md} and {js}")
     return md

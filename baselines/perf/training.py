@@ -37,7 +37,8 @@ import gymnasium as gym
 import numpy as np
 
 from baselines.eval.protocol import env_setting
-from baselines.rl.train import RunConfig, has_section, make_vec_env, new_model, wrapper_class
+from baselines.rl.config import RunConfig, has_section, wrapper_class
+from baselines.rl.train import make_vec_env, new_model
 
 COPIES = 128
 FEW = 4  # the copies of `cluster-envs train` before issue 15 (DummyVecEnv)

@@ -2,23 +2,43 @@
 in a model folder, or trained.
 
 The run of ``algo`` on ``env_id`` with training seed ``k`` lives in ``baselines/rl/models/<env_id>/<algo>/seed<k>/``
-(shipped, package data; ``baselines.rl.ship`` puts it there) or in ``<models_dir>/<algo>-<env_id>/seed<k>/`` (a model
-folder, default the cache ``results/models``). Which run a benchmark uses (the rule of docs/benchmark.md): the shipped
-run, so that the published table is reproducible from a fresh clone, unless ``retrain`` (train every seed) or an
-explicit ``models_dir`` (its run first, then the shipped one); without either, the cache serves only what nothing
-shipped serves. A run serves a request when its manifest verifies (``baselines.rl.manifest``: no file missing, changed
-or swapped) and it matches the request (``mismatches``): the same training seed, env kwargs and resolved hyperparameters
-(e.g. not from before an edit of ``hyperparams/<algo>.yml``), and the steps asked for (those that training for them
-gives, ``trains_steps``; at least those for ``benchmark --quick``). Each run not used is named on stderr with the
-reason, in one line. The runs that no folder serves are trained together as tasks of the chosen backend
-(``baselines.rl.train.TrainTask``), so ``workers`` local processes or a Ray cluster train them in parallel, and saved in
-the model folder; one line says so first, with an estimate of the CPU time.
+(shipped, package data; ``cluster-envs ship`` puts it there, see below) or in
+``<models_dir>/<algo>-<env_id>/seed<k>/`` (a model folder, default the cache ``results/models``). Which run a
+benchmark uses (the rule of docs/benchmark.md): the shipped run, so that the published table is reproducible from a
+fresh clone, unless ``retrain`` (train every seed) or an explicit ``models_dir`` (its run first, then the shipped
+one); without either, the cache serves only what nothing shipped serves. A run serves a request when its manifest
+verifies (``baselines.rl.manifest``: no file missing, changed or swapped) and it matches the request (``mismatches``):
+the same training seed, env kwargs and resolved hyperparameters (e.g. not from before an edit of
+``hyperparams/<algo>.yml``), and the steps asked for (those that training for them gives, ``trains_steps``; at least
+those for ``benchmark --quick``). Each run not used is named on stderr with the reason, in one line. The runs that no
+folder serves are trained together as tasks of the chosen backend (``baselines.rl.train.TrainTask``), so ``workers``
+local processes or a Ray cluster train them in parallel, and saved in the model folder; one line says so first, with
+an estimate of the CPU time.
+
+Shipping trained runs with the package: ``baselines/rl/models/<env_id>/<algo>/seed<k>/``, one per training seed, the
+runs ``benchmark --quick`` evaluates without training and the full benchmark loads instead of training
+(``obtain_policies``).
+
+Two ways in, both checked against today's settings entry and YAML before anything is copied:
+
+- ``cluster-envs ship <env_id> --from DIR``: ship the runs ``DIR/seed<k>/`` (as ``cluster-envs train`` or
+  ``baselines.rl.runs.save_run`` write them) of every seed found, or of ``--seeds``;
+- ``cluster-envs ship <env_id> --train --seeds 0-4``: train the missing ones first at the entry's
+  ``rl_steps``, as tasks of the chosen backend (``--workers``, ``--backend ray``), into the model cache, and ship those.
+
+A run is refused, with every reason, when it is another id or algorithm, its training seed is not its folder's, its
+env kwargs or ``config.yml`` differ from what the benchmark would train today, it did not train the entry's
+``rl_steps``, or its manifest does not verify. ``--prune`` removes the shipped seeds of the id and algorithm that this
+call did not ship.
+Each shipped ``model.zip`` is slimmed (``slim_model_zip``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,20 +46,21 @@ from typing import Any
 
 from baselines.eval.backends import run_tasks
 from baselines.eval.outputs import MODELS_DIR
-from baselines.eval.protocol import env_setting, instance_kwargs, require_setting, training_seed
+from baselines.eval.protocol import env_setting, instance_kwargs, parse_seeds, require_setting, training_seed
 from baselines.rl import manifest
-from baselines.rl import train as trained_runs
-from baselines.rl.train import (
-    RunConfig,
-    SavedPolicy,
-    TrainTask,
-    algo_class,
+from baselines.rl import runs as trained_runs
+from baselines.rl.agent import SavedPolicy
+from baselines.rl.config import RunConfig, algo_class
+from baselines.rl.runs import (
+    SHIPPED_MODELS_DIR,
     as_json_value,
     as_yaml_value,
+    read_meta,
     saved_config,
     shipped_seeds,
     write_run_files,
 )
+from baselines.rl.train import TrainTask
 
 
 def cache_run(models_dir: str | Path | None, env_id: str, algo: str, seed: int) -> Path:
@@ -225,3 +246,149 @@ def mismatches(path: Path | None, config: RunConfig, steps: int, seed: int, at_l
     if saved_config(Path(path)) != as_yaml_value(config.as_yaml_dict()):
         found.append("its config.yml differs from today's hyperparameters (hyperparams/<algo>.yml and settings)")
     return found
+
+
+def ship_run(run: str | Path, root: str | Path | None = None) -> Path:
+    """Copy the run saved by ``train`` in ``run`` to ``root/<env_id>/<algo>/seed<k>`` (``k``: its training seed;
+    default root: the package's shipped models) as a small archive: the files ``baselines.rl.store`` matches and
+    loads, with ``model.zip`` slimmed (:func:`slim_model_zip`). TensorBoard logs and the curve's figure stay behind.
+    ``ship`` checks a run against the protocol before it calls this."""
+    import shutil
+
+    run = Path(run)
+    meta = read_meta(run)
+    out = Path(root or SHIPPED_MODELS_DIR) / meta["env_id"].split(":")[-1] / meta["algo"] / f"seed{meta['seed']}"
+    if out.exists() and out.resolve() == run.resolve():
+        raise ValueError(f"run={str(run)!r} is the shipped folder itself; it is shipped already")
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    for name in manifest.RUN_FILES:
+        if (run / name).is_file():
+            shutil.copyfile(run / name, out / name)
+    slim_model_zip(out / "model.zip")
+    manifest.write(out)
+    return out
+
+
+def slim_model_zip(path: Path) -> None:
+    """Rewrite an SB3 ``model.zip`` with the optimizer's running moments zeroed and every member deflated: SB3
+    stores them uncompressed, and Adam's two moments per weight are two thirds of the archive. The policy's
+    weights are unchanged, so the agent acts exactly as before; training resumed from it (``--load``) restarts
+    Adam's moments from zero."""
+    import io
+    import zipfile
+
+    import torch
+
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    name = "policy.optimizer.pth"
+    if name in members:
+        state = torch.load(io.BytesIO(members[name]), map_location="cpu", weights_only=False)
+        for moments in state.get("state", {}).values():
+            for key, value in moments.items():
+                if torch.is_tensor(value) and key != "step":
+                    value.zero_()
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        members[name] = buffer.getvalue()
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for member, data in members.items():
+            archive.writestr(member, data)
+
+
+def seed_folders(source: Path) -> dict[int, Path]:
+    """The run folders ``source/seed<k>/`` by training seed."""
+    found = {p.name.removeprefix("seed"): p for p in source.glob("seed*") if p.is_dir()}
+    return {int(k): p for k, p in sorted(found.items()) if k.isdigit()}
+
+
+def check_runs(env_id: str, algo: str, runs: dict[int, Path]) -> None:
+    """Refuse (``ValueError``, every reason of every run) unless each run serves the benchmark: the entry's env kwargs
+    and today's hyperparameters, its own training seed, the entry's ``rl_steps``, a manifest that verifies."""
+    setting = require_setting(env_id)
+    config = RunConfig.resolve(algo, env_id, setting.env_kwargs)
+    problems = [f"seed{k} ({path}): {'; '.join(why)}" for k, path in runs.items()
+                if (why := manifest.problems(path) or mismatches(path, config, setting.rl_steps, k))]  # fmt: skip
+    if problems:
+        raise ValueError(
+            f"not shipped, the runs do not serve the benchmark's {algo} row of {env_id}: " + " | ".join(problems)
+        )
+
+
+def ship(
+    env_id: str,
+    algo: str | None = None,
+    *,
+    source: str | Path | None = None,
+    seeds: Sequence[int] | None = None,
+    train: bool = False,
+    root: str | Path | None = None,
+    prune: bool = False,
+    models_dir: str | Path | None = None,
+    workers: int = 1,
+    backend: str = "local",
+    address: str | None = None,
+    threads: int = 1,
+    progress: bool = True,
+) -> list[Path]:
+    """Ship the runs of ``env_id`` and ``algo`` (default: the entry's ``rl_algo``) into ``root`` (default: the
+    package's models) and return their folders, by training seed. From ``source`` (its ``seed<k>`` folders, or those
+    of ``seeds``), or with ``train`` the ``seeds`` trained (or found matching in the cache ``models_dir``) first."""
+    setting = require_setting(env_id)
+    env_id, algo = env_id.split(":")[-1], algo or setting.rl_algo
+    if (source is None) == (not train):
+        raise ValueError("give exactly one of source (--from DIR) and train (--train)")
+    if train:
+        if not seeds:
+            raise ValueError("train needs the training seeds (--seeds, e.g. 0-4)")
+        trained = obtain_policies(env_id, algo, setting.env_kwargs, setting.rl_steps, seeds, models_dir=models_dir,
+                                  workers=workers, backend=backend, address=address, threads=threads,
+                                  progress=progress)  # fmt: skip
+        runs = {facts["training_seed"]: Path(facts["path"]) for _, facts in trained}
+    else:
+        source = Path(source)
+        found = seed_folders(source)
+        missing = sorted(set(seeds or ()) - set(found))
+        if not found or missing:
+            raise ValueError(f"source={str(source)!r} has no run folder seed<k>/ for seeds {missing or 'any'}")
+        runs = {k: found[k] for k in (seeds or found)}
+    check_runs(env_id, algo, runs)
+    folder = Path(root or SHIPPED_MODELS_DIR) / env_id / algo
+    shipped = [path if path.resolve().parent == folder.resolve() else ship_run(path, root) for path in runs.values()]
+    if prune:
+        kept = {path.resolve() for path in shipped}
+        for stale in (p for p in folder.glob("seed*") if p.is_dir() and p.resolve() not in kept):
+            shutil.rmtree(stale)
+    return shipped
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``cluster-envs ship``."""
+    parser.add_argument("env_id", help="an env id with an entry in baselines/eval/protocol.yml")
+    parser.add_argument("--algo", default=None, help="the RL algorithm (default: the entry's rl_algo)")
+    how = parser.add_mutually_exclusive_group(required=True)
+    how.add_argument("--from", dest="source", metavar="DIR", help="ship the runs DIR/seed<k>/")
+    how.add_argument("--train", action="store_true", help="train the --seeds at the entry's rl_steps, then ship")
+    parser.add_argument("--seeds", default=None, help="training seeds, e.g. 0-4 (default with --from: every seed<k>)")
+    parser.add_argument("--root", default=None, help=f"where to ship (default: {SHIPPED_MODELS_DIR})")
+    parser.add_argument("--prune", action="store_true", help="remove shipped seeds of the id and algo not shipped now")
+    parser.add_argument(
+        "--models", default=None, metavar="DIR", help="model cache for --train (default: results/models)"
+    )
+    parser.add_argument("--workers", type=int, default=1, help="training runs in parallel (--train)")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local")
+    parser.add_argument("--address", default=None, help="Ray cluster address")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per training run")
+
+
+def run_from_args(args: argparse.Namespace) -> None:
+    """``cluster-envs ship``: ship the runs and print each folder with its size."""
+    shipped = ship(args.env_id, args.algo, source=args.source, train=args.train, root=args.root,
+                   seeds=parse_seeds(args.seeds) if args.seeds else None, prune=args.prune,
+                   models_dir=args.models, workers=args.workers, backend=args.backend, address=args.address,
+                   threads=args.threads)  # fmt: skip
+    for path in shipped:
+        size = sum(p.stat().st_size for p in path.iterdir())
+        print(f"shipped {path} ({size / 1000:.0f} kB)")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import time
@@ -46,12 +47,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from baselines.eval.protocol import FLATTEN, SETTINGS, parse_seeds, require_setting, training_seed
+from baselines.eval.protocol import FLATTEN, SETTINGS, parse_seeds, read_data_file, require_setting, training_seed
 from baselines.eval.stats import bootstrap_ci, iqm, normalized
 from baselines.perf.training import FAST_UPDATE
+from baselines.rl.config import MASKED, RunConfig, wrapper_class
 from baselines.rl.diagnostics import action_shares, append_row, diagnostics_callback
 from baselines.rl.diagnostics import markdown as diagnostics_markdown
-from baselines.rl.train import MASKED, RunConfig, make_vec_env, new_model, save_run, wrapper_class
+from baselines.rl.runs import save_run
+from baselines.rl.train import make_vec_env, new_model
 from baselines.rl.vec_env import flatten_batch
 
 STATS = "baselines.rl.wrappers.BanditStatsObservation"
@@ -76,281 +79,92 @@ class Variant:
     hyperparams_file: str | None = None  # a YAML file in place of baselines/rl/hyperparams/<section>.yml
 
 
-# The env kwargs a variant states are on top of the settings entry's training kwargs for its algorithm.
-STUDIES: dict[str, tuple[str, tuple[Variant, ...]]] = {
-    "sla_action_mode": (
-        "ClusterSLA-v0",
-        (
-            Variant("softmax", env_kwargs={"action_mode": "softmax"}),
-            Variant("normalize", env_kwargs={"action_mode": "normalize"}),
-            Variant("normalize, SB3 defaults", env_kwargs={"action_mode": "normalize"}, sb3_defaults=True),
-            Variant("softmax, SB3 defaults", env_kwargs={"action_mode": "softmax"}, sb3_defaults=True),
-        ),
-    ),
-    "sla_gamma": (
-        "ClusterSLA-v0",
-        (
-            Variant("normalize, gamma 0.9", env_kwargs={"action_mode": "normalize"}),
-            Variant("normalize, gamma 0.99", env_kwargs={"action_mode": "normalize"}, hyperparams={"gamma": 0.99}),
-            Variant("normalize, gamma 0.5", env_kwargs={"action_mode": "normalize"}, hyperparams={"gamma": 0.5}),
-        ),
-    ),
-    "approx_action": (
-        "ClusterApprox-v0",
-        (
-            Variant("occupant (paper's reading)", env_kwargs={"action_mode": "occupant"}),
-            Variant("work-conserving", env_kwargs={"action_mode": "work_conserving"}),
-            Variant("work-conserving + stats", env_kwargs={"observation_mode": "dict"}, wrappers=(STATS,)),
-            Variant(
-                "masked (MaskablePPO)",
-                algo="ppo_mask",
-                section="ppo",
-                env_kwargs={"action_mode": "occupant", "observation_mode": "dict"},
-                wrappers=(SLOT_MASK, FLATTEN),
-            ),
-        ),
-    ),
-    "approx_single_obs": (
-        "ClusterApproxSingleJob-v0",
-        (
-            Variant("flat (shipped)"),
-            Variant("flat + stats", env_kwargs={"observation_mode": "dict"}, wrappers=(STATS,)),
-        ),
-    ),
-    "approx_single_action": (
-        "ClusterApproxSingleJob-v0",
-        (
-            Variant("binary (paper's)", env_kwargs={"action_mode": "binary"}),
-            Variant("paced priority", env_kwargs={"action_mode": "paced_priority"}),
-            Variant(
-                "paced priority + stats",
-                env_kwargs={"action_mode": "paced_priority", "observation_mode": "dict"},
-                wrappers=(STATS,),
-            ),
-        ),
-    ),
-    "bilinear_action": (
-        "ClusterBilinear-v0",
-        (
-            Variant("simplex_logits", env_kwargs={"action_mode": "simplex_logits"}),
-            Variant("allocation", env_kwargs={"action_mode": "allocation"}),
-        ),
-    ),
-    # The instance (the bandit's θ) is drawn per episode, so a policy must learn it within the episode: from the
-    # cumulative statistics in the observation ("full", shipped), or from memory (RecurrentPPO on the last slot).
-    "bilinear_adaptation": (
-        "ClusterBilinear-v0",
-        (
-            Variant("PPO, full (cumulative statistics)"),
-            Variant("PPO, queues (last slot only)", env_kwargs={"observation_mode": "queues"}),
-            Variant(
-                "RecurrentPPO, queues (last slot only)", algo="ppo_lstm", env_kwargs={"observation_mode": "queues"}
-            ),
-            Variant("RecurrentPPO, full (cumulative statistics)", algo="ppo_lstm"),
-        ),
-    ),
-    "multiserver_action": (
-        "ClusterMultiServer-v0",
-        (
-            Variant("scores (PPO)", env_kwargs={"action_mode": "scores"}),
-            Variant("binary + mask (MaskablePPO)", algo="ppo_mask"),
-        ),
-    ),
-    "gang_action": (
-        "ClusterGang-v0",
-        (
-            Variant("scores (PPO)", env_kwargs={"action_mode": "scores"}),
-            Variant("binary + mask (MaskablePPO)", algo="ppo_mask"),
-        ),
-    ),
-    "sla_recurrent": (
-        "ClusterSLA-v0",
-        (
-            Variant("normalize, PPO", env_kwargs={"action_mode": "normalize"}),
-            Variant("normalize, RecurrentPPO", algo="ppo_lstm", env_kwargs={"action_mode": "normalize"}),
-        ),
-    ),
-}
-
 # The fast update of `cluster-envs bench`'s training section as PPO hyperparameters: 128 copies whose rollouts
-# make FAST_UPDATE["rollout"] steps per update.
+# make FAST_UPDATE["rollout"] steps per update (a study variant's `fast_update: true`).
 COPIES = 128
 FAST = {"n_envs": COPIES, "n_steps": FAST_UPDATE["rollout"] // COPIES, "batch_size": FAST_UPDATE["batch_size"],
         "n_epochs": FAST_UPDATE["n_epochs"]}  # fmt: skip
-STUDY_KEYS = {  # the short name of each id in study names
-    "ClusterSLA-v0": "sla",
-    "ClusterBilinear-v0": "bilinear",
-    "ClusterApprox-v0": "approx",
-    "ClusterApproxSingleJob-v0": "approx_single",
-    "ClusterMultiServer-v0": "multiserver",
-    "ClusterGang-v0": "gang",
+STUDIES_FILE = Path(__file__).with_name("studies.yml")
+VARIANT_KEYS = {
+    "name": (str, "a text"),
+    "algo": (str, "an algorithm name"),
+    "section": (str, "an algorithm's YAML file name"),
+    "env_kwargs": (dict, "a mapping of env kwargs"),
+    "wrappers": (list, "a list of 'module.Class' names"),
+    "hyperparams": (dict, "a mapping of hyperparameters"),
+    "fast_update": (bool, "true or false"),
+    "sb3_defaults": (bool, "true or false"),
+    "hyperparams_file": (str, "a YAML file's path"),
 }
-for _env_id in SETTINGS:
-    STUDIES[f"{STUDY_KEYS[_env_id]}_update"] = (_env_id, (Variant("shipped"), Variant("fast update", hyperparams=FAST)))
-
-# ClusterMultiServer-v0, ClusterGang-v0 (fixed instance): the benchmark's RL row as shipped (PPO on scores; MaskablePPO
-# on the binary action with the batched env's masks), the fast update, and rl-zoo3's best trial (`cluster-envs
-# tune write <id> --algo <algo> ... --to results/tune/<id>-<algo>.yml`,
-# docs/rl_curves/multiserver_gang.md).
-for _env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
-    _algo = SETTINGS[_env_id].rl_algo
-    STUDIES[f"{STUDY_KEYS[_env_id]}_curve"] = (
-        _env_id,
-        (
-            Variant("shipped", algo=_algo),
-            Variant("fast update", algo=_algo, hyperparams=FAST),
-            Variant("tuned", algo=_algo, hyperparams_file=f"results/tune/{_env_id}-{_algo}.yml"),
-        ),
-    )
-# ClusterApproxSingleJob-v0 (docs/rl_curves/approx_single_job.md): why PPO stays at the random priority's level. The
-# instance (rates and prices) is drawn per episode of 2,000 slots, so 4 copies see 4 instances per 2,000 steps; 128
-# copies see 128. The paced budget makes each slot's reward depend mostly on that slot's machines (a short γ), and SB3
-# clips the Gaussian action into Box(0, 1): with log_std 0 most sampled priorities are 0 or 1, ties run by machine
-# index.
-_NET = {"net_arch": {"pi": [64, 64], "vf": [64, 64]}}
 
 
-def _fast(gamma: float = 0.99, log_std: float = 0.0) -> dict[str, Any]:
-    return {**FAST, "gamma": gamma, "policy_kwargs": {**_NET, "log_std_init": log_std}}
+class StudyError(ValueError):
+    """A study file that does not describe valid studies; the message names the file and the key."""
 
 
-# ClusterApprox-v0: the same per-episode instances (rates, prices, jobs), MultiDiscrete actions (no log_std).
-STUDIES["approx_learning"] = (
-    "ClusterApprox-v0",
-    (
-        Variant("shipped"),
-        Variant("fast update", hyperparams=FAST),
-        Variant("fast update, gamma 0.9", hyperparams={**FAST, "gamma": 0.9}),
-        Variant("fast update, gamma 0.5", hyperparams={**FAST, "gamma": 0.5}),
-        # the best of 5 rl-zoo3 trials on the section (fast update, gamma 0.5; docs/rl_curves/approx_single_job.md), not
-        # adopted
-        Variant(
-            "tuned",
-            hyperparams={
-                "gae_lambda": 0.999863,
-                "learning_rate": 0.000120444,
-                "clip_range": 0.2,
-                "ent_coef": 0.0186623,
-                "max_grad_norm": 0.67023,
-            },
-        ),  # fmt: skip
-    ),
-)
-# ClusterApprox-v0's former section (128 copies x 64 steps) collapsed after its best checkpoint (docs/rl_curves.md,
-# "the collapse diagnosed"): measured with --diagnose, the sampled policy stays near uniform and improves while its
-# greedy (deterministic) play keeps each machine's choice for the whole episode, more and more often idle, whatever
-# the step size. The episodes last 2,000 slots and the copies start together, so 128 x 64 sweeps the episode's time
-# in lockstep (update k sees slots 64k..64k+63 of every copy, one episode per 256k steps); fewer copies with longer
-# rollouts (the same 8,192 steps) cover the episode every few updates. To 200k steps on the validation seeds.
-FORMER_APPROX = {"n_envs": 128, "n_steps": 64}
-STUDIES["approx_stability"] = (
-    "ClusterApprox-v0",
-    (
-        Variant("128 copies x 64 steps (former section)", hyperparams=FORMER_APPROX),
-        Variant("learning rate 1e-3", hyperparams={**FORMER_APPROX, "learning_rate": 1e-3}),
-        Variant("10 epochs, minibatch 512", hyperparams={**FORMER_APPROX, "n_epochs": 10, "batch_size": 512}),
-        Variant("learning rate 1e-4", hyperparams={**FORMER_APPROX, "learning_rate": 1e-4}),
-        Variant("16 copies x 512 steps", hyperparams={"n_envs": 16, "n_steps": 512}),  # the section since
-        Variant("4 copies x 2048 steps", hyperparams={"n_envs": 4, "n_steps": 2048}),
-    ),
-)
-# ClusterApprox-v0's work-conserving PPO (the section, 16 x 512) does not converge: its greedy play drifts to idling
-# after 82k steps (docs/rl_curves.md, "the collapse diagnosed"). The paced priority reads a Box of priorities per
-# job slot and machine within each job's paced budget (greedy_ucb's rule), so no action idles a machine for good or
-# spends a budget early; the section's update and gamma 0.5, with log_std -1 as ClusterApproxSingleJob-v0's Box.
-# Both variants state their action mode and policy, so the study means the same whichever the section ships; the
-# work-conserving rows are the approx_stability study's "16 copies x 512 steps" (the same setup).
-STUDIES["approx_paced"] = (
-    "ClusterApprox-v0",
-    (
-        Variant("work-conserving", env_kwargs={"action_mode": "work_conserving"}, hyperparams={"policy_kwargs": _NET}),
-        # Box(0, 1) (commit e389b91): the Gaussian's mean starts at 0, a bound, so half the priorities clip to 0
-        Variant(
-            "paced priority, log_std -1",
-            env_kwargs={"action_mode": "paced_priority"},
-            hyperparams={"policy_kwargs": {**_NET, "log_std_init": -1.0}},
-        ),
-        # Box(-1, 1) (since): the same policy centred in the box
-        Variant(
-            "paced priority in [-1, 1], log_std -1",
-            env_kwargs={"action_mode": "paced_priority"},
-            hyperparams={"policy_kwargs": {**_NET, "log_std_init": -1.0}},
-        ),
-        # the best of 13 headline-tuning trials (600k steps each; n_steps, batch_size, n_epochs, gamma and the policy
-        # held; docs/rl_curves/approx.md), as `tune write` converts it
-        Variant(
-            "paced priority in [-1, 1], tuned",
-            env_kwargs={"action_mode": "paced_priority"},
-            hyperparams={
-                "policy_kwargs": {**_NET, "log_std_init": -1.0},
-                "learning_rate": 0.00169413,
-                "clip_range": 0.3,
-                "ent_coef": 1.00077e-07,
-                "max_grad_norm": 1.94426,
-                "gae_lambda": 0.999174,
-            },
-        ),
-    ),
-)
-STUDIES["approx_single_learning"] = (
-    "ClusterApproxSingleJob-v0",
-    (
-        Variant("shipped"),
-        Variant("fast update", hyperparams=FAST),
-        Variant("fast update, gamma 0.9", hyperparams=_fast(0.9)),
-        Variant("fast update, log_std -1", hyperparams=_fast(log_std=-1.0)),
-        Variant("fast update, gamma 0.9, log_std -1", hyperparams=_fast(0.9, -1.0)),
-        Variant("fast update, gamma 0.5, log_std -1", hyperparams=_fast(0.5, -1.0)),
-        Variant("fast update, gamma 0, log_std -1", hyperparams=_fast(0.0, -1.0)),
-        *(
-            Variant(
-                f"fast update, gamma {gamma:g}, log_std -1 + stats",
-                env_kwargs={"observation_mode": "dict"},
-                wrappers=(STATS,),
-                hyperparams=_fast(gamma, -1.0),
-            )
-            for gamma in (0.9, 0.5)
-        ),
-        # the best of 8 rl-zoo3 trials on the section above (docs/rl_curves/approx_single_job.md, "Tuning"), as `tune
-        # write` converts it
-        Variant(
-            "tuned",
-            hyperparams={
-                "gae_lambda": 0.999653,
-                "learning_rate": 0.000756884,
-                "clip_range": 0.1,
-                "ent_coef": 1.55521e-06,
-                "max_grad_norm": 0.940916,
-            },
-        ),  # fmt: skip
-    ),
-)
+def parse_variant(where: str, entry: Any) -> Variant:
+    """One variant of a study file as a ``Variant``; a ``StudyError`` names ``where`` and the key."""
+    if not isinstance(entry, dict):
+        raise StudyError(f"{where}: a variant must be a mapping, got {entry!r}")
+    unknown = sorted(set(entry) - set(VARIANT_KEYS), key=str)
+    if unknown:
+        raise StudyError(f"{where}: unknown key {unknown[0]!r}; allowed: {sorted(VARIANT_KEYS)}")
+    if "name" not in entry:
+        raise StudyError(f"{where}: missing required key 'name'")
+    for key, value in entry.items():
+        kind, wanted = VARIANT_KEYS[key]
+        if not isinstance(value, kind) or (kind is list and not all(isinstance(name, str) for name in value)):
+            raise StudyError(f"{where}.{key}: must be {wanted}, got {value!r}")
+    values = {key: value for key, value in entry.items() if key != "fast_update"}
+    if entry.get("fast_update", False):
+        values["hyperparams"] = {**FAST, **entry.get("hyperparams", {})}
+    if "wrappers" in values:
+        values["wrappers"] = tuple(values["wrappers"])
+    return Variant(**values)
 
-# Learning curves to a plateau of the ClusterSLA-v0 and ClusterBilinear-v0 sections as shipped, and on
-# ClusterBilinear-v0 the policies that could adapt within an episode at the shipped (fast) update's budgets
-# (docs/rl_curves/sla.md, docs/rl_curves/bilinear.md).
-QUEUES = {"observation_mode": "queues"}  # the last slot's feedback only: no cumulative statistics
-# "tuned": the best trial of the headline-objective tuning (`cluster-envs tune write ClusterSLA-v0 ...
-# --to results/tune/ClusterSLA-v0-ppo.yml`, docs/rl_curves/sla.md)
-STUDIES["sla_curve"] = (
-    "ClusterSLA-v0",
-    (Variant("shipped"), Variant("tuned", hyperparams_file="results/tune/ClusterSLA-v0-ppo.yml")),
-)
-STUDIES["bilinear_curve"] = (
-    "ClusterBilinear-v0",
-    (
-        Variant("PPO, full (shipped)"),
-        Variant("RecurrentPPO, queues (last slot only)", algo="ppo_lstm", env_kwargs=QUEUES, hyperparams=FAST),
-        Variant("RecurrentPPO, full (cumulative statistics)", algo="ppo_lstm", hyperparams=FAST),
-        Variant("PPO, queues (last slot only)", env_kwargs=QUEUES),
-        # the best trial of the headline-objective tuning (`cluster-envs tune write ClusterBilinear-v0 ...
-        # --to results/tune/ClusterBilinear-v0-ppo.yml`, docs/rl_curves/bilinear.md), against the shipped section
-        Variant("tuned", hyperparams_file="results/tune/ClusterBilinear-v0-ppo.yml"),
-        # the best trial of the study over 3 training seeds per trial (`... --trial-seeds 3 --to
-        # results/tune/ClusterBilinear-v0-ppo-seeds3.yml`, docs/rl_curves/bilinear.md)
-        Variant("tuned, 3 seeds per trial", hyperparams_file="results/tune/ClusterBilinear-v0-ppo-seeds3.yml"),
-    ),
-)
+
+def load_studies(path: Path | str) -> dict[str, tuple[str, tuple[Variant, ...]]]:
+    """The studies of the file at ``path``, name -> (env id, variants), validated."""
+    data = read_data_file(path, StudyError)
+    if not isinstance(data, dict):
+        raise StudyError(f"{path}: must be a mapping study name -> study")
+    studies = {}
+    for name, study in data.items():
+        where = f"{path}: {name}"
+        if not isinstance(study, dict) or set(study) != {"env_id", "variants"}:
+            raise StudyError(f"{where}: a study must be a mapping with exactly the keys env_id and variants")
+        if study["env_id"] not in SETTINGS:
+            raise StudyError(f"{where}.env_id: {study['env_id']!r} has no protocol entry; known: {list(SETTINGS)}")
+        if not isinstance(study["variants"], list) or not study["variants"]:
+            raise StudyError(f"{where}.variants: must be a non-empty list of variants")
+        variants = tuple(parse_variant(f"{where}.variants[{i}]", v) for i, v in enumerate(study["variants"]))
+        names = [v.name for v in variants]
+        if len(set(names)) != len(names):
+            raise StudyError(f"{where}.variants: names must be distinct, got {names}")
+        studies[str(name)] = (study["env_id"], variants)
+    return studies
+
+
+@functools.cache
+def studies() -> dict[str, tuple[str, tuple[Variant, ...]]]:
+    """The studies of ``studies.yml``, read on first use (then cached)."""
+    return load_studies(STUDIES_FILE)
+
+
+class _Studies(Mapping):
+    """``studies()`` as a module-level mapping, read on first access rather than at import."""
+
+    def __getitem__(self, name: str) -> tuple[str, tuple[Variant, ...]]:
+        return studies()[name]
+
+    def __iter__(self):
+        return iter(studies())
+
+    def __len__(self) -> int:
+        return len(studies())
+
+
+STUDIES: Mapping[str, tuple[str, tuple[Variant, ...]]] = _Studies()
 
 
 # -- one run -------------------------------------------------------------------------------------------

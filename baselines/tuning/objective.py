@@ -40,7 +40,7 @@ from stable_baselines3.common.callbacks import EvalCallback
 
 from baselines.eval.protocol import TRAIN_SEED_BASE, VALIDATION_SEEDS, require_setting
 from baselines.perf.steps import has_vector_entry_point
-from baselines.rl.train import MASKED
+from baselines.rl.config import MASKED
 from baselines.tuning.ablation import Variant, evaluate_policy, native, setup
 
 

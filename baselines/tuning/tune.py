@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.eval.protocol import VALIDATION_SEEDS, check_eval_seeds, parse_seeds, require_setting, training_seed
-from baselines.rl.train import HYPERPARAMS_DIR, load_hyperparams
+from baselines.rl.config import HYPERPARAMS_DIR, load_hyperparams
 
 ON_POLICY = {"ppo", "a2c", "ppo_lstm", "ppo_mask"}  # rl-zoo3 converts their samples with convert_onpolicy_params
 TUNED_MARK = "# tuned:"

@@ -261,6 +261,9 @@ MULTI_PRESETS["paper_hidden_speed"] = {**MULTI_PRESETS["paper"], **HIDDEN_SPEED}
 MULTI_PRESETS["paper_budget_bound"] = {**MULTI_PRESETS["paper"], **BUDGET_BOUND}
 MULTI_PRESETS["paper_budget_bound_hidden_speed"] = {**MULTI_PRESETS["paper"], **BUDGET_BOUND, **HIDDEN_SPEED}
 MULTI_PRESETS["medium_light"] = {**MULTI_PRESETS["medium"], "job_keep_fraction": 0.5}
+# production scale: the paper preset on 10,000 machines, its job load per machine (so ten times the jobs) and the
+# visible job slots scaled likewise up to the allocation limit (1,000 × 10,000 entries)
+MULTI_PRESETS["production"] = {**MULTI_PRESETS["paper"], "n_machines": 10_000, "max_visible_jobs": 1000}
 
 _SINGLE = {
     **_IID,
@@ -275,3 +278,7 @@ SINGLE_PRESETS: dict[str, dict[str, Any]] = {
     "default": _SINGLE,
     "soft": {**_SINGLE, "budget_mode": "soft"},
 }
+
+# presets an order of magnitude past the papers: timed by `cluster-envs bench --scaling-only` and built by
+# tests/test_production_presets.py, not played by every agent in the tests
+PRODUCTION_PRESETS = ("production",)

@@ -586,6 +586,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
       `paper_budget_bound`
     - `common_deadline`: M 8; T 4000; K 3; machines i.i.d. Bernoulli, p ~ U[0.2, 1]; jobs N = 3, a_j = 0, d_j = T
       (Corollary 1), log utility, `compute_regret=True`
+    - `production`: M 10 000; T 36 000; K 1000; as `paper` on ten times the machines at its load per machine (so ten
+      times the jobs), K at the allocation limit (K × M ≤ 10⁷); its cost against size: `cluster-envs bench
+      --scaling-only`
     """
 
     env_id = "ClusterApprox-v0"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 pytest.importorskip("stable_baselines3")
 
@@ -110,3 +111,27 @@ def test_plateau_is_the_first_checkpoint_inside_the_best_interval():
     assert best["steps"] == 3000
     first = min(r["steps"] for r in table if r["score"] >= best["score_ci"][0])
     assert plateaus(table)["v"]["steps"] == first == 2000
+
+
+def test_the_study_file_loads_and_a_bad_one_names_the_file_and_the_key(tmp_path):
+    from baselines.tuning.ablation import FAST, STUDIES_FILE, StudyError, load_studies
+
+    studies = load_studies(STUDIES_FILE)
+    assert studies and set(studies) == set(STUDIES)
+    _, variants = studies["approx_single_learning"]
+    fast = next(v for v in variants if v.name == "fast update, gamma 0.9")
+    assert {**FAST, "gamma": 0.9}.items() <= dict(fast.hyperparams).items()  # fast_update: FAST under its own
+    good = {"env_id": "ClusterSLA-v0", "variants": [{"name": "shipped"}]}
+    for study, message in [
+        ({**good, "variants": [{"name": "a", "hyperparam": {}}]}, "s.variants[0]: unknown key 'hyperparam'"),
+        ({**good, "variants": [{"name": "a", "wrappers": "x.Y"}]}, "s.variants[0].wrappers: must be a list"),
+        ({**good, "variants": [{"algo": "ppo"}]}, "s.variants[0]: missing required key 'name'"),
+        ({**good, "env_id": "ClusterNone-v0"}, "s.env_id: 'ClusterNone-v0' has no protocol entry"),
+        ({**good, "variants": [{"name": "a"}, {"name": "a"}]}, "s.variants: names must be distinct"),
+        ({"env_id": "ClusterSLA-v0"}, "s: a study must be a mapping with exactly the keys"),
+    ]:
+        path = tmp_path / "studies.yml"
+        path.write_text(yaml.safe_dump({"s": study}))
+        with pytest.raises(StudyError) as error:
+            load_studies(path)
+        assert str(error.value).startswith(f"{path}: ") and message in str(error.value)

@@ -19,7 +19,8 @@ from baselines.eval import protocol as settings
 from baselines.eval.compare import compare
 from baselines.eval.protocol import HELD_OUT_INSTANCE_BASE, TRAIN_SEED_BASE, training_seed
 from baselines.eval.stats import iqm
-from baselines.rl import train as rl
+from baselines.rl import config as rl_config
+from baselines.rl import runs as rl_runs
 
 ENV = "ClusterSLA-v0"
 
@@ -32,7 +33,7 @@ def tiny(monkeypatch):
     short = dataclasses.replace(settings.SETTINGS[ENV], rl_steps_quick=512, rl_seeds=2)
     monkeypatch.setitem(settings.SETTINGS, ENV, short)
     # no shipped model: these tests train (ClusterSLA-v0's shipped run would serve 512 steps)
-    monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", Path("/nonexistent/shipped-models"))
+    monkeypatch.setattr(rl_runs, "SHIPPED_MODELS_DIR", Path("/nonexistent/shipped-models"))
 
 
 def _means(folder: Path, metric: str) -> dict[str, float]:
@@ -182,9 +183,9 @@ def test_a_matching_trained_model_is_loaded_not_retrained(tmp_path, monkeypatch)
     # The same env kwargs and steps but other hyperparameters (an edited ppo.yml): retrained with them.
     edited = tmp_path / "hyperparams"
     edited.mkdir()
-    text = (rl.HYPERPARAMS_DIR / "ppo.yml").read_text()
+    text = (rl_config.HYPERPARAMS_DIR / "ppo.yml").read_text()
     (edited / "ppo.yml").write_text(text.replace("n_epochs: 10", "n_epochs: 3", 1))
-    monkeypatch.setattr(rl, "HYPERPARAMS_DIR", edited)
+    monkeypatch.setattr(rl_config, "HYPERPARAMS_DIR", edited)
     _, facts = obtain_policy(ENV, "ppo", small, 256, tmp_path, progress=False)
     assert not facts["reused"]
     assert yaml.safe_load((tmp_path / f"ppo-{ENV}" / "seed0" / "config.yml").read_text())[ENV]["n_epochs"] == 3

@@ -47,7 +47,8 @@ def _has_sb3() -> bool:
 
 
 def _tiny_policy(tmp_path):
-    from baselines.rl.train import SavedPolicy, train
+    from baselines.rl.agent import SavedPolicy
+    from baselines.rl.train import train
 
     train(ENV, "ppo", steps=512, env_overrides=SMALL, out_dir=tmp_path / "ppo", progress=False)
     return SavedPolicy.from_dir(tmp_path / "ppo")
@@ -57,7 +58,9 @@ def test_a_training_task_on_ray_trains_the_same_policy_as_locally(local_ray, tmp
     """The benchmark's training runs through the backends too: a TrainTask on a Ray worker returns the run's files,
     with the same network weights as the same task run in this process (seeded; one torch thread)."""
     pytest.importorskip("stable_baselines3")
-    from baselines.rl.train import SavedPolicy, TrainTask, write_run_files
+    from baselines.rl.agent import SavedPolicy
+    from baselines.rl.runs import write_run_files
+    from baselines.rl.train import TrainTask
 
     task = TrainTask(ENV, "ppo", 256, env_overrides=tuple(SMALL.items()))
     (remote,) = run_tasks([task], backend="ray", workers=2)

@@ -15,16 +15,10 @@ pytest.importorskip("stable_baselines3")
 
 from baselines.eval.harness import rollout  # noqa: E402
 from baselines.eval.protocol import SETTINGS, TRAIN_SEED_BASE, training_seed  # noqa: E402
-from baselines.rl.train import (  # noqa: E402
-    HYPERPARAMS_DIR,
-    RunConfig,
-    SB3Agent,
-    load_agent,
-    make_vec_env,
-    save_run,
-    train,
-    wrapper_class,
-)
+from baselines.rl.agent import SB3Agent, load_agent  # noqa: E402
+from baselines.rl.config import HYPERPARAMS_DIR, RunConfig, wrapper_class  # noqa: E402
+from baselines.rl.runs import save_run  # noqa: E402
+from baselines.rl.train import make_vec_env, train  # noqa: E402
 from cluster_envs import env_ids  # noqa: E402
 
 ENV = "ClusterSLA-v0"
@@ -265,7 +259,7 @@ def test_the_action_mask_is_public_data(env_id):
     action_masks(), on every step of an episode."""
     import gymnasium as gym
 
-    from baselines.rl.train import action_mask_function
+    from baselines.rl.agent import action_mask_function
 
     mask_from = action_mask_function(env_id)
     env = gym.make(env_id, **{**SETTINGS[env_id].training_kwargs("ppo_mask"), "horizon": 40})

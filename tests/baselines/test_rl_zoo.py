@@ -11,7 +11,7 @@ import gymnasium as gym
 import pytest
 
 from baselines.eval.protocol import SETTINGS
-from baselines.rl.train import ALGOS, HYPERPARAMS_DIR, MASKED
+from baselines.rl.config import ALGOS, HYPERPARAMS_DIR, MASKED
 from cluster_envs import env_ids
 
 yaml = pytest.importorskip("yaml")
@@ -80,7 +80,7 @@ def test_rl_zoo3_trains_from_our_yaml(env_id, zoo_logs):
     assert saved["env_kwargs"] == setting.rl_training_kwargs
     assert saved.get("env_wrapper") == setting.rl_wrapper
     from baselines.eval.harness import rollout
-    from baselines.rl.train import load_agent
+    from baselines.rl.agent import load_agent
 
     agent = load_agent(run)  # the adapter reads rl-zoo3's run folder too, and applies its env_wrapper
     assert agent.env_kwargs == dict(setting.rl_env_kwargs)

@@ -12,12 +12,12 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 from baselines.eval import protocol  # noqa: E402
-from baselines.rl import manifest, store  # noqa: E402
-from baselines.rl import train as rl  # noqa: E402
+from baselines.rl import agent, manifest, runs, store  # noqa: E402  # noqa: E402
+from baselines.rl.config import RunConfig  # noqa: E402
 from baselines.rl.manifest import DamagedRunError  # noqa: E402
 
 ENV, ALGO = "ClusterSLA-v0", "ppo"
-SHIPPED = rl.SHIPPED_MODELS_DIR / ENV / ALGO
+SHIPPED = runs.SHIPPED_MODELS_DIR / ENV / ALGO
 
 
 def _truncate(run):
@@ -69,14 +69,14 @@ def models(tmp_path):
 
 
 def test_every_shipped_run_verifies_and_serves_its_benchmark_entry():
-    from baselines.rl.ship import check_runs, seed_folders
+    from baselines.rl.store import check_runs, seed_folders
 
-    folders = sorted(rl.SHIPPED_MODELS_DIR.glob("*/*"))
+    folders = sorted(runs.SHIPPED_MODELS_DIR.glob("*/*"))
     assert folders
     for folder in folders:
-        runs = seed_folders(folder)
-        assert runs and all(manifest.problems(path) == [] for path in runs.values()), folder
-        check_runs(folder.parent.name, folder.name, runs)  # raises with every reason
+        found = seed_folders(folder)
+        assert found and all(manifest.problems(path) == [] for path in found.values()), folder
+        check_runs(folder.parent.name, folder.name, found)  # raises with every reason
 
 
 def test_a_manifest_states_the_runs_identity():
@@ -93,7 +93,7 @@ def test_a_damaged_or_swapped_run_is_refused_with_its_path_and_reason(models, da
     apply(run)
     assert any(reason in why for why in manifest.problems(run)), manifest.problems(run)
     with pytest.raises(DamagedRunError, match=f"the run in {run} is refused: .*{reason}"):
-        rl.SavedPolicy.from_dir(run)
+        agent.SavedPolicy.from_dir(run)
 
 
 @pytest.mark.parametrize("damage", ["vecnormalize.pkl missing", "model.zip truncated", "seed 1's folder in seed0/"])
@@ -151,7 +151,7 @@ def test_rl_steps_asks_for_runs_of_that_many_steps_and_says_why_it_trains(monkey
 
 def test_exact_steps_is_what_training_for_them_gives():
     setting = protocol.require_setting(ENV)
-    config = rl.RunConfig.resolve(ALGO, ENV, setting.env_kwargs)
+    config = RunConfig.resolve(ALGO, ENV, setting.env_kwargs)
     assert store.mismatches(SHIPPED / "seed0", config, 200_000, 0) == []  # 391 rollouts of 4 x 128 steps
     assert store.mismatches(SHIPPED / "seed0", config, 199_681, 0) == []  # also 391 rollouts
     assert store.mismatches(SHIPPED / "seed0", config, 199_680, 0) != []  # exactly 390 rollouts

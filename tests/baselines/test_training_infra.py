@@ -14,7 +14,11 @@ pytest.importorskip("stable_baselines3")
 from baselines import benchmark as bench  # noqa: E402
 from baselines.cli import main  # noqa: E402
 from baselines.eval import protocol as settings  # noqa: E402
+from baselines.rl import agent as rl_agent  # noqa: E402
+from baselines.rl import config as rl_config  # noqa: E402
 from baselines.rl import manifest  # noqa: E402
+from baselines.rl import runs as rl_runs  # noqa: E402
+from baselines.rl import store as rl_store  # noqa: E402
 from baselines.rl import train as rl  # noqa: E402
 from baselines.rl.store import obtain_policies  # noqa: E402
 
@@ -31,8 +35,8 @@ def tiny_run_files():
 @pytest.fixture
 def shipped(tmp_path, monkeypatch, tiny_run_files):
     root = tmp_path / "package_models"
-    rl.write_run_files(tiny_run_files, root / ENV / "ppo" / "seed0")
-    monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", root)
+    rl_runs.write_run_files(tiny_run_files, root / ENV / "ppo" / "seed0")
+    monkeypatch.setattr(rl_runs, "SHIPPED_MODELS_DIR", root)
     return root / ENV / "ppo" / "seed0"
 
 
@@ -113,20 +117,20 @@ def test_the_package_data_ships_model_folders(tiny_run_files):
 
 
 def test_ship_run_keeps_the_policy_and_shrinks_the_archive(tiny_run_files, tmp_path):
-    run = rl.write_run_files(tiny_run_files, tmp_path / "run")
-    shipped = rl.ship_run(run, tmp_path / "package_models")
+    run = rl_runs.write_run_files(tiny_run_files, tmp_path / "run")
+    shipped = rl_store.ship_run(run, tmp_path / "package_models")
     assert shipped == tmp_path / "package_models" / ENV / "ppo" / "seed0"  # the run's training seed
     files = sorted(n for n in (*manifest.RUN_FILES, manifest.MANIFEST_FILE) if (run / n).is_file())
     assert sorted(p.name for p in shipped.iterdir()) == files and manifest.problems(shipped) == []
     assert (shipped / "model.zip").stat().st_size < (run / "model.zip").stat().st_size
-    policy, again = rl.load_agent(run), rl.load_agent(shipped)
+    policy, again = rl_agent.load_agent(run), rl_agent.load_agent(shipped)
     for name, param in policy.model.policy.state_dict().items():
         assert (param == again.model.policy.state_dict()[name]).all(), name
 
 
 @pytest.mark.parametrize(
     ("env_id", "algo", "seed"),
-    [(*p.parts[-3:-1], int(p.name.removeprefix("seed"))) for p in sorted(rl.SHIPPED_MODELS_DIR.glob("*/*/seed*"))],
+    [(*p.parts[-3:-1], int(p.name.removeprefix("seed"))) for p in sorted(rl_runs.SHIPPED_MODELS_DIR.glob("*/*/seed*"))],
 )
 def test_every_shipped_model_serves_the_quick_benchmark(env_id, algo, seed):
     """`benchmark --quick` loads it rather than training: its folder's training seed, the same env kwargs and
@@ -135,15 +139,16 @@ def test_every_shipped_model_serves_the_quick_benchmark(env_id, algo, seed):
 
     setting = settings.require_setting(env_id)
     assert algo == setting.rl_algo
-    config = rl.RunConfig.resolve(algo, env_id, setting.env_kwargs)
-    assert mismatches(rl.shipped_run(env_id, algo, seed), config, setting.rl_steps_quick, seed, at_least=True) == []
-    assert (rl.shipped_run(env_id, algo, seed) / "model.zip").stat().st_size < 400_000
+    config = rl_config.RunConfig.resolve(algo, env_id, setting.env_kwargs)
+    shipped = rl_runs.shipped_run(env_id, algo, seed)
+    assert mismatches(shipped, config, setting.rl_steps_quick, seed, at_least=True) == []
+    assert (rl_runs.shipped_run(env_id, algo, seed) / "model.zip").stat().st_size < 400_000
 
 
 def test_every_benchmark_id_ships_a_run():
     """Until every training seed ships, `benchmark --quick` evaluates what does (and says how many)."""
     for env_id, setting in settings.SETTINGS.items():
-        assert rl.shipped_seeds(env_id, setting.rl_algo), env_id
+        assert rl_runs.shipped_seeds(env_id, setting.rl_algo), env_id
 
 
 @pytest.fixture
@@ -187,9 +192,9 @@ def test_a_shipped_run_of_another_training_seed_serves_quick(tmp_path, monkeypat
     """A learning curve's run (seed 5) shipped as seed5/ counts for --quick, which asks for seeds 0-2."""
     root = tmp_path / "package_models"
     meta = {**json.loads(tiny_run_files["meta.json"]), "seed": 5}
-    rl.write_run_files({**tiny_run_files, "meta.json": json.dumps(meta).encode()}, root / ENV / "ppo" / "seed5")
+    rl_runs.write_run_files({**tiny_run_files, "meta.json": json.dumps(meta).encode()}, root / ENV / "ppo" / "seed5")
     manifest.write(root / ENV / "ppo" / "seed5")  # the run of seed 5, complete
-    monkeypatch.setattr(rl, "SHIPPED_MODELS_DIR", root)
+    monkeypatch.setattr(rl_runs, "SHIPPED_MODELS_DIR", root)
     _no_training(monkeypatch)
     ((_, facts),) = obtain_policies(ENV, "ppo", {}, STEPS, [0, 1, 2], models_dir=tmp_path / "m", train_missing=False)
     assert facts["training_seed"] == 5 and facts["source"] == "shipped"
@@ -199,8 +204,8 @@ def test_a_shipped_run_of_another_training_seed_serves_quick(tmp_path, monkeypat
 
 def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, capsys):
     source, root = tmp_path / "runs", tmp_path / "package_models"
-    rl.write_run_files(tiny_run_files, source / "seed0")
-    rl.write_run_files(tiny_run_files, root / ENV / "ppo" / "seed7")  # an old run (its meta says seed 0)
+    rl_runs.write_run_files(tiny_run_files, source / "seed0")
+    rl_runs.write_run_files(tiny_run_files, root / ENV / "ppo" / "seed7")  # an old run (its meta says seed 0)
     assert main(["ship", ENV, "--from", str(source), "--root", str(root), "--prune"]) == 0
     assert f"shipped {root / ENV / 'ppo' / 'seed0'}" in capsys.readouterr().out
     assert sorted(p.name for p in (root / ENV / "ppo").iterdir()) == ["seed0"]  # seed7 pruned
@@ -225,7 +230,7 @@ def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, th
     if "config" in edit:
         files["config.yml"] = files["config.yml"].decode().replace(*edit["config"]).encode()
     source, root = tmp_path / "runs", tmp_path / "package_models"
-    manifest.write(rl.write_run_files(files, source / edit.get("folder", "seed0")))  # complete, but not the entry's
+    manifest.write(rl_runs.write_run_files(files, source / edit.get("folder", "seed0")))  # complete, not the entry's
     assert main(["ship", ENV, "--from", str(source), "--root", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not shipped" in err[0] and reason in err[0], err
@@ -234,10 +239,10 @@ def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, th
 
 def test_ship_trains_the_missing_seeds_then_ships(tiny_run_files, three_seeds, tmp_path):
     """--train: the cache's matching run of seed 0 is reused, seed 1 is trained (a backend task), both ship."""
-    from baselines.rl import ship
+    from baselines.rl import store as ship
 
     cache = tmp_path / "models"
-    rl.write_run_files(tiny_run_files, cache / f"ppo-{ENV}" / "seed0")
+    rl_runs.write_run_files(tiny_run_files, cache / f"ppo-{ENV}" / "seed0")
     shipped = ship.ship(ENV, train=True, seeds=[0, 1], models_dir=cache, root=tmp_path / "pkg", progress=False)
     assert shipped == [tmp_path / "pkg" / ENV / "ppo" / f"seed{k}" for k in (0, 1)]
     metas = [json.loads((path / "meta.json").read_text()) for path in shipped]

@@ -13,7 +13,7 @@ import yaml  # noqa: E402
 from torch import nn  # noqa: E402
 
 from baselines.eval.protocol import training_seed  # noqa: E402
-from baselines.rl.train import HYPERPARAMS_DIR, RunConfig  # noqa: E402
+from baselines.rl.config import HYPERPARAMS_DIR, RunConfig  # noqa: E402
 from baselines.tuning import tune  # noqa: E402
 
 CONVERTED = {  # what rl-zoo3's convert_onpolicy_params returns
@@ -101,7 +101,8 @@ def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
     from rl_zoo3.utils import ALGOS
     from sb3_contrib import MaskablePPO
 
-    from baselines.rl.train import RunConfig, make_vec_env, new_model
+    from baselines.rl.config import RunConfig
+    from baselines.rl.train import make_vec_env, new_model
     from baselines.tuning import zoo
 
     samplers = dict(hyperparams_opt.HYPERPARAMS_SAMPLER)

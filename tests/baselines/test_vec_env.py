@@ -7,7 +7,8 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 from baselines.eval.protocol import SETTINGS  # noqa: E402
-from baselines.rl.train import RunConfig, make_vec_env, new_model  # noqa: E402
+from baselines.rl.config import RunConfig  # noqa: E402
+from baselines.rl.train import make_vec_env, new_model  # noqa: E402
 from baselines.rl.vec_env import NativeVecEnv, flatten_batch  # noqa: E402
 
 # Short episodes, so that every copy ends (and is reset) within the test's steps.

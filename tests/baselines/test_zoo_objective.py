@@ -13,7 +13,8 @@ import torch  # noqa: E402
 from stable_baselines3.common.logger import configure  # noqa: E402
 
 from baselines.eval.protocol import VALIDATION_SEEDS  # noqa: E402
-from baselines.rl.train import RunConfig, make_vec_env, new_model  # noqa: E402
+from baselines.rl.config import RunConfig  # noqa: E402
+from baselines.rl.train import make_vec_env, new_model  # noqa: E402
 from baselines.tuning import tune, zoo  # noqa: E402
 from baselines.tuning.ablation import evaluate_episodes  # noqa: E402
 from baselines.tuning.objective import HeadlineTrialEvalCallback  # noqa: E402
@@ -60,7 +61,7 @@ def test_a_higher_is_better_headline_is_not_negated_and_empty_seeds_are_refused(
 
 def test_the_headline_objective_is_the_default_and_names_its_own_study(tmp_path):
     command = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path)
-    assert command[3:5] == ["--objective-seeds", ",".join(map(str, VALIDATION_SEEDS))]
+    assert command[2:4] == ["--objective-seeds", ",".join(map(str, VALIDATION_SEEDS))]
     assert command[command.index("--study-name") + 1] == "ClusterSLA-v0-ppo-headline"
     old = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, objective="return")
     assert "--objective-seeds" not in old and old[old.index("--study-name") + 1] == "ClusterSLA-v0-ppo"
@@ -69,7 +70,7 @@ def test_the_headline_objective_is_the_default_and_names_its_own_study(tmp_path)
     second = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, worker=1)  # another process, same study
     assert second[second.index("--seed") + 1] != command[command.index("--seed") + 1]
     assert second[second.index("--storage") + 1] == command[command.index("--storage") + 1]
-    target = zoo.zoo_target(command[5:])  # what baselines.tuning.zoo reads of rl-zoo3's arguments
+    target = zoo.zoo_target(command[4:])  # what cluster-envs zoo reads of rl-zoo3's arguments
     assert target == {"env_id": "ClusterSLA-v0", "algo": "ppo", "env_kwargs": {"action_mode": "normalize"}}
 
 

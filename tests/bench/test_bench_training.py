@@ -11,8 +11,9 @@ import yaml  # noqa: E402  (the rl extra, as SB3)
 
 from baselines.eval import protocol as settings  # noqa: E402
 from baselines.perf import training as bench_training  # noqa: E402
-from baselines.rl import train as rl  # noqa: E402
-from baselines.rl.train import RunConfig, make_vec_env  # noqa: E402
+from baselines.rl import config as rl_config  # noqa: E402
+from baselines.rl.config import RunConfig  # noqa: E402
+from baselines.rl.train import make_vec_env  # noqa: E402
 
 ENV = "ClusterGang-v0"
 
@@ -22,12 +23,12 @@ def edited_section(monkeypatch, tmp_path):
     """ClusterGang-v0's PPO section and settings entry edited (2 copies x 32 steps, minibatch 32, 1 epoch, horizon
     50), the way a later tuning would edit them: the training section must time these, not the values it was
     written with."""
-    sections = yaml.safe_load((rl.HYPERPARAMS_DIR / "ppo.yml").read_text())
+    sections = yaml.safe_load((rl_config.HYPERPARAMS_DIR / "ppo.yml").read_text())
     section = sections[ENV]
     section.update(n_envs=2, n_steps=32, batch_size=32, n_epochs=1)
     section["env_kwargs"] = {**section["env_kwargs"], "horizon": 50}
     (tmp_path / "ppo.yml").write_text(yaml.safe_dump(sections))
-    monkeypatch.setattr(rl, "HYPERPARAMS_DIR", tmp_path)
+    monkeypatch.setattr(rl_config, "HYPERPARAMS_DIR", tmp_path)
     monkeypatch.setitem(settings.SETTINGS, ENV, dataclasses.replace(settings.SETTINGS[ENV], env_kwargs={"horizon": 50}))
     monkeypatch.setattr(bench_training, "FAST_UPDATE", {"rollout": 32, "batch_size": 16, "n_epochs": 1})
     return section
@@ -130,10 +131,10 @@ def test_training_only_runs_the_training_section_alone(monkeypatch, tmp_path, ca
 
 
 def test_maskable_ppo_is_timed_on_the_ids_of_its_file_with_the_batched_masks(monkeypatch, tmp_path):
-    sections = yaml.safe_load((rl.HYPERPARAMS_DIR / "ppo_mask.yml").read_text())
+    sections = yaml.safe_load((rl_config.HYPERPARAMS_DIR / "ppo_mask.yml").read_text())
     sections[ENV].update(n_envs=2, n_steps=16, batch_size=16, n_epochs=1)
     (tmp_path / "ppo_mask.yml").write_text(yaml.safe_dump(sections))
-    monkeypatch.setattr(rl, "HYPERPARAMS_DIR", tmp_path)
+    monkeypatch.setattr(rl_config, "HYPERPARAMS_DIR", tmp_path)
     monkeypatch.setattr(bench_training, "FAST_UPDATE", {"rollout": 16, "batch_size": 16, "n_epochs": 1})
     section = bench_training.run(["ClusterSLA-v0", ENV], copies=8, iterations=1, repeats=1, algo="ppo_mask")
     assert section["algo"] == "ppo_mask" and list(section["ids"]) == [ENV]  # ClusterSLA-v0 has no MaskablePPO section

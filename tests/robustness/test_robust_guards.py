@@ -57,6 +57,10 @@ def test_every_preset_is_under_the_limits(env_id, preset, request):
     if preset in getattr(config_module, "TRACE_PRESETS", ()):
         data["trace_dir"] = request.getfixturevalue("alibaba_trace_dir")
     env = gym.make(env_id, preset=preset, **data).unwrapped
+    if env_id in ("ClusterMultiServer-v0", "ClusterGang-v0") and not env.config.compute_regret:  # production
+        with pytest.raises(ValueError, match="regret oracle"):  # off because the guard refuses it at this size
+            gym.make(env_id, preset=preset, compute_regret=True)
+        return
     env.reset(seed=0)
     if env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
         estimate, time_limit = env._oracle_estimate(), guards.ORACLE_TIME_LIMIT
