@@ -155,7 +155,7 @@ def gang(rng, base, large):
 
 SAMPLERS = {
     "ClusterSLA-v0": sla,
-    "ClusterApprox-v0": approx,
+    "ClusterApprox-v1": approx,
     "ClusterApproxSingleJob-v0": approx_single,
     "ClusterBilinear-v0": bilinear,
     "ClusterMultiServer-v0": multiserver,

@@ -14,9 +14,9 @@ SIZES = {  # id -> (what, how many): the sizes the env pages document
     "ClusterBilinear-v0": (lambda env: env.config.num_job_classes, 40),
     "ClusterMultiServer-v0": (lambda env: env.instance.n_servers, 1523),
     "ClusterGang-v0": (lambda env: env.instance.n_servers, 1523),
-    "ClusterApprox-v0": (lambda env: env.config.n_machines, 10_000),
+    "ClusterApprox-v1": (lambda env: env.config.n_machines, 10_000),
 }
-SLOW = {"ClusterApprox-v0"}  # drawing ten times the paper preset's jobs takes seconds
+SLOW = {"ClusterApprox-v1"}  # drawing ten times the paper preset's jobs takes seconds
 
 
 @pytest.mark.parametrize("env_id", [pytest.param(i, marks=pytest.mark.slow) if i in SLOW else i for i in SIZES])

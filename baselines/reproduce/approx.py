@@ -1,4 +1,4 @@
-"""Paper 000 (ClusterApprox-v0): Table I, Figs. 1-3 of Sec. VI (E1-E4 of spec §5.4) and the theory checks (E5).
+"""Paper 000 (ClusterApprox-v1): Table I, Figs. 1-3 of Sec. VI (E1-E4 of spec §5.4) and the theory checks (E5).
 
 ``scale="small"`` runs M = 50 machines, T = 2000 slots, 3 seeds (a few minutes on two cores);
 ``scale="medium"`` (Python API only) M = 100, T = 3600, 5 seeds; ``scale="paper"`` the paper preset
@@ -163,7 +163,7 @@ def fig2_tasks(env_kwargs: dict, seeds: list[int], loads=("heavy", "light"), bet
         for beta in betas:
             kwargs = {**env_kwargs, "beta": beta, "job_keep_fraction": KEEP[load]}
             tasks += [
-                (("fig2", load, beta, s), "ClusterApprox-v0", s, {}, kwargs, seed) for seed in seeds for s in SCHEMES
+                (("fig2", load, beta, s), "ClusterApprox-v1", s, {}, kwargs, seed) for seed in seeds for s in SCHEMES
             ]
     return tasks
 
@@ -171,13 +171,13 @@ def fig2_tasks(env_kwargs: dict, seeds: list[int], loads=("heavy", "light"), bet
 def scheduling_tasks(env_kwargs: dict, seeds: list[int]) -> list[tuple]:
     tasks = fig2_tasks(env_kwargs, seeds)
     hetero = {**env_kwargs, "beta": 0.7, "speed_heterogeneity": HETEROGENEITY}
-    tasks += [(("ablation", s), "ClusterApprox-v0", s, {}, hetero, seed) for s in SCHEMES for seed in seeds]
+    tasks += [(("ablation", s), "ClusterApprox-v1", s, {}, hetero, seed) for s in SCHEMES for seed in seeds]
     heavy = {**env_kwargs, "beta": 0.8}
     for semantics in ("step", "reg_weight"):
         for alpha in ALPHAS:
             agent_kwargs = {"alpha": alpha, "alpha_semantics": semantics}
             tasks += [
-                (("fig3", semantics, alpha), "ClusterApprox-v0", "opm", agent_kwargs, heavy, seed) for seed in seeds
+                (("fig3", semantics, alpha), "ClusterApprox-v1", "opm", agent_kwargs, heavy, seed) for seed in seeds
             ]
     return tasks
 
@@ -190,7 +190,7 @@ def theory_tasks(scale: dict, seeds: list[int]) -> list[tuple]:
     for horizon in scale["opm_horizons"]:
         kwargs = {"preset": "common_deadline", "horizon": horizon}
         theory = {"alpha": None, "alpha_semantics": "step"}
-        tasks += [(("opm_common", horizon), "ClusterApprox-v0", "opm", theory, kwargs, s) for s in seeds]
+        tasks += [(("opm_common", horizon), "ClusterApprox-v1", "opm", theory, kwargs, s) for s in seeds]
     return tasks
 
 
@@ -377,7 +377,7 @@ def write_report(runs: dict[tuple, list[Run]], scale: str, workers: int, elapsed
         for s in SCHEMES
     }
     lines = [
-        "# Reproduction of paper 000 (ClusterApprox-v0)",
+        "# Reproduction of paper 000 (ClusterApprox-v1)",
         "",
         f"Scale `{scale}`: env settings {config['env']}, seeds {seeds}, synthetic Google-like jobs (spec §5.2.3), "
         "on/off Gamma machines with p_i = 2 × mean rate. Total wall time "
@@ -412,7 +412,7 @@ def run(
     seeds = list(range(config["seeds"]))
     start = time.perf_counter()
     tasks = scheduling_tasks(config["env"], seeds)
-    tasks += [(("fig3", "fair"), "ClusterApprox-v0", "fair", {}, {**config["env"], "beta": 0.8}, s) for s in seeds]
+    tasks += [(("fig3", "fair"), "ClusterApprox-v1", "fair", {}, {**config["env"], "beta": 0.8}, s) for s in seeds]
     tasks += theory_tasks(config, seeds)
     runs = run_tasks(tasks, workers, progress)
     elapsed = time.perf_counter() - start
@@ -457,11 +457,11 @@ def study_tasks(seeds: list[int]) -> list[tuple]:
         for load, beta in STUDY_CONFIGS:
             kwargs = {"preset": preset, **STUDY_SCALE, **overrides, "beta": beta, "job_keep_fraction": KEEP[load]}
             base = ("study", env_label, load, beta)
-            tasks += [(base + (None, "fair"), "ClusterApprox-v0", "fair", {}, kwargs, s) for s in seeds]
+            tasks += [(base + (None, "fair"), "ClusterApprox-v1", "fair", {}, kwargs, s) for s in seeds]
             for label in readings:
                 for scheme in ("opm", "opm_no_estimation"):
                     agent_kwargs = study_agent_kwargs(label)
-                    tasks += [(base + (label, scheme), "ClusterApprox-v0", scheme, agent_kwargs, kwargs, s)
+                    tasks += [(base + (label, scheme), "ClusterApprox-v1", scheme, agent_kwargs, kwargs, s)
                               for s in seeds]  # fmt: skip
     return tasks
 
@@ -536,12 +536,12 @@ ROUNDINGS = ("independent", "coupled")  # OPM's rounding: afresh every slot (Eq.
 def rounding_tasks(env_kwargs: dict, seeds: list[int]) -> list[tuple]:
     """Fig. 3's α sweep (heavy load, β = 0.8) under both α readings and both roundings, and Fair, its anchor."""
     heavy = {**env_kwargs, "beta": 0.8}
-    tasks = [(("fig3", "fair"), "ClusterApprox-v0", "fair", {}, heavy, seed) for seed in seeds]
+    tasks = [(("fig3", "fair"), "ClusterApprox-v1", "fair", {}, heavy, seed) for seed in seeds]
     for semantics in ("step", "reg_weight"):
         for alpha in ALPHAS:
             for rounding in ROUNDINGS:
                 kwargs = {"alpha": alpha, "alpha_semantics": semantics, "rounding": rounding}
-                tasks += [(("fig3", semantics, alpha, rounding), "ClusterApprox-v0", "opm", kwargs, heavy, seed)
+                tasks += [(("fig3", semantics, alpha, rounding), "ClusterApprox-v1", "opm", kwargs, heavy, seed)
                           for seed in seeds]  # fmt: skip
     return tasks
 
@@ -673,7 +673,7 @@ def main(argv: list[str] | None = None) -> None:
         help="table1: run only Table I + Fig. 1 (heavy load, β = 0.5-0.7) or only Fig. 2",
     )
     parser.add_argument("--betas", type=float, nargs="+", default=list(FIG2_BETAS), help="table1: Fig. 2's β values")
-    parser.add_argument("--preset", default=None, help="table1: another ClusterApprox-v0 preset at that scale")
+    parser.add_argument("--preset", default=None, help="table1: another ClusterApprox-v1 preset at that scale")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=None, help="output folder (default: results/reproduce/approx-<study>)")
     args = parser.parse_args(argv)

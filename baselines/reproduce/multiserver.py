@@ -13,7 +13,6 @@ Sweep grids are ours except the points the text names (ρ 0.8 and 1.0; |R| 60 an
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -22,11 +21,11 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-from scipy import stats
 
 from baselines.eval import harness
 from baselines.eval.outputs import provenance
 from baselines.eval.progress import progress_bar
+from baselines.eval.stats import mean_interval
 
 ENV_ID = "ClusterMultiServer-v0"
 BASELINES = ("hauf", "lcf", "lwtf")
@@ -126,16 +125,18 @@ def run_many(tasks: list[tuple[str, int, dict, dict]], workers: int, progress: b
         return collect(pool.map(run_one, *zip(*tasks, strict=True)))
 
 
-def mean_ci(values) -> tuple[float, float]:
-    """Mean and the half-width of the 95% t-interval."""
+def mean_ci(values) -> tuple[float, float | None, float | None]:
+    """Mean and the package's interval over the seeds (``baselines.eval.stats.mean_interval``: 95% bootstrap);
+    no interval on one seed."""
     v = np.asarray(values, dtype=float)
-    if v.size < 2:
-        return float(v.mean()), 0.0
-    return float(v.mean()), float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    low, high = mean_interval(v) if v.size >= 2 else (None, None)
+    return float(v.mean()), low, high
 
 
-def _fmt(mean: float, half: float, digits: int = 1) -> str:
-    return f"{mean:.{digits}f} ± {half:.{digits}f}"
+def _fmt(mean: float, low: float | None, high: float | None, digits: int = 1) -> str:
+    if low is None:
+        return f"{mean:.{digits}f} (one seed)"
+    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def _plot(path: Path, x, series: dict, title: str, xlabel: str, ylabel: str, bands=None, ticks=None) -> None:
@@ -148,7 +149,7 @@ def _plot(path: Path, x, series: dict, title: str, xlabel: str, ylabel: str, ban
     for name, y in series.items():
         ax.plot(x, y, label=name, marker="o" if len(x) < 12 else None)
         if bands and name in bands:
-            ax.fill_between(x, y - bands[name], y + bands[name], alpha=0.2)
+            ax.fill_between(x, *bands[name], alpha=0.2)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     if ticks is not None:
         ax.set_xticks(x, [str(label) for label in ticks])
@@ -192,7 +193,8 @@ def main_figures(runs: list[Run], seeds, horizon: int, out: Path) -> list[str]:
     lines += ["", f"Improvement = 100·(AOU_ESDP − AOU_b)/AOU_b on cumulative AOU; “up to” = max over "
               f"t ∈ [{skip}, T] of the mean ratio curve; the paper's values are “up to”, read against HAUF, LCF, "
               "LWTF in that order.", "",
-              f"| comparison | final improvement ± 95% CI | up to | seeds won | mean ratio t={mid} → T | paper |",
+              f"| comparison | final improvement [95% bootstrap over seeds] | up to | seeds won "
+              f"| mean ratio t={mid} → T | paper |",
               "|---|---:|---:|---:|---:|---:|", *improvement_rows]  # fmt: skip
     if "esdp" in cum:
         early = int((cum["hauf"][:, mid - 1] > cum["esdp"][:, mid - 1]).sum())
@@ -256,21 +258,22 @@ def sweeps(cfg: dict, workers: int, out: Path, progress: bool) -> list[str]:
     for key, run in zip(keys, runs, strict=True):
         results.setdefault(key, []).append(run)
     lines = [
-        f"## Sensitivity sweeps (T = {cfg['sweep_horizon']}, {len(seeds)} seeds, final cumulative AOU ± 95% CI)",
+        f"## Sensitivity sweeps (T = {cfg['sweep_horizon']}, {len(seeds)} seeds, final cumulative AOU "
+        "[95% bootstrap over seeds])",
         "",
     ]
     for title, name, points, agent_names in plan:
         labels = [p[0] for p in points]
         lines += [f"### {title}", "", "| " + name + " | " + " | ".join(agent_names) + " |",
                   "|---|" + "---:|" * len(agent_names)]  # fmt: skip
-        means, halves = {a: [] for a in agent_names}, {a: [] for a in agent_names}
+        means, intervals = {a: [] for a in agent_names}, {a: [] for a in agent_names}
         for label in labels:
             cells = []
             for a in agent_names:
-                m, h = mean_ci([r.utility.sum() for r in results[name, label, a]])
+                m, low, high = mean_ci([r.utility.sum() for r in results[name, label, a]])
                 means[a].append(m)
-                halves[a].append(h)
-                cells.append(_fmt(m, h, 0))
+                intervals[a].append((np.nan if low is None else low, np.nan if high is None else high))
+                cells.append(_fmt(m, low, high, 0))
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         if name == "delta":
             dp = [np.mean([r.cells for r in results[name, d, "esdp"]]) for d in labels]
@@ -285,7 +288,7 @@ def sweeps(cfg: dict, workers: int, out: Path, progress: bool) -> list[str]:
                       + ", ".join(f"({label}) {c:.2f}" for label, c in zip(labels, card, strict=True))]  # fmt: skip
         x = np.arange(len(labels))
         _plot(out / f"fig_{name}.png", x, {a: np.array(v) for a, v in means.items()}, title, name, "cumulative AOU",
-              bands={a: np.array(v) for a, v in halves.items()}, ticks=labels)  # fmt: skip
+              bands={a: np.array(v).T for a, v in intervals.items()}, ticks=labels)  # fmt: skip
         lines.append("")
     return lines
 
@@ -299,8 +302,8 @@ LOSS_AGENTS = ("esdp", "esdp_aa", "esdp_exact_index", *BASELINES, "oracle")
 
 def losses(preset: str, horizons, seeds, workers: int = 1, progress: bool = True) -> list[str]:
     """The sweep points where literal ESDP fell behind a heuristic at T = 500 (Fig. 9's ρ ≤ 0.8, Fig. 6's smallest
-    space), for every ESDP reading and at a longer horizon: final cumulative AOU ± 95% CI, plus the oracle's
-    mean ‖x*‖₁ and literal ESDP's mean number of scheduled jobs per slot."""
+    space), for every ESDP reading and at a longer horizon: final cumulative AOU [95% bootstrap over seeds], plus the
+    oracle's mean ‖x*‖₁ and literal ESDP's mean number of scheduled jobs per slot."""
     seeds = list(seeds)
     tasks = [(a, s, {"preset": preset, "horizon": h, **kw}, {}) for h in horizons for _, kw in LOSS_POINTS
              for a in LOSS_AGENTS for s in seeds]  # fmt: skip
@@ -477,7 +480,10 @@ def run(
     lines = _comparison(scale, seeds, workers, progress, out)
     lines += overhead(cfg)
     lines += sweeps(cfg, workers, out, progress)
-    lines += [f"## Where literal ESDP loses (T = {cfg['sweep_horizon']}, {len(seeds)} seeds, AOU ± 95% CI)", ""]
+    lines += [
+        f"## Where literal ESDP loses (T = {cfg['sweep_horizon']}, {len(seeds)} seeds, AOU [95% bootstrap over seeds])",
+        "",
+    ]
     lines += [*losses(cfg["preset"], (cfg["sweep_horizon"],), seeds, workers, progress), ""]
     lines.append(f"Total wall time: {time.perf_counter() - start:.0f} s with {workers} worker(s).")
     report = out / "report.md"

@@ -1,14 +1,14 @@
 """How the ClusterApprox ids read an action (``action_mode``), before the compiled slot transition runs it.
 
 Each reading maps a policy's action to one of the paper's actions from the observation the policy saw, so the
-dynamics, rewards and metrics are the paper's whatever the mode (docs/rl_ablations.md measured the modes):
+dynamics, rewards and metrics are the paper's whatever the mode (docs/appendix/rl_ablations.md measured the modes):
 
-- ``"occupant"`` (ClusterApprox-v0's default) and ``"binary"`` (ClusterApproxSingleJob-v0's): as given.
-- ``"work_conserving"`` (ClusterApprox-v0): a machine sent to an empty job slot goes to the next occupied slot
+- ``"occupant"`` (ClusterApprox-v1's default) and ``"binary"`` (ClusterApproxSingleJob-v0's): as given.
+- ``"work_conserving"`` (ClusterApprox-v1): a machine sent to an empty job slot goes to the next occupied slot
   (cyclically) instead of idling, so a policy cannot waste machines on empty slots; 0 (idle) stays a choice, since
   with prices idling a machine can be right. Values that are not a slot number (NaN, fractions, out of range)
   are left as they are, so the env rejects them as in ``"occupant"``.
-- ``"paced_priority"``: a priority per machine, and on ClusterApprox-v0 one per job slot first:
+- ``"paced_priority"``: a priority per machine, and on ClusterApprox-v1 one per job slot first:
   ``Box(-1, 1, (K + M,))`` (ClusterApproxSingleJob-v0: ``Box(0, 1, (M,))``; priorities are only compared, so any
   finite values are read, ties by index). The occupied job slots, in descending priority, each take the free
   machines in descending machine priority while the job's cost in the slot stays within its paced budget
@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from cluster_envs.common.env import invalid_action
 
@@ -59,18 +60,29 @@ def paced_occupants(slot_priority: Any, machine_priority: Any, prices: np.ndarra
         raise invalid_action("must be finite (no NaN or inf) in action_mode='paced_priority'", name)
     left = rows[..., REMAINING_BUDGET] * (rows[..., PRESENT] > 0)  # (B, K)
     pace = left / np.maximum(rows[..., REMAINING_SLOTS], 1.0)
-    machines = np.argsort(-machine_priority, axis=1, kind="stable")
-    ranked_prices = np.take_along_axis(prices, machines, axis=1)
-    free = np.ones(machine_priority.shape, dtype=bool)  # in machine-priority order
-    occupant = np.zeros(machine_priority.shape, dtype=np.int64)
-    batch = np.arange(len(occupant))
-    for slot in np.argsort(-slot_priority, axis=1, kind="stable").T:  # the K ranks, each a slot per row
-        cost = np.cumsum(np.where(free, ranked_prices, 0.0), axis=1)  # prices >= 0: a prefix of the free machines
-        take = free & (cost <= pace[batch, slot][:, None]) & (cost < left[batch, slot][:, None])
-        occupant[take] = np.broadcast_to(slot[:, None] + 1, take.shape)[take]
-        free &= ~take
-    out = np.zeros_like(occupant)
-    np.put_along_axis(out, machines, occupant, axis=1)
+    prices = np.ascontiguousarray(prices, dtype=np.float64)
+    return _paced_occupants(np.ascontiguousarray(slot_priority), np.ascontiguousarray(machine_priority), prices,
+                            np.ascontiguousarray(left), pace)  # fmt: skip
+
+
+@njit(cache=True)
+def _paced_occupants(slot_priority, machine_priority, prices, left, pace):  # pragma: no cover (compiled)
+    """The compiled reading, row by row: stable descending orders, then each slot takes the free machines (in
+    machine order) while their running price sum, summed in that order, stays within its pace and budget."""
+    n_rows, n_machines = machine_priority.shape
+    out = np.zeros((n_rows, n_machines), dtype=np.int64)
+    free = np.empty(n_machines, dtype=np.bool_)
+    for b in range(n_rows):
+        machines = np.argsort(-machine_priority[b], kind="mergesort")
+        free[:] = True
+        for slot in np.argsort(-slot_priority[b], kind="mergesort"):
+            cost = 0.0
+            for i in range(n_machines):
+                if free[i]:
+                    cost += prices[b, machines[i]]
+                    if cost <= pace[b, slot] and cost < left[b, slot]:
+                        out[b, machines[i]] = slot + 1
+                        free[i] = False
     return out
 
 
@@ -82,7 +94,7 @@ def paced_priority(priority: Any, prices: np.ndarray, rows: np.ndarray, name: st
 
 
 def read_actions(mode: str, actions: np.ndarray, observation: dict[str, np.ndarray], name: str = "action") -> Any:
-    """The paper's actions for the numeric ``actions`` (B, M) (``paced_priority`` on ClusterApprox-v0: (B, K + M)),
+    """The paper's actions for the numeric ``actions`` (B, M) (``paced_priority`` on ClusterApprox-v1: (B, K + M)),
     of the mode's shape, read as ``mode`` on the batched
     ``observation`` the policy saw (the raw Dict: ``jobs`` (B, K, F) or ``job`` (B, F), ``price`` (B, M))."""
     if mode == "work_conserving":

@@ -1,4 +1,4 @@
-"""Keyword arguments and presets of ``ClusterApprox-v0`` and ``ClusterApproxSingleJob-v0`` (spec §3.2)."""
+"""Keyword arguments and presets of ``ClusterApprox-v1`` and ``ClusterApproxSingleJob-v0`` (spec §3.2)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.common.flat import OBSERVATION_MODES
 
 JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")
-# "proportional": p_i = price_factor × machine i's mean rate (the paper's L691 as spec A15 reads it); "flat": one
-# price for all, price_factor × the model's population mean rate (L691's "the mean service rate" read as the
-# cluster's, ours); "uniform": p_i ~ U[price_range]
+# "proportional": p_i = price_factor × machine i's mean service rate under the model, its speed s_i times the
+# model's mean rate (L691; public, never the realised mean of the hidden trajectory, which the price would reveal);
+# "flat": one price for all, price_factor × the model's population mean rate (L691's "the mean service rate" read
+# as the cluster's, ours); "uniform": p_i ~ U[price_range]
 PRICE_MODES = ("proportional", "flat", "uniform")
 BUDGET_MODES = ("hard", "soft")
 REWARD_MODES = ("true", "approx", "sparse")

@@ -251,6 +251,7 @@ class ClusterBilinearEnv(ClusterEnv):
             observation_mode=cfg.observation_mode,
             max_visible_jobs=cfg.max_visible_jobs,
             include_server_counts=cfg.include_server_counts,
+            noise_std=float(cfg.noise_std),
         )
         self._lp_cache = {}
         self._sim = BilinearSimulator(

@@ -11,7 +11,7 @@ from agents.approx.generalized import dependent_rounding, project_p5
 
 from .approx_helpers import run_episode
 
-MULTI, SINGLE = "ClusterApprox-v0", "ClusterApproxSingleJob-v0"
+MULTI, SINGLE = "ClusterApprox-v1", "ClusterApproxSingleJob-v0"
 
 
 @pytest.mark.parametrize(

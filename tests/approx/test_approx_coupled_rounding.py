@@ -51,7 +51,7 @@ def test_a_renewed_slot_never_keeps_the_old_job():
 
 def test_opm_migrates_less_with_coupled_rounding_at_the_same_utility_scale():
     env = {"n_machines": 20, "horizon": 300, "max_visible_jobs": 16}
-    runs = {r: rollout("ClusterApprox-v0", "opm", seed=0, env_kwargs=env, agent_kwargs={"rounding": r},
+    runs = {r: rollout("ClusterApprox-v1", "opm", seed=0, env_kwargs=env, agent_kwargs={"rounding": r},
                        record=()).metrics for r in ("independent", "coupled")}  # fmt: skip
     assert runs["coupled"]["mean_migrations"] < runs["independent"]["mean_migrations"]
     assert runs["coupled"]["utility"] == pytest.approx(runs["independent"]["utility"], rel=0.1)

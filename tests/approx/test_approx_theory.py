@@ -12,7 +12,7 @@ from agents.approx.primal_dual import OPM, OPS
 
 from .approx_helpers import loglog_slope, run_episode, sqrt_scale
 
-SINGLE, MULTI = "ClusterApproxSingleJob-v0", "ClusterApprox-v0"
+SINGLE, MULTI = "ClusterApproxSingleJob-v0", "ClusterApprox-v1"
 
 
 def test_h7_ucb_estimates_are_optimistic():
