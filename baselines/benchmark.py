@@ -1,6 +1,6 @@
 """``cluster-envs benchmark``: ``compare`` on every registered id with an entry in ``baselines/eval/protocol.yml``,
-under the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (trained on the spot, or
-loaded from the model cache ``results/models`` or the package's shipped models), in one report. The PPO row's
+under the protocol of ``docs/benchmark.md``, with all reference agents and a PPO baseline (the package's shipped
+runs, else trained on the spot into the model cache ``results/models``), in one report. The PPO row's
 algorithm is the settings entry's ``rl_algo`` (PPO, or MaskablePPO where the ablations chose masks; the cell
 names it). RL-ready ids (``Cluster<Name>RL-vN``) are their base id's problem and are not run twice.
 
@@ -37,7 +37,7 @@ import numpy as np
 
 from baselines.eval import sanity
 from baselines.eval.compare import Comparison, compare
-from baselines.eval.outputs import claim
+from baselines.eval.outputs import exclusive, save_figure, write_text
 from baselines.eval.protocol import env_setting
 from baselines.eval.publish import ROLE_TITLES, load_before, write_page
 from baselines.eval.report import (
@@ -157,49 +157,50 @@ def benchmark(
     before: str | Path | None = None,
     command: str | None = None,
 ) -> Path:
-    """Run the benchmark and return the path of ``report.md`` (its headline is also ``headline.md``). PPO models
-    are loaded from ``models_dir`` (default ``results/models``, the cache ``compare`` uses) or from the package's
-    shipped models when they match, else trained into ``models_dir`` (``retrain`` always trains; ``threads``:
-    torch's). ``out_dir`` may not hold another command's outputs unless ``force`` (claimed before anything runs).
-    ``publish``: a docs folder to write the generated results page into (``baselines.eval.publish``), with a
-    before/after table against the run ``before`` (a ``headline.json``); ``command``: the command line it names."""
+    """Run the benchmark and return the path of ``report.md`` (its headline is also ``headline.md``). PPO runs are the
+    package's shipped ones, unless ``retrain`` (always trains; ``threads``: torch's) or ``models_dir``'s serve
+    first; else trained into ``models_dir`` (the rule of ``baselines.rl.store``). ``out_dir`` may not hold another
+    command's outputs unless ``force``; it is held for the run (``baselines.eval.outputs.exclusive``: checked,
+    locked and marked incomplete before anything runs, complete last). ``publish``: a docs folder to write the
+    generated results page into (``baselines.eval.publish``), with a before/after table against the run ``before``
+    (a ``headline.json``); ``command``: the command line it names."""
     previous = load_before(before) if before is not None else None  # bad input fails before any episode
-    out = claim(out_dir or "results/benchmark", "benchmark", force=force)
-    start, cpu_start = time.perf_counter(), time.process_time()
-    tracks: dict[str, dict[str, EnvResult]] = {"held-out instances": {}, "fixed instance": {}}
-    skipped = []
-    for env_id in env_ids or registered():
-        setting = env_setting(env_id)
-        if setting is None:
-            skipped.append(env_id)
-            continue
-        fixed = setting.instance_kwarg is not None  # RL cannot leave its training instance: a second track
-        for held_out in (True, False) if fixed else (True,):
-            env_start = time.perf_counter()
-            comparison = compare(
-                env_id,
-                "all",
-                rl=[] if held_out and fixed else [setting.rl_algo],
-                seeds=SEEDS["quick" if quick else "full"],
-                rl_steps=setting.rl_steps_quick if quick else setting.rl_steps,
-                train_missing=not quick,  # --quick evaluates the runs it finds (and says how many)
-                models_dir=models_dir,
-                workers=workers,
-                backend=backend,
-                address=address,
-                progress=progress,
-                held_out=held_out,
-                retrain=retrain,
-                threads=threads,
-            )
-            folder = out / env_id if held_out else out / "fixed-instance" / env_id
-            report = write_report(comparison, folder, force=force, command="benchmark")
-            tracks[comparison.track][env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
-    if not tracks["held-out instances"]:
-        raise ValueError(f"no registered env id has an entry in baselines/eval/protocol.yml (skipped: {skipped})")
-    times = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu_start}
-    run = {"quick": quick, **times, "skipped": skipped, "command": command or default_command(quick, out)}
-    return write_headline(out, tracks, run, publish=publish, before=previous)
+    with exclusive(out_dir or "results/benchmark", "benchmark", force=force) as out:  # held for the run
+        start, cpu_start = time.perf_counter(), time.process_time()
+        tracks: dict[str, dict[str, EnvResult]] = {"held-out instances": {}, "fixed instance": {}}
+        skipped = []
+        for env_id in env_ids or registered():
+            setting = env_setting(env_id)
+            if setting is None:
+                skipped.append(env_id)
+                continue
+            fixed = setting.instance_kwarg is not None  # RL cannot leave its training instance: a second track
+            for held_out in (True, False) if fixed else (True,):
+                env_start = time.perf_counter()
+                comparison = compare(
+                    env_id,
+                    "all",
+                    rl=[] if held_out and fixed else [setting.rl_algo],
+                    seeds=SEEDS["quick" if quick else "full"],
+                    rl_steps=setting.rl_steps_quick if quick else setting.rl_steps,
+                    train_missing=not quick,  # --quick evaluates the runs it finds (and says how many)
+                    models_dir=models_dir,
+                    workers=workers,
+                    backend=backend,
+                    address=address,
+                    progress=progress,
+                    held_out=held_out,
+                    retrain=retrain,
+                    threads=threads,
+                )
+                folder = out / env_id if held_out else out / "fixed-instance" / env_id
+                report = write_report(comparison, folder, force=force, command="benchmark")
+                tracks[comparison.track][env_id] = EnvResult(comparison, report, time.perf_counter() - env_start)
+        if not tracks["held-out instances"]:
+            raise ValueError(f"no registered env id has an entry in baselines/eval/protocol.yml (skipped: {skipped})")
+        times = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu_start}
+        run = {"quick": quick, **times, "skipped": skipped, "command": command or default_command(quick, out)}
+        return write_headline(out, tracks, run, publish=publish, before=previous)
 
 
 def render(
@@ -249,13 +250,13 @@ def write_headline(
         figures["profiles"] = plot_profiles(headline, aggregate["envs"], out / "profiles.png")
     stored_tracks = {track: {e: r.to_json() for e, r in results.items()} for track, results in tracks.items()}
     stored = {**run, "tracks": stored_tracks, "aggregate": aggregate}
-    (out / "headline.json").write_text(json.dumps(stored, indent=2, default=repr))
+    write_text(out / "headline.json", json.dumps(stored, indent=2, default=repr))
     head = headline_markdown(tracks, aggregate, run["quick"], out)
-    (out / "headline.md").write_text(head)
+    write_text(out / "headline.md", head)
     images = [f"![{name}]({path.relative_to(out)})" for name, path in figures.items()]
     path = out / "report.md"
     runs = runs_markdown(tracks, run["skipped"], (run["seconds"], run["cpu_seconds"]), images)
-    path.write_text(head + "\n" + runs)
+    write_text(path, head + "\n" + runs)
     if publish is not None:
         body = headline_markdown(tracks, aggregate, run["quick"], None, title=False)
         write_page(Path(publish), body, run, figures, before, stored_tracks)
@@ -512,7 +513,7 @@ def plot_headline(results: dict[str, EnvResult], path: Path) -> Path:
     ax.set_ylabel("normalized score (naive 0, clairvoyant 1)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -529,6 +530,6 @@ def plot_profiles(results: dict[str, EnvResult], envs: list[str], path: Path) ->
     plot_utils.plot_performance_profiles(profiles, TAUS, performance_profile_cis=bands, ax=ax, **labels)
     ax.legend(ax.get_lines()[-len(profiles) :], list(profiles), fontsize=8)  # the lines, not their bands
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path

@@ -74,38 +74,37 @@ def _cmd_run(args: argparse.Namespace) -> None:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> None:
-    from baselines.eval.outputs import check, claim, default_out
+    from baselines.eval.outputs import claim, default_out, exclusive
 
     command = f"reproduce {args.setting}"
     module = importlib.import_module(f"baselines.reproduce.{args.setting}")
     extra = {"traces": args.traces} if args.traces is not None else {}
     if extra and "traces" not in inspect.signature(module.run).parameters:
         raise ValueError(f"--traces is read by `reproduce traces` only, not by `reproduce {args.setting}`")
-    out = check(args.out or default_out("reproduce", args.setting), command, force=args.force)
-    report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet), **extra)
-    claim(out, command, force=True)
+    with exclusive(args.out or default_out("reproduce", args.setting), command, force=args.force) as out:
+        claim(out, command, force=True)
+        report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet), **extra)
     print(f"report written to {report}")
 
 
 def _cmd_train(args: argparse.Namespace) -> None:
-    from baselines.eval.outputs import check, claim, default_out
+    from baselines.eval.outputs import default_out, exclusive
     from baselines.rl.train import train
 
     out = args.out or default_out("train", f"{args.algo}-{args.env_id.split(':')[-1]}-s{args.seed}")
-    check(out, "train", force=args.force or args.load)
-    result = train(
-        args.env_id,
-        args.algo,
-        steps=args.steps,
-        seed=args.seed,
-        env_overrides=parse_assignments(args.set, "--set"),
-        out_dir=out,
-        load=args.load,
-        hyperparams=args.hyperparams,
-        progress=_show_progress(args.quiet),
-        threads=args.threads,
-    )
-    claim(out, "train", force=True)
+    with exclusive(out, "train", force=args.force or args.load):
+        result = train(
+            args.env_id,
+            args.algo,
+            steps=args.steps,
+            seed=args.seed,
+            env_overrides=parse_assignments(args.set, "--set"),
+            out_dir=out,
+            load=args.load,
+            hyperparams=args.hyperparams,
+            progress=_show_progress(args.quiet),
+            threads=args.threads,
+        )
     print(
         f"trained for {result.seconds:.1f} s ({result.steps_per_second:.0f} env steps/s), "
         f"{result.total_timesteps} steps in total; run saved in {result.path}"
@@ -114,25 +113,25 @@ def _cmd_train(args: argparse.Namespace) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> None:
     from baselines.eval.compare import compare
-    from baselines.eval.outputs import check, default_out
+    from baselines.eval.outputs import default_out, exclusive
     from baselines.eval.protocol import parse_seeds
     from baselines.eval.report import headline, write_report
 
-    out = check(args.out or default_out("compare", args.env_id.split(":")[-1]), "compare", force=args.force)
-    comparison = compare(
-        args.env_id,
-        args.agents,
-        rl=[a.strip() for a in args.rl.split(",") if a.strip()] if args.rl else [],
-        seeds=parse_seeds(args.seeds),
-        env_kwargs=parse_assignments(args.set, "--set"),
-        rl_steps=args.rl_steps,
-        rl_seeds=args.rl_seeds,
-        models_dir=args.models,
-        held_out=args.held_out,
-        **_scale_out(args),
-        **_training(args),
-    )
-    path = write_report(comparison, out, force=args.force)
+    with exclusive(args.out or default_out("compare", args.env_id.split(":")[-1]), "compare", force=args.force) as out:
+        comparison = compare(
+            args.env_id,
+            args.agents,
+            rl=[a.strip() for a in args.rl.split(",") if a.strip()] if args.rl else [],
+            seeds=parse_seeds(args.seeds),
+            env_kwargs=parse_assignments(args.set, "--set"),
+            rl_steps=args.rl_steps,
+            rl_seeds=args.rl_seeds,
+            models_dir=args.models,
+            held_out=args.held_out,
+            **_scale_out(args),
+            **_training(args),
+        )
+        path = write_report(comparison, out, force=args.force)
     if comparison.setting is not None:
         print(headline(comparison))
     print(f"report written to {path}")
@@ -155,12 +154,12 @@ def _cmd_benchmark(args: argparse.Namespace) -> None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> None:
-    from baselines.eval.outputs import check, claim
+    from baselines.eval.outputs import claim, exclusive
     from baselines.perf.steps import run_from_args
 
-    check(args.out, "bench", force=args.force)
-    run_from_args(args)
-    claim(args.out, "bench", force=True)
+    with exclusive(args.out, "bench", force=args.force) as out:
+        claim(out, "bench", force=True)
+        run_from_args(args)
 
 
 def _agent_source(args: argparse.Namespace) -> str | None:
@@ -263,7 +262,10 @@ def _add_outputs(parser: argparse.ArgumentParser, default: str, models: bool = F
     if models:
         from baselines.eval.outputs import MODELS_DIR
 
-        models_help = f"cache of trained RL models, shared with Python's compare() (default: {MODELS_DIR})"
+        models_help = (
+            f"folder of trained RL runs, used before the shipped ones, where training saves (default: "
+            f"{MODELS_DIR}), which otherwise serves only what no shipped run serves"
+        )
         parser.add_argument("--models", default=None, metavar="DIR", help=models_help)
 
 
@@ -372,9 +374,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                   epilog=_agents_epilog())  # fmt: skip
     cmp.add_argument("env_id", help=env_help)
     cmp.add_argument("--agents", default="all", help="all, or a comma-separated list of agents of env_id")
-    rl_help = f"RL algorithms to train (or load from the cache) and include: {', '.join(ALGOS)}"
+    rl_help = f"RL algorithms to load (the shipped runs, see --models) or train, and include: {', '.join(ALGOS)}"
     cmp.add_argument("--rl", default="", metavar="ALGOS", help=rl_help)
-    cmp.add_argument("--rl-steps", type=int, default=None, help="RL training steps (default: the YAML's)")
+    cmp.add_argument("--rl-steps", type=int, default=None,
+                     help="the RL runs' training steps: runs of these steps are evaluated, or trained "
+                     "(default: the settings entry's rl_steps, else the YAML's n_timesteps)")  # fmt: skip
     cmp.add_argument("--rl-seeds", type=_positive, default=None, metavar="N",
                      help="RL training seeds 0..N-1, one run each (default: the entry's rl_seeds)")  # fmt: skip
     cmp.add_argument("--seeds", default="0-9", help="evaluation seeds: a range like 0-9 or a list like 0,3,7")

@@ -162,9 +162,9 @@ def test_a_missing_dependency_is_a_one_line_error(monkeypatch, capsys):
     assert capsys.readouterr().err.strip() == "cluster-envs: error: pygame is not installed"
 
 
-def test_the_missing_extra_hint_is_the_command_that_works_from_a_clone(monkeypatch, capsys):
+def test_the_missing_extra_hint_is_the_command_that_works_from_a_clone(monkeypatch, capsys, tmp_path):
     monkeypatch.setitem(sys.modules, "stable_baselines3", None)  # import stable_baselines3 -> ImportError
-    assert main(["train", "ClusterSLA-v0", "--steps", "64", "--out", "unused"]) == 2
+    assert main(["train", "ClusterSLA-v0", "--steps", "64", "--out", str(tmp_path / "unused")]) == 2
     err = capsys.readouterr().err
     assert """needs the 'rl' extra: pip install torch==2.13.0 && pip install -e ".[rl]" """ in err
 

@@ -42,3 +42,12 @@ def test_a_bad_file_is_a_value_error_naming_it(tmp_path, text, problem):
         read_columns(path, "trace_dir", COLUMNS)
     message = str(err.value)
     assert message.startswith("trace_dir: ") and "pods.csv" in message and problem in message
+
+
+@pytest.mark.parametrize("field", ["nan", "inf", "-inf", "1e999"])
+def test_a_non_finite_field_is_refused_by_file_line_and_column(tmp_path, field):
+    """An Alibaba pod with deletion_time=nan was read as never deleted (issue 28)."""
+    path = tmp_path / "pods.csv"
+    path.write_text(f"name,creation_time,deletion_time\npod-0,1.0,2.0\npod-1,3.0,{field}\n")
+    with pytest.raises(ValueError, match=f"pods.csv' line 3 column 'deletion_time' is '{field}', not a finite"):
+        read_columns(path, "trace_dir", {"creation_time": float, "deletion_time": float})

@@ -1,7 +1,7 @@
 """``cluster-envs compare``: every agent on the same evaluation seeds, with honest statistics.
 
-Reference agents and RL agents (trained on the spot or loaded from the cache ``results/models``) run through the
-same ``rollout`` on the same seeds (common random numbers). Per agent and metric the report gives the
+Reference agents and RL agents (the shipped runs, or trained on the spot into the cache ``results/models``) run
+through the same ``rollout`` on the same seeds (common random numbers). Per agent and metric the report gives the
 mean, the interquartile mean and a 95% bootstrap interval; against the paper's algorithm the paired
 per-seed difference with its interval and the probability of improvement (the fraction of seeds on
 which the agent does better, ties counting half); and the score normalized between the naive
@@ -285,9 +285,9 @@ def compare(
     add kwargs of the action/observation format (``format_kwargs``); one that needs other kwargs changes the
     dynamics, so it is left out of ``"all"`` (listed in ``excluded``) and refused when named.
     ``rl`` names RL algorithms. Each is one run per training seed (``rl_seeds``: n for seeds 0 .. n-1, or the seeds;
-    default the entry's ``rl_seeds``), from ``baselines.rl.store.obtain_policies``: the matching run in the cache
-    ``models_dir`` (default ``results/models``, the command line's too) or shipped with the package (unless
-    ``retrain``), else trained there (with ``threads`` torch threads, as tasks of the same backend as the episodes;
+    default the entry's ``rl_seeds``), from ``baselines.rl.store.obtain_policies``: the shipped run, unless
+    ``retrain`` or a ``models_dir`` whose run serves first (the rule of its module doc), else trained into the model
+    folder (with ``threads`` torch threads, as tasks of the same backend as the episodes;
     ``train_missing=False`` trains only when no seed has a run). Every run plays every evaluation seed; its
     statistics run over its training seeds (``Comparison.samples``).
     ``held_out`` runs seed ``s`` of an env whose instance an env kwarg fixes on the held-out instance

@@ -1,4 +1,5 @@
-"""Where the commands write, and the rule that keeps one command from overwriting another's report.
+"""Where the commands write, and the rules that keep outputs whole: one command per folder at a time, each file
+complete or absent, and a folder that says whether its run finished.
 
 Every command writes under ``results/``, one folder per command (``results/<command>/...``, see
 ``default_out``), and every trained RL model of ``compare`` and ``benchmark``, from the CLI or from Python,
@@ -9,18 +10,34 @@ A command checks its output folder before it computes anything (``check``) and c
 another command (or files of unknown origin) is refused with a clear error, unless ``force`` is given
 (``--force`` on the command line); a rerun of the same command replaces its own outputs. A path naming a
 file is always refused.
+
+A command of the CLI holds its folder for the whole run (``exclusive``): the folder is created and probed for
+writability before any work, locked (``LOCK_FILE``, an OS lock that ends with the process however it ends, so a
+second run into the folder is refused with the first one's pid and start time), and marked incomplete
+(``INCOMPLETE_FILE``, a note a reader sees) until the run ends well: then ``OWNER_FILE`` records it as complete and the
+note is removed, last. Every file is written to a temporary name in its folder and renamed into place (``atomic``,
+``write_text``), so a killed run leaves whole files, and a folder without its completion says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
+import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 RESULTS_DIR = Path("results")
 MODELS_DIR = RESULTS_DIR / "models"
 OWNER_FILE = ".cluster-envs.json"
+LOCK_FILE = ".cluster-envs.lock"
+INCOMPLETE_FILE = "INCOMPLETE.md"
+
+
+class OutputInUseError(FileExistsError):
+    """The output folder is held by another run (the message names its pid and start time)."""
 
 
 def default_out(command: str, *parts: str) -> Path:
@@ -36,7 +53,7 @@ def check(out_dir: str | Path, command: str, *, force: bool = False) -> Path:
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"output folder {str(out)!r} is an existing file; name a folder")
     owner = owner_of(out)
-    if not force and owner != command and out.is_dir() and any(out.iterdir()):
+    if not force and owner != command and out.is_dir() and any(p.name != LOCK_FILE for p in out.iterdir()):
         holds = f"the outputs of `cluster-envs {owner}`" if owner else "files that no cluster-envs command wrote"
         raise FileExistsError(
             f"output folder {str(out)!r} already holds {holds}; choose another folder (--out, out_dir=) "
@@ -49,7 +66,8 @@ def claim(out_dir: str | Path, command: str, *, force: bool = False) -> Path:
     """``check``, then create ``out_dir`` and mark it as ``command``'s; return it."""
     out = check(out_dir, command, force=force)
     out.mkdir(parents=True, exist_ok=True)
-    (out / OWNER_FILE).write_text(json.dumps({"command": command}) + "\n")
+    if owner_of(out) != command:  # (already the command's: kept, with what ``exclusive`` recorded of the run)
+        write_text(out / OWNER_FILE, json.dumps({"command": command}) + "\n")
     return out
 
 
@@ -62,6 +80,86 @@ def owner_of(out_dir: str | Path) -> str | None:
         return json.loads(path.read_text())["command"]
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def status(out_dir: str | Path) -> dict | None:
+    """What ``OWNER_FILE`` records of the folder's last run (command, pid, start, ``complete``), or None."""
+    try:
+        return json.loads((Path(out_dir) / OWNER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def exclusive(out_dir: str | Path, command: str, *, force: bool = False) -> Iterator[Path]:
+    """Hold ``out_dir`` for one run of ``command``: ``check`` it, create it and probe that it is writable (an
+    ``OSError`` naming the folder, before any work), lock it (``OutputInUseError`` naming the holder's pid and start
+    time) and mark it incomplete; on a normal exit record the run as complete and remove the mark, last. An exception
+    or a kill leaves the mark: the folder says its outputs are incomplete."""
+    import fcntl
+
+    out = check(out_dir, command, force=force)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".{LOCK_FILE}.probe-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+        handle = open(out / LOCK_FILE, "a+")  # noqa: SIM115  (held until the run ends)
+    except OSError as err:
+        raise OSError(f"cannot write to the output folder {str(out)!r}: {err.strerror or err}") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "a process that has not written its pid yet"
+        handle.close()
+        raise OutputInUseError(
+            f"output folder {str(out)!r} is in use by another run ({holder}); wait for it to end or choose another "
+            "folder (--out, out_dir=)"
+        ) from None
+    try:
+        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        facts = {"command": command, "pid": os.getpid(), "started": started}
+        handle.seek(0), handle.truncate()
+        handle.write(f"pid {os.getpid()}, started {started}, `cluster-envs {command}`\n")
+        handle.flush()
+        write_text(out / INCOMPLETE_FILE, f"# Incomplete\n\n`cluster-envs {command}` (pid {os.getpid()}, started "
+                   f"{started}) is writing this folder, or was stopped before it finished: until this file is gone, "
+                   "its outputs are not a finished run.\n")  # fmt: skip
+        write_text(out / OWNER_FILE, json.dumps({**facts, "complete": False}) + "\n")
+        yield out
+        finished = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        write_text(out / OWNER_FILE, json.dumps({**facts, "complete": True, "finished": finished}) + "\n")
+        (out / INCOMPLETE_FILE).unlink(missing_ok=True)
+    finally:
+        handle.close()  # releases the lock
+
+
+@contextlib.contextmanager
+def atomic(path: str | Path) -> Iterator[Path]:
+    """A temporary name beside ``path`` to write to; renamed to ``path`` when the block ends without an exception
+    (removed otherwise), so ``path`` is always absent, the old file or the whole new one."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        yield partial
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """``Path(path).write_text(text)``, atomically (``atomic``)."""
+    with atomic(path) as partial:
+        partial.write_text(text)
+    return Path(path)
+
+
+def save_figure(fig, path: str | Path, **kwargs) -> Path:
+    """``fig.savefig(path, **kwargs)``, atomically (``atomic``), in the format of ``path``'s suffix."""
+    with atomic(path) as partial:
+        fig.savefig(partial, format=Path(path).suffix.lstrip("."), **kwargs)
+    return Path(path)
 
 
 def run_facts() -> dict[str, str]:

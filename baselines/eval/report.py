@@ -16,7 +16,7 @@ from agents.registry import agent_class
 from baselines.eval import sanity
 from baselines.eval.compare import Comparison
 from baselines.eval.harness import Episode
-from baselines.eval.outputs import claim
+from baselines.eval.outputs import atomic, claim, save_figure, write_text
 from baselines.eval.protocol import env_setting
 from baselines.eval.stats import curve_band
 
@@ -54,11 +54,11 @@ def write_report(comparison: Comparison, out_dir: str | Path, *, force: bool = F
     summary = comparison.summary()
     _write_csv(out / "results.csv", per_seed_rows(comparison))
     _write_csv(out / "summary.csv", summary)
-    (out / "results.json").write_text(json.dumps(to_json(comparison, summary), indent=2, default=repr))
+    write_text(out / "results.json", json.dumps(to_json(comparison, summary), indent=2, default=repr))
     bars = {metric: plot_metric(comparison, summary, metric, out / "figures") for metric in comparison.metrics}
     curves = {key: plot_curve(comparison, key, out / "figures") for key in _curve_keys(comparison)}
     path = out / "report.md"
-    path.write_text(markdown(comparison, summary, bars, curves, out))
+    write_text(path, markdown(comparison, summary, bars, curves, out))
     return path
 
 
@@ -127,13 +127,13 @@ def rewrite_markdown(comparison: Comparison, folder: str | Path) -> Path:
     bars = {metric: out / "figures" / f"{metric}.png" for metric in comparison.metrics}
     curves = {p.stem.removeprefix("curve_"): p for p in sorted((out / "figures").glob("curve_*.png"))}
     path = out / "report.md"
-    path.write_text(markdown(comparison, comparison.summary(), bars, curves, out))
+    write_text(path, markdown(comparison, comparison.summary(), bars, curves, out))
     return path
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     fields = list(dict.fromkeys(k for row in rows for k in row))
-    with path.open("w", newline="") as handle:
+    with atomic(path) as partial, partial.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
@@ -334,7 +334,7 @@ def plot_metric(comparison: Comparison, summary: list[dict[str, Any]], metric: s
     ax.set_title(f"{comparison.env_id}: {metric}\n({comparison.interval_text()})", fontsize=8)
     fig.tight_layout()
     path = folder / f"{metric}.png"
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 
@@ -365,6 +365,6 @@ def plot_curve(comparison: Comparison, key: str, folder: Path) -> Path:
     ax.legend(fontsize=7)
     fig.tight_layout()
     path = folder / f"curve_{key}.png"
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path

@@ -21,7 +21,9 @@ import numpy as np
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents.base import BaseAgent
 from baselines.eval.protocol import rl_setting
+from baselines.rl import manifest
 from baselines.rl.config import MASKED, algo_class, observation_mapper
+from baselines.rl.manifest import DamagedRunError
 from baselines.rl.runs import read_meta
 
 
@@ -109,6 +111,8 @@ class SavedPolicy:
         if not (path / "meta.json").is_file() and list(path.glob("*/args.yml")):
             return cls._from_zoo(path, name)
         meta = read_meta(path)
+        if problems := manifest.problems(path):
+            raise DamagedRunError(f"the run in {path} is refused: {'; '.join(problems)}")
         needs = rl_setting(meta["env_id"]).rl_needs(meta["algo"])
         vecnorm = path / "vecnormalize.pkl"
         return cls(

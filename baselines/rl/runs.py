@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import cluster_envs  # noqa: F401  (registers the ids)
+from baselines.rl import manifest
 from baselines.rl.config import RunConfig
 
 # Trained runs shipped with the package: models/<env_id>/<algo>/seed<k>/ holds the run of training seed k as `train`
@@ -19,16 +20,21 @@ SHIPPED_MODELS_DIR = Path(__file__).parent / "models"
 
 
 def write_run_files(files: Mapping[str, bytes], out: str | Path) -> Path:
-    """Write a run returned by ``TrainTask.run`` into ``out``, replacing the run there (a cache folder)."""
+    """Write a run returned by ``TrainTask.run`` into ``out``, replacing the run there (a cache folder): into a
+    sibling folder first, renamed into place when complete, so a killed write leaves no half run at ``out``."""
     import shutil
+    import tempfile
 
     out = Path(out)
-    if out.exists():
-        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     for name, data in files.items():
-        path = out / name
+        path = partial / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+    if out.exists():
+        shutil.rmtree(out)
+    partial.rename(out)
     return out
 
 
@@ -64,6 +70,7 @@ def save_run(out: str | Path, model: Any, config: RunConfig, seed: int, **facts:
         **facts,
     }
     (out / "meta.json").write_text(json.dumps(meta, indent=2, default=repr))
+    manifest.write(out)
 
 
 def as_json_value(value: Any) -> Any:

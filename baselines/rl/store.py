@@ -1,13 +1,19 @@
-"""The trained runs behind an RL row: one run per training seed, each found in the model cache, among the runs shipped
-with the package, or trained.
+"""The trained runs behind an RL row: one run per training seed, each found among the runs shipped with the package,
+in a model folder, or trained.
 
-The run of ``algo`` on ``env_id`` with training seed ``k`` lives in ``<models_dir>/<algo>-<env_id>/seed<k>/`` (the
-cache, default ``results/models``) or in ``baselines/rl/models/<env_id>/<algo>/seed<k>/`` (shipped, package data;
-``cluster-envs ship`` puts it there, see below). A run serves a request when it matches it (``matches``): the same
-training seed, env kwargs and resolved hyperparameters (e.g. not from before an edit of ``hyperparams/<algo>.yml``),
-and at least the steps asked for. The runs that no folder serves are trained together as tasks of the chosen backend
-(``baselines.rl.train.TrainTask``), so ``workers`` local processes or a Ray cluster train them in parallel, and
-saved in the cache.
+The run of ``algo`` on ``env_id`` with training seed ``k`` lives in ``baselines/rl/models/<env_id>/<algo>/seed<k>/``
+(shipped, package data; ``cluster-envs ship`` puts it there, see below) or in
+``<models_dir>/<algo>-<env_id>/seed<k>/`` (a model folder, default the cache ``results/models``). Which run a
+benchmark uses (the rule of docs/benchmark.md): the shipped run, so that the published table is reproducible from a
+fresh clone, unless ``retrain`` (train every seed) or an explicit ``models_dir`` (its run first, then the shipped
+one); without either, the cache serves only what nothing shipped serves. A run serves a request when its manifest
+verifies (``baselines.rl.manifest``: no file missing, changed or swapped) and it matches the request (``mismatches``):
+the same training seed, env kwargs and resolved hyperparameters (e.g. not from before an edit of
+``hyperparams/<algo>.yml``), and the steps asked for (those that training for them gives, ``trains_steps``; at least
+those for ``benchmark --quick``). Each run not used is named on stderr with the reason, in one line. The runs that no
+folder serves are trained together as tasks of the chosen backend (``baselines.rl.train.TrainTask``), so ``workers``
+local processes or a Ray cluster train them in parallel, and saved in the model folder; one line says so first, with
+an estimate of the CPU time.
 
 Shipping trained runs with the package: ``baselines/rl/models/<env_id>/<algo>/seed<k>/``, one per training seed, the
 runs ``benchmark --quick`` evaluates without training and the full benchmark loads instead of training
@@ -21,8 +27,9 @@ Two ways in, both checked against today's settings entry and YAML before anythin
   ``rl_steps``, as tasks of the chosen backend (``--workers``, ``--backend ray``), into the model cache, and ship those.
 
 A run is refused, with every reason, when it is another id or algorithm, its training seed is not its folder's, its
-env kwargs or ``config.yml`` differ from what the benchmark would train today, or it trained fewer steps than the
-entry's ``rl_steps``. ``--prune`` removes the shipped seeds of the id and algorithm that this call did not ship.
+env kwargs or ``config.yml`` differ from what the benchmark would train today, it did not train the entry's
+``rl_steps``, or its manifest does not verify. ``--prune`` removes the shipped seeds of the id and algorithm that this
+call did not ship.
 Each shipped ``model.zip`` is slimmed (``slim_model_zip``).
 """
 
@@ -30,23 +37,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from baselines.eval.backends import run_tasks
 from baselines.eval.outputs import MODELS_DIR
-from baselines.eval.protocol import instance_kwargs, parse_seeds, require_setting, training_seed
+from baselines.eval.protocol import env_setting, instance_kwargs, parse_seeds, require_setting, training_seed
+from baselines.rl import manifest
+from baselines.rl import runs as trained_runs
 from baselines.rl.agent import SavedPolicy
-from baselines.rl.config import RunConfig
+from baselines.rl.config import RunConfig, algo_class
 from baselines.rl.runs import (
     SHIPPED_MODELS_DIR,
     as_json_value,
     as_yaml_value,
     read_meta,
     saved_config,
-    shipped_run,
     shipped_seeds,
     write_run_files,
 )
@@ -84,24 +94,37 @@ def obtain_policies(
 ) -> list[tuple[SavedPolicy, dict[str, Any]]]:
     """A policy of ``algo`` for ``env_id`` per training seed and its training facts, in seed order.
 
-    Unless ``retrain``, the run of a seed is the cache's if it matches, else the shipped one if it matches; the seeds
-    no folder serves are trained (``steps``; None: the YAML's ``n_timesteps``) as tasks of ``backend`` with ``threads``
-    torch threads each, and saved in the cache (overwritten). With ``train_missing=False`` (``benchmark --quick``) the
-    runs served are used as they are, at most ``len(seeds)`` of them, among ``seeds`` and the seeds shipped (a shipped
-    run of another training seed counts too); the caller reports their number. Training then happens only when no
-    run is served at all, and then for every seed."""
+    Unless ``retrain``, the run of a seed is the first that serves it (see the module doc) of: ``models_dir``'s when
+    given, the shipped one, the default cache's when ``models_dir`` is not given. The seeds no folder serves are
+    trained (``steps``; None: the settings entry's ``rl_steps``, else the YAML's ``n_timesteps``) as tasks of
+    ``backend`` with ``threads`` torch threads each, and saved in the model folder (overwritten). With
+    ``train_missing=False`` (``benchmark --quick``) the runs served are used as they are, at most ``len(seeds)`` of
+    them, among ``seeds`` and the seeds shipped (a shipped run of another training seed counts too); the caller
+    reports their number, and a run of at least ``steps`` steps serves (the quick budget is what is trained when
+    nothing is there, not a reason to train beside the shipped runs). Training then happens only when no run is served
+    at all, and then for every seed."""
     config = RunConfig.resolve(algo, env_id, env_kwargs)
-    wanted = config.n_timesteps if steps is None else steps
+    setting = env_setting(env_id)
+    wanted = steps if steps is not None else (setting.rl_steps if setting is not None else config.n_timesteps)
     # --quick: the runs shipped with other training seeds count too (e.g. a learning curve's seed 5)
     candidates = seeds if train_missing else sorted({*seeds, *shipped_seeds(env_id, algo)})
     found: dict[int, tuple[str, Path]] = {}
+    refused: list[Path] = []
     for seed in candidates:
-        sources = {} if retrain else {"cache": cache_run(models_dir, env_id, algo, seed),
-                                      "shipped": shipped_run(env_id, algo, seed)}  # fmt: skip
-        source = next((name for name, path in sources.items() if matches(path, config, wanted, seed)), None)
-        if source is not None and len(found) < len(seeds):
-            found[seed] = (source, sources[source])
+        if retrain or len(found) >= len(seeds):
+            break
+        for source, path in run_sources(models_dir, env_id, algo, seed):
+            why = manifest.problems(path) if path.is_dir() else []
+            why = why or mismatches(path, config, wanted, seed, at_least=not train_missing)
+            if not why:
+                found[seed] = (source, path)
+                break
+            if path.is_dir():
+                refused.append(path)
+                say(f"not using the {source} run {path}: {'; '.join(why)}")
     missing = [s for s in seeds if s not in found and (train_missing or not found)]
+    if missing:
+        say(training_line(env_id, algo, config, wanted, missing, refused, retrain))
     overrides = tuple(sorted(dict(env_kwargs).items()))
     tasks = [
         TrainTask(
@@ -123,6 +146,58 @@ def obtain_policies(
         (SavedPolicy.from_dir(path, name=algo), run_facts(env_id, config, path, source))
         for source, path in (found[seed] for seed in sorted(found))
     ]
+
+
+def run_sources(models_dir: str | Path | None, env_id: str, algo: str, seed: int) -> list[tuple[str, Path]]:
+    """The folders that may hold the run of ``seed``, in the order of the rule (module doc), by name."""
+    shipped = ("shipped", trained_runs.SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo / f"seed{seed}")
+    if models_dir is not None:
+        return [("models folder", cache_run(models_dir, env_id, algo, seed)), shipped]
+    return [shipped, ("cached", cache_run(None, env_id, algo, seed))]
+
+
+def say(message: str) -> None:
+    """One line on stderr, as the CLI writes its notes."""
+    print(f"cluster-envs: {message}", file=sys.stderr, flush=True)
+
+
+def trains_steps(config: RunConfig, steps: int) -> range:
+    """The totals a run trained for ``steps`` steps may have: SB3 stops at the first rollout (on-policy: ``n_envs``
+    × ``n_steps`` steps) or env step (off-policy: ``n_envs`` steps) that reaches ``steps``."""
+    import inspect
+
+    n_steps = config.model_kwargs.get("n_steps")
+    if n_steps is None:
+        n_steps = inspect.signature(algo_class(config.algo).__init__).parameters.get("n_steps")
+        n_steps = 1 if n_steps is None else n_steps.default
+    chunk = config.n_envs * int(n_steps)
+    return range(steps, steps + chunk)
+
+
+def training_line(env_id: str, algo: str, config: RunConfig, steps: int, seeds: Sequence[int],
+                  refused: Sequence[Path], retrain: bool) -> str:  # fmt: skip
+    """What is trained and why, with the CPU time the known runs of ``algo`` on ``env_id`` predict."""
+    total = math.ceil(steps / len(trains_steps(config, steps))) * len(trains_steps(config, steps))
+    why = "--retrain" if retrain else ("no run serves them" if not refused else "the runs above do not serve them")
+    rates = [r for r in (_cpu_rate(p) for p in [*refused, *_known_runs(env_id, algo)]) if r]
+    if rates:
+        seconds = len(seeds) * total / max(rates)
+        time = f"{seconds / 60:.0f} CPU-minutes" if seconds >= 90 else f"{seconds:.0f} CPU-seconds"
+        estimate = f"about {time} at {max(rates):,.0f} steps per CPU-second measured before"
+    else:
+        estimate = "no earlier run of it to estimate the time from"
+    return f"training {algo} on {env_id} for seeds {list(seeds)} ({total:,} steps each; {why}): {estimate}"
+
+
+def _known_runs(env_id: str, algo: str) -> list[Path]:
+    return [p for p in (trained_runs.SHIPPED_MODELS_DIR / env_id.split(":")[-1] / algo).glob("seed*") if p.is_dir()]
+
+
+def _cpu_rate(path: Path) -> float | None:
+    try:
+        return float(json.loads((path / "meta.json").read_text())["steps_per_cpu_second"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def run_facts(env_id: str, config: RunConfig, path: Path, source: str) -> dict[str, Any]:
@@ -149,15 +224,10 @@ def run_facts(env_id: str, config: RunConfig, path: Path, source: str) -> dict[s
     }
 
 
-def matches(path: Path | None, config: RunConfig, steps: int, seed: int) -> bool:
-    """Whether the run in ``path`` was trained with ``config`` (env kwargs and resolved hyperparameters) and training
-    seed ``seed`` for at least ``steps`` steps."""
-    return not mismatches(path, config, steps, seed)
-
-
-def mismatches(path: Path | None, config: RunConfig, steps: int, seed: int) -> list[str]:
+def mismatches(path: Path | None, config: RunConfig, steps: int, seed: int, at_least: bool = False) -> list[str]:
     """Why the run in ``path`` does not serve ``config`` with training seed ``seed`` and ``steps`` steps (empty when
-    it does): each difference in words, for ``ship``'s refusals."""
+    it was trained with ``config``'s env kwargs and resolved hyperparameters, that seed and those steps, or with
+    ``at_least`` at least those steps): each difference in words."""
     meta_path = None if path is None else Path(path) / "meta.json"
     if meta_path is None or not meta_path.is_file():
         return [f"{path} holds no trained run (no meta.json)"]
@@ -169,14 +239,13 @@ def mismatches(path: Path | None, config: RunConfig, steps: int, seed: int) -> l
         found.append(f"its training seed is {meta['seed']}, not {seed}")
     if meta["env_kwargs"] != as_json_value(config.env_kwargs):
         found.append(f"its env kwargs are {meta['env_kwargs']}, the settings' {as_json_value(config.env_kwargs)}")
-    if meta["total_timesteps"] < steps:
+    if at_least and meta["total_timesteps"] < steps:
         found.append(f"it trained {meta['total_timesteps']:,} steps, fewer than {steps:,}")
+    elif not at_least and meta["total_timesteps"] not in trains_steps(config, steps):
+        found.append(f"it trained {meta['total_timesteps']:,} steps, not the {steps:,} asked for")
     if saved_config(Path(path)) != as_yaml_value(config.as_yaml_dict()):
         found.append("its config.yml differs from today's hyperparameters (hyperparams/<algo>.yml and settings)")
     return found
-
-
-SHIPPED_FILES = ("model.zip", "vecnormalize.pkl", "config.yml", "meta.json", "training.csv")
 
 
 def ship_run(run: str | Path, root: str | Path | None = None) -> Path:
@@ -194,10 +263,11 @@ def ship_run(run: str | Path, root: str | Path | None = None) -> Path:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    for name in SHIPPED_FILES:
+    for name in manifest.RUN_FILES:
         if (run / name).is_file():
             shutil.copyfile(run / name, out / name)
     slim_model_zip(out / "model.zip")
+    manifest.write(out)
     return out
 
 
@@ -236,11 +306,11 @@ def seed_folders(source: Path) -> dict[int, Path]:
 
 def check_runs(env_id: str, algo: str, runs: dict[int, Path]) -> None:
     """Refuse (``ValueError``, every reason of every run) unless each run serves the benchmark: the entry's env kwargs
-    and today's hyperparameters, its own training seed, at least the entry's ``rl_steps``."""
+    and today's hyperparameters, its own training seed, the entry's ``rl_steps``, a manifest that verifies."""
     setting = require_setting(env_id)
     config = RunConfig.resolve(algo, env_id, setting.env_kwargs)
     problems = [f"seed{k} ({path}): {'; '.join(why)}" for k, path in runs.items()
-                if (why := mismatches(path, config, setting.rl_steps, k))]  # fmt: skip
+                if (why := manifest.problems(path) or mismatches(path, config, setting.rl_steps, k))]  # fmt: skip
     if problems:
         raise ValueError(
             f"not shipped, the runs do not serve the benchmark's {algo} row of {env_id}: " + " | ".join(problems)

@@ -22,6 +22,7 @@ import numpy as np
 import cluster_envs  # noqa: F401  (registers the ids)
 from baselines.eval.progress import progress_bar
 from baselines.eval.protocol import rl_setting, training_seed
+from baselines.rl import manifest
 from baselines.rl.config import MASKED, RunConfig, algo_class, wrapper_class
 from baselines.rl.runs import as_json_value, read_meta, save_run
 
@@ -138,6 +139,7 @@ def train(
              steps_per_cpu_second=cpu_rate, vectorization=used, threads=threads)  # fmt: skip
     vec_env.close()
     curve.write(out, append=load)
+    manifest.write(out)  # last: the run is complete
     return TrainResult(out, int(model.num_timesteps), seconds, rate)
 
 

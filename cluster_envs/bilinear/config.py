@@ -10,7 +10,17 @@ import numpy as np
 
 from cluster_envs.bilinear.kernel import REWARD_MODES
 from cluster_envs.bilinear.simulator import ACTION_MODES, OBSERVATION_MODES, SERVICE_MODELS
-from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
+from cluster_envs.common.domains import (
+    FLAG,
+    AnyOf,
+    Choice,
+    Domain,
+    Given,
+    Number,
+    Sequence,
+    check_domains,
+    check_memory,
+)
 from cluster_envs.common.env import INFO_LEVELS
 
 
@@ -133,17 +143,19 @@ class BilinearConfig:
     def __post_init__(self) -> None:
         check_domains(self, self.DOMAINS)
         n_i, n_j, d = self.num_job_classes, self.num_server_classes, self.feature_dim
-        servers = _per_class(self.servers_per_class, n_j)
-        if sum(servers) > MAX_SERVERS:  # 268 435 424 servers took 9 GB (found by the configuration fuzz)
-            raise ValueError(f"servers_per_class={self.servers_per_class!r} gives {sum(servers):.0f} servers > "
-                             f"{MAX_SERVERS:.0e}; lower it")  # fmt: skip
         state = max(n_i * n_j, d * d, self.max_visible_jobs * n_j)
-        if state > MAX_STATE:
+        if state > MAX_STATE:  # before any per-class list is built (num_server_classes=10**9 exhausted memory)
             raise ValueError(
                 f"num_job_classes={n_i}, num_server_classes={n_j}, feature_dim={d}, "
                 f"max_visible_jobs={self.max_visible_jobs} give per-step arrays of {state} entries > {MAX_STATE:.0e}; "
                 "lower them"
             )
+        # an episode draws its arrivals up front: a class, a coin and the result per slot (8 bytes each)
+        check_memory("per-episode arrival arrays", 3 * 8 * (self.horizon + 1), {"horizon": self.horizon})
+        servers = _per_class(self.servers_per_class, n_j)
+        if sum(servers) > MAX_SERVERS:  # 268 435 424 servers took 9 GB (found by the configuration fuzz)
+            raise ValueError(f"servers_per_class={self.servers_per_class!r} gives {sum(servers):.0f} servers > "
+                             f"{MAX_SERVERS:.0e}; lower it")  # fmt: skip
         servers = tuple(int(c) for c in servers)
         object.__setattr__(self, "servers_per_class", servers)
         for name, shape in (("job_features", (n_i, d)), ("server_features", (n_j, d)), ("theta", (d * d,))):

@@ -53,19 +53,39 @@ def check_number(
     low_open: bool = False,
     high_open: bool = False,
     integer: bool = False,
-) -> None:
-    """Raise ``ValueError`` unless ``value`` is a finite real (or integer) number in the given interval."""
+) -> int | float:
+    """Return ``value`` as a Python ``int`` (``integer``) or ``float``, or raise ``ValueError`` naming ``name`` and
+    the allowed interval unless it is a finite real (or integer) number in it. The checks are made on the number
+    itself before any conversion, so that an integer too large for a float (``10**400``) or a numpy integer near
+    its type's limits is refused, not overflowed; ``-0.0`` is stored as ``0.0``, an integer given for a real as a
+    float (one type per keyword, so one compiled kernel)."""
     kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(float(value)):
-        raise ValueError(f"{name} must be {'an integer' if integer else 'a finite number'}, got {value!r}")
-    too_low = low is not None and (value <= low if low_open else value < low)
-    too_high = high is not None and (value >= high if high_open else value > high)
+    interval = (
+        f"{'(' if low_open else '['}{'-inf' if low is None else low}, "
+        f"{'inf' if high is None else high}{')' if high_open else ']'}"
+    )
+    if isinstance(value, bool) or not isinstance(value, kind):
+        kind_text = "an integer" if integer else "a finite number"
+        raise ValueError(f"{name} must be {kind_text} in {interval}, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        exact = int(value)  # exact for any size (numpy integers included)
+    else:
+        try:
+            exact = float(value)
+        except OverflowError:
+            exact = math.copysign(math.inf, value)
+        if not math.isfinite(exact):
+            raise ValueError(f"{name} must be a finite number in {interval}, got {value!r}")
+    too_low = low is not None and (exact <= low if low_open else exact < low)
+    too_high = high is not None and (exact >= high if high_open else exact > high)
     if too_low or too_high:
-        interval = (
-            f"{'(' if low_open else '['}{'-inf' if low is None else low}, "
-            f"{'inf' if high is None else high}{')' if high_open else ']'}"
-        )
         raise ValueError(f"{name}={value!r} is out of range; allowed: {interval}")
+    if integer:
+        return exact
+    try:
+        return float(exact) + 0.0  # + 0.0: -0.0 becomes 0.0
+    except OverflowError:
+        raise ValueError(f"{name}={value!r} is out of range; allowed: {interval} and within a float's range") from None
 
 
 def check_reset_options(options: Any, allowed: Iterable[str] = ()) -> dict[str, Any]:

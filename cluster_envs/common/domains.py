@@ -23,6 +23,10 @@ import numpy as np
 
 from cluster_envs.common.config import check_choice, check_number
 
+MAX_SIZE = 10**9  # the ceiling of a size (users, machines, steps, classes) whose domain declares none
+MAX_INTEGER = 2**63 - 1  # ... and of any other integer: what an int64 (numpy, numba) holds
+MAX_BYTES = 2 * 2**30  # the memory a config may imply for one array family (state or per-episode buffers)
+
 
 def _fmt(x: float | None, default: str) -> str:
     return default if x is None else f"{x:g}"
@@ -32,7 +36,7 @@ def _fmt(x: float | None, default: str) -> str:
 class Number:
     """A finite real (``integer=True``: an integer) in an interval; ``none=True`` also allows None. ``size=True``
     marks a size (a count of users, machines or steps): the fuzz draws small ones, and the config bounds the
-    state it implies jointly."""
+    state it implies jointly. An integer without ``high`` is at most ``MAX_SIZE`` (a size) or ``MAX_INTEGER``."""
 
     low: float | None = None
     high: float | None = None
@@ -48,15 +52,20 @@ class Number:
     def check(self, name: str, value: Any, config: Any = None) -> Any:
         if value is None and self.none:
             return None
-        check_number(name, value, low=self.low, high=self.high, low_open=self.low_open, high_open=self.high_open,
-                     integer=self.integer)  # fmt: skip
-        return value
+        return check_number(name, value, low=self.low, high=self.ceiling, low_open=self.low_open,
+                            high_open=self.high_open, integer=self.integer)  # fmt: skip
+
+    @property
+    def ceiling(self) -> float | None:
+        if self.high is not None or not self.integer:
+            return self.high
+        return MAX_SIZE if self.size else MAX_INTEGER
 
     def describe(self) -> str:
         kind = "integer" if self.integer else "number"
         interval = (
             f"{'(' if self.low_open or self.low is None else '['}{_fmt(self.low, '-inf')}, "
-            f"{_fmt(self.high, 'inf')}{')' if self.high_open or self.high is None else ']'}"
+            f"{_fmt(self.ceiling, 'inf')}{')' if self.high_open or self.ceiling is None else ']'}"
         )
         return f"{kind} in {interval}" + (", or None" if self.none else "")
 
@@ -107,8 +116,7 @@ class Sequence:
             )
         if not values:
             raise ValueError(f"{name} must not be empty")
-        for i, x in enumerate(values):
-            self.item.check(name if self.pair else f"{name}[{i}]", x)
+        values = tuple(self.item.check(name if self.pair else f"{name}[{i}]", x) for i, x in enumerate(values))
         if self.pair and values[0] > values[1]:
             raise ValueError(f"{name}={value!r} must have low <= high")
         return tuple(values)
@@ -217,3 +225,15 @@ def domain_table(domains: Mapping[str, Domain]) -> str:
                 for key, item in items.items()
             ]
     return "\n".join(rows)
+
+
+def check_memory(what: str, nbytes: int, keywords: Mapping[str, Any]) -> None:
+    """Refuse a configuration whose ``keywords`` (name -> value) imply ``what`` (e.g. "per-episode arrival arrays")
+    of ``nbytes`` bytes, more than ``MAX_BYTES``: a ``ValueError`` at construction, naming the keywords to lower,
+    instead of a ``MemoryError`` (or the machine's memory exhausted) later."""
+    if nbytes > MAX_BYTES:
+        given = ", ".join(f"{name}={value!r}" for name, value in keywords.items())
+        raise ValueError(
+            f"{given} give {what} of {nbytes / 2**30:.3g} GiB, more than the {MAX_BYTES / 2**30:g} GiB allowed; "
+            f"lower {' or '.join(keywords)}"
+        )

@@ -69,7 +69,8 @@ def read_columns(path: str | Path, name: str, columns: dict[str, type]) -> dict[
     ``columns`` maps each required column to ``float`` (parsed as float64; an empty field is an error) or
     ``str`` (kept as text; empty allowed). Other columns are ignored. Every error is a ``ValueError`` that
     names ``name`` (the argument the path came from), the file and the expected columns: a missing or
-    unreadable file, a missing column, a row of the wrong length, a non-numeric field, no rows.
+    unreadable file, a missing column, a row of the wrong length, a non-numeric or non-finite field (by line and
+    column), no rows.
     """
     path = Path(path)
     expected = f"expected a CSV with the columns {list(columns)}"
@@ -104,6 +105,12 @@ def read_columns(path: str | Path, name: str, columns: dict[str, type]) -> dict[
             out[column] = np.asarray(values, dtype=np.float64)
         except ValueError as err:
             raise ValueError(f"{name}: {str(path)!r} column {column!r} is not numeric ({err}); {expected}") from None
+        bad = np.flatnonzero(~np.isfinite(out[column]))  # float() reads "nan" and "inf" (and 1e999 as inf)
+        if bad.size:
+            raise ValueError(
+                f"{name}: {str(path)!r} line {bad[0] + 2} column {column!r} is {values[bad[0]]!r}, not a finite "
+                f"number ({bad.size} such row(s)); {expected}"
+            )
     return out
 
 

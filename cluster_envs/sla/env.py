@@ -223,9 +223,10 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             generate_loads = make_load_generator(
                 cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs, cfg.trace_dir
             )
+        given = self._checked_loads(options["loads"]) if "loads" in options else None  # before the seed is used
         super().reset(seed=seed)
-        if "loads" in options:
-            loads = self._checked_loads(options["loads"])
+        if given is not None:
+            loads = given
         else:
             loads = np.asarray(generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64)
             loads = self._checked_loads(loads, name="scenario output")
@@ -258,7 +259,7 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         )  # fmt: skip
 
     def _checked_loads(self, loads: Any, name: str = "options['loads']") -> np.ndarray:
-        loads = np.asarray(loads, dtype=np.float64)
+        loads = as_real_array(loads, name=name).astype(np.float64)  # refuses complex values and numeric strings
         expected = (self.config.n_users, self.config.horizon)
         if loads.shape != expected:
             raise ValueError(f"{name} must have shape (n_users, horizon) = {expected}, got {loads.shape}")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from approx_helpers import run_episode
 from scipy.optimize import minimize
 
 import agents
 from agents.approx.generalized import dependent_rounding, project_p5
+
+from .approx_helpers import run_episode
 
 MULTI, SINGLE = "ClusterApprox-v1", "ClusterApproxSingleJob-v0"
 

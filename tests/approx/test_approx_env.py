@@ -7,10 +7,11 @@ import copy
 import gymnasium as gym
 import numpy as np
 import pytest
-from approx_helpers import run_episode
 
 import agents
 from cluster_envs.approx.model import perspective, utility
+
+from .approx_helpers import run_episode
 
 MULTI, SINGLE = "ClusterApprox-v1", "ClusterApproxSingleJob-v0"
 SMALL_LIST = ((0, 40, 30.0, 2.0), (5, 25, 15.0, 1.0), (10, 60, 80.0, 3.0))

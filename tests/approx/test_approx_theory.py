@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
-from approx_helpers import loglog_slope, run_episode, sqrt_scale
 
 from agents.approx.common import ucb
 from agents.approx.primal_dual import OPM, OPS
+
+from .approx_helpers import loglog_slope, run_episode, sqrt_scale
 
 SINGLE, MULTI = "ClusterApproxSingleJob-v0", "ClusterApprox-v1"
 

@@ -28,9 +28,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.envs.registration import load_env_creator
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # robust_common, also under ``python -m``
-
-from robust_common import REGISTERED, flatten, sample_action, scalar_info  # noqa: E402
+from .robust_common import REGISTERED, flatten, sample_action, scalar_info
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 SEEDS = (0, 1, 2)

@@ -17,12 +17,13 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-from config_strategies import configurations, env_class
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from robust_common import IDS, sample_action, scalar_info
 
 from cluster_envs.registration import VECTOR_ENTRY_POINTS
+
+from .config_strategies import configurations, env_class
+from .robust_common import IDS, sample_action, scalar_info
 
 STEPS = 6
 FAST, SLOW = 20, 400  # examples per (id, single or batched)

@@ -18,7 +18,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium import spaces
-from robust_common import IDS, action_modes, config_fields, presets, run_actions, sample_action, step_record
+
+from .robust_common import IDS, action_modes, config_fields, presets, run_actions, sample_action, step_record
 
 REJECT, EITHER = "reject", "handled or rejected"
 # Action forms chosen by a kwarg other than preset / action_mode.

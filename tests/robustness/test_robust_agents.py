@@ -13,13 +13,14 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-import robust_instances as instances
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from robust_common import IDS, assert_same_steps, config_fields, flatten, step_record
 
 from agents import agent_names, make_agent
 from baselines.eval.harness import env_kwargs_for
+
+from . import robust_instances as instances
+from .robust_common import IDS, assert_same_steps, config_fields, flatten, step_record
 
 HORIZON = 12  # short (some agents solve a program per step); a multiple of 6 for ClusterSLA's periodic scenario
 # ESDP's dynamic program grows with |E|·ξm·Π(c_k + 1): ~0.7 s per step on the paper graph (33 edges), ~1 ms on

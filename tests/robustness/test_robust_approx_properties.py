@@ -17,10 +17,11 @@ import gymnasium as gym
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from robust_common import sample_action
-from robust_instances import approx_multi, approx_single
 
 from cluster_envs.approx.model import perspective, utility
+
+from .robust_common import sample_action
+from .robust_instances import approx_multi, approx_single
 
 TOL = 1e-9
 # Columns of the observation's job rows (ClusterApprox-v1 docstring).

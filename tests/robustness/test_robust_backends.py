@@ -7,10 +7,11 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
-from robust_common import IDS, config_fields
 
 from agents import agent_names
 from baselines.eval.backends import Task, run_tasks
+
+from .robust_common import IDS, config_fields
 
 HORIZON = 12
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from robust_common import REGISTERED as IDS
-from robust_golden import GOLDEN_DIR, compare, golden_path
+
+from .robust_common import REGISTERED as IDS
+from .robust_golden import GOLDEN_DIR, compare, golden_path
 
 
 @pytest.mark.parametrize("env_id", IDS)

@@ -9,9 +9,10 @@ import warnings
 import numpy as np
 import pytest
 from gymnasium import spaces
-from robust_common import flatten, sample_action
-from test_robust_adversarial import REJECT, bad_actions
-from test_robust_hypothesis import corner_action
+
+from .robust_common import flatten, sample_action
+from .test_robust_adversarial import REJECT, bad_actions
+from .test_robust_hypothesis import corner_action
 
 SPACES = {
     "box": spaces.Box(0.0, 1.0, (4,), np.float32),

@@ -13,7 +13,8 @@ import pytest
 from gymnasium import spaces
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from robust_common import IDS, sample_action, scalar_info
+
+from .robust_common import IDS, sample_action, scalar_info
 
 STEPS = 40
 CORNERS = ("low", "high", "zero", "mid", "random")

@@ -9,7 +9,8 @@ import copy
 import gymnasium as gym
 import numpy as np
 import pytest
-from robust_common import IDS, assert_same_steps, config_fields, flatten, run_actions, sample_action
+
+from .robust_common import IDS, assert_same_steps, config_fields, flatten, run_actions, sample_action
 
 
 @pytest.mark.parametrize("env_id", IDS)

@@ -16,7 +16,8 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from robust_common import IDS, config_fields, sample_action
+
+from .robust_common import IDS, config_fields, sample_action
 
 FAST_STEPS, SLOW_STEPS = 9_960, 999_960  # ≈ 10^4 and 10^6, multiples of 60 (ClusterSLA's scenario has six periods)
 FAST_CPU_SECONDS = 2.0  # the default run's budget for one id

@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from robust_common import sample_action
-from robust_instances import gang, multiserver
+
+from .robust_common import sample_action
+from .robust_instances import gang, multiserver
 
 
 class _MultiServer:

@@ -15,7 +15,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
-from robust_common import IDS, assert_same_steps, flatten, run_actions, sample_action
+
+from .robust_common import IDS, assert_same_steps, flatten, run_actions, sample_action
 
 SEEDS = [3, 8]
 STEPS = 40

@@ -1,0 +1,117 @@
+"""A trained run's manifest: the content hash of each of its files and the facts that identify it.
+
+Every run folder (``<algo>-<env_id>/seed<k>/`` in the model cache, ``<env_id>/<algo>/seed<k>/`` shipped) holds a
+``manifest.json`` written last, when the run is complete: ``{"identity": {...}, "files": {name: sha256}}``, the
+identity being the env id and its version, the env kwargs, the algorithm, the training seed and the steps trained
+(from ``meta.json``). ``verify`` reads it back: a run whose file is missing, changed or not listed, whose
+``meta.json`` says something else than the manifest, or that sits in the folder of another training seed, is not a
+run to evaluate, and every reason is returned in words. ``python -m baselines.rl.manifest DIR...`` writes the
+manifests of the runs under ``DIR`` (e.g. the shipped ones, after checking them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+MANIFEST_FILE = "manifest.json"
+RUN_FILES = ("model.zip", "vecnormalize.pkl", "config.yml", "meta.json", "training.csv")
+REQUIRED_FILES = ("model.zip", "config.yml", "meta.json")
+FORMAT = 1
+
+
+class DamagedRunError(ValueError):
+    """A run folder that is not the complete, unchanged run its manifest describes (the message says why)."""
+
+
+def file_hash(path: Path) -> str:
+    """The SHA-256 of the file ``path``, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def identity(meta: dict[str, Any]) -> dict[str, Any]:
+    """What identifies a run, from its ``meta.json``: env id and version, env kwargs, algorithm, seed, steps."""
+    env_id = meta["env_id"]
+    match = re.search(r"-v(\d+)$", env_id)
+    return {
+        "env_id": env_id,
+        "env_version": int(match.group(1)) if match else None,
+        "env_kwargs": meta["env_kwargs"],
+        "algo": meta["algo"],
+        "training_seed": meta["seed"],
+        "total_timesteps": meta["total_timesteps"],
+    }
+
+
+def write(run: str | Path) -> Path:
+    """Write the manifest of the complete run in ``run`` (its files as they are now) and return its path; the
+    manifest goes to a temporary name first, so a run is never seen with half a manifest."""
+    run = Path(run)
+    meta = json.loads((run / "meta.json").read_text())
+    files = {name: file_hash(run / name) for name in RUN_FILES if (run / name).is_file()}
+    manifest = {"format": FORMAT, "identity": identity(meta), "files": files}
+    path = run / MANIFEST_FILE
+    partial = path.with_name(f".{MANIFEST_FILE}.partial")
+    partial.write_text(json.dumps(manifest, indent=2) + "\n")
+    partial.replace(path)
+    return path
+
+
+def problems(run: str | Path) -> list[str]:
+    """Why the run in ``run`` may not be evaluated, each reason in words (empty when its files are the manifest's)."""
+    run = Path(run)
+    path = run / MANIFEST_FILE
+    if not path.is_file():
+        return [f"it has no {MANIFEST_FILE} (an incomplete run, or saved before runs carried one)"]
+    try:
+        manifest = json.loads(path.read_text())
+        listed, stated = dict(manifest["files"]), dict(manifest["identity"])
+    except (ValueError, KeyError, TypeError):
+        return [f"its {MANIFEST_FILE} is not a manifest"]
+    found = [f"{name} is missing" for name in listed if not (run / name).is_file()]
+    found += [f"{name} is not in the manifest" for name in RUN_FILES if name not in listed and (run / name).is_file()]
+    found += [f"the manifest lists no {name}" for name in REQUIRED_FILES if name not in listed]
+    found += [f"{name} differs from the manifest (changed or damaged)" for name, digest in listed.items()
+              if (run / name).is_file() and file_hash(run / name) != digest]  # fmt: skip
+    if found:
+        return found
+    try:
+        meta = identity(json.loads((run / "meta.json").read_text()))
+    except (ValueError, KeyError, TypeError):
+        return ["its meta.json does not state the run (env id, algorithm, seed, env kwargs, steps)"]
+    if meta != stated:
+        found.append(f"meta.json ({meta}) is not the run of the manifest ({stated})")
+    folder_seed = re.fullmatch(r"seed(\d+)", run.name)
+    if folder_seed and int(folder_seed.group(1)) != stated.get("training_seed"):
+        found.append(f"it is the run of training seed {stated.get('training_seed')} in the folder of seed "
+                     f"{folder_seed.group(1)}")  # fmt: skip
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m baselines.rl.manifest", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("folders", nargs="+", help="run folders, or folders with runs (any holding meta.json)")
+    args = parser.parse_args(argv)
+    runs = sorted({p.parent for folder in args.folders for p in Path(folder).rglob("meta.json")})
+    if not runs:
+        print(f"baselines.rl.manifest: error: no run (meta.json) under {args.folders}", file=sys.stderr)
+        return 2
+    for run in runs:
+        print(f"wrote {write(run)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
