@@ -229,7 +229,7 @@ def _players(record: Mapping[str, Any], result: Mapping[str, Any], agent: Any, a
     if entry["kind"] == "registered":
         return {None: entry["name"]}
     if entry["kind"] == "rl":
-        from baselines.rl.train import SavedPolicy
+        from baselines.rl.agent import SavedPolicy
 
         root = Path(__file__).resolve().parents[2]
         return {run["training_seed"]: SavedPolicy.from_dir(root / run["path"], name=entry["name"])

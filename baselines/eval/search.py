@@ -29,8 +29,8 @@ def evaluate_program(
     normalized headline score (``combined_score``, the key OpenEvolve maximizes), its 95% bootstrap interval over the
     seeds, the raw headline mean, the seeds and whether they are the validation or the evaluation seeds. A failing
     policy (an exception, an action outside the space, a step over ``step_limit`` s) raises ``AgentError``."""
+    from baselines.eval.protocol import VALIDATION_SEEDS
     from baselines.eval.submission import score
-    from baselines.rl.train import VALIDATION_SEEDS
 
     evaluation = score(f"{program}:{function}", env_id, declaration=SEARCH_DECLARATION, reference="anchors",
                        step_limit=step_limit, seeds=None if final else VALIDATION_SEEDS)  # fmt: skip

@@ -379,7 +379,8 @@ def sb3_agent(path: str, algo: str, name: str) -> Any:
     """A stable-baselines3 archive as an agent (``SB3Agent``), with the VecNormalize statistics found beside it."""
     import pickle
 
-    from baselines.rl.train import SB3Agent, algo_class
+    from baselines.rl.agent import SB3Agent
+    from baselines.rl.config import algo_class
 
     model = algo_class(algo).load(path, device="cpu")
     normalizer = None
