@@ -52,12 +52,6 @@ def _cmd_list(args: argparse.Namespace) -> None:
         print(f"{env_id}: {', '.join(agent_names(env_id))}")
 
 
-def _cmd_tune_agent(args: argparse.Namespace) -> None:
-    from baselines.tuning import agents as agent_tuning
-
-    agent_tuning.run(args, f"cluster-envs tune-agent {args.env_id} {args.agent} --trials {args.trials}")
-
-
 def _cmd_run(args: argparse.Namespace) -> None:
     from baselines.eval.harness import evaluate
     from baselines.eval.protocol import parse_seeds
@@ -351,12 +345,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     rep.add_argument("--quiet", action="store_true", help="no progress on stderr")
     rep.set_defaults(func=_cmd_reproduce)
 
-    from baselines.tuning import agents as agent_tuning
-
-    tune_agent = command("tune-agent", "tune a reference agent's constants on the validation seeds (Optuna)")
-    agent_tuning.add_arguments(tune_agent)
-    tune_agent.set_defaults(func=_cmd_tune_agent)
-
     tr = command("train", "train an RL baseline (stable-baselines3) and save model, statistics, curve")
     tr.add_argument("env_id", help=env_help)
     tr.add_argument("--algo", default="ppo", choices=list(ALGOS), help="the RL algorithm")
@@ -476,6 +464,11 @@ ROOM_COMMANDS = {
     "ablate": ("baselines.tuning.ablation", "rl", "RL interface ablations: train a study's variants, tabulate them"),
     "tune": ("baselines.tuning.tune", "tuning", "tune an id's RL hyperparameters with rl-zoo3's optimizer"),
     "zoo": ("baselines.tuning.zoo", "tuning", "rl-zoo3's train with this package's additions (what `tune run` runs)"),
+    "tune-agent": (
+        "baselines.tuning.agents",
+        "tuning",
+        "tune a reference agent's constants on the validation seeds (Optuna)",
+    ),
 }
 
 

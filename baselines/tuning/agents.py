@@ -147,6 +147,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=PAGES, help="folder of the generated page")
 
 
+def run_from_args(args: argparse.Namespace) -> Path:
+    """``cluster-envs tune-agent``."""
+    return run(args, f"cluster-envs tune-agent {args.env_id} {args.agent} --trials {args.trials}")
+
+
 def run(args: argparse.Namespace, command: str) -> Path:
     result = tune_agent(args.env_id, args.agent, args.trials)
     path = write_page(result, command, args.out)
