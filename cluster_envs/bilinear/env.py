@@ -112,8 +112,8 @@ class ClusterBilinearEnv(ClusterEnv):
 
     **Rendering**: ``"ansi"``, one line (t, Q, regret); ``"rgb_array"``, a uint8 image with per job class its queue
     Q_i (red, log1p, scaled to the largest) beside the last slot's selections N_ij / n_j by each server class j (one
-    colour per class). Frames have a size fixed by the configuration and only read the state: rendering draws no
-    random numbers and leaves the trajectory unchanged.
+    colour per class), (120, 448, 3) at the default preset. Frames have a size fixed by the configuration and only
+    read the state: rendering draws no random numbers and leaves the trajectory unchanged.
 
     **Public data**: ``problem`` (features, n_j, T, c, modes). **Privileged** (oracles, harness):
     ``true_mean_rewards`` (r), ``theta``, ``rho``, ``mu``, ``r_star``, ``oracle_allocation``, ``simulator``.

@@ -128,7 +128,8 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
 
     **Rendering**: ``"ansi"``, a text line per user (allocation, queue, activity, SLA deficit); ``"rgb_array"``, a
     (120, 32 N + 8, 3) uint8 image (N ≤ 19; bars narrow beyond) with a pair of bars per user: the allocation h_t
-    (blue, full height = 1) and the queue (red, log1p, scaled to the largest queue).
+    (blue, full height = 1) and the queue (red, log1p, scaled to the largest queue); (120, 104, 3) at the default
+    preset.
 
     **Long horizons**: ``cluster_envs.sla.runner.simulate(agent, env)`` steps the same compiled dynamics without
     Gymnasium's overhead (results equal env stepping) and records a ``Trajectory`` every ``record_every`` steps.
