@@ -3,8 +3,9 @@
     cluster-envs zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
         [--native] <rl_zoo3.train arguments>
 
-Nothing changes on import: :func:`register`, called by :func:`main` before rl-zoo3's ``train``, installs the
-additions below into rl-zoo3 and SB3 for that process.
+Nothing changes on import. :func:`run_from_args` calls :func:`register` (rl-zoo3's algorithm, sampler and
+callback tables, which its ``train`` and ``ExperimentManager`` read by name) and hands ``train`` the
+:func:`experiment_manager` subclass, for that process; SB3 and rl-zoo3's classes are left as they are.
 
 - **MaskablePPO as ``ppo_mask``.** rl-zoo3 2.9.2's ``ALGOS`` has no MaskablePPO (sb3-contrib's), so this
   registers it under the name ``baselines.rl.train`` uses, with rl-zoo3's own PPO sampler and converter
@@ -33,10 +34,11 @@ additions below into rl-zoo3 and SB3 for that process.
   (the section's where γ is held).
 - **Several training seeds per trial** (``--trial-seeds n``): each trial trains ``n`` models with the same sampled
   hyperparameters and other training seeds, one after the other, and its value is the mean of theirs
-  (``baselines.tuning.objective.over_training_seeds`` around ``ExperimentManager.objective``; the pruner sees the
+  (``baselines.tuning.objective.over_training_seeds`` as :func:`experiment_manager`'s ``objective``; the pruner sees the
   mean over the models so far at each evaluation).
 
-- **Native batched envs** (``--native``): ``baselines.tuning.zoo_native.install``.
+- **Native batched envs** (``--native``): :func:`experiment_manager`'s ``default_vec_env_cls`` is
+  ``baselines.tuning.zoo_native.native_vec_env``.
 
 Everything else (the TPE sampler, the median pruner, the journal storage) is rl-zoo3's.
 """
@@ -49,10 +51,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import rl_zoo3.train
 from rl_zoo3 import exp_manager, hyperparams_opt
 from rl_zoo3.callbacks import TrialEvalCallback
+from rl_zoo3.exp_manager import ExperimentManager
 from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER
-from rl_zoo3.train import train
 from rl_zoo3.utils import ALGOS, StoreDict
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
@@ -69,25 +72,18 @@ class MaskableTrialEvalCallback(TrialEvalCallback, MaskableEvalCallback):
     """rl-zoo3's ``TrialEvalCallback`` whose evaluation (``super()._on_step()``) is sb3-contrib's masked one."""
 
 
-def register(
-    hold: Sequence[str] = (),
-    objective: Mapping[str, Any] | None = None,
-    trial_seeds: int = 1,
-    native: bool = False,
-    algo: str | None = None,
-) -> None:
+def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None, algo: str | None = None) -> None:
     """Add ``ppo_mask`` to rl-zoo3 and hold ``hold``'s keys at the YAML's values during optimization; with
     ``objective`` (``HeadlineTrialEvalCallback``'s keyword arguments: ``env_id``, ``algo``, ``env_kwargs``,
-    ``seeds``), score trials by the headline on fixed validation seeds; with ``trial_seeds`` > 1, score each trial
-    by the mean over that many training seeds; with ``native``, train and evaluate on the native batched envs.
-    ``algo`` (default ``objective``'s): the algorithm rl-zoo3 runs; a masked one is evaluated with its masks."""
-    ALGOS[ALGO] = MaskablePPO  # the dict rl_zoo3.train and its ExperimentManager read
+    ``seeds``), score trials by the headline on fixed validation seeds. ``algo`` (default ``objective``'s): the
+    algorithm rl-zoo3 runs; a masked one is evaluated with its masks."""
+    ALGOS[ALGO] = MaskablePPO  # the dict rl_zoo3.train's --algo choices and its ExperimentManager read
     hyperparams_opt.HYPERPARAMS_CONVERTER[ALGO] = hyperparams_opt.convert_onpolicy_params
     samplers = hyperparams_opt.HYPERPARAMS_SAMPLER
     samplers[ALGO] = hyperparams_opt.sample_ppo_params
     if hold:
-        for algo, sampler in list(samplers.items()):
-            samplers[algo] = _holding(sampler, frozenset(hold))
+        for name, sampler in list(samplers.items()):
+            samplers[name] = _holding(sampler, frozenset(hold))
     algo = objective["algo"] if algo is None and objective is not None else algo
     # ExperimentManager builds its evaluation callbacks by these module-level names (no argument or hook selects them)
     if objective is not None:
@@ -97,13 +93,17 @@ def register(
     if algo in MASKED:
         exp_manager.EvalCallback = MaskableEvalCallback
 
-    manager = exp_manager.ExperimentManager
-    rl_zoo3_objective = manager.objective
-    while hasattr(rl_zoo3_objective, "__wrapped__"):  # registered again: wrap rl-zoo3's own
-        rl_zoo3_objective = rl_zoo3_objective.__wrapped__
-    manager.objective = over_training_seeds(normalizing_with_trial_gamma(rl_zoo3_objective), trial_seeds)
+
+def experiment_manager(trial_seeds: int = 1, native: bool = False) -> type[ExperimentManager]:
+    """rl-zoo3's ``ExperimentManager`` with this package's objective (each trial normalizes with its own γ and
+    is the mean over ``trial_seeds`` models) and, with ``native``, the native batched envs (its
+    ``default_vec_env_cls`` hook): a subclass, so rl-zoo3's class is left as it is."""
+    attributes: dict[str, Any] = {
+        "objective": over_training_seeds(normalizing_with_trial_gamma(ExperimentManager.objective), trial_seeds)
+    }
     if native:
-        zoo_native.install()
+        attributes["default_vec_env_cls"] = staticmethod(zoo_native.native_vec_env)
+    return type("ClusterExperimentManager", (ExperimentManager,), attributes)
 
 
 def normalizing_with_trial_gamma(objective: Any) -> Any:
@@ -164,6 +164,8 @@ def run_from_args(args: argparse.Namespace) -> None:
     if args.objective_seeds is not None:
         objective = {**target, "seeds": parse_seeds(args.objective_seeds)}
     hold = [key for key in args.hold.split(",") if key]
-    register(hold, objective, args.trial_seeds, args.native, algo=target["algo"])
+    register(hold, objective, algo=target["algo"])
+    # train() makes its manager by this module-level name: the one place our subclass can enter without copying it
+    rl_zoo3.train.ExperimentManager = experiment_manager(args.trial_seeds, args.native)
     sys.argv = ["rl_zoo3.train", *rest]  # rl-zoo3 parses sys.argv
-    train()
+    rl_zoo3.train.train()

@@ -128,8 +128,8 @@ def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
         model = new_model(config, env, 0)
         masks = []  # what the evaluation's predict is given (training samples through the policy, not predict)
         predict = model.predict
-        model.predict = lambda *a, action_masks=None, **k: masks.append(action_masks) or predict(
-            *a, action_masks=action_masks, **k
+        model.predict = lambda *a, action_masks=None, **k: (
+            masks.append(action_masks) or predict(*a, action_masks=action_masks, **k)
         )
         callback = exp_manager.TrialEvalCallback(model.get_env(), trial, n_eval_episodes=1, eval_freq=8)
         model.learn(8, callback=callback)  # one rollout of 8 steps: one evaluation
