@@ -21,7 +21,7 @@ AGENTS: dict[str, dict[str, str]] = {
         "pg": "agents.sla.oracles:ProportionalGreedy",
         "rest_pg": "agents.sla.oracles:RestrictedProportionalGreedy",
     },
-    "ClusterApprox-v0": {
+    "ClusterApprox-v1": {
         "opm": "agents.approx.primal_dual:OPM",
         "opm_no_estimation": "agents.approx.primal_dual:OPMNoEstimation",
         "opm_gc": "agents.approx.generalized:OPMGC",
@@ -40,6 +40,7 @@ AGENTS: dict[str, dict[str, str]] = {
     },
     "ClusterBilinear-v0": {
         "sabr": "agents.bilinear.sabr:SABR",
+        "sabr_printed": "agents.bilinear.sabr:SABRPrinted",
         "w_sabr": "agents.bilinear.sabr:WSABR",
         "oful_rs": "agents.bilinear.sabr:OFULRS",
         "ugda_ol": "agents.bilinear.ugda_ol:UGDAOL",

@@ -11,14 +11,18 @@ instance's, is not in this track). The **fixed instance** track, for the envs wh
 (MultiServer, Gang): every agent and PPO on the instance PPO trained on, the offline upper reference.
 
 Per env and track the table names the naive anchor (0) and the clairvoyant anchor (1) and gives the normalized
-headline score of the paper's algorithm (95% bootstrap interval over evaluation seeds), PPO (one run per training seed
-of the entry's ``rl_seeds``, each scored by its mean over the evaluation seeds; interval over the runs; budget: env
-steps × training seeds; ``--quick`` evaluates the runs it finds, shipped or cached, says how many, and trains only
-where none is found), the best online heuristic (the best online reference agent other than the paper's algorithm,
-its ablations and the naive anchor; "—" when none is left) and the clairvoyant anchor. The sanity flags of
-``baselines.eval.sanity`` follow, each with its explanation from the settings entry. Across the envs of the headline
-track: the IQM of each role's normalized scores with stratified bootstrap intervals, and performance profiles
-(rliable). Ids without an entry are listed as skipped.
+headline score (each evaluation seed normalized by its own anchors; the ratio of means) of the paper's algorithm
+with its label ("paper (as printed)", "paper (our reading: ...)", "ours, after the paper"), PPO (one run per
+training seed of the entry's ``rl_seeds``; budget: env steps × training seeds; ``--quick`` evaluates the runs it
+finds, shipped or cached, says how many, and trains only where none is found), the best online heuristic (the best
+online reference agent other than the paper's algorithm, its ablations and the naive anchor; "—" when none is
+left) and the clairvoyant anchor. Intervals: ``baselines.eval.stats`` (paired bootstrap over evaluation seeds,
+two-level over training seeds × evaluation seeds for PPO), each column header saying which. Evaluation seeds whose
+anchors coincide are dropped (``Comparison.degenerate_seeds``). The sanity flags of ``baselines.eval.sanity``
+follow, each with its explanation from the settings entry. Across the envs of the headline track that every role
+covers (the same set for every role; the others listed with the reason): the IQM of each role's runs with
+stratified bootstrap intervals, probabilities of improvement and performance profiles (rliable). Ids without an
+entry are listed as skipped. ``--publish DIR`` also writes the generated results page (``baselines.eval.publish``).
 """
 
 from __future__ import annotations
@@ -35,13 +39,27 @@ from baselines.eval import sanity
 from baselines.eval.compare import Comparison, compare
 from baselines.eval.outputs import claim
 from baselines.eval.protocol import env_setting
-from baselines.eval.report import fmt, interval, read_comparison, rewrite_markdown, write_report
-from baselines.eval.stats import aggregate_iqm, bootstrap_ci, performance_profiles
+from baselines.eval.publish import ROLE_TITLES, load_before, write_page
+from baselines.eval.report import (
+    degenerate_sentence,
+    fmt,
+    interval,
+    read_comparison,
+    rewrite_markdown,
+    score_text,
+    write_report,
+)
+from baselines.eval.stats import (
+    CONFIDENCE,
+    aggregate_iqm,
+    interval_over,
+    performance_profiles,
+    probability_of_improvement,
+)
 from cluster_envs import env_ids as registered
 
 SEEDS = {"quick": range(5), "full": range(10)}
 ROLES = ("paper", "ppo", "best heuristic", "oracle")
-ROLE_TITLES = {"paper": "paper's algorithm", "ppo": "PPO", "best heuristic": "best heuristic", "oracle": "1-anchor"}
 TAUS = np.linspace(-0.5, 1.5, 81)  # performance-profile thresholds on the normalized score
 
 
@@ -52,15 +70,13 @@ class EnvResult:
     seconds: float
 
     def cell(self, agent: str) -> dict[str, Any]:
-        scores = self.comparison.normalized_scores(agent)
-        low, high = bootstrap_ci(scores)
-        return {"agent": agent, "mean": float(scores.mean()), "ci_low": low, "ci_high": high}
+        """``agent``'s normalized score: ratio of means over the scored seeds, paired (two-level for RL) interval."""
+        return self.comparison.normalized(agent)
 
     def best_heuristic(self) -> str | None:
-        heuristics = self.comparison.heuristics()
-        if not heuristics:
-            return None
-        return max(heuristics, key=lambda a: float(np.nanmean(self.comparison.normalized_scores(a))))
+        scored = {a: self.cell(a)["mean"] for a in self.comparison.heuristics()}
+        scored = {a: mean for a, mean in scored.items() if mean is not None}
+        return max(scored, key=scored.__getitem__) if scored else None
 
     def roles(self) -> dict[str, str]:
         """Role -> the agent playing it in this comparison (a role without an agent is left out)."""
@@ -73,8 +89,23 @@ class EnvResult:
         cells = {role: self.cell(agent) for role, agent in self.roles().items()}
         setting = self.comparison.setting
         if setting.oracle_value is not None:  # a closed-form optimum: score 1 by definition, no spread over seeds
-            cells["oracle"] = {"agent": setting.oracle_value_name, "mean": 1.0, "ci_low": np.nan, "ci_high": np.nan}
+            cells["oracle"] = {"agent": setting.oracle_value_name, "mean": 1.0, "iqm": 1.0, "ci_low": None,
+                               "ci_high": None, "no_interval": "exact closed-form value"}  # fmt: skip
         return cells
+
+    def aggregate_gap(self) -> str | None:
+        """Why this env cannot enter the aggregate over envs (which every role must cover), or None."""
+        setting, cells = self.comparison.setting, self.headline()
+        if setting.paper_is_ours:
+            return f"its paper's-algorithm row `{setting.paper_agent}` is ours, after the paper"
+        for role in ROLES:
+            if role not in cells:
+                if role == "ppo" and setting.instance_kwarg is not None and self.comparison.held_out:
+                    return "no PPO row on held-out instances (its spaces are its training instance's)"
+                return f"no {ROLE_TITLES[role]} row"
+            if cells[role]["mean"] is None:
+                return f"no normalized score ({cells[role]['no_interval']})"
+        return None
 
     def flags(self) -> list[sanity.Flag]:
         return sanity.flags(self.comparison)
@@ -98,10 +129,12 @@ class EnvResult:
             "headline_metric": setting.headline,
             "naive_anchor": setting.naive_agent,
             "clairvoyant_anchor": setting.oracle_agent or setting.oracle_value_name,
+            "paper_label": setting.paper_label,
             "scores": self.headline(),
             "rl_budget": self.rl_budget(),
             "seconds": self.seconds,
             "evaluation_seeds": comparison.seeds,
+            "scored_seeds": comparison.scored_seeds(),
             **comparison.instance_record(),
             "flags": [{"key": f.key, "text": f.text, "explanation": f.explanation} for f in self.flags()],
         }
@@ -120,11 +153,17 @@ def benchmark(
     env_ids: list[str] | None = None,
     retrain: bool = False,
     threads: int = 1,
+    publish: str | Path | None = None,
+    before: str | Path | None = None,
+    command: str | None = None,
 ) -> Path:
     """Run the benchmark and return the path of ``report.md`` (its headline is also ``headline.md``). PPO models
     are loaded from ``models_dir`` (default ``results/models``, the cache ``compare`` uses) or from the package's
     shipped models when they match, else trained into ``models_dir`` (``retrain`` always trains; ``threads``:
-    torch's). ``out_dir`` may not hold another command's outputs unless ``force`` (claimed before anything runs)."""
+    torch's). ``out_dir`` may not hold another command's outputs unless ``force`` (claimed before anything runs).
+    ``publish``: a docs folder to write the generated results page into (``baselines.eval.publish``), with a
+    before/after table against the run ``before`` (a ``headline.json``); ``command``: the command line it names."""
+    previous = load_before(before) if before is not None else None  # bad input fails before any episode
     out = claim(out_dir or "results/benchmark", "benchmark", force=force)
     start, cpu_start = time.perf_counter(), time.process_time()
     tracks: dict[str, dict[str, EnvResult]] = {"held-out instances": {}, "fixed instance": {}}
@@ -159,12 +198,18 @@ def benchmark(
     if not tracks["held-out instances"]:
         raise ValueError(f"no registered env id has an entry in baselines/eval/protocol.yml (skipped: {skipped})")
     times = {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu_start}
-    return write_headline(out, tracks, {"quick": quick, **times, "skipped": skipped})
+    run = {"quick": quick, **times, "skipped": skipped, "command": command or default_command(quick, out)}
+    return write_headline(out, tracks, run, publish=publish, before=previous)
 
 
-def render(out_dir: str | Path) -> Path:
+def render(
+    out_dir: str | Path, *, publish: str | Path | None = None, before: str | Path | None = None,
+    command: str | None = None,
+) -> Path:  # fmt: skip
     """Rewrite the headline and every report of a finished run in ``out_dir`` from its saved per-seed results,
-    under today's settings entries (e.g. a sanity flag explained after the run); no episode is run again."""
+    under today's settings entries (e.g. a sanity flag explained after the run); no episode is run again.
+    ``publish``, ``before``: as ``benchmark``'s; the page names the run's command (``command`` adds the render's)."""
+    previous = load_before(before) if before is not None else None
     out = Path(out_dir)
     stored = json.loads((out / "headline.json").read_text())
     tracks: dict[str, dict[str, EnvResult]] = {}
@@ -176,114 +221,171 @@ def render(out_dir: str | Path) -> Path:
             report = rewrite_markdown(comparison, folder)
             tracks[track][env_id] = EnvResult(comparison, report, facts.get("seconds", float("nan")))
     run = {key: stored[key] for key in ("quick", "seconds", "cpu_seconds", "skipped")}
-    return write_headline(out, tracks, run)
+    run["command"] = stored.get("command", default_command(run["quick"], out))
+    if command:
+        run["command"] += f"\n{command}"
+    return write_headline(out, tracks, run, publish=publish, before=previous)
 
 
-def write_headline(out: Path, tracks: dict[str, dict[str, EnvResult]], run: dict[str, Any]) -> Path:
-    """Write ``headline.json``, ``headline.md``, the figures and ``report.md``; return the latter's path."""
+def default_command(quick: bool, out: Path) -> str:
+    return f"cluster-envs benchmark{' --quick' if quick else ''} --out {out}"
+
+
+def write_headline(
+    out: Path,
+    tracks: dict[str, dict[str, EnvResult]],
+    run: dict[str, Any],
+    *,
+    publish: str | Path | None = None,
+    before: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``headline.json``, ``headline.md``, the figures and ``report.md`` (and the published page, with
+    ``publish``); return the latter's path."""
     out.mkdir(parents=True, exist_ok=True)
     headline = tracks["held-out instances"]
     aggregate = aggregate_roles(headline)
-    figure = plot_headline(headline, out / "headline.png")
-    profile = plot_profiles(headline, out / "profiles.png")
+    figures = {"headline": plot_headline(headline, out / "headline.png")}
+    if aggregate["envs"]:
+        figures["profiles"] = plot_profiles(headline, aggregate["envs"], out / "profiles.png")
     stored_tracks = {track: {e: r.to_json() for e, r in results.items()} for track, results in tracks.items()}
     stored = {**run, "tracks": stored_tracks, "aggregate": aggregate}
     (out / "headline.json").write_text(json.dumps(stored, indent=2, default=repr))
     head = headline_markdown(tracks, aggregate, run["quick"], out)
     (out / "headline.md").write_text(head)
-    figures = [
-        f"![normalized scores]({figure.relative_to(out)})",
-        f"![performance profiles]({profile.relative_to(out)})",
-    ]
+    images = [f"![{name}]({path.relative_to(out)})" for name, path in figures.items()]
     path = out / "report.md"
-    path.write_text(head + "\n" + runs_markdown(tracks, run["skipped"], (run["seconds"], run["cpu_seconds"]), figures))
+    runs = runs_markdown(tracks, run["skipped"], (run["seconds"], run["cpu_seconds"]), images)
+    path.write_text(head + "\n" + runs)
+    if publish is not None:
+        body = headline_markdown(tracks, aggregate, run["quick"], None, title=False)
+        write_page(Path(publish), body, run, figures, before, stored_tracks)
     return path
 
 
-def aggregate_roles(results: dict[str, EnvResult]) -> dict[str, dict[str, Any]]:
-    """Per role, the IQM over the envs that have it of the normalized scores of its runs, with rliable's stratified
-    bootstrap interval (the closed-form 1-anchors, score 1 on every seed, count as such)."""
-    scores = role_scores(results)
-    estimates = aggregate_iqm({role: matrix for role, (matrix, _) in scores.items()})
-    return {
-        role: {
-            "iqm": estimates[role][0],
-            "ci_low": estimates[role][1],
-            "ci_high": estimates[role][2],
-            "envs": envs,
-            "runs": int(matrix.shape[0]),
-        }  # fmt: skip
-        for role, (matrix, envs) in scores.items()
-    }
+def aggregate_envs(results: dict[str, EnvResult]) -> tuple[list[str], dict[str, str]]:
+    """The envs the aggregate runs over, those every role covers with a score (``EnvResult.aggregate_gap``), and
+    the others, each with why it is left out."""
+    gaps = {env_id: result.aggregate_gap() for env_id, result in results.items()}
+    return [e for e, gap in gaps.items() if gap is None], {e: gap for e, gap in gaps.items() if gap is not None}
 
 
-def role_scores(results: dict[str, EnvResult]) -> dict[str, tuple[np.ndarray, list[str]]]:
-    """Per role: the (runs, envs) matrix of normalized scores over the envs that have the role, and those envs. A
-    run is an evaluation seed of a reference agent and a training seed of PPO (``Comparison.samples``). rliable needs
-    as many runs in every env: where PPO's counts differ (``--quick`` with fewer runs shipped for some ids, or
-    entries with other ``rl_seeds``), each env contributes its first runs, as many as the env with the fewest has."""
-    columns: dict[str, dict[str, np.ndarray]] = {role: {} for role in ROLES}
-    for env_id, result in results.items():
-        for role, agent in result.roles().items():
-            columns[role][env_id] = result.comparison.normalized_scores(agent)
-        if result.comparison.setting.oracle_value is not None:
-            columns["oracle"][env_id] = np.ones(len(result.comparison.seeds))
+IMPROVEMENT_PAIRS = (("ppo", "paper"), ("best heuristic", "paper"), ("ppo", "best heuristic"))
+
+
+def aggregate_roles(results: dict[str, EnvResult]) -> dict[str, Any]:
+    """Over the envs every role covers (``aggregate_envs``; the same set for every role), per role the IQM of its
+    runs' normalized scores with rliable's stratified bootstrap interval, and the probability of improvement of
+    PPO and the best heuristic over the paper's algorithm and of PPO over the best heuristic (rliable)."""
+    envs, left_out = aggregate_envs(results)
+    aggregate: dict[str, Any] = {"envs": envs, "left_out": left_out, "roles": {}, "improvement": []}
+    if not envs:
+        return aggregate
+    scores = role_scores(results, envs)
+    for role, (point, low, high) in aggregate_iqm(scores).items():
+        agents = {e: results[e].headline()[role]["agent"] for e in envs}
+        aggregate["roles"][role] = {"iqm": point, "ci_low": low, "ci_high": high, "envs": envs, "agents": agents,
+                                    "runs": int(scores[role].shape[0])}  # fmt: skip
+    for (x, y), (point, low, high) in probability_of_improvement(scores, list(IMPROVEMENT_PAIRS)).items():
+        aggregate["improvement"].append({"x": x, "y": y, "p": point, "ci_low": low, "ci_high": high})
+    return aggregate
+
+
+def role_scores(results: dict[str, EnvResult], envs: list[str]) -> dict[str, np.ndarray]:
+    """Per role: the (runs, envs) matrix of its runs' normalized scores over ``envs``, paired per seed
+    (``Comparison.normalized_scores``: an evaluation seed of a reference agent against its own anchors, a training
+    seed of PPO; the closed-form 1-anchors score 1 on every seed). rliable needs as many runs in every env: where a
+    role's counts differ (PPO's with fewer runs shipped for some ids, a reference agent's where a degenerate seed
+    was dropped), each env contributes its first runs, as many as the env with the fewest has."""
     matrices = {}
-    for role, column in columns.items():
-        if column:
-            runs = min(len(c) for c in column.values())
-            matrices[role] = (np.column_stack([c[:runs] for c in column.values()]), list(column))
+    for role in ROLES:
+        column = []
+        for env_id in envs:
+            result = results[env_id]
+            if role == "oracle" and result.comparison.setting.oracle_value is not None:
+                column.append(np.ones(len(result.comparison.scored_seeds())))
+            else:
+                column.append(result.comparison.normalized_scores(result.roles()[role]))
+        runs = min(len(c) for c in column)
+        matrices[role] = np.column_stack([c[:runs] for c in column])
     return matrices
 
 
-def _cell_text(cell: dict[str, Any] | None) -> str:
+def cell_text(cell: dict[str, Any] | None, header: str) -> str:
+    """A table cell: the agent, its score and interval, what the interval runs over where it differs from the
+    column's ``header``; "—" with the reason where there is no score or interval."""
     if cell is None:
         return "—"
-    return f"`{cell['agent']}` {fmt(cell['mean'])} {interval(cell['ci_low'], cell['ci_high'])}"
+    text = f"`{cell['agent']}` {score_text(cell)}"
+    if cell.get("interval") and cell["interval"] != header:
+        text += f" ({cell['interval'].removeprefix(f'{CONFIDENCE:.0%} ')})"
+    return text
 
 
-def track_table(results: dict[str, EnvResult], out: Path) -> list[str]:
+def column_headers(results: dict[str, EnvResult]) -> dict[str, str]:
+    """Per role, what the track's intervals in that column run over (``stats.interval_over``)."""
+    n_eval = max(len(r.comparison.seeds) for r in results.values())
+    reference = interval_over(n_eval)
+    runs = {len(r.comparison.training_seeds(r.comparison.setting.rl_algo)) for r in results.values()
+            if r.comparison.setting.rl_algo in r.comparison.rl_runs}  # fmt: skip
+    if len(runs) == 1:
+        ppo = interval_over(n_eval, runs.pop())
+    else:
+        ppo = (
+            f"{CONFIDENCE:.0%} two-level bootstrap over each row's training seeds (budget column) × {n_eval} "
+            "evaluation seeds"
+        )
+    return {"paper": reference, "ppo": ppo, "best heuristic": reference, "oracle": reference}
+
+
+def track_table(results: dict[str, EnvResult], out: Path | None) -> list[str]:
+    """The track's table; env names link to their reports under ``out`` (plain names without ``out``)."""
+    headers = column_headers(results)
     lines = [
-        "| env | env kwargs | headline metric | 0-anchor | paper's algorithm | PPO | PPO budget | best heuristic "
-        "| 1-anchor |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| env | env kwargs | headline metric | 0-anchor | paper's algorithm [{headers['paper']}] | its label "
+        f"| PPO [{headers['ppo']}] | PPO budget | best heuristic [{headers['best heuristic']}] "
+        f"| 1-anchor [{headers['oracle']}] |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for env_id, result in results.items():
         cells, comparison = result.headline(), result.comparison
         kwargs = f"`{comparison.env_kwargs}`" if comparison.env_kwargs else "defaults"
-        ppo = _cell_text(cells.get("ppo"))
+        ppo = cell_text(cells.get("ppo"), headers["ppo"])
         if "ppo" not in cells and comparison.setting.instance_kwarg is not None:
             ppo = "not run: its spaces are its training instance's (see the fixed-instance track)"
         row = [
-            f"[{env_id}]({result.report.relative_to(out)})",
+            f"[{env_id}]({result.report.relative_to(out)})" if out is not None else env_id,
             kwargs,
             f"`{comparison.setting.headline}`",
             f"`{comparison.setting.naive_agent}`",
-            _cell_text(cells.get("paper")),
+            cell_text(cells.get("paper"), headers["paper"]),
+            comparison.setting.paper_label,
             ppo,
             result.rl_budget(),
-            _cell_text(cells.get("best heuristic")),
-            _cell_text(cells.get("oracle")),
+            cell_text(cells.get("best heuristic"), headers["best heuristic"]),
+            cell_text(cells.get("oracle"), headers["oracle"]),
         ]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
 
 def headline_markdown(
-    tracks: dict[str, dict[str, EnvResult]], aggregate: dict[str, dict[str, Any]], quick: bool, out: Path
-) -> str:
-    """The headline: both tracks' tables, the sanity flags with their explanations, the aggregate."""
+    tracks: dict[str, dict[str, EnvResult]], aggregate: dict[str, Any], quick: bool, out: Path | None,
+    title: bool = True,
+) -> str:  # fmt: skip
+    """The headline: both tracks' tables, the sanity flags with their explanations, the aggregate (env names link
+    to the per-env reports under ``out``; plain without)."""
     headline, fixed = tracks["held-out instances"], tracks["fixed instance"]
     seeds = len(SEEDS["quick" if quick else "full"])
-    lines = [
-        f"# cluster-envs benchmark{' (quick)' if quick else ''}",
-        "",
-        "Protocol: `docs/benchmark.md`. Score: the env's headline metric normalized so that the 0-anchor (a naive "
-        "policy) scores 0 and the 1-anchor (a clairvoyant policy that knows the hidden parameters, or the "
-        "closed-form offline optimum) scores 1; higher is better. Every agent plays the same "
-        f"{seeds} evaluation seeds. Brackets: 95% bootstrap intervals over those seeds, except PPO's: over its "
-        "training seeds, each run scored by its mean over the evaluation seeds (rliable's convention; the PPO budget "
-        "column gives the count, and one run has no interval).",
+    lines = [f"# cluster-envs benchmark{' (quick)' if quick else ''}", ""] if title else []
+    lines += [
+        "Protocol: `docs/benchmark.md`. Score: the env's headline metric, each evaluation seed normalized by that "
+        "seed's anchors so that the 0-anchor (a naive policy) scores 0 and the 1-anchor (a clairvoyant policy that "
+        "knows the hidden parameters, or the closed-form offline optimum) scores 1; higher is better. A cell is the "
+        "ratio of means, (mean agent − mean naive) / (mean 1-anchor − mean naive) over the evaluation seeds. Every "
+        f"agent plays the same {seeds} evaluation seeds. Brackets: the interval each column header names "
+        "(`baselines/eval/stats.py`: agent and anchors resampled together over the evaluation seeds; for PPO its "
+        "training seeds resampled too, a two-level bootstrap). Evaluation seeds whose anchors coincide are dropped "
+        "(the protocol's degenerate-instance rule; the sanity notes name them).",
         "",
         "## Held-out instances (headline)",
         "",
@@ -306,24 +408,46 @@ def headline_markdown(
     lines += ["## Sanity notes", ""]
     for track, results in tracks.items():
         for env_id, result in results.items():
-            lines += [f"**{env_id}** ({track}):", "", *sanity.markdown(result.flags()), ""]
-    lines += [
-        "## Aggregate over envs (held-out instances)",
-        "",
-        "Interquartile mean of the runs' normalized scores over the envs that have the role, with a stratified "
-        "bootstrap 95% interval (rliable). A run is an evaluation seed, and for PPO a training seed; PPO uses as "
-        "many runs per env as the env with the fewest has (`role_scores`).",
-        "",
-        "| role | IQM | 95% CI | envs | runs per env |",
-        "|---|---:|---|---:|---:|",
-        *(
-            f"| {ROLE_TITLES[role]} | {fmt(a['iqm'])} | {interval(a['ci_low'], a['ci_high'])} | {len(a['envs'])} "
-            f"| {a['runs']} |"
-            for role, a in aggregate.items()
-        ),
-        "",
-    ]
+            dropped = [degenerate_sentence(result.comparison)] if result.comparison.degenerate_seeds() else []
+            lines += [f"**{env_id}** ({track}):", "", *dropped, *sanity.markdown(result.flags()), ""]
+    lines += ["## Aggregate over envs (held-out instances)", "", *aggregate_markdown(aggregate), ""]
     return "\n".join(lines)
+
+
+def aggregate_markdown(aggregate: dict[str, Any]) -> list[str]:
+    envs, left_out = aggregate["envs"], aggregate["left_out"]
+    left = "; ".join(f"{e}: {why}" for e, why in left_out.items())
+    if not envs:
+        return [f"No env has every role, so there is no aggregate (left out: {left})."]
+    lines = [
+        f"Over the same {len(envs)} env{'s' if len(envs) != 1 else ''} for every role, those every role covers: "
+        f"{', '.join(envs)}." + (f" Left out: {left}." if left else ""),
+        "A run is an evaluation seed scored against its own anchors (PPO: a training seed, scored by the ratio of "
+        "its means over the evaluation seeds); where a role's run counts differ across envs each env contributes "
+        "as many as the env with the fewest has (`role_scores`).",
+        "",
+        f"| role | envs that entered (agent) | IQM | {CONFIDENCE:.0%} stratified bootstrap over runs within each env "
+        "(rliable) | runs per env |",
+        "|---|---|---:|---|---:|",
+    ]
+    for role, a in aggregate["roles"].items():
+        entered = ", ".join(f"{e} (`{agent}`)" for e, agent in a["agents"].items())
+        lines.append(
+            f"| {ROLE_TITLES[role]} | {entered} | {fmt(a['iqm'])} | {interval(a['ci_low'], a['ci_high'])} "
+            f"| {a['runs']} |"
+        )
+    lines += [
+        "",
+        f"| probability of improvement (same envs) | P(X > Y) | {CONFIDENCE:.0%} stratified bootstrap over runs "
+        "within each env (rliable) |",
+        "|---|---:|---|",
+        *(
+            f"| {ROLE_TITLES[p['x']]} over {ROLE_TITLES[p['y']]} | {fmt(p['p'])} "
+            f"| {interval(p['ci_low'], p['ci_high'])} |"
+            for p in aggregate["improvement"]
+        ),
+    ]
+    return lines
 
 
 def runs_markdown(
@@ -376,7 +500,10 @@ def plot_headline(results: dict[str, EnvResult], path: Path) -> Path:
             cell = result.headline().get(role)
             if cell is None:
                 continue
-            error = np.nan_to_num([[cell["mean"] - cell["ci_low"]], [cell["ci_high"] - cell["mean"]]])
+            if cell["mean"] is None:
+                continue
+            low, high = (cell["mean"] if x is None else x for x in (cell["ci_low"], cell["ci_high"]))
+            error = [[cell["mean"] - low], [high - cell["mean"]]]
             ax.bar(i + (k - 1.5) * width, cell["mean"], width, yerr=error, capsize=3, color=f"C{k}",
                    label=ROLE_TITLES[role] if i == 0 else None)  # fmt: skip
     ax.axhline(0, color="grey", lw=0.8)
@@ -390,12 +517,12 @@ def plot_headline(results: dict[str, EnvResult], path: Path) -> Path:
     return path
 
 
-def plot_profiles(results: dict[str, EnvResult], path: Path) -> Path:
-    """rliable's performance profiles (score distributions) of the roles over the headline envs."""
+def plot_profiles(results: dict[str, EnvResult], envs: list[str], path: Path) -> Path:
+    """rliable's performance profiles (score distributions) of the roles over ``envs`` (every role's)."""
     from rliable import plot_utils
 
     plt = _pyplot()
-    matrices = {ROLE_TITLES[role]: matrix for role, (matrix, _) in role_scores(results).items()}
+    matrices = {ROLE_TITLES[role]: matrix for role, matrix in role_scores(results, envs).items()}
     profiles, bands = performance_profiles(matrices, TAUS)
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     labels = {"xlabel": "normalized score τ", "ylabel": "fraction of runs with score > τ"}

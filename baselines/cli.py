@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import inspect
 import os
 import pkgutil
+import shlex
 import sys
 import traceback
 from collections.abc import Sequence
@@ -50,6 +52,12 @@ def _cmd_list(args: argparse.Namespace) -> None:
         print(f"{env_id}: {', '.join(agent_names(env_id))}")
 
 
+def _cmd_tune_agent(args: argparse.Namespace) -> None:
+    from baselines.tuning import agents as agent_tuning
+
+    agent_tuning.run(args, f"cluster-envs tune-agent {args.env_id} {args.agent} --trials {args.trials}")
+
+
 def _cmd_run(args: argparse.Namespace) -> None:
     from baselines.eval.harness import evaluate
     from baselines.eval.protocol import parse_seeds
@@ -69,9 +77,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> None:
     from baselines.eval.outputs import check, claim, default_out
 
     command = f"reproduce {args.setting}"
-    out = check(args.out or default_out("reproduce", args.setting), command, force=args.force)
     module = importlib.import_module(f"baselines.reproduce.{args.setting}")
-    report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet))
+    extra = {"traces": args.traces} if args.traces is not None else {}
+    if extra and "traces" not in inspect.signature(module.run).parameters:
+        raise ValueError(f"--traces is read by `reproduce traces` only, not by `reproduce {args.setting}`")
+    out = check(args.out or default_out("reproduce", args.setting), command, force=args.force)
+    report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet), **extra)
     claim(out, command, force=True)
     print(f"report written to {report}")
 
@@ -128,11 +139,17 @@ def _cmd_compare(args: argparse.Namespace) -> None:
 
 
 def _cmd_benchmark(args: argparse.Namespace) -> None:
-    from baselines.benchmark import benchmark
+    from baselines.benchmark import benchmark, render
     from baselines.eval.report import headline_text
 
-    report = benchmark(args.out, quick=args.quick, models_dir=args.models, force=args.force, **_scale_out(args),
-                       **_training(args))  # fmt: skip
+    command = "cluster-envs " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    if args.render:
+        if args.out is None:
+            raise ValueError("--render needs --out: the folder of the finished run to render")
+        report = render(args.out, publish=args.publish, before=args.before, command=command)
+    else:
+        report = benchmark(args.out, quick=args.quick, models_dir=args.models, force=args.force, **_scale_out(args),
+                           **_training(args), publish=args.publish, before=args.before, command=command)  # fmt: skip
     print(headline_text(report))
     print(f"report written to {report}")
 
@@ -144,6 +161,66 @@ def _cmd_bench(args: argparse.Namespace) -> None:
     check(args.out, "bench", force=args.force)
     run_from_args(args)
     claim(args.out, "bench", force=True)
+
+
+def _agent_source(args: argparse.Namespace) -> str | None:
+    if args.agent and args.policy:
+        raise ValueError("give one of --agent MODULE:NAME and --policy PATH, not both")
+    return args.agent or args.policy
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> None:
+    from baselines.eval.report import headline
+    from baselines.eval.submission import score
+
+    source = _agent_source(args)
+    if source is None:
+        raise ValueError("give the agent: --agent MODULE:NAME (an agent, class, factory or function) or --policy PATH")
+    if bool(args.env_id) == args.all_envs:
+        raise ValueError("give one env id or --all-envs (every env of the protocol), not both or neither")
+    out = args.out or f"results/evaluate/{args.name or source.rsplit(':', 1)[-1].rsplit('/', 1)[-1]}"
+    evaluation = score(source, None if args.all_envs else args.env_id, declaration=args.declaration, name=args.name,
+                       quick=not args.full, reference=args.reference, step_limit=args.step_limit, algo=args.algo,
+                       out=out, force=args.force, workers=args.workers, rl_interface=args.rl_interface or None,
+                       progress=_show_progress(args.quiet))  # fmt: skip
+    for comparison in evaluation.comparisons.values():
+        print(headline(comparison), end="\n\n")
+    print(f"record written to {evaluation.out / 'record.json'}; reports in {evaluation.out}/<env_id>/")
+
+
+def _cmd_validate(args: argparse.Namespace) -> None:
+    from baselines.eval.record import validate
+
+    lines = validate(args.record, _agent_source(args), sample=args.sample, algo=args.algo)
+    print("\n".join(lines))
+    print(f"{args.record}: {len(lines)} episodes replayed, every metric and action digest agrees")
+
+
+def _cmd_leaderboard(args: argparse.Namespace) -> None:
+    from baselines.eval.leaderboard import reference_records, render
+
+    if args.reference_entries:
+        for path in reference_records(args.entries, progress=True):
+            print(f"entry written to {path}")
+    print(f"leaderboard written to {render(args.entries, args.out)}")
+
+
+def _cmd_program_score(args: argparse.Namespace) -> None:
+    import json
+
+    from baselines.eval.search import evaluate_program
+
+    print(json.dumps(evaluate_program(args.program, args.env_id, function=args.function, final=args.final)))
+
+
+def _add_agent_source(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--agent", default=None, metavar="MODULE:NAME",
+                        help="an agent, class, factory or function observation -> action (MODULE: a module or a .py "
+                             "path)")  # fmt: skip
+    parser.add_argument("--policy", default=None, metavar="PATH",
+                        help="an ONNX file or a stable-baselines3 .zip (VecNormalize statistics beside it are used); "
+                             "{env} in PATH is replaced by each env id")  # fmt: skip
+    parser.add_argument("--algo", default=None, help="the SB3 algorithm of a .zip policy (default: ppo)")
 
 
 def _scale_out(args: argparse.Namespace) -> dict[str, Any]:
@@ -266,9 +343,17 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     rep.add_argument("setting", choices=reproductions(), help="the paper's setting")
     rep.add_argument("--scale", choices=("small", "paper"), default="small",
                      help="small: minutes on a laptop; paper: the paper's horizons and repetitions")  # fmt: skip
+    rep.add_argument("--traces", default=None, metavar="DIR",
+                     help="`traces` only: the folder holding the trace folders (default ../shared/traces)")  # fmt: skip
     _add_outputs(rep, "results/reproduce/<setting>")
     rep.add_argument("--quiet", action="store_true", help="no progress on stderr")
     rep.set_defaults(func=_cmd_reproduce)
+
+    from baselines.tuning import agents as agent_tuning
+
+    tune_agent = command("tune-agent", "tune a reference agent's constants on the validation seeds (Optuna)")
+    agent_tuning.add_arguments(tune_agent)
+    tune_agent.set_defaults(func=_cmd_tune_agent)
 
     tr = command("train", "train an RL baseline (stable-baselines3) and save model, statistics, curve")
     tr.add_argument("env_id", help=env_help)
@@ -303,10 +388,69 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     bench = command("benchmark", "compare on every env with PPO; one report with the headline table")
     bench.add_argument("--quick", action="store_true", help=_quick_help())
+    bench.add_argument(
+        "--publish",
+        default=None,
+        metavar="DIR",
+        help="also write the generated results page DIR/benchmark.md (--quick: benchmark-quick.md)",
+    )
+    bench.add_argument(
+        "--before",
+        default=None,
+        metavar="OLD.json",
+        help="a previous run's headline.json: the page ends with a before/after table per env",
+    )
+    render_help = "run nothing: rewrite the finished run in --out from its saved results (and publish it)"
+    bench.add_argument("--render", action="store_true", help=render_help)
     _add_outputs(bench, "results/benchmark", models=True)
     _add_scale_out(bench)
     _add_training(bench)
     bench.set_defaults(func=_cmd_benchmark)
+
+    ev = command("evaluate", "score any agent under the benchmark's protocol, next to the reference agents; write its "
+                 "report and submission record")  # fmt: skip
+    ev.add_argument("env_id", nargs="?", default=None, help=env_help + " (or an RL-ready id, for a policy)")
+    ev.add_argument("--all-envs", action="store_true", help="every env of the protocol: a whole leaderboard row")
+    _add_agent_source(ev)
+    ev.add_argument("--declaration", required=True, metavar="FILE",
+                    help="YAML/JSON: privileged, training_env_steps, training_cpu_hours, training_gpu_hours, source, "
+                         "tuned_on_validation_seeds")  # fmt: skip
+    ev.add_argument("--name", default=None, help="the entry's name (default: the agent's or the file's)")
+    ev.add_argument("--full", action="store_true", help="the full protocol's seeds (default: the quick protocol's)")
+    ev.add_argument("--reference", choices=("all", "anchors"), default="all",
+                    help="reference agents beside it: all, or the paper's algorithm and the anchors")  # fmt: skip
+    ev.add_argument(
+        "--rl-interface",
+        action="store_true",
+        help="an --agent acts through the RL-ready ids' interface (flat Box observations), as a policy does",
+    )
+    ev.add_argument("--step-limit", type=float, default=None, metavar="SECONDS", help="per-step time limit")
+    _add_outputs(ev, "results/evaluate/<name>")
+    ev.add_argument("--workers", type=int, default=1, help="episodes in parallel")
+    ev.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ev.set_defaults(func=_cmd_evaluate)
+
+    val = command("validate", "replay a submission record's episodes and check every metric and action digest")
+    val.add_argument("record", help="a record.json (e.g. leaderboard/<entry>.json)")
+    _add_agent_source(val)
+    val.add_argument("--sample", type=_positive, default=None, metavar="K", help="replay K episodes, evenly spaced")
+    val.set_defaults(func=_cmd_validate)
+
+    board = command("leaderboard", "render the leaderboard page from the records of leaderboard/")
+    board.add_argument("--entries", default="leaderboard", help="the folder of records")
+    board.add_argument("--out", default="docs/leaderboard", help="where index.md and its figures go")
+    board.add_argument("--reference-entries", action="store_true",
+                       help="first (re)write the entries of the reference agents and the shipped PPO runs (quick "
+                            "protocol) into --entries")  # fmt: skip
+    board.set_defaults(func=_cmd_leaderboard)
+
+    prog = command("program-score", "score a Python file's policy function and print JSON (program search, LLM-"
+                   "written policies); validation seeds unless --final")  # fmt: skip
+    prog.add_argument("program", help="a .py file defining the policy function")
+    prog.add_argument("env_id", help=env_help)
+    prog.add_argument("--function", default="policy", help="the function's name in the file")
+    prog.add_argument("--final", action="store_true", help="the evaluation seeds (default: validation seeds 100-104)")
+    prog.set_defaults(func=_cmd_program_score)
 
     # Step-rate benchmark: options and run live in baselines/perf/steps.py.
     from baselines.perf.steps import add_arguments as add_speed_arguments

@@ -5,7 +5,7 @@ A new setting adds one line to ``ENV_ENTRY_POINTS``; the registry-wide conforman
 
 Each setting also has an RL-ready id, ``Cluster<Name>RL-vN`` (``RL_IDS``): the setting's env class with the
 kwargs that give one ``Box`` observation and a ``Box``, ``Discrete`` or ``MultiDiscrete`` action, chosen by the
-RL-interface ablations (docs/rl_ablations.md), so that a client that takes only an id (CleanRL, RLlib,
+RL-interface ablations (docs/appendix/rl_ablations.md), so that a client that takes only an id (CleanRL, RLlib,
 ``PPO("MlpPolicy", gym.make(id))``) trains with no user code. Those kwargs only change how an action is read or
 what the agent observes (``baselines.eval.protocol.FORMAT_KWARGS``): dynamics, reward and metrics are the base id's,
 with any other kwarg passed as to the base id (e.g. the benchmark's ``service_model="exclusive"``).
@@ -19,7 +19,7 @@ import gymnasium as gym
 
 ENV_ENTRY_POINTS: dict[str, str] = {
     "ClusterSLA-v0": "cluster_envs.sla.env:ClusterSLAEnv",
-    "ClusterApprox-v0": "cluster_envs.approx.env:ClusterApproxEnv",
+    "ClusterApprox-v1": "cluster_envs.approx.env:ClusterApproxEnv",
     "ClusterApproxSingleJob-v0": "cluster_envs.approx.env:ClusterApproxSingleJobEnv",
     "ClusterBilinear-v0": "cluster_envs.bilinear.env:ClusterBilinearEnv",
     "ClusterMultiServer-v0": "cluster_envs.multiserver.env:ClusterMultiServerEnv",
@@ -29,7 +29,7 @@ ENV_ENTRY_POINTS: dict[str, str] = {
 # Ids with a batched implementation for ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")``.
 VECTOR_ENTRY_POINTS: dict[str, str] = {
     "ClusterSLA-v0": "cluster_envs.sla.vector_env:ClusterSLAVectorEnv",
-    "ClusterApprox-v0": "cluster_envs.approx.vector_env:ClusterApproxVectorEnv",
+    "ClusterApprox-v1": "cluster_envs.approx.vector_env:ClusterApproxVectorEnv",
     "ClusterApproxSingleJob-v0": "cluster_envs.approx.vector_env:ClusterApproxSingleJobVectorEnv",
     "ClusterBilinear-v0": "cluster_envs.bilinear.vector_env:ClusterBilinearVectorEnv",
     "ClusterMultiServer-v0": "cluster_envs.multiserver.vector_env:ClusterMultiServerVectorEnv",
@@ -39,31 +39,28 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
 
 # RL-ready id -> (base id, the kwargs it fixes).
 RL_IDS: dict[str, tuple[str, dict[str, str]]] = {
-    # docs/rl_ablations.md, ClusterSLA-v0 action mode: regret 23 with normalize, 453 with softmax (100k steps)
+    # the interfaces the ablations chose (docs/appendix/rl_ablations.md)
     "ClusterSLARL-v0": ("ClusterSLA-v0", {"action_mode": "normalize"}),
-    # docs/rl_ablations.md, ClusterApprox-v0 work-conserving actions: score 0.658 vs -1.85 read as the paper does
-    # (superseded by v1, kept: its reading is still available)
-    "ClusterApproxRL-v0": ("ClusterApprox-v0", {"action_mode": "work_conserving", "observation_mode": "flat"}),
-    # docs/rl_ablations.md, ClusterApprox-v0 paced priorities: PPO's greedy play converges (1.343 at its plateau)
-    # where the work-conserving one drifts to idling
-    "ClusterApproxRL-v1": ("ClusterApprox-v0", {"action_mode": "paced_priority", "observation_mode": "flat"}),
-    # docs/rl_ablations.md, ClusterApproxSingleJob-v0 paced priority
+    # v2: the base id's prices no longer leak (CHANGELOG)
+    "ClusterApproxRL-v2": ("ClusterApprox-v1", {"action_mode": "paced_priority", "observation_mode": "flat"}),
     "ClusterApproxSingleJobRL-v0": (
         "ClusterApproxSingleJob-v0",
         {"action_mode": "paced_priority", "observation_mode": "flat"},
     ),
-    # ClusterBilinear-v0 logits vs allocation: simplex_logits 23.8, allocation 88.1 (50k steps); the full
-    # observation (queues and the bandit's statistics) is one Box
+    # the full observation (queues and the bandit's statistics) is one Box
     "ClusterBilinearRL-v0": ("ClusterBilinear-v0", {"action_mode": "simplex_logits", "observation_mode": "full"}),
-    # docs/rl_ablations.md, ClusterMultiServer-v0 scores vs binary + mask: PPO on scores 0.988, MaskablePPO 0.945
     "ClusterMultiServerRL-v0": ("ClusterMultiServer-v0", {"action_mode": "scores", "observation_mode": "flat"}),
     # PPO's interface (a Box action cannot carry MaskablePPO's mask: the benchmark's MaskablePPO uses the base id)
     "ClusterGangRL-v0": ("ClusterGang-v0", {"action_mode": "scores", "observation_mode": "flat"}),
+    # instance-independent spaces (issue #32): padded edge rows, one score per padded edge, the same for every
+    # instance_seed and preset up to the paper's sizes (cluster_envs.multiserver.entity)
+    "ClusterMultiServerEntityRL-v0": ("ClusterMultiServer-v0", {"action_mode": "scores", "observation_mode": "entity"}),
+    "ClusterGangEntityRL-v0": ("ClusterGang-v0", {"action_mode": "scores", "observation_mode": "entity"}),
 }
 
-# RL-ready ids a later version replaced as the benchmark's interface (old -> new): registered still, since their
-# reading of the action is still available (docs/versioning.md); gymnasium warns that a newer version exists.
-SUPERSEDED_RL_IDS: dict[str, str] = {"ClusterApproxRL-v0": "ClusterApproxRL-v1"}
+# RL-ready ids of the instance-independent interface: not (yet) the benchmark's PPO interface, which trains on one
+# fixed instance with the flat ids above
+ENTITY_RL_IDS = ("ClusterMultiServerEntityRL-v0", "ClusterGangEntityRL-v0")
 
 
 def register_envs() -> None:
@@ -82,5 +79,5 @@ def env_ids() -> list[str]:
 
 
 def rl_ids() -> list[str]:
-    """The RL-ready ids, in table order (with the superseded ones, ``SUPERSEDED_RL_IDS``)."""
+    """The RL-ready ids, in table order."""
     return list(RL_IDS)

@@ -36,6 +36,25 @@ def alibaba_trace_dir() -> Path:
     pytest.skip(f"the Alibaba GPU 2023 trace ({NODE_FILE}, {POD_FILE}) is in none of {ALIBABA_GPU_2023_DIRS}")
 
 
+# The Azure LLM inference 2023 trace (CC-BY 4.0), likewise never vendored: $CLUSTER_ENVS_AZURE_LLM_2023, else
+# ../shared/traces/azure-llm-inference-2023 beside the repository; a skip with a reason when neither holds it.
+AZURE_LLM_2023_DIRS = (
+    os.environ.get("CLUSTER_ENVS_AZURE_LLM_2023"),
+    Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "azure-llm-inference-2023",
+)
+
+
+@pytest.fixture(scope="session")
+def azure_trace_dir() -> Path:
+    """The folder with the Azure LLM inference 2023 CSVs (see ``AZURE_LLM_2023_DIRS``), or a skip."""
+    from cluster_envs.common.azure_llm import FILES
+
+    for folder in filter(None, AZURE_LLM_2023_DIRS):
+        if all((Path(folder) / name).is_file() for name in FILES.values()):
+            return Path(folder).resolve()
+    pytest.skip(f"the Azure LLM inference 2023 trace ({', '.join(FILES.values())}) is in none of {AZURE_LLM_2023_DIRS}")
+
+
 @pytest.fixture
 def malformed_trace(alibaba_trace_dir, tmp_path):
     """``make(file, drop_column=None)``: a copy of the trace in ``tmp_path`` without ``file`` (``drop_column``

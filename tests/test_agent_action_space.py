@@ -155,7 +155,7 @@ def gang(rng, base, large):
 
 SAMPLERS = {
     "ClusterSLA-v0": sla,
-    "ClusterApprox-v0": approx,
+    "ClusterApprox-v1": approx,
     "ClusterApproxSingleJob-v0": approx_single,
     "ClusterBilinear-v0": bilinear,
     "ClusterMultiServer-v0": multiserver,
@@ -175,10 +175,12 @@ def inside(space: gym.Space, action) -> bool:
 
 def presets(env_id: str) -> list[str]:
     """The id's presets less those that read user data (``TRACE_PRESETS`` of its config module, e.g. a trace
-    folder): tests/multiserver and tests/sla run those on the shared trace."""
+    folder: tests/multiserver and tests/sla run those on the shared trace) and the production-scale ones
+    (``PRODUCTION_PRESETS``: tests/test_production_presets.py)."""
     env = gym.make(env_id).unwrapped
-    needs_data = getattr(importlib.import_module(type(env.config).__module__), "TRACE_PRESETS", ())
-    return [name for name in type(env).presets if name not in needs_data]
+    module = importlib.import_module(type(env.config).__module__)
+    skipped = (*getattr(module, "TRACE_PRESETS", ()), *getattr(module, "PRODUCTION_PRESETS", ()))
+    return [name for name in type(env).presets if name not in skipped]
 
 
 def run_configurations(env_id: str, name: str, preset_names: list[str], wanted: int, large: bool) -> None:

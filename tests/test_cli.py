@@ -41,7 +41,7 @@ def test_run_prints_json_metrics(capsys):
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "1000000000"], "where training starts"),
     (["compare", "ClusterSLA-v0", "--agents", "mwu", "--seeds", "0-1000000000"], "--seeds"),
     # configurations that crashed at reset or step before their keywords had domains (issue 19)
-    (["run", "ClusterApprox-v0", "--agent", "opm", "--seeds", "0", "--set", "price_factor=1e300"], "price_factor"),
+    (["run", "ClusterApprox-v1", "--agent", "opm", "--seeds", "0", "--set", "price_factor=1e300"], "price_factor"),
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "0", "--set", "preset=proportionality_3_4", "--set",
       'scenario_kwargs={"eta": 1e-300}'], "eta"),
 ])  # fmt: skip
@@ -78,8 +78,8 @@ def test_make_agent_lists_the_hyperparameters_of_the_whole_constructor_chain():
         make_agent("ClusterBilinear-v0", "sabr", beta_scle=0.3)
     assert "'beta_scale'" in str(err.value)
     with pytest.raises(ValueError, match="allowed: .*'alpha'.*'delta'"):  # OPM forwards **kwargs to its base
-        make_agent("ClusterApprox-v0", "opm", alpah=1.0)
-    assert make_agent("ClusterApprox-v0", "opm", delta=0.2).delta == 0.2
+        make_agent("ClusterApprox-v1", "opm", alpah=1.0)
+    assert make_agent("ClusterApprox-v1", "opm", delta=0.2).delta == 0.2
 
 
 def test_version_and_help_show_choices_and_defaults(capsys):

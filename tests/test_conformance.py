@@ -47,7 +47,7 @@ def _rollout(env: gym.Env, actions: list, seed: int) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_gymnasium_env_checker(env_id):
-    env = gym.make(env_id).unwrapped  # outside the filter: a superseded RL-ready id warns that v(N+1) exists
+    env = gym.make(env_id).unwrapped
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env, skip_render_check=False)
@@ -75,7 +75,9 @@ def test_same_seed_same_trajectory(env_id):
 @pytest.mark.parametrize("env_id", IDS)
 def test_different_seeds_differ_and_reset_seed_leaves_no_state(env_id):
     env = gym.make(env_id)
-    actions = _sample_actions(env, 0, 100)
+    # 300 steps: ClusterApprox-v1's default instances show no job for about the first 100 slots, and its prices,
+    # public since v1, no longer differ by seed
+    actions = _sample_actions(env, 0, 300)
     first = _rollout(env, actions, seed=1)
     other = _rollout(env, actions, seed=2)
     assert any(a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(first, other, strict=False))

@@ -128,7 +128,7 @@ CALLERS = {
     "harness.rollout": lambda value: rollout(ENV, "rest_pg", 0, env_kwargs={**SMALL, "action_mode": value}),
     "harness.simulate": lambda value: harness.simulate(ENV, "rest_pg", 0, env_kwargs={**SMALL, "action_mode": value}),
     "reproduce.approx": lambda value: approx.run_one(
-        (("k",), "ClusterApprox-v0", "opm_gc", {}, {"horizon": 20, "capacity": value}, 0)
+        (("k",), "ClusterApprox-v1", "opm_gc", {}, {"horizon": 20, "capacity": value}, 0)
     ),
     "reproduce.bilinear": lambda value: bilinear.run_episode("sabr", 0, horizon=20, env_kwargs={"action_mode": value}),
     "reproduce.multiserver": lambda value: multiserver.run_one(

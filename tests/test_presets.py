@@ -26,7 +26,7 @@ def test_every_settings_default_preset_is_named_default():
         ("ClusterMultiServer-v0", {"preset": "paper"}, "is not a known preset"),
         ("ClusterBilinear-v0", {"preset": "paper"}, "is not a known preset"),
         ("ClusterSLA-v0", {"obs_mode": "full"}, "unknown keyword"),
-        ("ClusterApprox-v0", {"compute_benchmark": True}, "unknown keyword"),
+        ("ClusterApprox-v1", {"compute_benchmark": True}, "unknown keyword"),
         ("ClusterBilinear-v0", {"max_jobs": 4}, "unknown keyword"),
     ],
 )

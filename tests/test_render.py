@@ -17,7 +17,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "envs"
 # The default preset's frame, as each docs/envs sheet states it.
 FRAME_SHAPES = {
     "ClusterSLA-v0": (120, 104, 3),
-    "ClusterApprox-v0": (242, 585, 3),
+    "ClusterApprox-v1": (242, 585, 3),
     "ClusterApproxSingleJob-v0": (242, 448, 3),
     "ClusterBilinear-v0": (120, 448, 3),
     "ClusterMultiServer-v0": (364, 598, 3),

@@ -9,14 +9,17 @@ import pytest
 
 from baselines.eval.protocol import FORMAT_KWARGS
 from cluster_envs import rl_ids
-from cluster_envs.registration import ENV_ENTRY_POINTS, RL_IDS, SUPERSEDED_RL_IDS, VECTOR_ENTRY_POINTS
+from cluster_envs.registration import ENTITY_RL_IDS, ENV_ENTRY_POINTS, RL_IDS, VECTOR_ENTRY_POINTS
 
+BENCHMARKED = [i for i in rl_ids() if i not in ENTITY_RL_IDS]  # the PPO interfaces
 ACTION_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete)
 
 
 def test_every_rl_id_is_named_after_its_base_id_and_registered_with_its_entry_points():
     for env_id, (base, kwargs) in RL_IDS.items():
-        assert env_id.rpartition("-v")[0] == base.rpartition("-v")[0] + "RL"  # its own version
+        # its own version; "Entity": the instance-independent interface (observation_mode="entity")
+        infix = "Entity" if kwargs.get("observation_mode") == "entity" else ""
+        assert env_id.rpartition("-v")[0] == base.rpartition("-v")[0] + infix + "RL"
         spec = gym.spec(env_id)
         assert spec.entry_point == ENV_ENTRY_POINTS[base]
         assert spec.vector_entry_point == VECTOR_ENTRY_POINTS.get(base)
@@ -97,25 +100,7 @@ def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
         obs, *_ = theirs.step(action)
 
 
-def test_a_superseded_rl_id_names_the_newer_version_of_the_same_base_id():
-    for old, new in SUPERSEDED_RL_IDS.items():
-        assert RL_IDS[old][0] == RL_IDS[new][0] and RL_IDS[old][1] != RL_IDS[new][1]
-        assert int(new.rpartition("-v")[2]) > int(old.rpartition("-v")[2]) and new not in SUPERSEDED_RL_IDS
-        with pytest.warns(DeprecationWarning, match="out of date"):  # gymnasium's: a newer version exists
-            gym.make(old).close()
-
-
-def test_the_benchmarks_ppo_section_refuses_a_superseded_interface_by_name():
-    """The PPO section was chosen for the newer interface: training the old one with it is refused, naming it."""
-    pytest.importorskip("yaml")
-    from baselines.rl.config import RunConfig
-
-    for old in SUPERSEDED_RL_IDS:
-        with pytest.raises(ValueError, match=f"in {old}, which fixes it"):
-            RunConfig.resolve("ppo", old)
-
-
-@pytest.mark.parametrize("env_id", [i for i in rl_ids() if i not in SUPERSEDED_RL_IDS])
+@pytest.mark.parametrize("env_id", BENCHMARKED)
 def test_an_rl_id_is_the_interface_the_benchmarks_ppo_trains_on(env_id):
     """The settings' PPO kwargs (rl_needs), with its FlattenObservation wrapper read as observation_mode="flat"."""
     from baselines.eval.protocol import FLATTEN, require_setting
@@ -128,7 +113,7 @@ def test_an_rl_id_is_the_interface_the_benchmarks_ppo_trains_on(env_id):
     assert trained == kwargs
 
 
-@pytest.mark.parametrize("env_id", [i for i in rl_ids() if i not in SUPERSEDED_RL_IDS])
+@pytest.mark.parametrize("env_id", BENCHMARKED)
 def test_an_rl_id_trains_with_its_base_ids_hyperparameters_and_its_own_kwargs(env_id):
     pytest.importorskip("yaml")
     from baselines.eval.protocol import require_setting

@@ -2,7 +2,7 @@
 
 Not in the paper. Privileged (they read ``env._instance.means``, the hidden mean rate of every machine),
 so they never learn the rates: OPM/OPS's updates run with θ̂ = θ from the first slot, the UCB estimation
-error (the learning part of Theorem 2's regret) removed. The benchmark's 1-anchor of ``ClusterApprox-v0``,
+error (the learning part of Theorem 2's regret) removed. The benchmark's 1-anchor of ``ClusterApprox-v1``,
 whose exact offline optimum (the convex program P1 over the whole horizon) costs minutes per episode.
 """
 

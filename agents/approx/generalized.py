@@ -100,7 +100,7 @@ def _path_or_cycle(frac: np.ndarray) -> list[tuple[int, int]]:
 
 
 class OPMGC(OPM):
-    """OPM for the Sec. V-C model (needs ``capacity`` set on ``ClusterApprox-v0``)."""
+    """OPM for the Sec. V-C model (needs ``capacity`` set on ``ClusterApprox-v1``)."""
 
     name = "opm_gc"
     env_kwargs = {"capacity": 2, "parallelism": 4}
@@ -108,7 +108,7 @@ class OPMGC(OPM):
 
     def reset(self, problem: Any, seed: int | None = None) -> None:
         if not problem.generalized:
-            raise ValueError("opm_gc needs the Sec. V-C mode of ClusterApprox-v0: pass capacity=...")
+            raise ValueError("opm_gc needs the Sec. V-C mode of ClusterApprox-v1: pass capacity=...")
         super().reset(problem, seed)
         self.capacity = np.asarray(problem.capacity, dtype=np.float64)
 

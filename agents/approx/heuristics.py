@@ -207,7 +207,7 @@ class RandomScheduler(_Scheduler):
 
 
 class RandomPacedScheduler(_Scheduler):
-    """Ours: the control of ClusterApprox-v0's RL row. Uniformly random priorities in [-1, 1] per job slot and per
+    """Ours: the control of ClusterApprox-v1's RL row. Uniformly random priorities in [-1, 1] per job slot and per
     machine, redrawn each slot, read as PPO's action is read (``action_mode="paced_priority"``: ``greedy_ucb``'s
     pacing, the slots and machines in priority order). It learns nothing, so PPO's score above it is what PPO
     learned and its score above the other agents' is the reading's."""

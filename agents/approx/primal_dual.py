@@ -32,8 +32,10 @@ from agents.approx.common import (
 )
 from agents.base import BaseAgent
 from cluster_envs.approx.model import ApproxProblem, utility_derivative
-from cluster_envs.approx.projection import categorical_round, project_columns
-from cluster_envs.common.config import check_number
+from cluster_envs.approx.projection import categorical_round, coupled_round, project_columns
+from cluster_envs.common.config import check_choice, check_number
+
+ROUNDINGS = ("independent", "coupled")
 
 
 @njit(cache=True)
@@ -56,6 +58,9 @@ class PrimalDualAgent(BaseAgent):
     ``alpha_semantics="step"`` uses α as the primal step (Eq. 18); ``"reg_weight"`` uses 1/α (A2).
     ``eps`` is the budget slack ε (a number, or ``"theory"`` = 8/(ρ²T) clipped at 0.5, A8).
     ``rate_constant`` = None estimates rates with UCB; a number c replaces θ̂ by c everywhere (B1).
+    ``rounding="independent"`` draws each slot's occupants afresh (Eq. 72 read literally); ``"coupled"`` keeps a
+    machine's occupant with probability min(1, x_new/x_old) and redraws it from the grown categories otherwise
+    (:func:`~cluster_envs.approx.projection.coupled_round`): the same E[x̃] = x, far fewer migrations.
     """
 
     problem_type = ApproxProblem
@@ -76,8 +81,10 @@ class PrimalDualAgent(BaseAgent):
         grad_estimate: str = "lagged",
         s_mode: str = "estimated",
         rate_constant: float | str | None = None,
+        rounding: str = "independent",
     ):
         check_common(alpha_semantics, grad_estimate, s_mode, y_floor, delta)
+        check_choice("rounding", rounding, ROUNDINGS)
         for label, value in (("alpha", alpha), ("mu", mu), ("gamma", gamma)):
             if value is not None:
                 check_number(label, value, low=0.0, low_open=True)
@@ -88,6 +95,7 @@ class PrimalDualAgent(BaseAgent):
         self.alpha, self.mu, self.gamma, self.eps, self.delta = alpha, mu, gamma, eps, delta
         self.alpha_semantics, self.y_floor = alpha_semantics, y_floor
         self.grad_estimate, self.s_mode, self.rate_constant = grad_estimate, s_mode, rate_constant
+        self.rounding = rounding
 
     def reset(self, problem: ApproxProblem, seed: int | None = None) -> None:
         self.problem = problem
@@ -112,6 +120,8 @@ class PrimalDualAgent(BaseAgent):
         self.exhausted = np.zeros(k, dtype=bool)
         self.theta_prev = np.ones(m) if self.constant is None else np.full(m, self.constant)
         self.eps_used: float | None = None
+        self.x_drawn = np.zeros((k, m))  # coupled rounding: the x of the last draw and its occupants (0 idle, k+1)
+        self.drawn = np.zeros(m, dtype=np.int64)
 
     def _slack(self, rows: np.ndarray) -> float:
         """1 − ε for the job of a row (ε of Theorem 2 needs ρ = B/(MT) of that job)."""
@@ -161,7 +171,11 @@ class PrimalDualAgent(BaseAgent):
         self.theta_prev = theta
         if self.categorical:
             occupant = np.zeros(self.problem.n_machines, dtype=np.int64)
-            if rows_active.size:
+            if self.rounding == "coupled":  # every row (inactive rows of x are 0), chained to the last draw
+                renewed = present & (rows[:, COL["is_new"]] > 0)
+                occupant = coupled_round(self.x, self.x_drawn, self.drawn, renewed, self.rng)
+                self.x_drawn, self.drawn = self.x.copy(), occupant
+            elif rows_active.size:
                 drawn = categorical_round(self.x[rows_active], self.rng)
                 occupant = np.where(drawn > 0, rows_active[drawn - 1] + 1, 0)
             if self.problem.budget_mode == "hard":

@@ -14,14 +14,17 @@ import numpy as np
 class RidgeUCB:
     """Λ = n I + Σ z zᵀ, b = Σ z ξ; r̃_ij = Π_[-1,1](z_ijᵀθ̂ + β_t ‖z_ij‖_{Λ⁻¹}).
 
-    β_t = beta_scale · (√(d² ln(tT)) + √n).
+    β_t = beta_scale · (σ √(d² ln(tT)) + √n), with σ the rewards' noise scale (``noise_std``). The paper prints
+    β(t) = √(d² ln(tT)) + √n for 1-sub-Gaussian noise (L120, L208); for σ-sub-Gaussian noise the self-normalized
+    bound behind it scales the first term by σ, which is what ``noise_std`` does (1: as printed).
     """
 
-    def __init__(self, pair_features: np.ndarray, n_servers: int, horizon: int, beta_scale: float = 1.0):
+    def __init__(self, pair_features: np.ndarray, n_servers: int, horizon: int, beta_scale: float = 1.0,
+                 noise_std: float = 1.0):  # fmt: skip
         self.shape = pair_features.shape[:2]
         self.z = pair_features.reshape(-1, pair_features.shape[-1])
         self.dim = self.z.shape[1]
-        self.n, self.horizon, self.beta_scale = n_servers, horizon, beta_scale
+        self.n, self.horizon, self.beta_scale, self.noise_std = n_servers, horizon, beta_scale, noise_std
         self.gram = n_servers * np.eye(self.dim)
         self.b = np.zeros(self.dim)
 
@@ -35,7 +38,7 @@ class RidgeUCB:
         return float(np.linalg.slogdet(self.gram)[1])
 
     def beta(self, t: int) -> float:
-        return self.beta_scale * (np.sqrt(self.dim * np.log(t * self.horizon)) + np.sqrt(self.n))
+        return self.beta_scale * (self.noise_std * np.sqrt(self.dim * np.log(t * self.horizon)) + np.sqrt(self.n))
 
     def theta_hat(self) -> np.ndarray:
         return np.linalg.solve(self.gram, self.b)

@@ -33,21 +33,24 @@ class Uniform(BaseAgent):
 class GreedyLinUCB(BaseAgent):
     """Myopic matching on Alg. 1's indices: servers in random order each take the class with the largest r̃_ij
     among classes with unassigned jobs (at most Q_i servers per class), else idle. Submitted via
-    ``action_mode="server_choice"``; ``beta_scale`` as in SABR.
+    ``action_mode="server_choice"``; ``beta_scale`` and ``noise_std`` as in SABR.
     """
 
     problem_type = BilinearProblem
     name: ClassVar[str] = "greedy"
     env_kwargs: ClassVar[dict[str, Any]] = {"action_mode": "server_choice"}
 
-    def __init__(self, beta_scale: float = 1.0):
+    def __init__(self, beta_scale: float = 1.0, noise_std: float | None = None):
         check_number("beta_scale", beta_scale, low=0.0)
-        self.beta_scale = float(beta_scale)
+        if noise_std is not None:
+            check_number("noise_std", noise_std, low=0.0)
+        self.beta_scale, self.noise_std = float(beta_scale), noise_std
 
     def reset(self, problem: BilinearProblem, seed: int | None = None) -> None:
         check_action_mode(problem, "server_choice", self.name)
         self.problem = problem
-        self.estimator = RidgeUCB(problem.pair_features, problem.n_servers, problem.horizon, self.beta_scale)
+        self.estimator = RidgeUCB(problem.pair_features, problem.n_servers, problem.horizon, self.beta_scale,
+                                  problem.noise_std if self.noise_std is None else self.noise_std)  # fmt: skip
         self.server_class = np.repeat(np.arange(problem.n_server_classes), problem.servers_per_class)
         self.rng = np.random.default_rng(seed)
         self.t = 0

@@ -34,7 +34,9 @@ class SABR(BaseAgent):
     ζ = n_max = max_t n(t), which equals n when every server is present in some slot).
 
     Hyperparameters (paper defaults): ``gamma_cost`` γ = 1.2 (> 1), ``V`` = √(I T) when None, ``weights`` w
-    (ones; W-SABR uses w = c), ``beta_scale`` multiplying β_t = √(d² ln(tT)) + √n (1 = as printed),
+    (ones; W-SABR uses w = c), ``beta_scale`` multiplying β_t = σ √(d² ln(tT)) + √n, ``noise_std`` σ (None: the
+    env's, ``problem.noise_std``: the width the paper's formula gives for σ-sub-Gaussian noise, since it prints
+    β_t for 1-sub-Gaussian noise; ``noise_std=1`` is β_t as printed, the agent ``sabr_printed``),
     ``solver``: ``"centralized"`` (exact fast path when no capacity binds, SLSQP otherwise; default),
     ``"distributed_job"`` / ``"distributed_server"`` (the Sec. IV iterations, options in ``solver_kwargs``:
     beta, alpha, delays, iterations, update).
@@ -52,11 +54,15 @@ class SABR(BaseAgent):
         weights: Any = None,
         solver: str = "centralized",
         solver_kwargs: dict[str, Any] | None = None,
+        noise_std: float | None = None,
     ):
         check_number("gamma_cost", gamma_cost, low=1.0, low_open=True)
         if V is not None:
             check_number("V", V, low=0.0, low_open=True)
         check_number("beta_scale", beta_scale, low=0.0)
+        if noise_std is not None:
+            check_number("noise_std", noise_std, low=0.0)
+        self.noise_std = noise_std
         check_choice("solver", solver, SOLVERS)
         if weights is not None:
             weights = np.asarray(weights, dtype=np.float64)
@@ -78,7 +84,8 @@ class SABR(BaseAgent):
         if self.w.shape != (n_i,):
             raise ValueError(f"weights must have {n_i} entries (one per job class), got {self.w.shape}")
         self.v_param = float(np.sqrt(n_i * problem.horizon)) if self.V is None else float(self.V)
-        self.estimator = RidgeUCB(problem.pair_features, problem.n_servers, problem.horizon, self.beta_scale)
+        self.estimator = RidgeUCB(problem.pair_features, problem.n_servers, problem.horizon, self.beta_scale,
+                                  problem.noise_std if self.noise_std is None else self.noise_std)  # fmt: skip
         self.t = 0
 
     def _weights(self, problem: BilinearProblem) -> np.ndarray:
@@ -110,6 +117,15 @@ class SABR(BaseAgent):
                 rt[:, present], a, caps[present], self.gamma_cost, node=node, **self.solver_kwargs
             )
         return y
+
+
+class SABRPrinted(SABR):
+    """Ablation: SABR with β_t as printed, √(d² ln(tT)) + √n (the noise taken 1-sub-Gaussian, L120)."""
+
+    name: ClassVar[str] = "sabr_printed"
+
+    def __init__(self, noise_std: float | None = 1.0, **kwargs: Any):
+        super().__init__(noise_std=noise_std, **kwargs)
 
 
 class WSABR(SABR):

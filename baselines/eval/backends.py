@@ -29,6 +29,7 @@ class Task:
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     agent_kwargs: Mapping[str, Any] = field(default_factory=dict)
     record: tuple[str, ...] | None = ()
+    digest: bool = False  # keep the digest of the actions played (Episode.actions)
 
     def run(self) -> Episode:
         agent = self.agent if isinstance(self.agent, str) else self.agent.build()
@@ -39,6 +40,7 @@ class Task:
             env_kwargs=self.env_kwargs,
             agent_kwargs=self.agent_kwargs or None,
             record=self.record,
+            digest=self.digest,
         )
 
 

@@ -39,7 +39,16 @@ from baselines.eval.protocol import (
     instance_kwargs,
     require_setting,
 )
-from baselines.eval.stats import bootstrap_ci, improvement_indicator, iqm, normalized
+from baselines.eval.stats import (
+    CONFIDENCE,
+    degenerate,
+    improvement_indicator,
+    interval_over,
+    iqm,
+    mean_interval,
+    normalized_score,
+    run_scores,
+)
 from baselines.rl.agent import SavedPolicy
 from baselines.rl.config import RunConfig
 from baselines.rl.store import obtain_policies, training_seeds
@@ -79,9 +88,9 @@ class Comparison:
         return self.matrix(agent, metric).mean(axis=0)
 
     def samples(self, agent: str, per_seed: np.ndarray) -> np.ndarray:
-        """The units ``agent``'s statistics run over, from a (training seeds, evaluation seeds) array such as
-        ``matrix``'s: a reference agent's evaluation seeds; an RL agent's runs, one per training seed, each scored by
-        its mean over the evaluation seeds (rliable's convention: training is the source of variance)."""
+        """The values ``agent``'s IQM runs over, from a (training seeds, evaluation seeds) array such as ``matrix``'s:
+        a reference agent's evaluation seeds; an RL agent's runs, one per training seed, each its mean over the
+        evaluation seeds (rliable's convention). Its intervals resample both levels (``stats.mean_interval``)."""
         return per_seed.mean(axis=1) if agent in self.rl_runs else per_seed[0]
 
     def traces(self, agent: str, key: str) -> list[np.ndarray]:
@@ -99,25 +108,38 @@ class Comparison:
     def paper_agent(self) -> str | None:
         return self.setting.paper_agent if self.setting is not None else None
 
+    def interval_text(self, agent: str | None = None) -> str:
+        """What ``agent``'s intervals run over (``stats.interval_over``); without an agent, every row's."""
+        n_eval = len(self.seeds)
+        if agent is not None:
+            return interval_over(n_eval, len(self.training_seeds(agent)))
+        text = interval_over(n_eval)
+        rl = {name: len(self.training_seeds(name)) for name in self.rl_runs}
+        if rl and n_eval >= 2:
+            text += "; RL rows " + ", ".join(
+                f"`{name}`: {interval_over(n_eval, n).removeprefix(f'{CONFIDENCE:.0%} ')}" for name, n in rl.items()
+            )
+        return text
+
     def summary(self) -> list[dict[str, Any]]:
-        """One row per agent and metric: n, mean, IQM, interval; paired difference to the paper's
-        algorithm with its interval and the probability of improvement."""
+        """One row per agent and metric: evaluation seeds and runs, mean, IQM, interval; paired difference to the
+        paper's algorithm with its interval and the probability of improvement (per evaluation seed, within each
+        training seed of an RL agent; intervals two-level for RL rows, ``stats.mean_interval``)."""
         rows = []
         for metric, direction in self.metrics.items():
             reference = self.values(self.paper_agent, metric) if self.paper_agent else None
             for agent in self.agents:
                 per_seed = self.matrix(agent, metric)
-                x = self.samples(agent, per_seed)
-                row: dict[str, Any] = {"agent": agent, "metric": metric, "direction": direction, "n": int(x.size)}
-                row.update(_describe(x))
+                row: dict[str, Any] = {"agent": agent, "metric": metric, "direction": direction}
+                row.update(_describe(per_seed, self.samples(agent, per_seed)))
                 if reference is not None and agent != self.paper_agent:
-                    diff = self.samples(agent, per_seed - reference)  # paired on the evaluation seeds
+                    diff = per_seed - reference  # paired on the evaluation seeds
                     row["diff"] = float(diff.mean())
-                    row["diff_low"], row["diff_high"] = bootstrap_ci(diff)
+                    row["diff_low"], row["diff_high"] = _interval(diff)
                     if direction:
-                        better = self.samples(agent, improvement_indicator(per_seed - reference, direction))
+                        better = improvement_indicator(diff, direction)
                         row["p_improve"] = float(better.mean())
-                        row["p_low"], row["p_high"] = bootstrap_ci(better)
+                        row["p_low"], row["p_high"] = _interval(better)
                 rows.append(row)
         return rows
 
@@ -126,27 +148,61 @@ class Comparison:
         fixed = not self.held_out and self.setting is not None and self.setting.instance_kwarg is not None
         return "fixed instance" if fixed else "held-out instances"
 
-    def normalized_scores(self, agent: str) -> np.ndarray | None:
-        """Per sample (``samples``: evaluation seed, or an RL agent's training seed), the headline metric normalized
-        between the naive baseline's mean (0) and the clairvoyant anchor's (1): the oracle agent's mean or the
-        closed-form benchmark's value. None without a settings entry."""
+    def anchors(self) -> tuple[np.ndarray, np.ndarray]:
+        """The headline metric of the naive anchor and of the clairvoyant anchor (its agent, or the closed-form
+        value) per evaluation seed."""
         setting = self.setting
-        if setting is None:
+        naive = self.values(setting.naive_agent, setting.headline)
+        if setting.oracle_value is not None:
+            return naive, np.full(naive.shape, float(setting.oracle_value))
+        return naive, self.values(setting.oracle_agent, setting.headline)
+
+    def degenerate_seeds(self) -> list[int]:
+        """The evaluation seeds dropped from every normalized score (the protocol's rule, docs/benchmark.md): those
+        on which the naive and clairvoyant anchors coincide (``stats.degenerate``), an instance on which no agent
+        can be told apart from either anchor. [] without a settings entry."""
+        if self.setting is None:
+            return []
+        return [s for s, same in zip(self.seeds, degenerate(*self.anchors()), strict=True) if same]
+
+    def scored_seeds(self) -> list[int]:
+        """The evaluation seeds normalized scores run over: every seed but the degenerate ones."""
+        dropped = set(self.degenerate_seeds())
+        return [s for s in self.seeds if s not in dropped]
+
+    def normalized(self, agent: str) -> dict[str, Any] | None:
+        """``agent``'s normalized headline score over ``scored_seeds`` (``stats.normalized_score``: ratio of means,
+        paired interval, IQM of its runs), with ``interval`` (what it runs over) or ``no_interval`` (why there is
+        none). None without a settings entry."""
+        if self.setting is None:
             return None
-        metric = setting.headline
-        naive = float(np.mean(self.values(setting.naive_agent, metric)))
-        top = setting.oracle_value
-        if top is None:
-            top = float(np.mean(self.values(setting.oracle_agent, metric)))
-        return normalized(self.samples(agent, self.matrix(agent, metric)), naive, top)
+        keep = np.isin(self.seeds, self.scored_seeds())
+        n_eval = int(keep.sum())
+        if n_eval == 0:
+            why = f"every evaluation seed is degenerate (anchors coincide on {self.degenerate_seeds()})"
+            return {"agent": agent, "mean": None, "iqm": None, "runs": 0, "ci_low": None, "ci_high": None,
+                    "n": 0, "no_interval": why}  # fmt: skip
+        naive, top = (a[keep] for a in self.anchors())
+        row = normalized_score(self.matrix(agent, self.setting.headline)[:, keep], naive, top, agent in self.rl_runs)
+        row = {"agent": agent, "n": n_eval, **row}
+        if row["ci_low"] is not None:
+            row["interval"] = interval_over(n_eval, len(self.training_seeds(agent)))
+        return row
+
+    def normalized_scores(self, agent: str) -> np.ndarray | None:
+        """``agent``'s runs of normalized headline scores, paired per seed (``stats.run_scores``, over
+        ``scored_seeds``): one per evaluation seed, or per training seed of an RL agent. None without a settings
+        entry."""
+        if self.setting is None:
+            return None
+        keep = np.isin(self.seeds, self.scored_seeds())
+        naive, top = (a[keep] for a in self.anchors())
+        return run_scores(self.matrix(agent, self.setting.headline)[:, keep], naive, top, agent in self.rl_runs)
 
     def normalized_summary(self) -> list[dict[str, Any]]:
-        rows = []
-        for agent in self.agents:
-            scores = self.normalized_scores(agent)
-            if scores is not None:
-                rows.append({"agent": agent, "n": int(scores.size), **_describe(scores)})
-        return rows
+        if self.setting is None:
+            return []
+        return [self.normalized(agent) for agent in self.agents]
 
     def heuristics(self) -> list[str]:
         """The online reference agents other than the paper's algorithm (and its ablations), the naive
@@ -167,14 +223,23 @@ class Comparison:
         """The track, the instance of every evaluation seed and RL's training instances (for results files)."""
         return {
             "track": self.track,
+            "degenerate_seeds": self.degenerate_seeds(),
             "evaluation_instances": {str(s): i for s, i in self.instances.items()},
             "training_instances": self.training_instances(),
         }
 
 
-def _describe(x: np.ndarray) -> dict[str, float]:
-    low, high = bootstrap_ci(x)
-    return {"mean": float(x.mean()), "iqm": float(iqm(x)), "ci_low": low, "ci_high": high}
+def _interval(per_seed: np.ndarray) -> tuple[float | None, float | None]:
+    """The interval of the mean of a (training seeds, evaluation seeds) matrix; (None, None) on one evaluation seed
+    (the report prints "—" and its header says why)."""
+    return mean_interval(per_seed) if per_seed.shape[-1] >= 2 else (None, None)
+
+
+def _describe(per_seed: np.ndarray, runs: np.ndarray) -> dict[str, Any]:
+    low, high = _interval(per_seed)
+    n_train, n_eval = per_seed.shape
+    return {"n": n_eval, "runs": n_train, "mean": float(per_seed.mean()), "iqm": float(iqm(runs)), "ci_low": low,
+            "ci_high": high}  # fmt: skip
 
 
 def resolve_agents(env_id: str, agents: str | Sequence[str]) -> list[str]:
@@ -212,6 +277,7 @@ def compare(
     held_out: bool = False,
     retrain: bool = False,
     threads: int = 1,
+    submitted: Sequence[Any] = (),
 ) -> Comparison:
     """Run every agent on every seed and return the comparison (``write_report`` writes it out).
 
@@ -226,6 +292,10 @@ def compare(
     statistics run over its training seeds (``Comparison.samples``).
     ``held_out`` runs seed ``s`` of an env whose instance an env kwarg fixes on the held-out instance
     ``HELD_OUT_INSTANCE_BASE + s``; by default every seed runs on the env kwargs' instance (see the module doc).
+    ``submitted``: agents from outside the package's registry, run next to the others on the same seeds (each a
+    picklable spec with ``name``, ``privileged``, ``env_kwargs`` and ``build() -> Agent``:
+    ``baselines.eval.submission.AgentSpec``); they may only add format kwargs, as RL agents.
+    Every episode keeps the digest of its actions (``Episode.actions``), which submission records store.
     """
     seeds = list(seeds)
     check_eval_seeds(seeds)
@@ -247,6 +317,10 @@ def compare(
         if changes:
             excluded[name] = changes
     names = list(agent_env_kwargs)
+    for spec in submitted:
+        if spec.name in agent_env_kwargs:
+            raise ValueError(f"submitted agent {spec.name!r} has the name of a reference agent of {env_id}; rename it")
+        admit(env_id, spec, env_kwargs, agent_env_kwargs, named=True)
     rl_runs: dict[str, dict[str, Any]] = {}
     policies: list[tuple[SavedPolicy, int]] = []  # (policy, training seed)
     if rl:
@@ -263,9 +337,10 @@ def compare(
             rl_runs[algo] = {"requested": len(wanted), "runs": [facts for _, facts in runs]}
     record = tuple(setting.curves) if setting else ()
     instances = {s: instance_kwargs(env_id, env_kwargs, instance_kwarg, s if per_seed else None) for s in seeds}
-    players = [(name, None) for name in names] + policies
+    # submitted agents first: one that fails does so before the reference agents have run
+    players = [(spec, None) for spec in submitted] + [(name, None) for name in names] + policies
     tasks = [
-        Task(env_id, agent, seed, env_kwargs={**env_kwargs, **instances[seed]}, record=record)
+        Task(env_id, agent, seed, env_kwargs={**env_kwargs, **instances[seed]}, record=record, digest=True)
         for agent, _ in players
         for seed in seeds
     ]
@@ -274,13 +349,14 @@ def compare(
     return Comparison(
         env_id=env_id,
         seeds=seeds,
-        agents=[*names, *rl_runs],
+        agents=[*names, *(spec.name for spec in submitted), *rl_runs],
         episodes=[dataclasses.replace(e, training_seed=t) for e, t in zip(episodes, trained_by, strict=True)],
         setting=setting,
         env_kwargs=env_kwargs,
         agent_env_kwargs=agent_env_kwargs,
         excluded=excluded,
-        privileged={n for n in names if agent_class(env_id, n).privileged},
+        privileged={n for n in names if agent_class(env_id, n).privileged}
+        | {s.name for s in submitted if s.privileged},
         rl_runs=rl_runs,
         held_out=held_out,
         instances={s: instances[s].get(instance_kwarg, "reset seed") for s in seeds},

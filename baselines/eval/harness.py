@@ -30,6 +30,8 @@ run another experiment than the one asked for.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib
 import json
 import time
@@ -59,6 +61,56 @@ class Episode:
     metrics: dict[str, float]
     trace: dict[str, np.ndarray] = field(repr=False)
     training_seed: int | None = None  # an RL agent's: the training seed of the policy that played (see compare)
+    actions: ActionDigest | None = None  # the digest of the actions played (``rollout(..., digest=True)``)
+
+
+class ActionDigest:
+    """The digest of an episode's action sequence, built step by step: ``sha256`` over every action (its dtype,
+    shape and bytes), and ``steps``, one locator byte per step (the first byte of that step's own sha256), so that a
+    replay that differs can name the first step whose action differs (a difference hides from one locator byte with
+    probability 1/256; the ``sha256`` never misses one)."""
+
+    def __init__(self, sha256: str | None = None, steps: bytes = b"") -> None:
+        self._hash = hashlib.sha256() if sha256 is None else None
+        self._sha256 = sha256
+        self._steps = bytearray(steps)
+
+    def add(self, action: Any) -> None:
+        data = action_bytes(action)
+        self._hash.update(data)
+        self._steps.append(hashlib.sha256(data).digest()[0])
+
+    @property
+    def sha256(self) -> str:
+        return self._sha256 if self._hash is None else self._hash.hexdigest()
+
+    @property
+    def steps(self) -> bytes:
+        return bytes(self._steps)
+
+    def to_json(self) -> dict[str, str]:
+        return {"sha256": self.sha256, "steps": base64.b64encode(self.steps).decode("ascii")}
+
+    @classmethod
+    def from_json(cls, stored: Mapping[str, str]) -> ActionDigest:
+        return cls(stored["sha256"], base64.b64decode(stored["steps"]))
+
+    def first_difference(self, other: ActionDigest) -> int | None:
+        """The first step whose locator differs (or where one sequence ends), None when the digests are equal."""
+        if self.sha256 == other.sha256:
+            return None
+        mine, theirs = self.steps, other.steps
+        return next(
+            (t for t, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b), min(len(mine), len(theirs))
+        )
+
+
+def action_bytes(action: Any) -> bytes:
+    """An action as bytes that tell its dtype, shape and values (a Dict action: its keys in order)."""
+    if isinstance(action, Mapping):
+        return b"".join(key.encode() + b"=" + action_bytes(action[key]) for key in sorted(action))
+    array = np.ascontiguousarray(np.asarray(action))
+    return f"{array.dtype.str}{array.shape}".encode() + array.tobytes()
 
 
 def build_agent(env_id: str, agent: str | Agent, agent_kwargs: Mapping[str, Any] | None = None) -> Agent:
@@ -156,10 +208,12 @@ def rollout(
     agent_kwargs: Mapping[str, Any] | None = None,
     record: Sequence[str] | None = None,
     progress: bool = False,
+    digest: bool = False,
 ) -> Episode:
     """Run one episode of ``agent`` on ``gym.make(env_id, **env_kwargs)`` reset with ``seed``.
 
     ``record`` names the scalar ``info`` keys to trace per step (default: all of them; ``()`` for none).
+    ``digest``: keep the :class:`ActionDigest` of the actions played (``Episode.actions``; submission records).
     ``progress``: a bar over the episode's steps with a time estimate, shown once the episode has run for
     ``STEP_BAR_DELAY`` seconds (a paper-scale episode can take minutes).
     """
@@ -169,20 +223,25 @@ def rollout(
     bar = progress_bar(total=horizon, desc=f"{agent.name} seed {seed}", unit="step", enabled=progress,
                        delay=STEP_BAR_DELAY, leave=False)  # fmt: skip
 
+    actions = ActionDigest() if digest else None
+
     def trace(step: Step) -> None:
         nonlocal traces
         bar.update()
+        if actions is not None:
+            actions.add(step.action)
         if traces is None:
             traces = {key: [] for key, value in step.info.items() if _is_scalar(value)}
         for key, values in traces.items():
             values.append(step.info[key])
 
     with env:
-        end = play(env, agent, observation, on_step=None if traces == {} and not progress else trace)
+        end = play(env, agent, observation, on_step=None if traces == {} and not (progress or digest) else trace)
     bar.close()
     metrics = {key: float(value) for key, value in end.info.get("episode_summary", {}).items()}
     metrics.update({"return": end.total_reward, "steps": float(end.steps)})
-    return Episode(env_id, agent.name, seed, metrics, {key: np.asarray(v) for key, v in traces.items()})
+    trace_arrays = {key: np.asarray(v) for key, v in traces.items()}
+    return Episode(env_id, agent.name, seed, metrics, trace_arrays, actions=actions)
 
 
 def simulate(

@@ -40,11 +40,12 @@ import yaml
 from cluster_envs.registration import RL_IDS
 
 HIGHER, LOWER = 1, -1
+AS_PRINTED, OUR_READING, OURS = "as printed", "our reading: ", "ours, after the paper"  # EnvSetting.paper_reading
 # Env kwargs that change only how an action is read or what the agent observes (and how an infeasible action
 # is handled, which a reference agent never sends), never the dynamics, the reward or the metrics. An agent
 # needing any other kwarg at a value the comparison does not use faces a different problem (e.g. opm_gc's
-# capacities on ClusterApprox-v0), so `compare` does not put it next to the others.
-# ClusterBilinear-v0's max_visible_jobs only sizes the per-job view; ClusterApprox-v0's sets which jobs can run.
+# capacities on ClusterApprox-v1), so `compare` does not put it next to the others.
+# ClusterBilinear-v0's max_visible_jobs only sizes the per-job view; ClusterApprox-v1's sets which jobs can run.
 FORMAT_KWARGS = frozenset({"action_mode", "observation_mode", "invalid_action"})
 ENV_FORMAT_KWARGS = {"ClusterBilinear-v0": frozenset({"max_visible_jobs"})}
 
@@ -76,7 +77,14 @@ class EnvSetting:
     rl_steps_quick: int = 50_000  # ... and of `benchmark --quick`
     rl_seeds: int = 5  # training seeds of the benchmark's RL row (0 .. rl_seeds - 1), each a run of its own
     kwargs_reasons: Mapping[str, str] = field(default_factory=dict)  # env_kwargs key -> why every agent runs with it
+    # agent -> its tuning budget on the validation seeds and where the study is (cluster-envs tune-agent; PPO's in
+    # docs/appendix/rl_curves/); an agent not listed runs with its printed/default constants
+    tuning: Mapping[str, str] = field(default_factory=dict)
     notes: str = ""
+    # What the paper's-algorithm row is: "as printed", "our reading: <what we read>" (the paper's algorithm where
+    # its text is ambiguous or wrong, read as stated) or "ours, after the paper" (our design; it does not enter the
+    # paper's-algorithm aggregate). "" while not stated.
+    paper_reading: str = ""
 
     def __post_init__(self) -> None:
         if self.headline not in self.metrics:
@@ -87,16 +95,44 @@ class EnvSetting:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        reading = self.paper_reading
+        stated = reading.startswith(OUR_READING) and reading.removeprefix(OUR_READING).strip()
+        if reading not in ("", AS_PRINTED, OURS) and not stated:
+            raise ValueError(
+                f"paper_reading={reading!r} must be {AS_PRINTED!r}, {OURS!r} or {OUR_READING!r} followed by the reading"
+            )
         unknown = sorted(set(self.kwargs_reasons) - set(self.env_kwargs))
         if unknown:
             raise ValueError(f"kwargs_reasons names {unknown}, which are not among env_kwargs {list(self.env_kwargs)}")
         object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
         object.__setattr__(self, "env_kwargs", MappingProxyType(dict(self.env_kwargs)))
         object.__setattr__(self, "rl_env_kwargs", MappingProxyType(dict(self.rl_env_kwargs)))
-        for name in ("ablations", "explanations", "kwargs_reasons"):
+        for name in ("ablations", "explanations", "kwargs_reasons", "tuning"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         algo_kwargs = {algo: MappingProxyType(dict(kw)) for algo, kw in self.rl_algo_env_kwargs.items()}
         object.__setattr__(self, "rl_algo_env_kwargs", MappingProxyType(algo_kwargs))
+
+    @property
+    def paper_label(self) -> str:
+        """The paper's-algorithm row's label: "paper (as printed)", "paper (our reading: ...)" or "ours, after the
+        paper"."""
+        if self.paper_is_ours:
+            return OURS
+        return f"paper ({self.paper_reading or 'reading not stated'})"
+
+    @property
+    def paper_tag(self) -> str:
+        """``paper_label`` in short, for a row label: "paper, as printed", "paper, our reading", "ours, after the
+        paper" (or "paper" while not stated)."""
+        if self.paper_is_ours:
+            return OURS
+        if not self.paper_reading:
+            return "paper"
+        return "paper, our reading" if self.paper_reading.startswith(OUR_READING) else f"paper, {AS_PRINTED}"
+
+    @property
+    def paper_is_ours(self) -> bool:
+        return self.paper_reading == OURS
 
     @property
     def rl_training_kwargs(self) -> dict[str, Any]:
@@ -203,7 +239,9 @@ FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "rl_steps_quick": (_is_int, "an integer"),
     "rl_seeds": (_is_int, "an integer"),
     "kwargs_reasons": (_is_texts, "a mapping env kwarg -> text"),
+    "tuning": (_is_texts, "a mapping agent -> text"),
     "notes": (_is_str, "a text"),
+    "paper_reading": (_is_str, "'as printed', 'our reading: <the reading>' or 'ours, after the paper'"),
 }
 
 

@@ -18,6 +18,7 @@ from baselines.eval.compare import Comparison
 from baselines.eval.harness import Episode
 from baselines.eval.outputs import claim
 from baselines.eval.protocol import env_setting
+from baselines.eval.stats import curve_band
 
 DIRECTION_WORDS = {1: "higher is better", -1: "lower is better", 0: "direction not set"}
 MAX_CURVE_POINTS = 400
@@ -32,7 +33,16 @@ def fmt(x: Any) -> str:
 
 
 def interval(low: Any, high: Any) -> str:
-    return "—" if not np.isfinite(low) else f"[{fmt(low)}, {fmt(high)}]"
+    return "—" if low is None or not np.isfinite(low) else f"[{fmt(low)}, {fmt(high)}]"
+
+
+def score_text(row: dict[str, Any]) -> str:
+    """A normalized score with its interval, or "—" with the reason it has none."""
+    if row["mean"] is None:
+        return f"— ({row['no_interval']})"
+    if "no_interval" in row:
+        return f"{fmt(row['mean'])} (no interval: {row['no_interval']})"
+    return f"{fmt(row['mean'])} {interval(row['ci_low'], row['ci_high'])}"
 
 
 def write_report(comparison: Comparison, out_dir: str | Path, *, force: bool = False, command: str = "compare") -> Path:
@@ -131,7 +141,7 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def label(comparison: Comparison, agent: str) -> str:
     if agent == comparison.paper_agent:
-        return f"{agent} (paper)"
+        return f"{agent} ({comparison.setting.paper_tag})"
     if comparison.setting is not None and agent in comparison.setting.ablations:
         return f"{agent} (ablation)"
     if agent in comparison.privileged:
@@ -156,8 +166,10 @@ def markdown(
         f"Env kwargs of every agent: `{comparison.env_kwargs}`; with each agent's own (action and observation "
         "format only) under *Env kwargs per agent*. "
         f"Evaluation seeds: {len(seeds)} ({_seed_text(seeds)}), the same for every agent (common random numbers). "
-        "Intervals: 95% percentile bootstrap over seeds; Δ: per-seed paired difference to the paper's algorithm; "
-        "P(better): fraction of seeds on which the agent beats it (ties count half).",
+        f"Intervals: {comparison.interval_text()} (`baselines/eval/stats.py`: agent and anchors resampled "
+        "together; an RL row's training seeds and evaluation seeds resampled independently); Δ: per-seed paired "
+        "difference to the paper's algorithm; P(better): fraction of seeds on which the agent beats it (ties count "
+        "half)." + (" One evaluation seed: no interval." if len(seeds) < 2 else ""),
         "",
     ]
     if comparison.excluded:
@@ -173,10 +185,10 @@ def markdown(
     lines += ["## Metrics", ""]
     for metric, direction in comparison.metrics.items():
         lines += [f"### `{metric}` ({DIRECTION_WORDS[direction]})", ""]
-        head = "| agent | mean | IQM | 95% CI |"
+        head = f"| agent | mean | IQM | {comparison.interval_text()} |"
         rule = "|---|---:|---:|---|"
         if paper:
-            head += f" Δ vs {paper} | 95% CI of Δ | P(better) |"
+            head += f" Δ vs {paper} | interval of Δ (as the row's) | P(better) [interval] |"
             rule += "---:|---|---|"
         lines += [head, rule]
         for row in (r for r in summary if r["metric"] == metric):
@@ -195,7 +207,7 @@ def markdown(
             lines.append(line)
         lines += ["", f"![{metric}]({bars[metric].relative_to(out)})", ""]
     if curves:
-        lines += ["## Per-step curves (mean over seeds, band: 95% normal interval)", ""]
+        lines += [f"## Per-step curves (mean over seeds; band: {comparison.interval_text()})", ""]
         lines += [f"![{key}]({path.relative_to(out)})" for key, path in curves.items()]
         lines.append("")
     if comparison.rl_runs:
@@ -228,23 +240,30 @@ def headline(comparison: Comparison) -> str:
     """The anchors, the normalized scores on the headline metric and the sanity flags (markdown)."""
     setting = comparison.setting
     instances = sorted({str(i) for i in comparison.instances.values()})
+    dropped = comparison.degenerate_seeds()
     lines = [
         f"Track: {comparison.track} (instances: {', '.join(instances)}). Paper's algorithm: "
-        f"`{comparison.paper_agent}`; 0-anchor (naive): `{setting.naive_agent}`; 1-anchor (clairvoyant): "
+        f"`{comparison.paper_agent}`, {setting.paper_label}; 0-anchor (naive): `{setting.naive_agent}`; "
+        "1-anchor (clairvoyant): "
         f"{setting.oracle_text}. {' '.join(filter(None, (setting.kwargs_text(comparison.env_kwargs), setting.notes)))}",
         "",
         *(f"- `{agent}`: {what}." for agent, what in setting.ablations.items() if agent in comparison.agents),
         "",
         f"## Normalized score on `{setting.headline}`",
         "",
-        "| agent | mean | IQM | 95% CI |",
-        "|---|---:|---:|---|",
+        "Each evaluation seed normalized by its own anchors; the score is the ratio of means (mean agent − mean "
+        "naive) / (mean clairvoyant − mean naive), the IQM over the runs (an evaluation seed, or an RL agent's "
+        "training seed).",
+        "",
+    ]
+    if dropped:
+        lines += [degenerate_sentence(comparison), ""]
+    lines += [
+        f"| agent | mean [{comparison.interval_text()}] | IQM |",
+        "|---|---|---:|",
     ]
     for row in comparison.normalized_summary():
-        lines.append(
-            f"| {label(comparison, row['agent'])} | {fmt(row['mean'])} | {fmt(row['iqm'])} "
-            f"| {interval(row['ci_low'], row['ci_high'])} |"
-        )
+        lines.append(f"| {label(comparison, row['agent'])} | {score_text(row)} | {fmt(row['iqm'])} |")
     if comparison.rl_runs:
         lines += ["", rl_runs_sentence(comparison)]
     lines += ["", "### Sanity notes", "", *sanity.markdown(sanity.flags(comparison))]
@@ -259,12 +278,24 @@ def rl_runs_sentence(comparison: Comparison) -> str:
         text = f"`{name}` has {len(seeds)} ({', '.join(map(str, seeds))})"
         if len(seeds) < facts["requested"]:
             text += f" of the {facts['requested']} requested: the runs found, the others not trained"
-        parts.append(text + (", one run: no interval" if len(seeds) == 1 else ""))
+        parts.append(text + (", one run: intervals over evaluation seeds only" if len(seeds) == 1 else ""))
     return (
-        "RL rows (rliable's convention): a run is one training seed; it plays every evaluation seed and scores its "
-        "mean over them. An RL row's n, mean, IQM and interval are over its runs, its Δ and P(better) paired on the "
-        "evaluation seeds within each run and then taken over runs; the other rows' are over evaluation seeds. "
-        f"Training seeds: {'; '.join(parts)}."
+        "RL rows: a run is one training seed; it plays every evaluation seed. An RL row's mean is over all its "
+        "episodes (runs × evaluation seeds), its IQM over its runs (each scored by its mean over the evaluation "
+        "seeds, rliable's convention), its intervals a two-level bootstrap (training seeds and evaluation seeds "
+        "resampled independently, the anchors with the evaluation seeds), its Δ and P(better) paired on the "
+        f"evaluation seeds within each run. Training seeds: {'; '.join(parts)}."
+    )
+
+
+def degenerate_sentence(comparison: Comparison) -> str:
+    """Which evaluation seeds the protocol's degenerate-instance rule dropped, and why."""
+    dropped = comparison.degenerate_seeds()
+    instances = ", ".join(f"{s} (instance {comparison.instances.get(s, 'reset seed')})" for s in dropped)
+    return (
+        f"Dropped from every normalized score (the protocol's degenerate-instance rule): evaluation seed(s) "
+        f"{instances}, on which the naive and clairvoyant anchors score the same `{comparison.setting.headline}`, "
+        f"so no agent can be placed between them. The scores run over the other {len(comparison.scored_seeds())}."
     )
 
 
@@ -292,15 +323,15 @@ def plot_metric(comparison: Comparison, summary: list[dict[str, Any]], metric: s
     plt = _pyplot()
     rows = [r for r in summary if r["metric"] == metric]
     means = np.array([r["mean"] for r in rows])
-    low = np.array([r["ci_low"] for r in rows])
-    high = np.array([r["ci_high"] for r in rows])
+    low = np.array([np.nan if r["ci_low"] is None else r["ci_low"] for r in rows])
+    high = np.array([np.nan if r["ci_high"] is None else r["ci_high"] for r in rows])
     errors = np.nan_to_num(np.vstack([means - low, high - means]), nan=0.0)
     colors = ["tab:red" if r["agent"] == comparison.paper_agent else "tab:blue" for r in rows]
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * len(rows) + 1), 3.4))
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.8 * len(rows) + 1), 4.0))
     ax.bar(range(len(rows)), means, yerr=errors, color=colors, capsize=4)
     ax.set_xticks(range(len(rows)), [label(comparison, r["agent"]) for r in rows], rotation=30, ha="right")
     ax.set_ylabel(metric)
-    ax.set_title(f"{comparison.env_id}: {metric} (95% CI, {len(comparison.seeds)} seeds)")
+    ax.set_title(f"{comparison.env_id}: {metric}\n({comparison.interval_text()})", fontsize=8)
     fig.tight_layout()
     path = folder / f"{metric}.png"
     fig.savefig(path, dpi=100)
@@ -316,19 +347,21 @@ def plot_curve(comparison: Comparison, key: str, folder: Path) -> Path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
     for agent in comparison.agents:
-        traces = comparison.traces(agent, key)
+        traces = comparison.traces(agent, key)  # episodes in order: per training seed, every evaluation seed
         if not traces:
             continue
         length = min(len(t) for t in traces)
-        data = np.vstack([t[:length] for t in traces]).astype(np.float64)
         idx = np.unique(np.linspace(0, length - 1, min(length, MAX_CURVE_POINTS)).astype(int))
-        mean = data[:, idx].mean(axis=0)
-        half = 1.96 * data[:, idx].std(axis=0, ddof=1) / np.sqrt(len(data)) if len(data) > 1 else 0 * mean
+        data = np.vstack([t[idx] for t in traces]).astype(np.float64)
+        data = data.reshape(len(comparison.training_seeds(agent)), -1, idx.size)
+        mean = data.mean(axis=(0, 1))
         (line,) = ax.plot(idx + 1, mean, label=label(comparison, agent), lw=1.2)
-        ax.fill_between(idx + 1, mean - half, mean + half, color=line.get_color(), alpha=0.2)
+        if data.shape[1] >= 2:
+            low, high = curve_band(data)
+            ax.fill_between(idx + 1, low, high, color=line.get_color(), alpha=0.2)
     ax.set_xlabel("step")
     ax.set_ylabel(key)
-    ax.set_title(f"{comparison.env_id}: {key}")
+    ax.set_title(f"{comparison.env_id}: {key}\n(band: {comparison.interval_text()})", fontsize=8)
     ax.legend(fontsize=7)
     fig.tight_layout()
     path = folder / f"curve_{key}.png"

@@ -2,13 +2,16 @@
 
 Four kinds, each with a key that ``EnvSetting.explanations`` maps to its explanation sentence:
 
-- ``below_naive:<agent>``: the agent's 95% interval of the normalized score (over evaluation seeds, or an RL agent's
-  training seeds: ``Comparison.samples``) lies entirely below 0 (the naive anchor's mean);
-- ``above_oracle:<agent>``: ... entirely above 1 (the clairvoyant anchor's mean or value);
+- ``below_naive:<agent>``: the agent's 95% interval of the normalized score (paired over evaluation seeds, two-level
+  for an RL agent: ``Comparison.normalized``) lies entirely below 0 (the naive anchor);
+- ``above_oracle:<agent>``: ... entirely above 1 (the clairvoyant anchor); where the 1-anchor is a
+  clairvoyant *policy* (``oracle_agent``), which is no upper bound, already when the agent's mean score is above 1;
 - ``identical:<a>=<b>[=...]``: agents with the same per-seed values of every reported metric (in agent order; an RL
   agent's per training seed and evaluation seed, so it matches an agent that does not train only with one run);
 - ``below_random:<agent>``: an online reference agent other than ``random`` itself whose per-seed paired
   difference to ``random`` on the headline metric has its 95% interval entirely on the worse side.
+
+A comparison on one evaluation seed has no interval, so it raises no interval flag.
 
 The anchors themselves are not flagged against their own anchor; RL agents are flagged like any other.
 """
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from baselines.eval.compare import Comparison
-from baselines.eval.stats import bootstrap_ci
+from baselines.eval.stats import mean_interval
 
 RANDOM = "random"
 
@@ -45,17 +48,29 @@ def _interval_flags(comparison: Comparison) -> list[tuple[str, str]]:
     setting = comparison.setting
     found = []
     for agent in comparison.agents:
-        scores = comparison.normalized_scores(agent)
-        low, high = bootstrap_ci(scores)
+        row = comparison.normalized(agent)
+        low, high = row["ci_low"], row["ci_high"]
+        if low is None:
+            continue
         if agent != setting.naive_agent and high < 0:
             found.append(
                 (f"below_naive:{agent}", f"`{agent}` lies below the naive anchor: interval [{low:.3g}, {high:.3g}]")
             )
-        if agent != setting.oracle_agent and low > 1:
+        if agent == setting.oracle_agent:
+            continue
+        if low > 1:
             found.append(
                 (
                     f"above_oracle:{agent}",
                     f"`{agent}` lies above the clairvoyant anchor: interval [{low:.3g}, {high:.3g}]",
+                )
+            )
+        elif setting.oracle_agent is not None and row["mean"] > 1:
+            found.append(
+                (
+                    f"above_oracle:{agent}",
+                    f"`{agent}` scores above the 1-anchor `{setting.oracle_agent}`, a clairvoyant policy and no upper "
+                    f"bound: mean {row['mean']:.3g}, interval [{low:.3g}, {high:.3g}]",
                 )
             )
     return found
@@ -74,7 +89,7 @@ def _identical_flags(comparison: Comparison) -> list[tuple[str, str]]:
 
 
 def _below_random_flags(comparison: Comparison) -> list[tuple[str, str]]:
-    if RANDOM not in comparison.agents:
+    if RANDOM not in comparison.agents or len(comparison.seeds) < 2:
         return []
     metric = comparison.setting.headline
     direction = comparison.metrics[metric]
@@ -85,7 +100,7 @@ def _below_random_flags(comparison: Comparison) -> list[tuple[str, str]]:
         if agent == RANDOM:
             continue
         worse = direction * (floor - comparison.values(agent, metric))  # > 0 where the agent is worse
-        low, high = bootstrap_ci(worse)
+        low, high = mean_interval(worse)
         if low > 0:
             found.append(
                 (

@@ -79,7 +79,7 @@ def _approx(kwargs: dict):
     import cluster_envs  # noqa: F401
     from cluster_envs.approx import model
 
-    env = gym.make("ClusterApprox-v0", **{**kwargs, "compute_regret": False}).unwrapped
+    env = gym.make("ClusterApprox-v1", **{**kwargs, "compute_regret": False}).unwrapped
     env.reset(seed=0)
     inst, cfg = env._instance, env.config
     args = (cfg.utility, cfg.beta, inst.jobs, inst.means, inst.prices, cfg.horizon, cfg.oracle_kind)

@@ -42,14 +42,14 @@ MEMORY_TARGET_MB = 2048.0
 # ESDP's dynamic program at the paper's scale (spec §4.3): |E| = 32, m = 16, c_k = 24, K = 3, slot t = 2,000.
 ESDP_DP_SCALE = {"n_edges": 32, "m": 16, "capacity": 24, "n_device_types": 3, "t": 2000}
 ESDP_DP_TARGET_S = 0.3
-# ClusterApprox-v0 at the paper's scale (issue 17): per-slot cost of each Table I scheme and of the env step,
+# ClusterApprox-v1 at the paper's scale (issue 17): per-slot cost of each Table I scheme and of the env step,
 # timed after a warm-up that brings the concurrent jobs near the preset's steady state (≈ 80 at load 3).
 APPROX_SLOT_AGENTS = ("opm", "opm_no_estimation", "fair", "deadline_aware")
 APPROX_SLOT_SCALE = {"preset": "paper", "warmup": 3000, "steps": 500}
 # Paper-scale episodes the issue times (opt-in, they are long): id -> (agent, env kwargs, target wall seconds).
 # ESDP's 8,000 slots get the per-slot DP target times the horizon (ours; the issue asks that the run completes).
 PAPER_EPISODES = {
-    "ClusterApprox-v0": ("opm", {"preset": "paper"}, 300.0),
+    "ClusterApprox-v1": ("opm", {"preset": "paper"}, 300.0),
     "ClusterMultiServer-v0": ("esdp", {"preset": "default", "horizon": 8000}, 8000 * ESDP_DP_TARGET_S),
 }
 
@@ -239,7 +239,7 @@ def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
 
 def bench_approx_slots(agent_names=APPROX_SLOT_AGENTS, *, preset: str = "paper", warmup: int = 3000,
                        steps: int = 500, seed: int = 0) -> dict[str, Any]:  # fmt: skip
-    """Per-slot seconds of each agent's decision and of the env step at a paper-scale preset of ClusterApprox-v0,
+    """Per-slot seconds of each agent's decision and of the env step at a paper-scale preset of ClusterApprox-v1,
     over ``steps`` slots after ``warmup`` slots of the same agent (seed ``seed``): wall (``act_seconds``,
     ``step_seconds``) and CPU (``cpu_seconds``, both together), next to CartPole-v1's single-env rate timed in the
     same process (``cartpole_steps``: what a slot costs in CartPole steps, which cancels most of the load)."""
@@ -247,7 +247,7 @@ def bench_approx_slots(agent_names=APPROX_SLOT_AGENTS, *, preset: str = "paper",
     reference_actions = _predrawn_actions(reference.action_space, 1024)
     rows = {}
     for name in agent_names:
-        env, agent, observation = harness.start("ClusterApprox-v0", name, seed, env_kwargs={"preset": preset})
+        env, agent, observation = harness.start("ClusterApprox-v1", name, seed, env_kwargs={"preset": preset})
         with env:
             for _ in range(warmup):
                 observation, *_ = env.step(agent.act(observation))
@@ -277,7 +277,7 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
     (steps = batch_env_steps / B, at least 20 and at most ``steps``); ``long_horizon=None`` skips the SLA
     long-horizon runs; ``paper_episodes=True`` adds the (long) ``PAPER_EPISODES`` runs; ``esdp_dp`` times
     ESDP's DP at paper scale when ClusterMultiServer-v0 is among the ids; ``approx_slots`` times the Table I
-    schemes' slots at M = 1,000 (``bench_approx_slots``) when ClusterApprox-v0 is; ``step_rates=False`` skips the
+    schemes' slots at M = 1,000 (``bench_approx_slots``) when ClusterApprox-v1 is; ``step_rates=False`` skips the
     single and batched step rates; ``training`` (the keyword arguments of ``baselines.perf.training.run``: copies,
     iterations, repeats) adds the PPO training section."""
     say = progress or (lambda message: None)
@@ -315,8 +315,8 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
     if esdp_dp and "ClusterMultiServer-v0" in env_ids:
         say("ClusterMultiServer-v0 ESDP dynamic program at paper scale")
         result["esdp_dp"] = bench_esdp_dp(repeats)
-    if approx_slots and "ClusterApprox-v0" in env_ids:
-        say("ClusterApprox-v0 per-slot cost of the Table I schemes at M = 1,000")
+    if approx_slots and "ClusterApprox-v1" in env_ids:
+        say("ClusterApprox-v1 per-slot cost of the Table I schemes at M = 1,000")
         result["approx_slots"] = bench_approx_slots(**APPROX_SLOT_SCALE)
     if paper_episodes:
         result["paper_episodes"] = {}
@@ -422,7 +422,7 @@ def to_markdown(result: dict[str, Any]) -> str:
                      f"in the same run.")  # fmt: skip
     if "approx_slots" in result:
         slots = result["approx_slots"]
-        lines += ["", f"ClusterApprox-v0 `preset={slots['preset']!r}` (M = 1,000), slots {slots['warmup']:,} to "
+        lines += ["", f"ClusterApprox-v1 `preset={slots['preset']!r}` (M = 1,000), slots {slots['warmup']:,} to "
                   f"{slots['warmup'] + slots['steps']:,}, seconds per slot:", "",
                   "| agent | decision (wall) | env step (wall) | both (CPU) | visible jobs | CartPole steps |",
                   "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
@@ -464,7 +464,7 @@ def add_arguments(parser) -> None:
                         help="also time the paper-scale episodes (ClusterApprox M=1000 with OPM: minutes)")  # fmt: skip
     parser.add_argument("--no-esdp-dp", action="store_true", help="skip the paper-scale ESDP DP timing")
     parser.add_argument("--no-approx-slots", action="store_true",
-                        help="skip the ClusterApprox-v0 per-slot timing of Table I's schemes at M = 1,000")  # fmt: skip
+                        help="skip the ClusterApprox-v1 per-slot timing of Table I's schemes at M = 1,000")  # fmt: skip
     parser.add_argument("--no-training", action="store_true", help="skip the PPO training throughput section")
     parser.add_argument("--training-copies", type=int, default=128,
                         help="copies of the native and null envs in the training section (default 128)")  # fmt: skip
@@ -475,6 +475,8 @@ def add_arguments(parser) -> None:
                         help="the training section's algorithm (its hyperparams file; default ppo)")  # fmt: skip
     parser.add_argument("--training-only", action="store_true",
                         help="time only the training section (no step rates, long horizon, DP, slots)")  # fmt: skip
+    parser.add_argument("--scaling-only", action="store_true",
+                        help="time only the scaling with size (scaling.md and .json; --ids picks envs)")  # fmt: skip
     parser.add_argument(
         "--out", default="results/bench", help="output folder for bench.md and bench.json (default: results/bench)"
     )
@@ -504,6 +506,8 @@ def run_from_args(args) -> Path:
     unknown = sorted(set(args.ids or []) - set(cluster_envs.env_ids()))
     if unknown:
         raise ValueError(f"--ids: unknown env id(s) {unknown}; registered: {cluster_envs.env_ids()}")
+    if args.scaling_only:
+        return _scaling_from_args(args)
     others = not args.training_only
     result = run_bench(args.ids, steps=args.steps, repeats=args.repeats, batch_sizes=args.sizes,
                        batch_env_steps=args.batch_env_steps, long_horizon=others and args.long_horizon or None,
@@ -511,6 +515,26 @@ def run_from_args(args) -> Path:
                        approx_slots=others and not args.no_approx_slots, step_rates=others,
                        training=_training(args), progress=lambda message: print(message, file=sys.stderr))  # fmt: skip
     md, js = write(result, args.out)
+    print(md.read_text())
+    print(f"written {md} and {js}")
+    return md
+
+
+def _scaling_from_args(args) -> Path:
+    """``--scaling-only``: the scaling table of ``baselines.perf.scaling`` into ``scaling.md`` and ``scaling.json``."""
+    from baselines.perf import scaling
+
+    unknown = sorted(set(args.ids or []) - set(scaling.SCALING))
+    if unknown:
+        raise ValueError(f"--ids: no size knob for {unknown} in the scaling section; allowed: {list(scaling.SCALING)}")
+    result = scaling.run(args.ids, repeats=args.repeats, progress=lambda message: print(message, file=sys.stderr))
+    command = "cluster-envs bench --scaling-only" + (f" --ids {' '.join(args.ids)}" if args.ids else "")
+    command += f" --repeats {args.repeats}" if args.repeats != 5 else ""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    md, js = out / "scaling.md", out / "scaling.json"
+    md.write_text(scaling.to_markdown(result, command))
+    js.write_text(json.dumps(result, indent=2))
     print(md.read_text())
     print(f"written {md} and {js}")
     return md

@@ -3,7 +3,8 @@
 E1 Fig. 3 (SABR vs UGDA-OL), E2 Fig. 4 (SABR vs W-SABR, per-class queues), E3 App. C (Alg. 2 vs Alg. 1),
 E4 the T-scaling and V sweep of the regret and queue bounds, E5 Sec. IV distributed convergence against
 condition (13). Repetition r uses ``instance_seed = 1000 + r`` and ``seed = r`` for every agent (common
-random numbers, a new instance per repetition, spec §7-F). Figures are mean ± 1 s.e. over repetitions.
+random numbers, a new instance per repetition, spec §7-F). Tables and figures give the mean with a 95% bootstrap
+interval over the repetitions (``baselines.eval.stats``).
 
 Run: ``python -m baselines.reproduce.bilinear [small|paper]`` or ``cluster-envs reproduce bilinear``.
 """
@@ -21,9 +22,11 @@ import numpy as np
 from agents.bilinear.distributed import iterate, solve_penalized, stability_bound
 from baselines.eval import harness
 from baselines.eval.progress import progress_bar
+from baselines.eval.stats import curve_band, mean_interval
 from cluster_envs.bilinear.model import oracle_lp
 
 ENV_ID = "ClusterBilinear-v0"
+BAND_POINTS = 400  # slots per band: the interval is bootstrapped at these points of the curve
 SCALES = {
     "small": {"reps": 5, "horizons": (500, 2000), "scaling": (250, 500, 1000, 2000), "iterations": 3000},
     "paper": {
@@ -96,14 +99,14 @@ def runs(agent_name: str, reps: int, bar: Any = None, **kwargs: Any) -> list[Epi
     return episodes
 
 
-def mean_se(values: Any) -> tuple[float, float]:
-    x = np.asarray(values, dtype=np.float64)
-    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
-
-
 def fmt(values: Any, digits: int = 1) -> str:
-    m, s = mean_se(values)
-    return f"{m:.{digits}f} ± {s:.{digits}f}"
+    """The mean over repetitions with the package's interval (``baselines.eval.stats.mean_interval``: 95% bootstrap
+    over the repetitions); none on one repetition."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size < 2:
+        return f"{x.mean():.{digits}f} (one repetition)"
+    low, high = mean_interval(x)
+    return f"{x.mean():.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 def table(header: list[str], rows: list[list[Any]]) -> str:
@@ -113,11 +116,13 @@ def table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def _band(ax, episodes: list[Episode], attr: str, label: str, fn=None) -> None:
-    data = np.array([getattr(e, attr) if fn is None else fn(e) for e in episodes])
-    m, s = data.mean(axis=0), data.std(axis=0, ddof=1) / np.sqrt(len(data))
-    t = np.arange(1, len(m) + 1)
-    ax.plot(t, m, label=label)
-    ax.fill_between(t, m - s, m + s, alpha=0.25)
+    data = np.array([getattr(e, attr) if fn is None else fn(e) for e in episodes], dtype=np.float64)
+    t = np.arange(1, data.shape[1] + 1)
+    ax.plot(t, data.mean(axis=0), label=label)
+    if len(data) >= 2:  # the package's interval over the repetitions, per slot
+        idx = np.unique(np.linspace(0, data.shape[1] - 1, min(data.shape[1], BAND_POINTS)).astype(int))
+        low, high = curve_band(data[None, :, idx])
+        ax.fill_between(t[idx], low, high, alpha=0.25)
 
 
 def loglog_slope(horizons: Any, values: Any) -> float:
@@ -398,7 +403,10 @@ def run(
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    sections = [f"# ClusterBilinear-v0 reproduction (scale {scale}, {cfg['reps']} repetitions, mean ± s.e.)\n"]
+    sections = [
+        f"# ClusterBilinear-v0 reproduction (scale {scale}, {cfg['reps']} repetitions, mean [95% bootstrap "
+        "interval over the repetitions])\n"
+    ]
     sections += [
         "## E1: Fig. 3, all agents (Sec. V setting)\n",
         e1_fig3(cfg["reps"], cfg["horizons"], out, plt, progress),

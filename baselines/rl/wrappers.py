@@ -4,11 +4,11 @@
   ``sum_obs / n_obs`` (0 before the first observation) and the width ``1 / sqrt(1 + n_obs)``: the bandit's
   sufficient statistics in the form an index policy uses them (an MLP on ``n_obs`` and ``sum_obs`` alone must
   learn a division). Everything is computed from the observation, so the information rule holds.
-- ``SlotMaskAction`` (ClusterApprox-v0): ``action_masks()`` for sb3-contrib's MaskablePPO, allowing per machine
+- ``SlotMaskAction`` (ClusterApprox-v1): ``action_masks()`` for sb3-contrib's MaskablePPO, allowing per machine
   idle and the occupied slots only.
 
 The action wrapper reads the raw Dict observation, so it goes inside any observation wrapper. (The work-conserving
-reading of ClusterApprox-v0's action, once a wrapper here, is the env's ``action_mode="work_conserving"``.)
+reading of ClusterApprox-v1's action, once a wrapper here, is the env's ``action_mode="work_conserving"``.)
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class BanditStatsObservation(gym.ObservationWrapper):
 
 
 class SlotMaskAction(gym.Wrapper):
-    """MaskablePPO's ``action_masks()`` on ClusterApprox-v0's Dict observation: per machine, idle and the slots the
+    """MaskablePPO's ``action_masks()`` on ClusterApprox-v1's Dict observation: per machine, idle and the slots the
     last observation showed occupied (flat, K + 1 per machine)."""
 
     def __init__(self, env: gym.Env):
@@ -53,7 +53,7 @@ class SlotMaskAction(gym.Wrapper):
         if "jobs" not in getattr(env.observation_space, "spaces", {}) or not isinstance(
             env.action_space, spaces.MultiDiscrete
         ):
-            raise ValueError(f"{type(self).__name__} needs ClusterApprox-v0's base model (jobs, MultiDiscrete action)")
+            raise ValueError(f"{type(self).__name__} needs ClusterApprox-v1's base model (jobs, MultiDiscrete action)")
         self.present = np.zeros(env.observation_space["jobs"].shape[0], dtype=bool)
 
     def _remember(self, observation: dict[str, np.ndarray]) -> None:

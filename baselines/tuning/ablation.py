@@ -48,7 +48,7 @@ import gymnasium as gym
 import numpy as np
 
 from baselines.eval.protocol import FLATTEN, SETTINGS, parse_seeds, read_data_file, require_setting, training_seed
-from baselines.eval.stats import bootstrap_ci, iqm, normalized
+from baselines.eval.stats import iqm, mean_interval, normalized
 from baselines.perf.training import FAST_UPDATE
 from baselines.rl.config import MASKED, RunConfig, wrapper_class
 from baselines.rl.diagnostics import action_shares, append_row, diagnostics_callback
@@ -470,15 +470,20 @@ def summarize(rows: list[dict[str, str]], refs: References) -> list[dict[str, An
                 "steps": checkpoint,
                 "seeds": len(per_seed),
                 "value": float(per_seed.mean()),
-                "value_ci": bootstrap_ci(per_seed),
+                "value_ci": _interval(per_seed),
                 "score": float(scores.mean()),
-                "score_ci": bootstrap_ci(scores),
+                "score_ci": _interval(scores),
                 "score_iqm": float(iqm(scores)),
                 "per_seed": per_seed.tolist(),
             }
         )
     order = list(dict.fromkeys(row["variant"] for row in table))  # variants as run, checkpoints ascending
     return sorted(table, key=lambda row: (order.index(row["variant"]), row["steps"]))
+
+
+def _interval(per_training_seed: np.ndarray) -> tuple[float | None, float | None]:
+    """The interval over training seeds (each value a mean over the evaluation seeds); none with one seed."""
+    return mean_interval(per_training_seed) if per_training_seed.size >= 2 else (None, None)
 
 
 def plateaus(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -489,7 +494,7 @@ def plateaus(table: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for variant in dict.fromkeys(r["variant"] for r in table):
         rows = [r for r in table if r["variant"] == variant]
         best = max(rows, key=lambda r: r["score"])
-        low = best["score_ci"][0] if np.isfinite(best["score_ci"][0]) else best["score"]
+        low = best["score"] if best["score_ci"][0] is None else best["score_ci"][0]
         first = next(r for r in rows if r["score"] >= low)
         out[variant] = {"steps": first["steps"], "score": first["score"], "best_steps": best["steps"],
                         "best_score": best["score"], "best_ci": best["score_ci"]}  # fmt: skip
@@ -524,7 +529,7 @@ def markdown(study: str, table: list[dict[str, Any]], refs: References) -> str:
 
 def _ci(ci: tuple[float, float], digits: int = 4) -> str:
     low, high = ci
-    return "" if not np.isfinite(low) else f"[{low:.{digits}g}, {high:.{digits}g}]"
+    return "" if low is None else f"[{low:.{digits}g}, {high:.{digits}g}]"
 
 
 def plot(study: str, table: list[dict[str, Any]], refs: References, path: Path) -> Path:
@@ -539,7 +544,7 @@ def plot(study: str, table: list[dict[str, Any]], refs: References, path: Path) 
         rows = sorted((r for r in table if r["variant"] == variant), key=lambda r: r["steps"])
         steps = [r["steps"] for r in rows]
         ax.plot(steps, [r["score"] for r in rows], marker="o", color=f"C{k}", label=variant)
-        low, high = zip(*(r["score_ci"] for r in rows), strict=True)
+        low, high = (np.array(side, dtype=np.float64) for side in zip(*(r["score_ci"] for r in rows), strict=True))
         ax.fill_between(steps, low, high, color=f"C{k}", alpha=0.2)
     for role, agent in refs.roles.items():
         ax.axhline(float(normalized(refs.means[agent], refs.naive, refs.top)), ls=":", lw=1, color="grey")

@@ -3,8 +3,8 @@
 rl-zoo3's objective (``ExperimentManager.objective``) scores a trial with its ``TrialEvalCallback``: the mean
 return of deterministic episodes of an evaluation env seeded once when the trial starts, so evaluation k plays
 other episodes than evaluation k + 1, each with its own instance. Where the instance is drawn per episode that
-return ranks episodes, not policies (docs/rl_curves/tuning.md, "Tuning": on ClusterBilinear-v0 a policy that never
-updated scored 1,379-1,701 from one evaluation to the next). :class:`HeadlineTrialEvalCallback` keeps
+return ranks episodes, not policies (docs/appendix/rl_curves/tuning.md, "Tuning").
+:class:`HeadlineTrialEvalCallback` keeps
 everything of rl-zoo3's callback (its evaluation frequency, its reports to Optuna at each evaluation, the
 pruning, the value the objective returns: ``last_mean_reward``) and replaces only the evaluation itself: the
 benchmark's headline metric of the deterministic policy on the same validation seeds at every evaluation of

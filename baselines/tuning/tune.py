@@ -23,7 +23,7 @@ that larger is better (``baselines.tuning.objective``); the pruner compares tria
 study's value is the one at the trial's last evaluation. ``--objective return`` keeps rl-zoo3's own: the mean
 return of ``eval_episodes`` deterministic episodes of an evaluation env seeded once per trial, other episodes
 at each evaluation, which on ids whose instance is drawn per episode ranks episodes rather than policies
-(docs/rl_curves/tuning.md). rl-zoo3 seeds the trials' training envs from ``--seed``, which is set to a training
+(docs/appendix/rl_curves/tuning.md). rl-zoo3 seeds the trials' training envs from ``--seed``, which is set to a training
 seed (``baselines.eval.protocol.training_seed(0)``, ≥ 10⁹; ``--worker k``: ``training_seed(k)``, a second process adding
 trials to the same study with its own sampler and training seeds), so tuning never plays the benchmark's
 evaluation seeds. ``--trial-seeds n`` (default 1) trains each trial's hyperparameters with ``n`` training seeds,

@@ -28,9 +28,9 @@ callback tables, which its ``train`` and ``ExperimentManager`` read by name) and
 - **Reward normalization with the trial's γ.** rl-zoo3 sets ``VecNormalize``'s γ to the section's γ once, before
   the study ("use the same discount factor as for the algorithm"), and its sampler then draws another γ per trial,
   so a trial that samples γ trains with a reward scale that the written section would not have: the benchmark
-  (``baselines.rl.train``), like rl-zoo3's own training, normalizes with the section's γ. Measured on
-  ClusterBilinear-v0 (docs/rl_curves/bilinear.md): a trial's values at γ 0.979 under normalization at 0.99 did not
-  hold once trained as written. :func:`normalizing_with_trial_gamma` gives each trial's envs the γ its model uses
+  (``baselines.rl.train``), like rl-zoo3's own training, normalizes with the section's γ. A trial's values
+  then need not hold once trained as written (docs/appendix/rl_curves/bilinear.md).
+  :func:`normalizing_with_trial_gamma` gives each trial's envs the γ its model uses
   (the section's where γ is held).
 - **Several training seeds per trial** (``--trial-seeds n``): each trial trains ``n`` models with the same sampled
   hyperparameters and other training seeds, one after the other, and its value is the mean of theirs

@@ -1,1 +1,1 @@
-"""Approximation jobs on machines of varying speed (paper 000): ClusterApprox-v0 and ClusterApproxSingleJob-v0."""
+"""Approximation jobs on machines of varying speed (paper 000): ClusterApprox-v1 and ClusterApproxSingleJob-v0."""

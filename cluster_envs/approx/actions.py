@@ -1,14 +1,14 @@
 """How the ClusterApprox ids read an action (``action_mode``), before the compiled slot transition runs it.
 
 Each reading maps a policy's action to one of the paper's actions from the observation the policy saw, so the
-dynamics, rewards and metrics are the paper's whatever the mode (docs/rl_ablations.md measured the modes):
+dynamics, rewards and metrics are the paper's whatever the mode (docs/appendix/rl_ablations.md measured the modes):
 
-- ``"occupant"`` (ClusterApprox-v0's default) and ``"binary"`` (ClusterApproxSingleJob-v0's): as given.
-- ``"work_conserving"`` (ClusterApprox-v0): a machine sent to an empty job slot goes to the next occupied slot
+- ``"occupant"`` (ClusterApprox-v1's default) and ``"binary"`` (ClusterApproxSingleJob-v0's): as given.
+- ``"work_conserving"`` (ClusterApprox-v1): a machine sent to an empty job slot goes to the next occupied slot
   (cyclically) instead of idling, so a policy cannot waste machines on empty slots; 0 (idle) stays a choice, since
   with prices idling a machine can be right. Values that are not a slot number (NaN, fractions, out of range)
   are left as they are, so the env rejects them as in ``"occupant"``.
-- ``"paced_priority"``: a priority per machine, and on ClusterApprox-v0 one per job slot first:
+- ``"paced_priority"``: a priority per machine, and on ClusterApprox-v1 one per job slot first:
   ``Box(-1, 1, (K + M,))`` (ClusterApproxSingleJob-v0: ``Box(0, 1, (M,))``; priorities are only compared, so any
   finite values are read, ties by index). The occupied job slots, in descending priority, each take the free
   machines in descending machine priority while the job's cost in the slot stays within its paced budget
@@ -82,7 +82,7 @@ def paced_priority(priority: Any, prices: np.ndarray, rows: np.ndarray, name: st
 
 
 def read_actions(mode: str, actions: np.ndarray, observation: dict[str, np.ndarray], name: str = "action") -> Any:
-    """The paper's actions for the numeric ``actions`` (B, M) (``paced_priority`` on ClusterApprox-v0: (B, K + M)),
+    """The paper's actions for the numeric ``actions`` (B, M) (``paced_priority`` on ClusterApprox-v1: (B, K + M)),
     of the mode's shape, read as ``mode`` on the batched
     ``observation`` the policy saw (the raw Dict: ``jobs`` (B, K, F) or ``job`` (B, F), ``price`` (B, M))."""
     if mode == "work_conserving":

@@ -1,4 +1,4 @@
-"""Keyword arguments and presets of ``ClusterApprox-v0`` and ``ClusterApproxSingleJob-v0`` (spec §3.2)."""
+"""Keyword arguments and presets of ``ClusterApprox-v1`` and ``ClusterApproxSingleJob-v0`` (spec §3.2)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.common.flat import OBSERVATION_MODES
 
 JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")
-# "proportional": p_i = price_factor × machine i's mean rate (the paper's L691 as spec A15 reads it); "flat": one
-# price for all, price_factor × the model's population mean rate (L691's "the mean service rate" read as the
-# cluster's, ours); "uniform": p_i ~ U[price_range]
+# "proportional": p_i = price_factor × machine i's mean service rate under the model, its speed s_i times the
+# model's mean rate (L691; public, never the realised mean of the hidden trajectory, which the price would reveal);
+# "flat": one price for all, price_factor × the model's population mean rate (L691's "the mean service rate" read
+# as the cluster's, ours); "uniform": p_i ~ U[price_range]
 PRICE_MODES = ("proportional", "flat", "uniform")
 BUDGET_MODES = ("hard", "soft")
 REWARD_MODES = ("true", "approx", "sparse")
@@ -261,6 +262,9 @@ MULTI_PRESETS["paper_hidden_speed"] = {**MULTI_PRESETS["paper"], **HIDDEN_SPEED}
 MULTI_PRESETS["paper_budget_bound"] = {**MULTI_PRESETS["paper"], **BUDGET_BOUND}
 MULTI_PRESETS["paper_budget_bound_hidden_speed"] = {**MULTI_PRESETS["paper"], **BUDGET_BOUND, **HIDDEN_SPEED}
 MULTI_PRESETS["medium_light"] = {**MULTI_PRESETS["medium"], "job_keep_fraction": 0.5}
+# production scale: the paper preset on 10,000 machines, its job load per machine (so ten times the jobs) and the
+# visible job slots scaled likewise up to the allocation limit (1,000 × 10,000 entries)
+MULTI_PRESETS["production"] = {**MULTI_PRESETS["paper"], "n_machines": 10_000, "max_visible_jobs": 1000}
 
 _SINGLE = {
     **_IID,
@@ -275,3 +279,7 @@ SINGLE_PRESETS: dict[str, dict[str, Any]] = {
     "default": _SINGLE,
     "soft": {**_SINGLE, "budget_mode": "soft"},
 }
+
+# presets an order of magnitude past the papers: timed by `cluster-envs bench --scaling-only` and built by
+# tests/test_production_presets.py, not played by every agent in the tests
+PRODUCTION_PRESETS = ("production",)

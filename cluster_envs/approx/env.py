@@ -1,4 +1,4 @@
-"""``ClusterApprox-v0`` and ``ClusterApproxSingleJob-v0``: approximation jobs on machines of unknown,
+"""``ClusterApprox-v1`` and ``ClusterApproxSingleJob-v0``: approximation jobs on machines of unknown,
 varying speed, with semi-bandit feedback (paper 000)."""
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from cluster_envs.approx.model import (
     common_deadline_jobs,
     listed_jobs,
     make_rate_process,
+    model_mean_rate,
     opt_per_job,
     oracle_estimate,
     prior_mean_rate,
@@ -95,7 +96,7 @@ class _ApproxEnvCore(ClusterEnv):
     single_job = False
     config_class = ApproxConfig
     presets: dict[str, dict[str, Any]] = MULTI_PRESETS
-    env_id = "ClusterApprox-v0"
+    env_id = "ClusterApprox-v1"
 
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
@@ -103,7 +104,7 @@ class _ApproxEnvCore(ClusterEnv):
         if self.single_job and (config.job_source != "single" or config.max_visible_jobs != 1):
             raise ValueError(f"{self.env_id} has one job: job_source must be 'single' and max_visible_jobs 1")
         if self.single_job and config.capacity is not None:
-            raise ValueError(f"capacity (Sec. V-C mode) is only available in ClusterApprox-v0, not {self.env_id}")
+            raise ValueError(f"capacity (Sec. V-C mode) is only available in ClusterApprox-v1, not {self.env_id}")
         if not self.single_job and config.job_source == "single":
             raise ValueError("job_source='single' belongs to ClusterApproxSingleJob-v0")
         check_choice("action_mode", config.action_mode, SINGLE_ACTION_MODES if self.single_job else MULTI_ACTION_MODES)
@@ -145,7 +146,7 @@ class _ApproxEnvCore(ClusterEnv):
             else:
                 obs["last_occupant"] = spaces.MultiDiscrete(np.full(m, k + 1))
                 # priorities are only compared: [-1, 1] is centred where a Gaussian policy starts, so the clipping
-                # to the bounds (SB3's) does not tie half the priorities at a bound (docs/rl_curves/approx.md)
+                # to the bounds (SB3's) does not tie half the priorities at a bound (docs/appendix/rl_curves/approx.md)
                 self.action_space = (
                     spaces.Box(-1.0, 1.0, shape=(k + m,), dtype=np.float32)
                     if config.action_mode == "paced_priority"
@@ -266,7 +267,9 @@ class _ApproxEnvCore(ClusterEnv):
         if isinstance(cfg.prices, tuple):
             prices = np.asarray(cfg.prices)
         elif cfg.prices == "proportional":
-            prices = cfg.price_factor * rates.means
+            # the machine's speed times the model's mean rate: public. Not the realised mean ``rates.means`` (a
+            # function of the whole hidden trajectory, which the price would reveal to every observation).
+            prices = cfg.price_factor * rates.speed * model_mean_rate(cfg.rate_process, cfg.iid_mean_range)
         elif cfg.prices == "flat":
             prior = prior_mean_rate(cfg.rate_process, cfg.iid_mean_range, cfg.speed_heterogeneity)
             prices = np.full(m, cfg.price_factor * prior)
@@ -424,8 +427,11 @@ class ClusterApproxEnv(_ApproxEnvCore):
       `rate_process`: `"onoff_gamma"` (the paper's model: available periods of length Gamma(0.34, 94.35) with rate
       U[0.7, 1], unavailable periods of length Gamma(0.19, 39.92) with rate U[0, 0.1]), or i.i.d. `"iid_bernoulli"`,
       `"iid_uniform"`, `"iid_beta"` with means θ_i ~ U[`iid_mean_range`] (inside (0, 1) for `"iid_beta"`).
-      `prices="proportional"` sets p_i = `price_factor` × the machine's mean rate (the paper uses 2×; with an i.i.d.
-      process `iid_mean_range` must then be positive, so no machine is free). `prices="flat"` (ours) sets one price for
+      `prices="proportional"` sets p_i = `price_factor` × the machine's mean service rate under the model, its speed
+      s_i times the model's mean rate (the on/off model's stationary 0.697, or the middle of `iid_mean_range`; the
+      paper uses 2×, L691; with an i.i.d. process `iid_mean_range` must then be positive, so no machine is free). The
+      price is public: never the mean the hidden trajectory realises (v0 used that mean, and every observation leaked
+      it; `tests/test_information_rule.py`). `prices="flat"` (ours) sets one price for
       all, `price_factor` × the model's population mean rate: with `speed_heterogeneity` > 0 the prices then do not show
       which machines are fast, so rate estimation can matter (preset `paper_hidden_speed`).
     - Job j arrives in slot a_j and is active in slots a_j < t ≤ d_j. It has budget B_j = q_j (d_j − a_j) and utility
@@ -491,16 +497,16 @@ class ClusterApproxEnv(_ApproxEnvCore):
     `observation_mode="flat"` gives the same observation as one float64 `Box`: `gymnasium.spaces.flatten` of the Dict
     (what `FlattenObservation` gives; `last_occupant` one-hot).
 
-    ## RL-ready id: ClusterApproxRL-v1
+    ## RL-ready id: ClusterApproxRL-v2
 
-    `gym.make("ClusterApproxRL-v1")` is this env with `action_mode="paced_priority", observation_mode="flat"`: one `Box`
-    observation and a `Box(-1, 1, (K + M,))` action, so SB3's `PPO("MlpPolicy", "ClusterApproxRL-v1")` (or any client
+    `gym.make("ClusterApproxRL-v2")` is this env with `action_mode="paced_priority", observation_mode="flat"`: one `Box`
+    observation and a `Box(-1, 1, (K + M,))` action, so SB3's `PPO("MlpPolicy", "ClusterApproxRL-v2")` (or any client
     that takes only an id) trains with no wrapper. Both kwargs change only how the action is read and how the
-    observation is laid out: the episodes, rewards, `info` and metrics are those of `ClusterApprox-v0`
+    observation is laid out: the episodes, rewards, `info` and metrics are those of `ClusterApprox-v1`
     (`tests/test_rl_ids.py`). Its batched env is this id's, with the same kwargs.
 
-    `ClusterApproxRL-v0` (`action_mode="work_conserving"`, a `MultiDiscrete` action) is kept: its reading is still
-    available, and gymnasium warns on `make` that v1 exists.
+    The work-conserving reading (`action_mode="work_conserving"`, a `MultiDiscrete` action; the former
+    `ClusterApproxRL-v0`) is available as kwargs of this id; the benchmark's PPO section refuses it.
 
     ## Sec. V-C mode
 
@@ -554,7 +560,7 @@ class ClusterApproxEnv(_ApproxEnvCore):
 
     ## Batched
 
-    `gym.make_vec("ClusterApprox-v0", num_envs=B, vectorization_mode="vector_entry_point", **kwargs)` steps B copies
+    `gym.make_vec("ClusterApprox-v1", num_envs=B, vectorization_mode="vector_entry_point", **kwargs)` steps B copies
     through the same compiled slot transition as the single env (Gymnasium's `NEXT_STEP` autoreset; copy i of
     `reset(seed=s)` is seeded s + i, as in `SyncVectorEnv`). It returns the observations of B single envs exactly, and
     the `info_level="minimal"` keys as (B,) arrays. The Sec. V-C mode (`capacity`) is not batched.
@@ -586,20 +592,23 @@ class ClusterApproxEnv(_ApproxEnvCore):
       `paper_budget_bound`
     - `common_deadline`: M 8; T 4000; K 3; machines i.i.d. Bernoulli, p ~ U[0.2, 1]; jobs N = 3, a_j = 0, d_j = T
       (Corollary 1), log utility, `compute_regret=True`
+    - `production`: M 10 000; T 36 000; K 1000; as `paper` on ten times the machines at its load per machine (so ten
+      times the jobs), K at the allocation limit (K × M ≤ 10⁷); its cost against size: `cluster-envs bench
+      --scaling-only`
     """
 
-    env_id = "ClusterApprox-v0"
+    env_id = "ClusterApprox-v1"
 
 
 class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     """One approximation job over the whole horizon on M machines of unknown speed (Sec. IV, OPS).
 
-    The single-job case of ``ClusterApprox-v0`` (same dynamics, feedback, budget check, rewards and info keys):
+    The single-job case of ``ClusterApprox-v1`` (same dynamics, feedback, budget check, rewards and info keys):
     N = 1, a_1 = 0, d_1 = T, budget B = ρ M T (``budget_fraction`` ρ), which must not be reached.
 
     ## Observation (Dict; Boxes are float64)
 
-    - `time`, `price`, `n_obs`, `sum_obs`, `last_rate`, `last_mask`: as in `ClusterApprox-v0`.
+    - `time`, `price`, `n_obs`, `sum_obs`, `last_rate`, `last_mask`: as in `ClusterApprox-v1`.
     - `job` (12,): the job's row.
       - Columns: present, is_new, v, β, B, C, B − C, B/T, elapsed slots, remaining slots, realised work, T.
       - Once the budget is exhausted the whole row is 0 (the job is over: nothing more can be bought for it).
@@ -624,7 +633,7 @@ class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     ## Reward
 
     `"true"` (default) pays the increments of f(W(t)). The other modes are `"approx"` and `"sparse"`, as in
-    `ClusterApprox-v0`.
+    `ClusterApprox-v1`.
 
     ## Episode end
 
@@ -632,23 +641,23 @@ class ClusterApproxSingleJobEnv(_ApproxEnvCore):
 
     ## info
 
-    As in `ClusterApprox-v0`, with two differences:
+    As in `ClusterApprox-v1`, with two differences:
 
     - `executed` is the 0/1 vector of the machines that ran.
     - `regret` is always present in the default preset. It is measured against the closed-form oracle of Lemma 4, OPT
       = T f(θ·x*), where x* is the fractional knapsack by θ_i/p_i under the per-slot budget B/T.
 
     `info_level="minimal"` keeps only `t`, `utility_true`, `utility_approx` and `regret` per step (plus
-    `episode_summary` at the end), as in `ClusterApprox-v0`.
+    `episode_summary` at the end), as in `ClusterApprox-v1`.
 
     ## Batched
 
     `gym.make_vec("ClusterApproxSingleJob-v0", num_envs=B, vectorization_mode="vector_entry_point")` steps B copies
-    through the single env's compiled slot transition, as for `ClusterApprox-v0`.
+    through the single env's compiled slot transition, as for `ClusterApprox-v1`.
 
     ## Rendering
 
-    As `ClusterApprox-v0`: `"ansi"` text, or `"rgb_array"` bars per machine (use, observed rate, empirical mean rate)
+    As `ClusterApprox-v1`: `"ansi"` text, or `"rgb_array"` bars per machine (use, observed rate, empirical mean rate)
     above the one job's lifetime elapsed and budget spent; (242, 448, 3) uint8 for the default preset. Frames are drawn
     with numpy alone, have a size fixed by the configuration (so videos work) and only read the state: rendering draws
     no random numbers and leaves the trajectory unchanged.

@@ -173,10 +173,15 @@ def make_rate_process(
     return RateProcess(kind, horizon, means, speed, rates_rng)
 
 
+def model_mean_rate(kind: str, iid_mean_range: tuple[float, float]) -> float:
+    """E[θ_i^t / s_i] under the model, before any draw: the on/off model's stationary mean rate, or the middle of
+    the i.i.d. mean range (public knowledge of the model)."""
+    return ONOFF_MEAN_RATE if kind == "onoff_gamma" else sum(iid_mean_range) / 2
+
+
 def prior_mean_rate(kind: str, iid_mean_range: tuple[float, float], speed_heterogeneity: float) -> float:
     """The population mean of θ_i implied by the model (public: used by OPM without estimation, A12)."""
-    base = ONOFF_MEAN_RATE if kind == "onoff_gamma" else sum(iid_mean_range) / 2
-    return base * (1.0 - speed_heterogeneity / 2)
+    return model_mean_rate(kind, iid_mean_range) * (1.0 - speed_heterogeneity / 2)
 
 
 @dataclass(frozen=True)

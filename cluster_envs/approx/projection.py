@@ -82,6 +82,31 @@ def categorical_round(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return occupant
 
 
+def coupled_round(
+    x: np.ndarray, x_prev: np.ndarray, prev: np.ndarray, renewed: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """One occupant per machine, temporally coupled: the previous draw's occupant ``k`` of machine ``i`` is kept with
+    probability min(1, x[k, i] / x_prev[k, i]) (idle likewise, with 1 − Σx), else the occupant is redrawn from
+    the categories whose probability grew, in proportion to the growth (x − x_prev)⁺. If ``prev`` was drawn from
+    ``x_prev`` (as every draw of this function or :func:`categorical_round` is), the new occupant is drawn from x:
+    E[x̃] = x as Eq. 72 asks, while a machine changes occupant only with probability Σ_k (x_prev − x)⁺ (the
+    maximal coupling of the two slots' laws). ``renewed`` (K,) bool marks the slots holding a new job: their
+    previous occupant (the old job) is never kept and their x_prev counts as 0 for the new one.
+    """
+    n_slots, m = x.shape
+    old_same = np.where(renewed[:, None], 0.0, x_prev)
+    new_full = np.vstack([np.maximum(1.0 - x.sum(axis=0), 0.0), x])  # category 0 = idle, k = slot k
+    old_full = np.vstack([np.maximum(1.0 - x_prev.sum(axis=0), 0.0), old_same])
+    cols = np.arange(m)
+    was, now = np.vstack([old_full[:1], x_prev])[prev, cols], new_full[prev, cols]
+    keep = (rng.random(m) * was < now) & ~np.concatenate([[False], renewed])[prev]
+    growth = np.maximum(new_full - old_full, 0.0)
+    cumulative = np.cumsum(growth, axis=0)
+    u = rng.random(m) * cumulative[-1]
+    redrawn = np.minimum((cumulative <= u[None, :]).sum(axis=0), n_slots)
+    return np.where(keep, prev, redrawn).astype(np.int64)
+
+
 def occupant_to_assignment(occupant: np.ndarray, n_slots: int) -> np.ndarray:
     """(M,) occupants in 0..K (0 = idle) -> (K, M) bool assignment."""
     return occupant[None, :] == np.arange(1, n_slots + 1)[:, None]

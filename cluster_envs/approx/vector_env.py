@@ -1,4 +1,4 @@
-"""``ClusterApprox-v0`` / ``ClusterApproxSingleJob-v0`` batched: B copies stepped by compiled loops over the batch
+"""``ClusterApprox-v1`` / ``ClusterApproxSingleJob-v0`` batched: B copies stepped by compiled loops over the batch
 (``gym.make_vec(..., vectorization_mode="vector_entry_point")``)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ FIXED_ARRAYS = ("mf", "mi", "si", "sf", "c", "f", "assign", "executed")
 
 
 class ClusterApproxVectorEnv(HoldsRecord, BatchedCopies):
-    """``num_envs`` copies of ``ClusterApprox-v0`` with the same keyword arguments, stepped together.
+    """``num_envs`` copies of ``ClusterApprox-v1`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own single env (copy i of ``reset(seed=s)`` is seeded s + i, as in
     ``SyncVectorEnv``); its simulator's arrays then become slices of batch arrays (job arrays padded to the
@@ -129,7 +129,7 @@ class ClusterApproxVectorEnv(HoldsRecord, BatchedCopies):
 
     def read_actions(self, actions: Any) -> np.ndarray:
         """The paper's actions (B, M) that ``step(actions)`` would run on the observation last returned: the
-        ``action_mode``'s reading (occupant per machine on ClusterApprox-v0, run/idle on ClusterApproxSingleJob-v0);
+        ``action_mode``'s reading (occupant per machine on ClusterApprox-v1, run/idle on ClusterApproxSingleJob-v0);
         reads only what the policy saw."""
         return self._actions(actions, np.ones(self.num_envs, dtype=bool))
 

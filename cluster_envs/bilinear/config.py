@@ -171,6 +171,8 @@ class BilinearConfig:
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {},
     "paper_holding": {"holding_costs": (1.75,) * 5 + (0.25,) * 5},
+    # production scale: 40 job classes on 8 server classes (16 servers), the default's load per server
+    "production": {"num_job_classes": 40, "num_server_classes": 8},
     "rl": {
         "service_model": "exclusive",
         "action_mode": "simplex_logits",
@@ -178,3 +180,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "holding_cost_weight": 0.01,
     },
 }
+
+# presets an order of magnitude past the papers: timed by `cluster-envs bench --scaling-only` and built by
+# tests/test_production_presets.py, not played by every agent in the tests
+PRODUCTION_PRESETS = ("production",)

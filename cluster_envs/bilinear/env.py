@@ -96,8 +96,9 @@ class ClusterBilinearEnv(ClusterEnv):
 
     **Presets**: ``default`` (Sec. V: I = 10, J = 2, n_j = 2, d = 2, ρ = 1, μ = 1, σ = 0.1, T = 500, c = 1),
     ``paper_holding`` (Fig. 4: c = 7/4 for classes 1–5, 1/4 for 6–10), ``rl`` (exclusive service,
-    ``simplex_logits``, ``full`` observation, κ = 0.01). ``instance_seed=None`` draws a new instance
-    (u, v, θ: U[0,1] entries, unit-normalised) from each reset seed; an int fixes it.
+    ``simplex_logits``, ``full`` observation, κ = 0.01), ``production`` (I = 40 job classes on J = 8 server
+    classes, n_j = 2: four times the default's classes at its load per server). ``instance_seed=None`` draws a new
+    instance (u, v, θ: U[0,1] entries, unit-normalised) from each reset seed; an int fixes it.
 
     **Other options**: explicit ``job_features``, ``server_features``, ``theta``, ``traffic_intensity`` (total ρ or
     per class), ``service_rate``, ``noise_std``, ``holding_costs``, ``server_schedule``, ``allow_unstable``,
@@ -250,6 +251,7 @@ class ClusterBilinearEnv(ClusterEnv):
             observation_mode=cfg.observation_mode,
             max_visible_jobs=cfg.max_visible_jobs,
             include_server_counts=cfg.include_server_counts,
+            noise_std=float(cfg.noise_std),
         )
         self._lp_cache = {}
         self._sim = BilinearSimulator(

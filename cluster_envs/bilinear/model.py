@@ -120,7 +120,9 @@ class BilinearProblem:
 
     Never θ, r, arrival or service rates. ``split(observation)`` names the observation's parts.
     ``include_server_counts``: the observation ends with ``"server_counts"``, n_j(t) of the slot about to be
-    decided (App. D.2's J(t); the env's ``server_schedule``, else the fixed n_j).
+    decided (App. D.2's J(t); the env's ``server_schedule``, else the fixed n_j). ``noise_std``: the standard
+    deviation σ of the rewards' Gaussian noise, the sub-Gaussian scale a UCB's confidence width is built from (a
+    constant of the model the paper's scheduler is designed with, L114-L120; not a drawn quantity).
     """
 
     servers_per_class: tuple[int, ...]
@@ -133,6 +135,7 @@ class BilinearProblem:
     observation_mode: str
     max_visible_jobs: int
     include_server_counts: bool = False
+    noise_std: float = 1.0
     pair_features: np.ndarray = field(init=False, repr=False)
     part_slices: tuple[tuple[str, slice, tuple[int, ...]], ...] = field(init=False, repr=False)
 

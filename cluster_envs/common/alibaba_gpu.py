@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from cluster_envs.common.traces import read_columns
+from cluster_envs.common.traces import read_columns, trace_folder
 
 NAME = "alibaba_gpu_2023"
 NODE_FILE = "openb_node_list_all_node.csv"
@@ -83,13 +82,7 @@ def _alive_integral(times: np.ndarray, weights: np.ndarray, bounds: np.ndarray) 
 def load_gpu_trace(trace_dir: str | os.PathLike | None) -> GpuTrace:
     """Read the node and pod CSVs of ``trace_dir``; a ``ValueError`` naming the file and its expected columns
     when one is missing or malformed (negative requests, a deletion before its creation)."""
-    if trace_dir is None:
-        raise ValueError(f"the alibaba_gpu_2023 preset needs its data: {HOW_TO_PASS}")
-    if not isinstance(trace_dir, str | os.PathLike):
-        raise ValueError(f"trace_dir must be a folder path (str or os.PathLike), got {trace_dir!r}; {HOW_TO_PASS}")
-    folder = Path(trace_dir)
-    if not folder.is_dir():
-        raise ValueError(f"trace_dir={str(folder)!r} is not a folder; {HOW_TO_PASS}")
+    folder = trace_folder(trace_dir, NAME, HOW_TO_PASS)
     nodes = read_columns(folder / NODE_FILE, "trace_dir", NODE_COLUMNS)
     pods = read_columns(folder / POD_FILE, "trace_dir", POD_COLUMNS)
     node_capacity = np.stack([nodes["cpu_milli"] / 1000, nodes["memory_mib"] / 1024, nodes["gpu"]])

@@ -6,7 +6,7 @@ Three solvers are guarded (estimates in their own modules, measured against real
 * the knapsack DP of ``ClusterMultiServer-v0``'s regret oracle (:func:`cluster_envs.multiserver.knapsack.estimate`),
   checked at construction for the worst arrival pattern (every port that can have a job);
 * the MILP of ``ClusterGang-v0``'s regret oracle (:func:`cluster_envs.multiserver.gang.milp_estimate`), likewise;
-* the convex program of ``ClusterApprox-v0``'s offline oracle (:func:`cluster_envs.approx.model.oracle_estimate`),
+* the convex program of ``ClusterApprox-v1``'s offline oracle (:func:`cluster_envs.approx.model.oracle_estimate`),
   checked at construction on the instance of ``instance_seed`` and again at every reset on the drawn instance.
 
 The limits are constants, not keywords: every guarded oracle has a keyword that turns it off
@@ -26,7 +26,7 @@ ORACLE_TIME_LIMIT = 1.0
 pattern (up to 2^|L|), on the step that first meets the pattern: 1 s keeps a step interactive."""
 
 EPISODE_ORACLE_TIME_LIMIT = 600.0
-"""Estimated seconds of ``ClusterApprox-v0``'s offline oracle program, solved once per reset (10 min, so that the
+"""Estimated seconds of ``ClusterApprox-v1``'s offline oracle program, solved once per reset (10 min, so that the
 default preset's program stays allowed)."""
 
 

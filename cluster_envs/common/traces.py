@@ -8,6 +8,7 @@ checks what its table means (orientation, columns, ranges).
 from __future__ import annotations
 
 import csv
+import os
 import warnings
 import zipfile
 from pathlib import Path
@@ -104,3 +105,16 @@ def read_columns(path: str | Path, name: str, columns: dict[str, type]) -> dict[
         except ValueError as err:
             raise ValueError(f"{name}: {str(path)!r} column {column!r} is not numeric ({err}); {expected}") from None
     return out
+
+
+def trace_folder(trace_dir: str | os.PathLike | None, preset: str, how_to_pass: str) -> Path:
+    """``trace_dir`` as a folder ``Path``; a ``ValueError`` saying ``how_to_pass`` it when it is None (``preset``
+    needs its data), not a path, or not a folder. The files in it are each reader's to check."""
+    if trace_dir is None:
+        raise ValueError(f"the {preset} preset needs its data: {how_to_pass}")
+    if not isinstance(trace_dir, str | os.PathLike):
+        raise ValueError(f"trace_dir must be a folder path (str or os.PathLike), got {trace_dir!r}; {how_to_pass}")
+    folder = Path(trace_dir)
+    if not folder.is_dir():
+        raise ValueError(f"trace_dir={str(folder)!r} is not a folder; {how_to_pass}")
+    return folder

@@ -122,3 +122,11 @@ def trace_gang_instance(params: GangParams, trace_dir, horizon: int, rng) -> Gan
         params.n_ports, params.n_servers, arms, task_port, min_task_counts(n_tasks, params.min_tasks),
         work.requests[:, task_port], work.node_capacity, utility=utility, rho=_rho(work), schedule=work.schedule,
     )  # fmt: skip
+
+
+def binding_share(instance: MultiServerInstance) -> float:
+    """The share of slots in which capacity binds: the jobs that arrive ask, together, for more than ``c`` of some
+    device type, so no scheduler can admit them all. In this mapping a job type asks the same on every channel."""
+    request = np.zeros((instance.A.shape[0], instance.n_ports))
+    request[:, instance.edges[:, 0]] = instance.A
+    return float(((instance.schedule @ request.T) > instance.c).any(axis=1).mean())

@@ -13,6 +13,7 @@ from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.common.flat import OBSERVATION_MODES
+from cluster_envs.multiserver.entity import ENTITY, MAX_DEVICE_TYPES, MAX_SIZES
 from cluster_envs.multiserver.gang import MIN_TASKS, GangParams
 from cluster_envs.multiserver.model import CAPACITY_MODES, NORMALIZATIONS, GeneratorParams
 
@@ -44,6 +45,11 @@ class EnvOptions:
     workload: str = "synthetic"
     trace_dir: Any = None  # the folder of the trace CSVs (workload="alibaba_gpu_2023")
     observation_mode: str = "dict"
+    # observation_mode="entity" pads to these (cluster_envs.multiserver.entity); ClusterGang-v0 has its own max_edges
+    max_edges: int = MAX_SIZES["ClusterMultiServer-v0"]["max_edges"]
+    max_ports: int = MAX_SIZES["ClusterMultiServer-v0"]["max_ports"]
+    max_servers: int = MAX_SIZES["ClusterMultiServer-v0"]["max_servers"]
+    max_device_types: int = MAX_DEVICE_TYPES
 
 
 _COUNT = Number(low=1, high=MAX_MAGNITUDE, integer=True)
@@ -70,7 +76,11 @@ COMMON_DOMAINS: dict[str, Domain] = {
     "utility_dist": Choice(UTILITY_DISTS),
     "instance_seed": Number(low=0, integer=True),
     "action_mode": Choice(ACTION_MODES),
-    "observation_mode": Choice(OBSERVATION_MODES),
+    "observation_mode": Choice((*OBSERVATION_MODES, ENTITY)),
+    "max_edges": _SIZE,
+    "max_ports": _SIZE,
+    "max_servers": _SIZE,
+    "max_device_types": Number(low=1, high=MAX_DEVICE_TYPES, integer=True),
     "invalid_action": Choice(INVALID_ACTIONS),
     "binary_repair_order": Choice(REPAIR_ORDERS),
     "infeasible_penalty": Number(low=0.0, high=MAX_MAGNITUDE),
@@ -82,7 +92,8 @@ COMMON_DOMAINS: dict[str, Domain] = {
 COMMON_JOINT = (
     f"`trace_dir` is given exactly when `workload` is {ALIBABA!r} (then `n_device_types` = {len(RESOURCES)}); "
     "`req_low` ≤ `req_high`, `c_low` ≤ `c_high`, `mu_low` ≤ `mu_high`; `arrival_prob` (a tuple) has `n_ports` "
-    f"entries; `n_device_types` × `n_ports` × `n_servers` ≤ {MAX_STATE:.0e}"
+    f"entries; `n_device_types` × `n_ports` × `n_servers` ≤ {MAX_STATE:.0e}; the `max_*` keywords are read only with "
+    "`observation_mode='entity'` (and the instance must fit them)"
 )
 
 
@@ -139,8 +150,20 @@ def check_joint(cfg) -> None:
             f"n_device_types × n_ports × n_servers = {state} exceeds {MAX_STATE:.0e} request/edge entries; lower them"
         )
     check_workload(cfg)
+    check_entity_sizes(cfg)
     if isinstance(cfg.arrival_prob, tuple):
         object.__setattr__(cfg, "arrival_prob", tuple(float(p) for p in cfg.arrival_prob))
+
+
+def check_entity_sizes(cfg) -> None:
+    """The ``max_*`` keywords size ``observation_mode="entity"`` and mean nothing in another mode."""
+    if cfg.observation_mode == ENTITY:
+        return
+    defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
+    for name in ("max_edges", "max_ports", "max_servers", "max_device_types"):
+        if getattr(cfg, name) != defaults[name]:
+            raise ValueError(f"{name} is only read with observation_mode={ENTITY!r}, got observation_mode="
+                             f"{cfg.observation_mode!r}")  # fmt: skip
 
 
 def check_workload(cfg) -> None:
@@ -161,6 +184,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     "small": {"n_ports": 4, "n_servers": 10, "edge_prob": 0.3},
     "tiny": {"n_ports": 2, "n_servers": 2, "edge_prob": 1.0, "n_device_types": 1},
     ALIBABA: {"workload": ALIBABA},  # the paper's sizes on the trace (cluster_envs.multiserver.alibaba)
+    # the trace where capacity binds: time compressed 5x (400 slots of 2 h, not 2,000 of 24 min) and the
+    # capacity rule's β a fifth of the default's; chosen by measurement (binding_share: 58 % of the slots)
+    f"{ALIBABA}_binding": {"workload": ALIBABA, "horizon": 400, "capacity_beta": 0.1},
+    # production scale: 200 ports on the Alibaba trace's 1,523 servers, ≈ 6 channels per port (|E| ≈ 1,200); the
+    # regret oracle's knapsack DP would need ~256 GiB per slot there, so it is off (compute_regret=False)
+    "production": {"n_ports": 200, "n_servers": 1523, "edge_prob": 0.004, "compute_regret": False},
 }
 
 
@@ -184,6 +213,8 @@ class GangConfig(EnvOptions, GangParams):
         "min_tasks": Choice(MIN_TASKS),
     }
 
+    max_edges: int = MAX_SIZES["ClusterGang-v0"]["max_edges"]  # arms
+
     def __post_init__(self) -> None:
         check_domains(self, self.DOMAINS)
         check_joint(self)
@@ -206,5 +237,11 @@ GANG_PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"n_ports": 2, "n_servers": 3, "edge_prob": 1.0, "n_device_types": 1, "tasks_high": 2},
     "paper": {"n_ports": 8, "n_servers": 40, "edge_prob": 0.1},
     ALIBABA: {"workload": ALIBABA},  # the small preset's sizes on the trace (cluster_envs.multiserver.alibaba)
+    # production scale: 100 ports on 1,523 servers, ≈ 3 servers per port; the oracle's MILP is off (2.6 s per solve)
+    "production": {"n_ports": 100, "n_servers": 1523, "edge_prob": 0.002, "compute_regret": False},
 }
-TRACE_PRESETS = (ALIBABA,)  # presets that read user data (trace_dir): not built without it
+# presets that read user data (trace_dir): not built without it (ClusterMultiServer-v0's, then ClusterGang-v0's)
+TRACE_PRESETS = (ALIBABA, f"{ALIBABA}_binding")
+# presets an order of magnitude past the papers, beyond the oracle's and ESDP's reach: timed by `cluster-envs bench
+# --scaling-only` and built by tests/test_production_presets.py, not played by every agent in the tests
+PRODUCTION_PRESETS = ("production",)

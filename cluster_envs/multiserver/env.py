@@ -16,6 +16,7 @@ from cluster_envs.common.seeding import episode_streams
 from cluster_envs.multiserver import knapsack
 from cluster_envs.multiserver.alibaba import trace_instance
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
+from cluster_envs.multiserver.entity import ENTITY, EdgeStatics, EntityRows, capacity_share, padded_mask
 from cluster_envs.multiserver.kernel import action_problem
 from cluster_envs.multiserver.model import (
     KnapsackOracle,
@@ -107,6 +108,23 @@ class ClusterMultiServerEnv(ClusterEnv):
     on it with no wrapper. Episodes, rewards, `info` and metrics are those of `ClusterMultiServer-v0`
     (`tests/test_rl_ready_ids.py`); the preset is the default, override it as for the base id.
 
+    **Instance-independent interface** (`observation_mode="entity"`, `cluster_envs.multiserver.entity`): the spaces
+    above are the instance's (`|E|` changes with `instance_seed`); in this mode they are the family's. The observation
+    is `Box((max_edges · 17,))`, one row of 17 columns per edge padded with zero rows to `max_edges` (96; `max_ports`
+    8, `max_servers` 40, `max_device_types` 3; the paper's sizes have 19–49 edges over instance seeds 0–299 and
+    1000–1299): `valid`, `port`, `server`, `arrived`, `A_ke / c_k` per device type, `c_k / Σ_e A_ke`, the cost over the
+    largest, `task_share` (1), `min_share` (0), the edge's use count over `T`, its mean observed utility, the last
+    executed action, and `(t − 1)/T`.
+    Only public data and past feedback, as sufficient statistics. The action is one entry per padded edge
+    (`MultiBinary(max_edges)` or `Box(0, 1, (max_edges,))`); padding is ignored, and `action_masks()` is
+    `bool[2·max_edges]` with padding allowed value 0 only. An instance with more edges, ports, servers or device
+    types than the maximum is refused at construction, naming the maximum and the keyword that raises it; the `max_*`
+    keywords are refused in another mode. Gymnasium's `Graph` space is not used: its samples have a variable
+    number of nodes and edges, which stable-baselines3's rollout buffers cannot hold; the padded `Box` with a validity
+    column carries the same graph (the port and server columns). **RL-ready id**:
+    `gym.make("ClusterMultiServerEntityRL-v0")` (`action_mode="scores", observation_mode="entity"`), batched alike;
+    `baselines.rl.edge_policy.EdgePolicy` is a permutation-equivariant policy for it.
+
     ## info (evaluation only)
 
     `t`, `utility`, `raw_utility` (`Σ x (Z − C)`), `n_dropped_arrival`, `n_dropped_capacity`; with `compute_regret=True`
@@ -124,6 +142,16 @@ class ClusterMultiServerEnv(ClusterEnv):
     - `small`: |L| 4; |R| 10; K 3; edge_prob 0.3; notes fast runs
     - `tiny`: |L| 2; |R| 2; K 1; edge_prob 1.0; notes unit and regret tests
     - `alibaba_gpu_2023`: |L| 8; |R| 40; K 3; edge_prob 0.1; notes real nodes and pods; needs `trace_dir` (below)
+    - `alibaba_gpu_2023_binding`: the same trace where capacity binds: T = 400 (time compressed 5×, slots of 2 hours)
+      and `capacity_beta=0.1` (a fifth of the capacity rule's 0.5). At `alibaba_gpu_2023`'s T = 2,000 the pods arrive
+      at ρ_l = 0.07–0.23 and capacity never binds (`cluster_envs.multiserver.alibaba.binding_share`: no slot's
+      arrivals ask for more than `c`); a port holds at most one job per slot, so compressing time alone cannot make
+      it bind (all 8 ports at once ask for about 60 % of `c`). Chosen by measuring the binding share over T in
+      {200, 400, 500, 1,000, 2,000} and β in {0.05, 0.08, 0.1, 0.2, 0.5}: the mildest scaling of that grid that
+      binds in more than half the slots with a margin and leaves `c` at least two units of every type; the share,
+      and the paper's algorithm against the heuristics there, come from `cluster-envs reproduce traces`
+    - `production`: |L| 200; |R| 1523 (the Alibaba trace's node count); K 3; edge_prob 0.004 (about 6 channels per
+      port); `compute_regret=False`: the regret oracle's knapsack DP is refused by the guards at this size
 
     Other keyword arguments: `arrival_prob` (0.9; scalar or one per port), `horizon` (2000), `req_low`/`req_high` (1/2),
     `capacity_mode` (`"alpha_sum"`: `c_k = max(max_e A_ke, ⌊0.5 Σ_e A_ke⌋)`, ours; `"per_server_sum"`, the literal
@@ -171,13 +199,19 @@ class ClusterMultiServerEnv(ClusterEnv):
         self.oracle = self._make_oracle()
         n_e = self._n_edges = self.instance.n_edges
         self._index_order = np.arange(n_e)  # the default repair priority
+        self.entity = self.entity_rows() if config.observation_mode == ENTITY else None
+        n_act = n_e if self.entity is None else config.max_edges  # entity mode: one entry per padded edge
         self.action_space = (
-            spaces.MultiBinary(n_e)
+            spaces.MultiBinary(n_act)
             if config.action_mode == "binary"
-            else spaces.Box(0.0, 1.0, shape=(n_e,), dtype=np.float32)
+            else spaces.Box(0.0, 1.0, shape=(n_act,), dtype=np.float32)
         )
         self.set_observation_space(self._build_observation_space())
+        if self.entity is not None:
+            self.observation_space = self.entity.space
         self._last: SlotResult | None = None
+        self._counts = np.zeros(n_e)  # entity mode's feedback statistics: slots used, sum of observed utilities
+        self._utility_sums = np.zeros(n_e)
 
     # -- what ClusterGang-v0 overrides ---------------------------------------------------------------
 
@@ -228,6 +262,20 @@ class ClusterMultiServerEnv(ClusterEnv):
         """Per edge: whether it fits the capacity on its own (the mask cannot say more)."""
         return (inst.A <= inst.c[:, None]).all(axis=0)
 
+    def _edge_statics(self) -> EdgeStatics:
+        """The public per-edge data of ``observation_mode="entity"``: requests over the cluster-wide capacity."""
+        inst, n_e = self.instance, self.instance.n_edges
+        c = inst.c[:, None].astype(np.float64)
+        capacity = capacity_share(c, inst.A.sum(axis=1, keepdims=True).astype(np.float64))
+        return EdgeStatics(inst.edges[:, 0], inst.edges[:, 1], inst.A / c, np.repeat(capacity, n_e, axis=1),
+                           inst.utility.cost, np.ones(n_e), np.zeros(n_e))  # fmt: skip
+
+    def entity_rows(self) -> EntityRows:
+        """The padded edge rows of this instance (``ValueError`` naming the ``max_*`` keyword it exceeds)."""
+        inst = self.instance
+        return EntityRows(self._edge_statics(), inst.n_ports, inst.n_servers, self.config.horizon, self.config,
+                          unbounded=inst.utility.normalization == "none")  # fmt: skip
+
     def violation(self, x: np.ndarray, arrivals: np.ndarray) -> str | None:
         """The first constraint ``x`` violates under ``arrivals``, as a sentence, or None (the batched env's too)."""
         return violations(x, self.instance, arrivals)
@@ -270,6 +318,8 @@ class ClusterMultiServerEnv(ClusterEnv):
         streams = episode_streams(self.np_random, ["arrivals", "utility", "repair"])
         self._sim = MultiServerSimulator(self.instance, streams, self.config.horizon)
         self._last = None
+        self._counts[:] = 0.0
+        self._utility_sums[:] = 0.0
         self._cum = {"aou": 0.0, "expected": 0.0, "oracle": 0.0, "regret": 0.0, "dropped": 0.0}
         return self.emit(self._observation()), {"t": 1, "arrivals": self._sim.arrivals.copy()}
 
@@ -281,6 +331,9 @@ class ClusterMultiServerEnv(ClusterEnv):
         x, n_arrival, n_capacity = self._feasible_action(action)
         result = sim.execute(x, n_arrival, n_capacity)
         self._last = result
+        if self.entity is not None:
+            self._counts += result.x
+            self._utility_sums += result.feedback
         info = self._info(result)
         reward = result.utility - self.config.infeasible_penalty * (n_arrival + n_capacity)
         truncated = sim.t > sim.horizon
@@ -291,7 +344,9 @@ class ClusterMultiServerEnv(ClusterEnv):
     def _feasible_action(self, action: Any) -> tuple[np.ndarray, int, int]:
         cfg, sim = self.config, self.simulator
         binary = cfg.action_mode == "binary"
-        arr = check_action_array(action, self._n_edges, binary)
+        arr = check_action_array(action, self.action_space.shape[0], binary)
+        if self.entity is not None:
+            arr = self.entity.padded_action(arr)
         requested = arr > 0.5
         if cfg.invalid_action == "raise":
             x = requested.astype(np.int8)
@@ -366,10 +421,20 @@ class ClusterMultiServerEnv(ClusterEnv):
             obs["static"] = np.vstack([inst.A / inst.c[:, None], scaled_cost]).astype(np.float32)
         return obs
 
+    def emit(self, observation: dict[str, np.ndarray]) -> Any:
+        """As :meth:`ClusterEnv.emit`, and in ``observation_mode="entity"`` the padded edge rows."""
+        if self.entity is None:
+            return super().emit(observation)
+        self.last_observation = observation
+        return self.entity.rows(observation["edge_mask"][None], observation["last_action"][None],
+                                self._counts[None], self._utility_sums[None], observation["time"][None])[0]  # fmt: skip
+
     def action_masks(self) -> np.ndarray:
-        """MaskablePPO mask: bool[2·|E|], pairs (value 0 allowed, value 1 allowed) per edge."""
+        """MaskablePPO mask: bool[2·|E|], pairs (value 0 allowed, value 1 allowed) per edge (per padded edge in
+        ``observation_mode="entity"``: padding allows value 0 only)."""
         inst = self.instance
-        return self.action_mask_from(inst, {"edge_mask": self.simulator.edge_mask})
+        mask = self.action_mask_from(inst, {"edge_mask": self.simulator.edge_mask})
+        return mask if self.entity is None else padded_mask(mask.reshape(-1, 2), self.config.max_edges)
 
     @classmethod
     def action_mask_from(cls, problem: Any, observation: dict[str, np.ndarray]) -> np.ndarray:

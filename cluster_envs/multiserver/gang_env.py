@@ -11,6 +11,7 @@ from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.guards import Estimate
 from cluster_envs.multiserver.alibaba import trace_gang_instance
 from cluster_envs.multiserver.config import GANG_PRESETS, GangConfig
+from cluster_envs.multiserver.entity import EdgeStatics, capacity_share
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import (
     GangInstance,
@@ -81,12 +82,20 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     `ClusterGang-v0` (`tests/test_rl_ready_ids.py`). A `Box` action cannot carry `action_masks()`; MaskablePPO
     users make the base id with `action_mode="binary"`.
 
+    `observation_mode="entity"` is ClusterMultiServer-v0's instance-independent interface, one row per arm, padded
+    to `max_edges` = 256 arms (the `paper` preset has 48–141 over instance seeds 0–199 and 1000–1199): `request`
+    is the task's request over its server's capacity (clipped to 2: above 1 the arm never fits), `capacity` that
+    capacity over the requests of every task that could be placed on the server, `task_share` `1/|Q_l|` and
+    `min_share` `m_l/|Q_l|`. **RL-ready id**: `gym.make("ClusterGangEntityRL-v0")`.
+
     ## Presets
 
     - `default`: |L| 4; |R| 10; K 3; edge_prob 0.3; tasks per job 2–4
     - `tiny`: |L| 2; |R| 3; K 1; edge_prob 1.0; tasks per job 2
     - `paper`: |L| 8; |R| 40; K 3; edge_prob 0.1; tasks per job 2–4
     - `alibaba_gpu_2023`: |L| 4; |R| 10; K 3; edge_prob 0.3; tasks per job from the trace, 2–4
+    - `production`: |L| 100; |R| 1523 (the Alibaba trace's node count); K 3; edge_prob 0.002; tasks per job 2–4;
+      `compute_regret=False`: the oracle's MILP is refused by the guards at this size
 
     `alibaba_gpu_2023` needs `trace_dir`, the folder of the Alibaba GPU 2023 CSVs. It is ClusterMultiServer-v0's [trace
     workload](ClusterMultiServer-v0.md#trace-driven-preset-alibaba_gpu_2023) (device types, job types, replayed
@@ -147,6 +156,20 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     @staticmethod
     def _fits_alone(inst: GangInstance) -> np.ndarray:
         return (inst.task_req[:, inst.arms[:, 1]] <= inst.server_cap[:, inst.arms[:, 2]]).all(axis=0)
+
+    def _edge_statics(self) -> EdgeStatics:
+        """Per arm: its task's request over its server's capacity; that capacity over the requests of all tasks
+        that could be placed on the server; the share of its job's tasks, and of the ones the job needs."""
+        inst = self.instance
+        port, task, server = inst.arms.T
+        request = inst.task_req[:, task].astype(np.float64)
+        cap = inst.server_cap[:, server].astype(np.float64)
+        demand = np.zeros(inst.server_cap.shape)
+        np.add.at(demand.T, server, request.T)
+        n_tasks = inst.n_tasks_of_port[port].astype(np.float64)
+        min_tasks = np.asarray(inst.min_tasks)[port]
+        return EdgeStatics(port, server, request / cap, capacity_share(cap, demand[:, server]), inst.utility.cost,
+                           1.0 / n_tasks, min_tasks / n_tasks)  # fmt: skip
 
     def violation(self, x: np.ndarray, arrivals: np.ndarray) -> str | None:
         return gang_violation(x, self.instance, arrivals)

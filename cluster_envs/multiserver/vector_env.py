@@ -14,6 +14,7 @@ from cluster_envs.common.flat import flatten_batch
 from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.vector import BatchedCopies
 from cluster_envs.multiserver import kernel
+from cluster_envs.multiserver.entity import padded_mask
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
 from cluster_envs.multiserver.gang import gang_workspace
 from cluster_envs.multiserver.gang_env import ClusterGangEnv
@@ -72,6 +73,9 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
         self._sums = np.zeros((kernel.SUMS, num_envs))
         self._missing = np.zeros(num_envs, dtype=bool)
         self._oracle_values = np.full(2**inst.n_ports if cfg.compute_regret else 1, np.nan)
+        self._entity = self.envs[0].entity  # observation_mode="entity": the padded edge rows, and their statistics
+        self._counts = np.zeros((num_envs, inst.n_edges))
+        self._utility_sums = np.zeros((num_envs, inst.n_edges))
         self._states = np.zeros((2 * num_envs, pcg.WORDS), np.uint64)  # copy b's utility, arrival streams: 2b, 2b+1
         self.record = self.make_record()
 
@@ -113,6 +117,8 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
         self._arrivals[b] = obs["arrivals"]
         self._t[b] = 1
         self._sums[:, b] = 0.0
+        self._counts[b] = 0.0
+        self._utility_sums[b] = 0.0
         self._needs_reset[b] = False
         sim = env.simulator
         self._states[2 * b], self._states[2 * b + 1] = pcg.state_row(sim.rng_utility), pcg.state_row(sim.rng_arrivals)
@@ -130,6 +136,8 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
 
     def step(self, actions: Any):
         actions = self.real_actions(actions)
+        if self._entity is not None:
+            actions = np.ascontiguousarray(self._entity.padded_action(actions))
         cfg, n = self.config, self.num_envs
         resetting = self._needs_reset.copy()
         stepping = ~resetting
@@ -148,6 +156,8 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
             if reset_infos:  # as SyncVectorEnv: a copy just reset shows its reset observation
                 value[resetting] = self._obs[key][resetting]
             self._obs[key][:] = value  # kept: a masked reset returns the other copies' observations as they are
+        self._counts += obs["last_action"]  # a copy just reset shows zeros
+        self._utility_sums += obs["last_utility"]
         truncated = stepping & (self._t > cfg.horizon)
         infos = self._infos(stepping, truncated, values, counts)
         for b, info in reset_infos.items():  # as SyncVectorEnv: a copy's autoreset step carries its reset info
@@ -160,7 +170,8 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
         ``action_masks()`` for the slot about to be decided (its current observation's ``edge_mask``), so that
         MaskablePPO trains on the batched env."""
         allow_one = self._obs["edge_mask"].astype(bool) & self.env_class._fits_alone(self.instance)
-        return np.stack([np.ones_like(allow_one), allow_one], axis=2).reshape(self.num_envs, -1)
+        mask = np.stack([np.ones_like(allow_one), allow_one], axis=2)
+        return mask.reshape(self.num_envs, -1) if self._entity is None else padded_mask(mask, self.config.max_edges)
 
     def _raise(self, code: int, b: int, action: np.ndarray) -> None:
         name = f"actions[{b}]"
@@ -176,7 +187,11 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
         return self._emit({key: value.copy() for key, value in self._obs.items()})
 
     def _emit(self, obs: dict[str, np.ndarray]) -> Any:
-        """The batch's Dict observation as ``observation_mode`` gives it (flattened row by row in ``"flat"``)."""
+        """The batch's Dict observation as ``observation_mode`` gives it (flattened row by row in ``"flat"``, the
+        padded edge rows in ``"entity"``)."""
+        if self._entity is not None:
+            return self._entity.rows(obs["edge_mask"], obs["last_action"], self._counts, self._utility_sums,
+                                     obs["time"])  # fmt: skip
         return flatten_batch(self._dict_space, obs) if self.config.observation_mode == "flat" else obs
 
     def _infos(self, stepping: np.ndarray, truncated: np.ndarray, values: np.ndarray, counts: np.ndarray):

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from cluster_envs.common.alibaba_gpu import HOW_TO_PASS
+from cluster_envs.common import alibaba_gpu, azure_llm
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
+from cluster_envs.common.azure_llm import NAME as AZURE
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Keywords, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.sla.kernel import ACTION_MODES, REWARD_MODES
@@ -55,11 +56,15 @@ SCENARIO_DOMAINS: dict[str, dict[str, Domain]] = {
         "day": Number(low=1.0, high=1e12),  # 2π(t + φ) with φ ~ U[0, day) overflowed to inf at day = 3e307
     },
     ALIBABA: {"scale": Choice(("rho", "none")), "rho": _RHO},  # the whole replay window, read from trace_dir
+    AZURE: {"scale": Choice(("rho", "none")), "rho": _RHO},  # likewise
 }
+# The scenarios that replay a trace from the folder trace_dir, with what to pass
+TRACE_DIR_SCENARIOS = {ALIBABA: alibaba_gpu.HOW_TO_PASS, AZURE: azure_llm.HOW_TO_PASS}
 SCENARIO_JOINT = (
     "`sec_3_4`: user 3 starts at `t0` ≤ horizon, or at ⌈1/(η ε)⌉ ≤ horizon (η ε ≥ 1/horizon); `paper_synthetic`: "
     "β_b + β_s > 0 for the (burst, stream) pair of each of periods 0-2; `trace`: the window [start, start + "
-    "horizon) lies in the file, its total load is finite, and positive with `scale='rho'` or `sla='mean'`"
+    "horizon) lies in the file, its total load is finite, and positive with `scale='rho'` or `sla='mean'`; "
+    f"`{AZURE}`: an even `n_users` (each of the two services split into `n_users / 2` size classes)"
 )
 
 
@@ -95,7 +100,10 @@ class SLAConfig:
         # a floating-point tolerance: a queue at or below it is emptied, so a large value would discard work
         "empty_tol": Number(low=0.0, high=MAX_EMPTY_TOL),
         "info_level": Choice(INFO_LEVELS),
-        "trace_dir": Given(f"None, or with scenario={ALIBABA!r} the folder of the Alibaba GPU 2023 trace's CSVs"),
+        "trace_dir": Given(
+            f"None, or with scenario={ALIBABA!r} or {AZURE!r} the folder of the Alibaba GPU 2023 or the Azure LLM "
+            "inference 2023 trace's CSVs"
+        ),
     }
 
     n_users: int = 3
@@ -113,7 +121,7 @@ class SLAConfig:
     eps_ref: float = 0.02
     empty_tol: float = 1e-9
     info_level: str = "full"
-    trace_dir: Any = None  # the folder of the trace CSVs (scenario="alibaba_gpu_2023")
+    trace_dir: Any = None  # the folder of the trace CSVs (scenario="alibaba_gpu_2023" or "azure_llm_2023")
 
     def __post_init__(self) -> None:
         check_domains(self, self.DOMAINS)
@@ -132,12 +140,13 @@ class SLAConfig:
 
 
 def check_trace_dir(scenario: str | Callable, trace_dir: Any) -> None:
-    """``trace_dir`` is required by scenario ``alibaba_gpu_2023`` and refused by every other scenario (its folder's
-    own checks come when the trace is read)."""
-    if (scenario == ALIBABA) != (trace_dir is not None):
+    """``trace_dir`` is required by the scenarios of ``TRACE_DIR_SCENARIOS`` and refused by every other scenario
+    (its folder's own checks come when the trace is read)."""
+    replays = not callable(scenario) and scenario in TRACE_DIR_SCENARIOS
+    if replays != (trace_dir is not None):
         if trace_dir is None:
-            raise ValueError(f"scenario {ALIBABA!r} (preset {ALIBABA!r}) needs its data: {HOW_TO_PASS}")
-        raise ValueError(f"trace_dir is only read by scenario={ALIBABA!r} (preset {ALIBABA!r})")
+            raise ValueError(f"scenario {scenario!r} (its presets) needs its data: {TRACE_DIR_SCENARIOS[scenario]}")
+        raise ValueError(f"trace_dir is only read by scenario={' or '.join(map(repr, TRACE_DIR_SCENARIOS))}")
 
 
 def check_scenario(scenario: str, kwargs: dict, n_users: int, horizon: int, sla: tuple[float, ...] | str) -> None:
@@ -162,6 +171,11 @@ def check_scenario(scenario: str, kwargs: dict, n_users: int, horizon: int, sla:
             )
     if scenario == "paper_synthetic":
         _check_pairs(kwargs.get("p23_pairs", ((1, 2), (1, 3))), sla)
+    if scenario == AZURE and n_users % 2:
+        raise ValueError(
+            f"n_users={n_users} is not allowed with scenario={AZURE!r}: each of its two services (code, conversation) "
+            "is split into n_users / 2 size classes, so n_users must be even"
+        )
     if scenario == "trace" and "path" not in kwargs:
         raise ValueError("scenario='trace' needs scenario_kwargs['path'] (a .npy, .npz or .csv file)")
 
@@ -186,6 +200,8 @@ def _check_pairs(pairs: Any, sla: tuple[float, ...]) -> None:
 
 PRESETS: dict[str, dict[str, Any]] = {
     "paper_synthetic": {"horizon": 3_000_000},
+    # spec A16's reading of the unspecified P2/P3 users, the one closest to the paper's Static numbers
+    "paper_synthetic_a16": {"horizon": 3_000_000, "scenario_kwargs": {"p23_pairs": ((1, 2), (1, 2))}},
     "default": {},
     "paper_real_standin": {
         "n_users": 6,
@@ -195,8 +211,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         "eps_ref": 0.01,
     },
     "example_1_1": {"sla": (0.5, 0.2, 0.3), "horizon": 3000, "scenario": "example_1_1"},
+    # production scale: 128 tenants of equal share, i.i.d. Gamma loads at utilization 0.99 (the papers had 3-6)
+    "production": {"n_users": 128, "sla": (1 / 128,) * 128, "scenario": "gamma_iid", "scenario_kwargs": {"rho": 0.99}},
     "proportionality_3_4": {"sla": (0.5, 0.3, 0.2), "horizon": 60_000, "scenario": "sec_3_4", "eps_ref": 0.1},
     # tenants = the trace's 4 QoS classes, load = their GPU demand (cluster_envs.sla.model.alibaba_gpu_loads)
     ALIBABA: {"n_users": 4, "sla": "mean", "horizon": 10_000, "scenario": ALIBABA, "eps_ref": 0.01},
+    # tenants = the trace's 2 services, load = tokens arriving per 1.004-s slot (cluster_envs.sla.model.azure_llm_loads)
+    AZURE: {"n_users": 2, "sla": "mean", "horizon": 3_500, "scenario": AZURE, "eps_ref": 0.01},
+    # 6 tenants like the paper's Sec. 4.2: each service's requests split into terciles of their tokens
+    f"{AZURE}_sizes": {"n_users": 6, "sla": "mean", "horizon": 3_500, "scenario": AZURE, "eps_ref": 0.01},
 }
-TRACE_PRESETS = (ALIBABA,)  # presets that read user data (trace_dir): not built without it
+TRACE_PRESETS = (ALIBABA, AZURE, f"{AZURE}_sizes")  # presets that read user data (trace_dir): not built without it
+# presets an order of magnitude past the papers: timed by `cluster-envs bench --scaling-only` and built by
+# tests/test_production_presets.py, not played by every agent in the tests
+PRODUCTION_PRESETS = ("production",)

@@ -53,7 +53,8 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     shares), ``trace_standin`` (diurnal log-normal AR(1) demands standing in for the proprietary Azure traces of
     Sec. 4.2), ``trace`` (your own file: ``scenario_kwargs={"path": "loads.csv"}``, .npy/.npz/.csv, N×T or T×N,
     with ``start``, ``scale``, ``rho``; ``n_users`` must be the trace's number of users and ``horizon`` at most its
-    length from ``start``), ``alibaba_gpu_2023`` (see Presets), or a callable ``(rng, N, T, sla) -> L (N, T)``.
+    length from ``start``), ``alibaba_gpu_2023`` and ``azure_llm_2023`` (see Presets), or a callable
+    ``(rng, N, T, sla) -> L (N, T)``.
 
     **Oracle quantities**, computed in closed form at reset from the episode's loads (spec §2.3): the SLA deficit
     D_t(i) = W'_t(i) - W_t(i), the cumulative work the static policy h = β̄ would have done for user i (on its own
@@ -91,10 +92,15 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     OPT_c(t) is the offline dynamic optimum with capacity c (Prop. 2), c = 1 and 1 - ``eps_ref``.
 
     **Presets** (N, β, T, scenario, ``eps_ref``): ``paper_synthetic`` (3, (0.2, 0.3, 0.5), 3·10⁶,
-    ``paper_synthetic``, 0.02; Sec. 4.1), ``default`` (the same at T = 6000), ``paper_real_standin`` (6, the
+    ``paper_synthetic``, 0.02; Sec. 4.1), ``paper_synthetic_a16`` (the same with spec A16's P2/P3 users,
+    ``p23_pairs=((1, 2), (1, 2))``, the reading closest to the paper's Static numbers; ours is P2 = (1, 2),
+    P3 = (1, 3)), ``default`` (the same at T = 6000), ``paper_real_standin`` (6, the
     normalised mean loads ``sla="mean"``, 14,628, ``trace_standin``, 0.01; Sec. 4.2), ``example_1_1`` (3,
     (0.5, 0.2, 0.3), 3000, ``example_1_1``, 0.02), ``proportionality_3_4`` (3, (0.5, 0.3, 0.2), 60,000,
-    ``sec_3_4``, 0.1), ``alibaba_gpu_2023`` (4, ``sla="mean"``, 10,000, ``alibaba_gpu_2023``, 0.01).
+    ``sec_3_4``, 0.1), ``production`` (128, 1/128 each, 6000, ``gamma_iid`` at ρ = 0.99, 0.02: an order of
+    magnitude past the papers' 3-6 tenants), ``alibaba_gpu_2023`` (4, ``sla="mean"``, 10,000, ``alibaba_gpu_2023``,
+    0.01), ``azure_llm_2023`` (2, ``sla="mean"``, 3500, ``azure_llm_2023``, 0.01) and ``azure_llm_2023_sizes`` (6,
+    likewise).
     ``alibaba_gpu_2023`` needs ``trace_dir``, the folder of the Alibaba GPU 2023 CSVs (Weng et al., USENIX ATC '23;
     not shipped; the ClusterMultiServer-v0 sheet lists the files and columns read). The users are the trace's four
     QoS classes in descending order of demand (LS, Burstable, BE, Guaranteed); the pods' creation times from their
@@ -102,6 +108,19 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     average over slot t (``num_gpu · gpu_milli / 1000`` per pod, between creation and deletion). The loads are the
     same in every episode, rescaled to a mean total load ρ = 0.99 (``scenario_kwargs={"scale": "none"}`` keeps
     GPUs, ``{"rho": ...}`` another level); β is the normalised mean load.
+    ``azure_llm_2023`` and ``azure_llm_2023_sizes`` need ``trace_dir``, the folder of Azure's public LLM inference
+    trace of November 2023 (Patel et al., *Splitwise*, ISCA 2024; CC-BY 4.0, cite the paper; not shipped):
+    ``AzureLLMInferenceTrace_code.csv`` and ``AzureLLMInferenceTrace_conv.csv``, one row per request with
+    ``TIMESTAMP``, ``ContextTokens`` and ``GeneratedTokens``. Paper 003's Sec. 4.2 ran on Azure production traces
+    that are not public; this is Azure's own public one, one hour of two LLM services. The hour from the first
+    request to the last is cut into T equal slots (T = 3500: about one second each) and a tenant's load in step t
+    is the tokens (context + generated) of its requests arriving in slot t. The tenants are the services (code,
+    conversation), or with ``n_users = 2k`` each service's requests split into k size classes at the quantiles of
+    their tokens (``azure_llm_2023_sizes``: terciles, six tenants like the paper's; users 1-3 code small to
+    large, 4-6 conversation). Rescaled to utilization ρ = 0.99 (mean total load per step; ``scale``, ``rho`` as
+    above), the same in every episode; β is the normalised mean load. Errors name the file, line and column. The
+    share of steps in which capacity binds (``cluster_envs.sla.model.binding_share``) and the paper's algorithm
+    against the heuristics there: ``cluster-envs reproduce traces``.
 
     **Public data**: ``problem`` (``n_users``, ``sla``, ``horizon``). **Privileged state** (offline oracles and
     evaluation only): ``loads`` (N, T), ``queue``, ``next_load`` (a ``RuntimeError`` after the last step),

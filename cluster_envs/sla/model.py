@@ -1,8 +1,8 @@
 """The SLA-sharing model of Perez-Salazar et al. (paper 003) without the step: the public problem
 (:class:`SLAProblem`), the load scenarios that generate an instance (spec §3.8: the paper's synthetic
-experiments, a trace loader, a synthetic stand-in for the proprietary Azure traces and the GPU demand of the
-Alibaba GPU 2023 trace's QoS classes), and the offline optimum and static SLA reference in closed form
-(:func:`capped_cumulative_work`, Proposition 2).
+experiments, a trace loader, a synthetic stand-in for the proprietary Azure traces, the GPU demand of the
+Alibaba GPU 2023 trace's QoS classes and the token arrivals of the public Azure LLM inference 2023 trace), and
+the offline optimum and static SLA reference in closed form (:func:`capped_cumulative_work`, Proposition 2).
 
 ``make_load_generator(name, n_users, horizon, sla, kwargs, trace_dir)`` returns a picklable
 ``generate(rng) -> loads`` with loads of shape (N, T), for arguments the config has checked
@@ -23,6 +23,8 @@ from scipy.signal import lfilter
 
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.alibaba_gpu import POD_FILE, RESOURCES, load_gpu_trace
+from cluster_envs.common.azure_llm import NAME as AZURE
+from cluster_envs.common.azure_llm import SERVICES, load_llm_trace
 from cluster_envs.common.config import check_choice
 from cluster_envs.common.traces import read_table
 
@@ -174,12 +176,19 @@ def alibaba_gpu_loads(trace_dir, n_users: int, horizon: int) -> np.ndarray:
     return demand
 
 
-SCENARIOS = ("paper_synthetic", "example_1_1", "sec_3_4", "gamma_iid", "trace", "trace_standin", ALIBABA)
-SLA_FROM_LOADS = (
-    "trace",
-    "trace_standin",
-    ALIBABA,
-)  # scenarios with which sla="mean" (normalised mean load) is allowed
+def azure_llm_loads(trace_dir, n_users: int, horizon: int) -> np.ndarray:
+    """S8 [ours]: the Azure LLM inference 2023 trace's services as tenants, (N, T): user i's load in step t is
+    the tokens (context + generated) of its requests arriving in slot t of ``horizon`` equal slots of the hour.
+    With ``n_users = 2`` the users are the services (code, conversation); with ``n_users = 2k`` each service's
+    requests are split into k size classes at the quantiles 1/k, ..., (k−1)/k of their tokens, users
+    ``0..k−1`` being code's classes from small to large and ``k..2k−1`` conversation's
+    (:meth:`LLMTrace.slot_tokens`); ``n_users`` is even (the config checks it)."""
+    return load_llm_trace(trace_dir).slot_tokens(n_users // len(SERVICES), horizon)
+
+
+TRACE_LOADS = {ALIBABA: alibaba_gpu_loads, AZURE: azure_llm_loads}  # scenarios replayed from the folder trace_dir
+SCENARIOS = ("paper_synthetic", "example_1_1", "sec_3_4", "gamma_iid", "trace", "trace_standin", *TRACE_LOADS)
+SLA_FROM_LOADS = ("trace", "trace_standin", *TRACE_LOADS)  # scenarios with which sla="mean" (normalised mean load)
 
 
 def make_load_generator(
@@ -191,8 +200,8 @@ def make_load_generator(
     trace_dir: str | Path | None = None,
 ) -> LoadGenerator:
     """Return ``generate(rng) -> loads (N, T)`` for arguments checked by the config (``sla.config.check_scenario``,
-    ``check_trace_dir``); a trace file is read and checked here. ``trace_dir`` is the folder of
-    ``scenario="alibaba_gpu_2023"``."""
+    ``check_trace_dir``); a trace file is read and checked here. ``trace_dir`` is the folder of the
+    ``TRACE_LOADS`` scenarios (``alibaba_gpu_2023``, ``azure_llm_2023``)."""
     if callable(scenario):
         return functools.partial(
             _call_user_scenario, scenario, n_users=n_users, horizon=horizon, sla=sla, kwargs=kwargs
@@ -201,9 +210,9 @@ def make_load_generator(
     if scenario == "trace":
         kwargs["data"] = trace_window(read_trace(kwargs.pop("path"), n_users), horizon, sla, **kwargs)
         kwargs["start"] = 0
-    if scenario == ALIBABA:  # replayed through the trace scenario: rescaled to mean total load ρ unless scale="none"
-        kwargs["data"] = trace_window(alibaba_gpu_loads(trace_dir, n_users, horizon), horizon, sla, **kwargs)
-    function = trace if scenario == ALIBABA else globals()[scenario]
+    if scenario in TRACE_LOADS:  # replayed through the trace scenario: rescaled to mean total load ρ, or scale="none"
+        kwargs["data"] = trace_window(TRACE_LOADS[scenario](trace_dir, n_users, horizon), horizon, sla, **kwargs)
+    function = trace if scenario in TRACE_LOADS else globals()[scenario]
     context = {"n_users": n_users, "horizon": horizon, "sla": sla}
     accepted = inspect.signature(function).parameters
     return functools.partial(function, **{k: v for k, v in context.items() if k in accepted}, **kwargs)
@@ -279,6 +288,13 @@ def capped_cumulative_work(loads: np.ndarray, capacity: float | np.ndarray) -> n
     scaled_steps = capacity[..., None] * steps
     best = np.minimum.accumulate(cum - scaled_steps, axis=-1)
     return (scaled_steps + best)[..., 1:]
+
+
+def binding_share(loads: np.ndarray, capacity: float = 1.0) -> float:
+    """The share of steps in which capacity binds: the offline optimum's work-conserving server, fed the aggregate
+    load, has work for the whole step (``OPT_c(t) − OPT_c(t−1) = c``), as has every work-conserving allocation."""
+    opt = capped_cumulative_work(np.asarray(loads).sum(axis=0), capacity)
+    return float((np.diff(opt, prepend=0.0) >= capacity * (1 - 1e-9)).mean())
 
 
 def windowed_sla_gap(

@@ -36,7 +36,7 @@ def test_work_conserving_leaves_values_that_are_not_slots_for_the_env_to_reject(
     out = work_conserving(present, np.array([[np.nan, 2.5, 7.0, -1.0, 2.0]]))
     np.testing.assert_array_equal(out[0, 1:4], [2.5, 7.0, -1.0])
     assert np.isnan(out[0, 0]) and out[0, 4] == 1
-    env = gym.make("ClusterApprox-v0", action_mode="work_conserving", **SMALL)
+    env = gym.make("ClusterApprox-v1", action_mode="work_conserving", **SMALL)
     env.reset(seed=0)
     bad = np.zeros(env.action_space.shape)
     bad[0] = env.action_space.nvec[0]  # one past the last slot
@@ -45,7 +45,7 @@ def test_work_conserving_leaves_values_that_are_not_slots_for_the_env_to_reject(
 
 
 def test_a_work_conserving_action_never_sends_a_machine_to_an_empty_slot():
-    env = gym.make("ClusterApprox-v0", action_mode="work_conserving", **SMALL)
+    env = gym.make("ClusterApprox-v1", action_mode="work_conserving", **SMALL)
     obs, _ = env.reset(seed=3)
     rng = np.random.default_rng(0)
     served = 0
@@ -62,11 +62,11 @@ def test_a_work_conserving_action_never_sends_a_machine_to_an_empty_slot():
     assert served > 0  # jobs were there to serve
 
 
-@pytest.mark.parametrize("env_id", ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"])
+@pytest.mark.parametrize("env_id", ["ClusterApprox-v1", "ClusterApproxSingleJob-v0"])
 def test_the_modes_play_the_base_episode(env_id):
     """An action the paper's reading and the mode read alike (machines only on occupied slots; for the paced
     priority the run set it picks, replayed as binary) gives the same episode: rewards, observations, metrics."""
-    mode = "work_conserving" if env_id == "ClusterApprox-v0" else "paced_priority"
+    mode = "work_conserving" if env_id == "ClusterApprox-v1" else "paced_priority"
     plain = gym.make(env_id, **SMALL)
     mine = gym.make(env_id, action_mode=mode, observation_mode="flat", **SMALL)
     obs, _ = plain.reset(seed=1)
@@ -118,10 +118,10 @@ def test_the_paced_priority_never_exhausts_the_budget_early():
 @pytest.mark.parametrize(
     ("env_id", "kwargs", "allowed"),
     [
-        ("ClusterApprox-v0", {"action_mode": "binary"}, "occupant"),
+        ("ClusterApprox-v1", {"action_mode": "binary"}, "occupant"),
         ("ClusterApproxSingleJob-v0", {"action_mode": "work_conserving"}, "paced_priority"),
-        ("ClusterApprox-v0", {"action_mode": "work_conserving", "capacity": 2}, "capacity=None"),
-        ("ClusterApprox-v0", {"observation_mode": "box"}, "flat"),
+        ("ClusterApprox-v1", {"action_mode": "work_conserving", "capacity": 2}, "capacity=None"),
+        ("ClusterApprox-v1", {"observation_mode": "box"}, "flat"),
     ],
 )
 def test_bad_modes_are_refused_by_name(env_id, kwargs, allowed):
@@ -171,7 +171,7 @@ def test_paced_occupants_keep_the_budget_check_and_never_serve_empty_slots():
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_paced_priority_refuses_priorities_that_are_not_finite_by_name(bad):
-    env = gym.make("ClusterApprox-v0", action_mode="paced_priority", **SMALL)
+    env = gym.make("ClusterApprox-v1", action_mode="paced_priority", **SMALL)
     env.reset(seed=0)
     action = np.full(env.action_space.shape, 0.5)
     action[-1] = bad
@@ -184,9 +184,9 @@ def test_paced_priority_refuses_priorities_that_are_not_finite_by_name(bad):
 
 
 def test_the_paced_priority_serves_only_occupied_slots_within_their_pace():
-    """On ClusterApprox-v0: an episode of random priorities never sends a machine to an empty slot, never exhausts
+    """On ClusterApprox-v1: an episode of random priorities never sends a machine to an empty slot, never exhausts
     a budget, and each job's spend in a slot stays within the pace of the observation the priorities were read on."""
-    env = gym.make("ClusterApprox-v0", action_mode="paced_priority")
+    env = gym.make("ClusterApprox-v1", action_mode="paced_priority")
     obs, _ = env.reset(seed=4)
     assert env.action_space.shape == (env.unwrapped.config.max_visible_jobs + env.unwrapped.config.n_machines,)
     rng = np.random.default_rng(4)
@@ -211,9 +211,9 @@ def test_greedy_ucbs_orders_read_as_paced_priorities_are_greedy_ucbs_schedule():
     from agents.approx.common import COL, default_gamma, ucb
     from cluster_envs.approx.model import utility_derivative
 
-    env = gym.make("ClusterApprox-v0", horizon=200)
+    env = gym.make("ClusterApprox-v1", horizon=200)
     obs, _ = env.reset(seed=2)
-    agent = make_agent("ClusterApprox-v0", "greedy_ucb")
+    agent = make_agent("ClusterApprox-v1", "greedy_ucb")
     agent.reset(env.unwrapped.problem, seed=2)
     problem, served = env.unwrapped.problem, 0
     for _ in range(200):
@@ -237,11 +237,11 @@ def test_random_paced_is_the_paced_reading_of_random_priorities():
     trajectory, so the control measures PPO's action reading without learning."""
     from agents import make_agent
 
-    played = gym.make("ClusterApprox-v0", horizon=200)
-    read = gym.make("ClusterApprox-v0", horizon=200, action_mode="paced_priority")
+    played = gym.make("ClusterApprox-v1", horizon=200)
+    read = gym.make("ClusterApprox-v1", horizon=200, action_mode="paced_priority")
     obs, _ = played.reset(seed=3)
     read.reset(seed=3)
-    agent = make_agent("ClusterApprox-v0", "random_paced")
+    agent = make_agent("ClusterApprox-v1", "random_paced")
     agent.reset(played.unwrapped.problem, seed=5)
     draws = np.random.default_rng(5)
     n_slots, n_machines = obs["jobs"].shape[0], obs["price"].shape[0]

@@ -10,7 +10,7 @@ from scipy.optimize import minimize
 import agents
 from agents.approx.generalized import dependent_rounding, project_p5
 
-MULTI, SINGLE = "ClusterApprox-v0", "ClusterApproxSingleJob-v0"
+MULTI, SINGLE = "ClusterApprox-v1", "ClusterApproxSingleJob-v0"
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from agents.registry import agent_class, make_agent
 from baselines.eval.harness import rollout
 
 
-@pytest.mark.parametrize("env_id", ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"])
+@pytest.mark.parametrize("env_id", ["ClusterApprox-v1", "ClusterApproxSingleJob-v0"])
 def test_known_rates_reads_the_hidden_means_and_never_estimates(env_id):
     assert agent_class(env_id, "known_rates").privileged
     agent = make_agent(env_id, "known_rates")

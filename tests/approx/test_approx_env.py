@@ -1,4 +1,4 @@
-"""ClusterApprox-v0 / ClusterApproxSingleJob-v0: dynamics, feedback, budgets, rewards, info, bad input."""
+"""ClusterApprox-v1 / ClusterApproxSingleJob-v0: dynamics, feedback, budgets, rewards, info, bad input."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from approx_helpers import run_episode
 import agents
 from cluster_envs.approx.model import perspective, utility
 
-MULTI, SINGLE = "ClusterApprox-v0", "ClusterApproxSingleJob-v0"
+MULTI, SINGLE = "ClusterApprox-v1", "ClusterApproxSingleJob-v0"
 SMALL_LIST = ((0, 40, 30.0, 2.0), (5, 25, 15.0, 1.0), (10, 60, 80.0, 3.0))
 
 
@@ -190,7 +190,7 @@ def test_info_keys_and_episode_summary():
 
 
 def _summary_from_infos(reset_info: dict, infos: list[dict]) -> dict[str, float]:
-    """The episode summary's keys that the per-step infos determine (spec §5.3, docs/envs/ClusterApprox-v0.md)."""
+    """The episode summary's keys that the per-step infos determine (spec §5.3, docs/envs/ClusterApprox-v1.md)."""
     last = infos[-1]
     expected = {
         "utility": last["utility_true"],

@@ -11,7 +11,7 @@ from agents.approx.heuristics import deadline_occupants, fair_occupants
 from agents.approx.primal_dual import OPM, OPS
 from cluster_envs.approx.projection import categorical_round, occupant_to_assignment
 
-MULTI, SINGLE = "ClusterApprox-v0", "ClusterApproxSingleJob-v0"
+MULTI, SINGLE = "ClusterApprox-v1", "ClusterApproxSingleJob-v0"
 
 
 def fair_reference(order, last, prices, spent, budget, exhausted):

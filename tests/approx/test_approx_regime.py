@@ -10,8 +10,9 @@ import pytest
 from baselines.eval import harness
 from baselines.reproduce import approx
 from cluster_envs.approx.config import MULTI_PRESETS
+from cluster_envs.approx.model import ONOFF_MEAN_RATE
 
-MULTI = "ClusterApprox-v0"
+MULTI = "ClusterApprox-v1"
 SMALL = {"n_machines": 40, "horizon": 600, "max_visible_jobs": 64, "lifetime_median": 60.0, "lifetime_sigma": 1.0,
          "q_range": (0.2, 10.0)}  # fmt: skip
 
@@ -24,7 +25,10 @@ def test_flat_prices_are_one_price_that_the_hidden_speeds_do_not_move():
     assert means.std() > 0.05  # speeds U[0.5, 1] spread the true means, the prices do not follow
     proportional = gym.make(MULTI, preset="paper", **SMALL).unwrapped
     proportional.reset(seed=0)
-    np.testing.assert_allclose(proportional._instance.prices, 2.0 * proportional._instance.means)
+    # proportional: 2 x speed x the model's stationary mean rate, public; never the realised means (v0's leak)
+    instance = proportional._instance
+    np.testing.assert_allclose(instance.prices, 2.0 * instance.rates.speed * ONOFF_MEAN_RATE)
+    assert not np.allclose(instance.prices, 2.0 * instance.means)
 
 
 @pytest.mark.parametrize("name", ["paper_hidden_speed", "paper_budget_bound", "paper_budget_bound_hidden_speed"])

@@ -14,7 +14,7 @@ def test_unknown_scale_is_a_clear_error(tmp_path):
 
 
 def test_run_one_records_per_job_costs_and_budgets():
-    task = (("k",), "ClusterApprox-v0", "fair", {}, {"horizon": 300}, 0)
+    task = (("k",), "ClusterApprox-v1", "fair", {}, {"horizon": 300}, 0)
     run = approx.run_one(task)
     n = int(run.summary["n_jobs"])
     assert run.cost_ratio.shape == run.consumed.shape == (n,)
@@ -25,9 +25,9 @@ def test_run_one_records_per_job_costs_and_budgets():
 def test_an_episode_file_serves_every_task_of_that_episode(tmp_path, monkeypatch):
     """Two parts that label one episode differently, its keywords in another order, share its file: the second
     reads it back under its own key instead of running the episode again."""
-    first = (("table1", 0.5), "ClusterApprox-v0", "fair", {}, {"horizon": 200, "beta": 0.5}, 1)
-    again = (("fig2", "heavy", 0.5), "ClusterApprox-v0", "fair", {}, {"beta": 0.5, "horizon": 200}, 1)
-    other = (("fig2", "heavy", 0.5), "ClusterApprox-v0", "fair", {}, {"beta": 0.5, "horizon": 200}, 2)
+    first = (("table1", 0.5), "ClusterApprox-v1", "fair", {}, {"horizon": 200, "beta": 0.5}, 1)
+    again = (("fig2", "heavy", 0.5), "ClusterApprox-v1", "fair", {}, {"beta": 0.5, "horizon": 200}, 1)
+    other = (("fig2", "heavy", 0.5), "ClusterApprox-v1", "fair", {}, {"beta": 0.5, "horizon": 200}, 2)
     assert approx.episode_name(first) == approx.episode_name(again) != approx.episode_name(other)
     ran = approx.run_tasks([first], workers=1, episode_dir=tmp_path)[first[0]][0]
     monkeypatch.setattr(approx, "run_one", lambda task: pytest.fail(f"{task[0]} ran again"))

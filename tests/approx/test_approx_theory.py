@@ -11,7 +11,7 @@ from approx_helpers import loglog_slope, run_episode, sqrt_scale
 from agents.approx.common import ucb
 from agents.approx.primal_dual import OPM, OPS
 
-SINGLE, MULTI = "ClusterApproxSingleJob-v0", "ClusterApprox-v0"
+SINGLE, MULTI = "ClusterApproxSingleJob-v0", "ClusterApprox-v1"
 
 
 def test_h7_ucb_estimates_are_optimistic():

@@ -1,4 +1,4 @@
-"""The batched ClusterApprox-v0 / ClusterApproxSingleJob-v0 equal B single envs (SyncVectorEnv, copy i seeded s + i),
+"""The batched ClusterApprox-v1 / ClusterApproxSingleJob-v0 equal B single envs (SyncVectorEnv, copy i seeded s + i),
 step for step, through autoresets."""
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ def _assert_same(native, sync):
 
 
 @pytest.mark.parametrize(("env_id", "kwargs"), [
-    ("ClusterApprox-v0", {}),
-    ("ClusterApprox-v0", {"budget_mode": "soft", "reward_mode": "approx", "utility": "log", "q_range": (2.0, 6.0)}),
-    ("ClusterApprox-v0", {"preset": "common_deadline", "reward_mode": "sparse", "compute_regret": False}),
-    ("ClusterApprox-v0", {"action_mode": "work_conserving"}),
-    ("ClusterApprox-v0", {"action_mode": "paced_priority"}),
+    ("ClusterApprox-v1", {}),
+    ("ClusterApprox-v1", {"budget_mode": "soft", "reward_mode": "approx", "utility": "log", "q_range": (2.0, 6.0)}),
+    ("ClusterApprox-v1", {"preset": "common_deadline", "reward_mode": "sparse", "compute_regret": False}),
+    ("ClusterApprox-v1", {"action_mode": "work_conserving"}),
+    ("ClusterApprox-v1", {"action_mode": "paced_priority"}),
     ("ClusterApproxSingleJob-v0", {}),
     ("ClusterApproxSingleJob-v0", {"preset": "soft", "utility": "power", "beta": 0.3}),
     ("ClusterApproxSingleJob-v0", {"action_mode": "paced_priority"}),
@@ -66,19 +66,20 @@ def test_batched_env_equals_single_envs_step_for_step(env_id, kwargs):
 
 def test_wider_instances_after_reset_keep_the_batch_equal():
     """A copy whose new instance has more jobs than any before widens the padded job axis of every copy."""
-    native, sync = _pair("ClusterApprox-v0", horizon=60)
+    # speeds spread the public prices, hence the job counts (v1's prices follow the speeds, not the seed's draws)
+    native, sync = _pair("ClusterApprox-v1", horizon=200, speed_heterogeneity=0.5)
     native.reset(seed=[0, 1, 2, 3])
     sync.reset(seed=[0, 1, 2, 3])
     width = native.unwrapped._width
     native.action_space.seed(1)
-    for _ in range(10 * 60):
+    for _ in range(10 * 200):
         actions = native.action_space.sample()
         _assert_same(native.step(actions), sync.step(actions))
     assert native.unwrapped._width > width  # the widening happened mid-run, with live copies re-pointed
 
 
 def test_bad_actions_are_rejected_and_leave_the_batch_unchanged():
-    native, sync = _pair("ClusterApprox-v0")
+    native, sync = _pair("ClusterApprox-v1")
     native.reset(seed=2)
     sync.reset(seed=2)
     good = np.zeros((B, native.single_action_space.shape[0]), dtype=np.int64)
@@ -99,13 +100,13 @@ def test_unsupported_settings_name_the_argument():
             ClusterApproxVectorEnv(**{"num_envs": 2, **kwargs})
 
 
-@pytest.mark.parametrize(("env_id", "mode"), [("ClusterApprox-v0", "paced_priority"),
-                                              ("ClusterApprox-v0", "work_conserving"),
+@pytest.mark.parametrize(("env_id", "mode"), [("ClusterApprox-v1", "paced_priority"),
+                                              ("ClusterApprox-v1", "work_conserving"),
                                               ("ClusterApproxSingleJob-v0", "paced_priority")])  # fmt: skip
 def test_read_actions_are_the_paper_actions_the_step_runs(env_id, mode):
     """``read_actions`` gives the paper's actions of the mode's reading: played as given (the paper's mode), they
     make the same episode."""
-    paper = "occupant" if env_id == "ClusterApprox-v0" else "binary"
+    paper = "occupant" if env_id == "ClusterApprox-v1" else "binary"
     mine, theirs = (gym.make_vec(env_id, num_envs=B, vectorization_mode="vector_entry_point", horizon=HORIZON,
                                  info_level="minimal", action_mode=m) for m in (mode, paper))  # fmt: skip
     mine.reset(seed=3)

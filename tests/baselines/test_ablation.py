@@ -67,7 +67,7 @@ def test_the_table_averages_evaluation_seeds_within_a_training_seed():
         ("ClusterSLA-v0", {"horizon": 48}, "ppo_lstm"),  # the recurrent state over the batch
         ("ClusterBilinear-v0", {"horizon": 40}, "ppo"),
         ("ClusterApproxSingleJob-v0", {"horizon": 30}, "ppo"),  # a flattened Dict observation
-        ("ClusterApprox-v0", {"horizon": 30, "action_mode": "paced_priority"}, "ppo"),  # a Box read on the observation
+        ("ClusterApprox-v1", {"horizon": 30, "action_mode": "paced_priority"}, "ppo"),  # a Box read on the observation
         ("ClusterGang-v0", {"horizon": 30}, "ppo_mask"),  # the batched env's action masks
     ],
 )

@@ -13,10 +13,10 @@ from scipy import stats
 
 from baselines.eval import protocol as settings
 from baselines.eval.backends import Task, run_tasks
-from baselines.eval.compare import compare
-from baselines.eval.harness import rollout
+from baselines.eval.compare import Comparison, compare
+from baselines.eval.harness import Episode, rollout
 from baselines.eval.report import markdown, to_json, write_report
-from baselines.eval.stats import aggregate_iqm, bootstrap_ci, improvement_indicator, iqm, normalized
+from baselines.eval.stats import aggregate_iqm, improvement_indicator, iqm, mean_interval, normalized, normalized_score
 
 ENV = "ClusterSLA-v0"
 SMALL = {"horizon": 240}
@@ -62,10 +62,11 @@ def test_report_numbers_equal_direct_rollouts(two_seeds, tmp_path):
 
 
 def test_normalized_scores_put_naive_at_zero_and_oracle_at_one(two_seeds):
-    assert np.mean(two_seeds.normalized_scores("static")) == pytest.approx(0.0, abs=1e-12)
-    assert np.mean(two_seeds.normalized_scores("pg")) == pytest.approx(1.0)
-    assert normalized(np.array([5.0, 3.0]), naive=5.0, oracle=1.0).tolist() == [0.0, 0.5]  # lower is better
-    assert np.isnan(normalized(np.array([1.0]), naive=2.0, oracle=2.0)).all()
+    np.testing.assert_allclose(two_seeds.normalized_scores("static"), 0.0, atol=1e-12)  # on every seed: paired
+    np.testing.assert_allclose(two_seeds.normalized_scores("pg"), 1.0)
+    assert normalized(np.array([5.0, 3.0]), naive=5.0, top=1.0).tolist() == [0.0, 0.5]  # lower is better
+    with pytest.raises(ValueError, match="anchors coincide"):
+        normalized(np.array([1.0]), naive=2.0, top=2.0)
 
 
 def test_probability_of_improvement_counts_seeds_in_the_metric_direction():
@@ -80,25 +81,11 @@ def test_bootstrap_intervals_contain_the_mean_and_shrink_with_more_seeds():
     widths = []
     for n in (5, 20, 80):
         x = stats.norm.ppf((np.arange(n) + 0.5) / n, loc=10.0, scale=2.0)
-        low, high = bootstrap_ci(x)
+        low, high = mean_interval(x)
         assert low <= x.mean() <= high
         widths.append(high - low)
-        iqm_low, iqm_high = bootstrap_ci(x, iqm)
-        assert iqm_low <= iqm(x) <= iqm_high
     assert widths[0] > widths[1] > widths[2]
     assert widths[0] / widths[2] == pytest.approx(4, rel=0.5)  # ~1/sqrt(n)
-
-
-def test_stratified_bootstrap_resamples_each_stratum_on_its_own():
-    """Two strata far apart: a stratified interval of the pooled mean is much narrower than a pooled one,
-    because every resample keeps half of its values from each stratum."""
-    a, b = np.linspace(0, 1, 10), np.linspace(100, 101, 10)
-    strat_low, strat_high = bootstrap_ci([a, b])
-    pooled_low, pooled_high = bootstrap_ci(np.concatenate([a, b]))
-    assert strat_low <= np.concatenate([a, b]).mean() <= strat_high
-    assert strat_high - strat_low < (pooled_high - pooled_low) / 10
-    assert bootstrap_ci(np.ones(5)) == (1.0, 1.0)
-    assert np.isnan(bootstrap_ci(np.array([1.0]))).all()
 
 
 def test_local_workers_give_the_same_episodes_as_one_process():
@@ -153,7 +140,10 @@ def test_the_normalized_score_with_a_closed_form_optimum(two_seeds):
     by_value = dataclasses.replace(
         two_seeds, setting=dataclasses.replace(setting, oracle_agent=None, oracle_value=0.0, oracle_value_name="T0")
     )
-    np.testing.assert_allclose(by_value.normalized_scores("owm"), (regret["owm"] - naive) / (0.0 - naive))
+    np.testing.assert_allclose(
+        by_value.normalized_scores("owm"), (regret["owm"] - regret["static"]) / (0.0 - regret["static"])
+    )
+    assert by_value.normalized("owm")["mean"] == pytest.approx((regret["owm"].mean() - naive) / (0.0 - naive))
     assert by_value.setting.oracle_text == "T0 (`regret` = 0)"
     for wrong in ({"oracle_value": 0.0}, {"oracle_agent": None}):
         with pytest.raises(ValueError, match="exactly one of oracle_agent and oracle_value"):
@@ -174,9 +164,9 @@ def test_each_agent_env_kwargs_are_stored_and_shown(two_seeds):
 
 
 def test_an_agent_that_changes_the_dynamics_is_not_compared_head_to_head():
-    """opm_gc needs ClusterApprox-v0's Sec. V-C capacities, i.e. another problem: `all` leaves it out with a
+    """opm_gc needs ClusterApprox-v1's Sec. V-C capacities, i.e. another problem: `all` leaves it out with a
     note (so no paired difference and no best-heuristic candidacy), and naming it is an error."""
-    approx = "ClusterApprox-v0"
+    approx = "ClusterApprox-v1"
     comparison = compare(approx, "all", seeds=[0], env_kwargs={"horizon": 5}, progress=False)
     assert "opm_gc" not in comparison.agents and "opm_gc" not in comparison.heuristics()
     assert comparison.excluded == {"opm_gc": {"capacity": 2, "parallelism": 4}}
@@ -219,3 +209,103 @@ def test_the_report_says_why_the_benchmarks_env_kwargs_and_when_the_caller_chang
     changed = text(preset="tiny")
     assert "`preset='tiny'` for every agent, set by the caller (the benchmark's `preset='small'`" in changed
     assert "`preset='small'` for every agent:" not in changed
+
+
+def synthetic(values: dict[str, list[float]], seeds: list[int] | None = None) -> Comparison:
+    """A ClusterSLA-v0 comparison (regret, lower is better; naive `static`, clairvoyant `pg`) of given regrets."""
+    setting = settings.SETTINGS[ENV]
+    seeds = seeds or list(range(len(next(iter(values.values())))))
+    episodes = [
+        Episode(ENV, agent, seed, {m: float(v) if m == "regret" else 0.0 for m in setting.metrics}, {})
+        for agent, per_seed in values.items()
+        for seed, v in zip(seeds, per_seed, strict=True)
+    ]
+    return Comparison(ENV, seeds, list(values), episodes, setting, privileged={"pg"})
+
+
+def test_each_seed_is_normalized_by_its_own_anchors_so_the_interval_measures_the_agent():
+    """Instances of very different scale (the anchors' span goes from 10 to 1000) and an agent that closes 90% of
+    the gap on every one of them, ±1%: its per-seed runs are all near 0.9 and its paired interval is narrow, where
+    normalizing every seed by the anchors' means over seeds (the former rule) spreads the runs from about 0 to 2."""
+    span = np.array([10.0, 1000.0, 50.0, 500.0, 100.0, 20.0, 800.0, 300.0])
+    naive, top = 2 * span, span  # regret: pg's is lower
+    agent = naive - (0.9 + 0.01 * np.array([1, -1, 0, 1, -1, 0, 1, -1])) * span
+    c = synthetic({"mwu_extended": agent, "static": naive, "pg": top})
+    runs = c.normalized_scores("mwu_extended")
+    np.testing.assert_allclose(runs, (agent - naive) / (top - naive))
+    assert np.ptp(runs) < 0.03
+    row = c.normalized("mwu_extended")
+    assert row["mean"] == pytest.approx((agent.mean() - naive.mean()) / (top.mean() - naive.mean()))
+    assert 0.88 < row["ci_low"] <= row["mean"] <= row["ci_high"] < 0.92
+    assert row["interval"] == "95% paired bootstrap over 8 evaluation seeds"
+    unpaired = (agent - naive.mean()) / (top.mean() - naive.mean())
+    assert np.ptp(unpaired) > 1.5  # what the former rule fed to the IQM
+    # the anchors themselves score exactly 0 and 1, with no spread
+    assert c.normalized("pg")["ci_low"] == pytest.approx(1.0) and c.normalized("static")["ci_high"] == 0.0
+
+
+def test_a_degenerate_instance_is_dropped_by_the_protocols_rule_and_the_report_names_it():
+    """On seed 2 the anchors coincide (e.g. a held-out instance where random = oracle = 0): no score can be placed
+    there, so it leaves every normalized score, and the headline says which seed and why."""
+    from baselines.eval.report import headline
+
+    naive, top = [100.0, 80.0, 0.0, 90.0], [10.0, 8.0, 0.0, 9.0]
+    c = synthetic({"mwu_extended": [55.0, 44.0, 0.0, 49.5], "static": naive, "pg": top}, seeds=[0, 1, 2, 3])
+    assert c.degenerate_seeds() == [2] and c.scored_seeds() == [0, 1, 3]
+    np.testing.assert_allclose(c.normalized_scores("mwu_extended"), 0.5)
+    assert c.normalized("mwu_extended")["interval"] == "95% paired bootstrap over 3 evaluation seeds"
+    assert "Dropped from every normalized score (the protocol's degenerate-instance rule): evaluation seed(s) 2" in (
+        headline(c)
+    )
+    assert c.instance_record()["degenerate_seeds"] == [2]
+    float_noise = synthetic({"mwu_extended": [1.0, 2.0], "static": [1e-13, 5.0], "pg": [0.0, 0.0]})
+    assert float_noise.degenerate_seeds() == [0]
+
+
+def test_bad_input_to_a_statistic_is_an_error_or_a_dash_with_its_reason_never_nan():
+    """Fewer than 2 evaluation seeds: no interval (an error from the statistics, a "—" with the reason in the
+    report); anchors equal on every seed: an error from the statistics, the reason in the report's cell."""
+    with pytest.raises(ValueError, match="at least 2 evaluation seeds, got 1"):
+        mean_interval(np.array([3.0]))
+    with pytest.raises(ValueError, match="anchors coincide on every evaluation seed"):
+        normalized_score(np.array([1.0, 2.0]), np.array([5.0, 5.0]), np.array([5.0, 5.0]))
+    with pytest.raises(ValueError, match="anchors coincide on 1 of the 2"):
+        normalized_score(np.array([1.0, 2.0]), np.array([5.0, 6.0]), np.array([5.0, 0.0]))
+    one = synthetic({"mwu_extended": [40.0], "static": [100.0], "pg": [0.0]})
+    row = one.normalized("mwu_extended")
+    assert row["mean"] == pytest.approx(0.6) and row["ci_low"] is None and row["no_interval"] == "one evaluation seed"
+    summary = one.summary()
+    assert all(r["ci_low"] is None and r.get("diff_low") is None for r in summary)
+    text = markdown(one, summary, {m: Path(f"/r/{m}.png") for m in one.metrics}, {}, Path("/r"))
+    assert "nan" not in text.lower() and "0.6 (no interval: one evaluation seed)" in text
+    assert "no interval (1 evaluation seed)" in text
+    flat = synthetic({"mwu_extended": [40.0, 30.0], "static": [7.0, 7.0], "pg": [7.0, 7.0]})
+    row = flat.normalized("mwu_extended")
+    assert row["mean"] is None and "every evaluation seed is degenerate" in row["no_interval"]
+    assert "— (every evaluation seed is degenerate" in markdown(
+        flat, flat.summary(), {m: Path(f"/r/{m}.png") for m in flat.metrics}, {}, Path("/r")
+    )
+
+
+def test_an_rl_rows_interval_resamples_training_seeds_and_evaluation_seeds():
+    """Two-level: runs that differ widen the interval beyond the one over evaluation seeds alone."""
+    evals = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    same = np.tile(evals, (5, 1))
+    spread = same + np.array([[-3.0], [-1.5], [0.0], [1.5], [3.0]])
+    one_level, narrow, wide = mean_interval(evals), mean_interval(same), mean_interval(spread)
+    assert narrow[1] - narrow[0] == pytest.approx(one_level[1] - one_level[0], rel=0.25)
+    assert wide[1] - wide[0] > 1.5 * (narrow[1] - narrow[0])
+    assert mean_interval(spread) == wide  # seeded: reproducible
+
+
+def test_the_paper_column_says_per_row_whose_algorithm_it_is():
+    """Each entry states its paper's-algorithm reading; a reading outside the three forms is refused."""
+    labels = {env_id: s.paper_label for env_id, s in settings.SETTINGS.items()}
+    assert labels["ClusterGang-v0"] == "ours, after the paper" and settings.SETTINGS["ClusterGang-v0"].paper_is_ours
+    assert labels["ClusterSLA-v0"] == "paper (as printed)"
+    assert labels["ClusterMultiServer-v0"].startswith("paper (our reading: P3 solved over Ω(t)")
+    assert all(label == "ours, after the paper" or label.startswith("paper (") for label in labels.values())
+    assert "reading not stated" not in "".join(labels.values())
+    for bad in ("printed", "our reading: ", "ours"):
+        with pytest.raises(ValueError, match="paper_reading"):
+            dataclasses.replace(settings.SETTINGS[ENV], paper_reading=bad)

@@ -15,7 +15,7 @@ from baselines.rl.train import make_vec_env  # noqa: E402
 from baselines.tuning.ablation import Variant, make_env, new_model, setup, train_and_evaluate  # noqa: E402
 
 SMALL = {"n_envs": 2, "n_steps": 16, "batch_size": 32, "n_epochs": 2, "learning_rate": 1e-3}
-# ClusterApprox-v0 with a MultiDiscrete action (a job slot or idle per machine), the discrete statistics' case
+# ClusterApprox-v1 with a MultiDiscrete action (a job slot or idle per machine), the discrete statistics' case
 DISCRETE = {"horizon": 30, "action_mode": "work_conserving"}
 
 
@@ -27,8 +27,8 @@ def _rows(path):
 def test_a_row_per_rollout_with_the_previous_update_and_the_rollouts_actions(tmp_path):
     path = tmp_path / "diag.csv"
     variant = Variant("small", env_kwargs=DISCRETE, hyperparams=SMALL)
-    train_and_evaluate("ClusterApprox-v0", variant, 0, [64, 96], [0], diagnose=path)
-    choices = int(make_env(setup("ClusterApprox-v0", variant)).action_space.nvec.max())  # K + 1 per machine
+    train_and_evaluate("ClusterApprox-v1", variant, 0, [64, 96], [0], diagnose=path)
+    choices = int(make_env(setup("ClusterApprox-v1", variant)).action_space.nvec.max())  # K + 1 per machine
     rows = _rows(path)
     assert [int(r["timesteps"]) for r in rows] == [32, 64, 96]  # 2 copies x 16 steps per rollout, one row each
     assert list(rows[0])[:3] == ["variant", "train_seed", "timesteps"]
@@ -48,8 +48,8 @@ def test_probing_checkpoints_does_not_change_training(tmp_path):
     curve is the plain run's, and its greedy value is the curve's."""
     path = tmp_path / "diag.csv"
     variant = Variant("small", env_kwargs={"horizon": 30}, hyperparams=SMALL)
-    plain = train_and_evaluate("ClusterApprox-v0", variant, 0, [32, 64, 96], [0, 1])
-    diagnosed = train_and_evaluate("ClusterApprox-v0", variant, 0, [32, 64, 96], [0, 1], diagnose=path)
+    plain = train_and_evaluate("ClusterApprox-v1", variant, 0, [32, 64, 96], [0, 1])
+    diagnosed = train_and_evaluate("ClusterApprox-v1", variant, 0, [32, 64, 96], [0, 1], diagnose=path)
     assert [r["value"] for r in diagnosed] == [r["value"] for r in plain]
     probes = _rows(tmp_path / "diag-checkpoints.csv")
     assert [int(p["timesteps"]) for p in probes] == [32, 64, 96]
@@ -78,7 +78,7 @@ def _trained(env_id, env_kwargs, path):
 
 
 def test_the_last_row_is_the_models_rollout_buffer_and_normalizer(tmp_path):
-    model, vec_env, row = _trained("ClusterApprox-v0", DISCRETE, tmp_path / "diag.csv")
+    model, vec_env, row = _trained("ClusterApprox-v1", DISCRETE, tmp_path / "diag.csv")
     buffer, normalizer = model.rollout_buffer, model.get_vec_normalize_env()
     assert float(row["action0_share"]) == pytest.approx(float(np.mean(buffer.actions == 0)))
     assert float(row["return_mean"]) == pytest.approx(float(buffer.returns.mean()), rel=1e-5)

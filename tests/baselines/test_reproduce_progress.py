@@ -61,7 +61,7 @@ def test_bilinear_shows_a_full_bar_per_experiment_and_writes_report_md(tmp_path,
 
 
 def test_approx_and_multiserver_bars_count_their_episodes(capsys):
-    tasks = [(("k",), "ClusterApprox-v0", "fair", {}, {"horizon": 30}, seed) for seed in (0, 1)]
+    tasks = [(("k",), "ClusterApprox-v1", "fair", {}, {"horizon": 30}, seed) for seed in (0, 1)]
     approx.run_tasks(tasks, workers=1, progress=True)
     multiserver.run_many([("hauf", 0, {"preset": "small", "horizon": 20}, {})], 1, True, "sweeps")
     assert _finished_bars(capsys.readouterr().err) == {"ClusterApprox episodes": (2, 2), "sweeps": (1, 1)}

@@ -156,7 +156,7 @@ def test_training_envs_reset_with_training_seeds_fresh_on_resume(tmp_path, tiny_
 def test_short_ppo_beats_a_random_policy_on_the_default_preset(tmp_path):
     """49152 PPO steps with the shipped hyperparameters vs uniformly random actions, on two held-out seeds. With the
     shipped normalize action mode PPO is below random at 4096 and 8192 steps and on either side of it at 16384
-    (depending on the training seeds); docs/rl_ablations.md has it at regret 200 [145, 256] after 51k steps."""
+    (depending on the training seeds); docs/appendix/rl_ablations.md has it at regret 200 [145, 256] after 51k steps."""
 
     class RandomLogits:
         name, privileged = "random", False

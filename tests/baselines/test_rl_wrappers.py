@@ -14,7 +14,7 @@ SMALL = {"horizon": 60}
 
 
 def test_the_slot_mask_allows_idle_and_the_occupied_slots():
-    env = SlotMaskAction(gym.make("ClusterApprox-v0", **SMALL))
+    env = SlotMaskAction(gym.make("ClusterApprox-v1", **SMALL))
     obs, _ = env.reset(seed=0)
     obs, *_ = env.step(env.action_space.sample())
     k, m = obs["jobs"].shape[0], env.action_space.shape[0]
@@ -24,7 +24,7 @@ def test_the_slot_mask_allows_idle_and_the_occupied_slots():
         np.testing.assert_array_equal(row[1:], obs["jobs"][:, 0] > 0)
 
 
-@pytest.mark.parametrize("env_id", ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"])
+@pytest.mark.parametrize("env_id", ["ClusterApprox-v1", "ClusterApproxSingleJob-v0"])
 def test_bandit_stats_are_the_empirical_means_and_widths(env_id):
     env = BanditStatsObservation(gym.make(env_id, **SMALL))
     raw = env.env
@@ -49,5 +49,5 @@ def test_bandit_stats_are_the_empirical_means_and_widths(env_id):
 def test_the_wrappers_refuse_an_env_they_do_not_fit():
     with pytest.raises(ValueError, match="n_obs and sum_obs"):
         BanditStatsObservation(gym.make("ClusterSLA-v0"))
-    with pytest.raises(ValueError, match="ClusterApprox-v0"):
+    with pytest.raises(ValueError, match="ClusterApprox-v1"):
         SlotMaskAction(gym.make("ClusterApproxSingleJob-v0", **SMALL))

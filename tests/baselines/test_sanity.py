@@ -52,6 +52,15 @@ def test_an_agent_entirely_above_the_clairvoyant_anchor_is_flagged():
     assert keys(found) == ["above_oracle:lcf"]
 
 
+def test_an_agent_above_a_clairvoyant_policy_is_flagged_on_its_mean_not_only_its_interval():
+    # the oracle anchor is an agent (a policy, no bound): one seed below it, the mean above, is flagged already
+    straddling = [-5.0, 4.0, -6.0, 3.0, -4.0, 2.0]
+    found = sanity.flags(comparison({"esdp_aa": PAPER, "random": NAIVE, "oracle": ORACLE, "lcf": straddling}))
+    assert keys(found) == ["above_oracle:lcf"] and "no upper bound" in found[0].text
+    below = [v + 0.5 for v in ORACLE]  # below the policy on every seed: silent
+    assert sanity.flags(comparison({"esdp_aa": PAPER, "random": NAIVE, "oracle": ORACLE, "lcf": below})) == []
+
+
 def test_identical_agents_form_one_flag_in_agent_order():
     found = sanity.flags(
         comparison({"esdp_aa": PAPER, "random": NAIVE, "oracle": ORACLE, "esdp": PAPER, "lcf": list(PAPER)})
@@ -60,12 +69,12 @@ def test_identical_agents_form_one_flag_in_agent_order():
 
 
 def test_a_heuristic_below_random_on_paired_seeds_only_when_the_interval_says_so():
-    slightly = [v + 1.0 for v in NAIVE]  # worse on every seed: flagged
+    slightly = [v + 1.0 for v in NAIVE]  # worse on every seed: flagged, and (paired) below the naive anchor too
     mixed = [v + (1.0 if i % 2 else -1.0) for i, v in enumerate(NAIVE)]  # worse on half the seeds: not
     found = sanity.flags(
         comparison({"esdp_aa": PAPER, "random": NAIVE, "oracle": ORACLE, "lwtf": slightly, "lcf": mixed})
     )
-    assert keys(found) == ["below_random:lwtf"]
+    assert keys(found) == ["below_naive:lwtf", "below_random:lwtf"]
 
 
 def test_the_explanation_comes_from_the_entry_and_an_unexplained_flag_says_so():

@@ -15,7 +15,7 @@ from baselines.rl.vec_env import NativeVecEnv, flatten_batch  # noqa: E402
 SHORT = {
     "ClusterSLA-v0": {"horizon": 12},
     "ClusterBilinear-v0": {"horizon": 7},
-    "ClusterApprox-v0": {"horizon": 7},
+    "ClusterApprox-v1": {"horizon": 7},
     "ClusterApproxSingleJob-v0": {"horizon": 7},
     "ClusterMultiServer-v0": {"horizon": 7},
     "ClusterGang-v0": {"horizon": 7},

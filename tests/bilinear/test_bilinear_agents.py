@@ -97,12 +97,14 @@ def test_distributed_with_stiff_penalty_approaches_problem_3():
     assert (y.sum(axis=0) <= caps + 1e-9).all()
 
 
+@pytest.mark.parametrize("noise_std", [1.0, 0.1])
 @pytest.mark.parametrize("runs", [60, pytest.param(200, marks=pytest.mark.slow)])
-def test_elliptical_potential_and_confidence_set(runs):
-    """T7: Σ_t Σ_sel ‖z‖²_{Λ(t)⁻¹} ≤ 2d² ln(n + nT/d²); T6: ‖θ̂(t) − θ‖_{Λ(t)} ≤ β(t) (σ = 1), ≤ 3 misses."""
+def test_elliptical_potential_and_confidence_set(runs, noise_std):
+    """T7: Σ_t Σ_sel ‖z‖²_{Λ(t)⁻¹} ≤ 2d² ln(n + nT/d²); T6: ‖θ̂(t) − θ‖_{Λ(t)} ≤ β(t), ≤ 3 misses, with β(t)
+    calibrated to the noise σ (σ = 1: as printed; σ = 0.1, the env's default: the width SABR now uses)."""
     violations = 0
     for rep in range(runs):
-        env = gym.make(ENV_ID, horizon=200, noise_std=1.0, instance_seed=rep)
+        env = gym.make(ENV_ID, horizon=200, noise_std=noise_std, instance_seed=rep)
         agent = SABR()
         obs, _ = env.reset(seed=rep)
         agent.reset(env.unwrapped.problem)
@@ -119,6 +121,20 @@ def test_elliptical_potential_and_confidence_set(runs):
             potential += np.einsum("ija,ab,ijb,ij->", z, inv, z, info["N"])
         assert potential <= 2 * 4 * np.log(4 + 4 * 200 / 4)
     assert violations <= 3
+
+
+def test_sabr_s_width_follows_the_env_s_noise_and_sabr_printed_keeps_the_printed_one():
+    env = gym.make(ENV_ID)
+    env.reset(seed=0)
+    problem = env.unwrapped.problem
+    assert problem.noise_std == env.unwrapped.config.noise_std == 0.1
+    calibrated, printed = make_agent(ENV_ID, "sabr"), make_agent(ENV_ID, "sabr_printed")
+    for agent in (calibrated, printed):
+        agent.reset(problem)
+    t, horizon, d2, n = 100, problem.horizon, problem.pair_features.shape[-1], problem.n_servers
+    log_term = np.sqrt(d2 * np.log(t * horizon))
+    assert printed.estimator.beta(t) == pytest.approx(log_term + np.sqrt(n))  # L208 as printed
+    assert calibrated.estimator.beta(t) == pytest.approx(0.1 * log_term + np.sqrt(n))
 
 
 def test_every_agent_runs_through_the_registry():

@@ -5,6 +5,7 @@ arrivals, agent episodes and the errors for a missing folder, file or column."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 
 import gymnasium as gym
 import numpy as np
@@ -13,7 +14,8 @@ import pytest
 import cluster_envs  # noqa: F401
 from baselines.eval.harness import rollout
 from cluster_envs.common.alibaba_gpu import NODE_FILE, POD_FILE, load_gpu_trace
-from cluster_envs.multiserver.alibaba import trace_workload
+from cluster_envs.multiserver.alibaba import binding_share, trace_workload
+from cluster_envs.multiserver.model import MultiServerInstance
 
 PRESET = "alibaba_gpu_2023"
 IDS = ("ClusterMultiServer-v0", "ClusterGang-v0")
@@ -134,3 +136,22 @@ def test_missing_file_or_column_names_the_file_and_the_columns(malformed_trace, 
 def test_the_batched_env_refuses_replayed_arrivals(alibaba_trace_dir):
     with pytest.raises(ValueError, match="workload='alibaba_gpu_2023' is not supported by the batched env"):
         gym.make_vec(IDS[0], 2, vectorization_mode="vector_entry_point", preset=PRESET, trace_dir=alibaba_trace_dir)
+
+
+def test_the_binding_preset_binds_in_the_share_it_states(alibaba_trace_dir):
+    """``alibaba_gpu_2023_binding`` (documented: binds in 58 % of the slots) against the unscaled preset (never)."""
+    shares = {
+        preset: binding_share(gym.make(IDS[0], preset=preset, trace_dir=alibaba_trace_dir).unwrapped.instance)
+        for preset in (PRESET, f"{PRESET}_binding")
+    }
+    assert shares[PRESET] == 0.0
+    assert shares[f"{PRESET}_binding"] == pytest.approx(0.58, abs=0.005)
+
+
+def test_binding_share_counts_the_slots_whose_arrivals_exceed_capacity():  # no trace needed
+    """Two ports asking 2 and 3 units of one device type on capacity 4: only the slots where both arrive bind."""
+    schedule = np.array([[1, 0], [0, 1], [1, 1], [0, 0]], np.int8)
+    inst = MultiServerInstance.from_arrays(2, 1, edges=[(0, 0), (1, 0)], A=[[2, 3]], c=[4], mu=[0.5, 0.5],
+                                           sigma=[0.1, 0.1], cost=[0.0], rho=[0.5, 0.5])  # fmt: skip
+    inst = dataclasses.replace(inst, schedule=schedule)
+    assert binding_share(inst) == 0.25

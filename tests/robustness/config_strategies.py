@@ -30,7 +30,10 @@ PAPER_SCALE_APPROX = (
     "paper_budget_bound",
     "paper_budget_bound_hidden_speed",
 )
-PAPER_SCALE = {("ClusterApprox-v0", name) for name in PAPER_SCALE_APPROX}
+PAPER_SCALE = {("ClusterApprox-v1", name) for name in PAPER_SCALE_APPROX} | {
+    (env_id, "production")  # the production-scale presets (PRODUCTION_PRESETS): tests/test_production_presets.py
+    for env_id in ("ClusterSLA-v0", "ClusterApprox-v1", "ClusterBilinear-v0", "ClusterMultiServer-v0", "ClusterGang-v0")
+}
 NOT_FUZZED = {("ClusterSLA-v0", "paper_synthetic")}
 WRONG_TYPES = (float("nan"), float("inf"), -float("inf"), "1", None, True, 1j, (1,))
 

@@ -23,10 +23,12 @@ REGISTERED = IDS + cluster_envs.rl_ids()  # with the RL-ready ids: the golden fi
 
 def presets(env_id: str) -> list[str]:
     """The preset names of ``env_id`` (its env class's ``presets`` table), less those that read user data
-    (``TRACE_PRESETS`` of the config module: tested with the data in the env's tests)."""
+    (``TRACE_PRESETS`` of the config module: tested with the data in the env's tests) and the production-scale
+    ones (``PRODUCTION_PRESETS``: tests/test_production_presets.py)."""
     env = gym.make(env_id).unwrapped
-    config_module = importlib.import_module(type(env.config).__module__)
-    return [name for name in type(env).presets if name not in getattr(config_module, "TRACE_PRESETS", ())]
+    module = importlib.import_module(type(env.config).__module__)
+    skipped = (*getattr(module, "TRACE_PRESETS", ()), *getattr(module, "PRODUCTION_PRESETS", ()))
+    return [name for name in type(env).presets if name not in skipped]
 
 
 def action_modes(env_id: str) -> list[str]:

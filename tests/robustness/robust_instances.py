@@ -32,7 +32,7 @@ def sla_instances(draw, large: bool = True) -> tuple[dict, np.ndarray]:
     return kwargs, loads
 
 
-# ------------------------------------------------------------------- ClusterApprox-v0, ClusterApproxSingleJob-v0
+# ------------------------------------------------------------------- ClusterApprox-v1, ClusterApproxSingleJob-v0
 @st.composite
 def approx_common(draw, large: bool = True) -> dict:
     process, prices = draw(st.sampled_from(RATE_PROCESSES)), draw(st.sampled_from(["proportional", "uniform"]))

@@ -22,7 +22,7 @@ from robust_common import IDS, action_modes, config_fields, presets, run_actions
 
 REJECT, EITHER = "reject", "handled or rejected"
 # Action forms chosen by a kwarg other than preset / action_mode.
-EXTRA_CASES = {"ClusterApprox-v0": [{"capacity": 2, "parallelism": 4}]}  # Sec. V-C: MultiBinary((K, M))
+EXTRA_CASES = {"ClusterApprox-v1": [{"capacity": 2, "parallelism": 4}]}  # Sec. V-C: MultiBinary((K, M))
 
 
 def _cases() -> list[tuple[str, dict]]:

@@ -120,7 +120,7 @@ def _instances(env_id: str, agent):
 
     if env_id == "ClusterSLA-v0":
         return instances.sla_instances(large=False).map(lambda pair: merged(pair[0], {"loads": pair[1]}))
-    if env_id == "ClusterApprox-v0":
+    if env_id == "ClusterApprox-v1":
         return instances.approx_multi(large=False, generalized="capacity" in needs).map(merged)
     if env_id == "ClusterApproxSingleJob-v0":
         return instances.approx_single(large=False).map(merged)

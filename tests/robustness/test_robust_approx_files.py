@@ -1,4 +1,4 @@
-"""ClusterApprox-v0's job traces (``job_source="trace"``, a CSV ``job_id,a,d``) and explicit job lists
+"""ClusterApprox-v1's job traces (``job_source="trace"``, a CSV ``job_id,a,d``) and explicit job lists
 (``job_source="list"``): every broken input is a ``ValueError`` naming its source, never a silent wrong episode."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-ENV = "ClusterApprox-v0"
+ENV = "ClusterApprox-v1"
 HORIZON = 50
 # name -> (file content, what the error must say besides naming trace_path)
 BROKEN_TRACES = {

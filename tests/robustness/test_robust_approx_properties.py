@@ -1,4 +1,4 @@
-"""Hypothesis over ClusterApprox-v0 and ClusterApproxSingleJob-v0 instances, from one machine, one job slot and
+"""Hypothesis over ClusterApprox-v1 and ClusterApproxSingleJob-v0 instances, from one machine, one job slot and
 horizon 1 up to hundreds of machines, under random well-formed actions.
 
 Every step: capacity (each machine runs at most one job, or within C_i and u_j in the Sec. V-C mode), the executed
@@ -23,7 +23,7 @@ from robust_instances import approx_multi, approx_single
 from cluster_envs.approx.model import perspective, utility
 
 TOL = 1e-9
-# Columns of the observation's job rows (ClusterApprox-v0 docstring).
+# Columns of the observation's job rows (ClusterApprox-v1 docstring).
 PRESENT, VALUE, BUDGET, SPENT, ELAPSED, WORK, LIFETIME, DEMAND, PARALLELISM = 0, 2, 4, 5, 8, 10, 11, 12, 13
 
 
@@ -165,7 +165,7 @@ def _run(env_id: str, kwargs: dict, seed: int) -> None:
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(kwargs=approx_multi(), seed=st.integers(0, 2**31 - 1))
 def test_cluster_approx_invariants_on_every_step(kwargs, seed):
-    _run("ClusterApprox-v0", kwargs, seed)
+    _run("ClusterApprox-v1", kwargs, seed)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

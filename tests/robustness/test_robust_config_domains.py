@@ -30,10 +30,10 @@ REFUSED = [  # (env id, keyword arguments, the argument the message must name)
     (SLA, {"preset": "paper_real_standin", "scenario_kwargs": {"sigma": 50.0}}, "sigma"),
     (SLA, {"n_users": 1000, "sla": "mean", "scenario": "trace_standin", "horizon": 10**6}, "n_users × horizon"),
     (SLA, {"reward_kappa": 1e300}, "reward_kappa"),
-    ("ClusterApprox-v0", {"price_factor": 1e300}, "price_factor"),
-    ("ClusterApprox-v0", {"q_range": (1e-300, 1e-300)}, "q_range"),
-    ("ClusterApprox-v0", {"price_factor": 1e5}, "job count.*price_factor"),  # inside its domain, jointly too many
-    ("ClusterApprox-v0", {"max_visible_jobs": 10**5, "n_machines": 10**3}, "max_visible_jobs × n_machines"),
+    ("ClusterApprox-v1", {"price_factor": 1e300}, "price_factor"),
+    ("ClusterApprox-v1", {"q_range": (1e-300, 1e-300)}, "q_range"),
+    ("ClusterApprox-v1", {"price_factor": 1e5}, "job count.*price_factor"),  # inside its domain, jointly too many
+    ("ClusterApprox-v1", {"max_visible_jobs": 10**5, "n_machines": 10**3}, "max_visible_jobs × n_machines"),
     ("ClusterGang-v0", {"mu_low": 1e-300, "mu_high": 1e-300, "sigma_ratio": 1e-300, "cost_mean": 1e6}, "mu_low"),
     ("ClusterGang-v0", {"sigma_ratio": 1e-300}, "sigma_ratio"),
     ("ClusterGang-v0", {"n_ports": 10**3, "n_servers": 10**3, "tasks_high": 10}, "n_ports"),

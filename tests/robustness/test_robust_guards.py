@@ -20,7 +20,7 @@ OVERSIZED = [  # the issue's findings: 40 GiB (knapsack), ~3 s per step (knapsac
     ("ClusterMultiServer-v0", {"preset": "default", "edge_prob": 1.0}, "compute_regret=False"),
     ("ClusterGang-v0", {"preset": "paper", "edge_prob": 1.0, "n_ports": 20, "n_servers": 200, "tasks_high": 8},
      "compute_regret=False"),
-    ("ClusterApprox-v0", {"compute_regret": True, "load": 1000.0, "lifetime_median": 1.0, "horizon": 3},
+    ("ClusterApprox-v1", {"compute_regret": True, "load": 1000.0, "lifetime_median": 1.0, "horizon": 3},
      "compute_regret=False"),
 ]  # fmt: skip
 
@@ -43,7 +43,7 @@ def test_oversized_oracle_refused_at_construction_before_allocating(env_id, kwar
     env.step(env.action_space.sample())
 
 
-GUARDED = ["ClusterMultiServer-v0", "ClusterGang-v0", "ClusterApprox-v0", "ClusterApproxSingleJob-v0"]
+GUARDED = ["ClusterMultiServer-v0", "ClusterGang-v0", "ClusterApprox-v1", "ClusterApproxSingleJob-v0"]
 PRESETS = [(env_id, preset) for env_id in GUARDED for preset in type(gym.make(env_id).unwrapped).presets]
 
 
@@ -57,6 +57,10 @@ def test_every_preset_is_under_the_limits(env_id, preset, request):
     if preset in getattr(config_module, "TRACE_PRESETS", ()):
         data["trace_dir"] = request.getfixturevalue("alibaba_trace_dir")
     env = gym.make(env_id, preset=preset, **data).unwrapped
+    if env_id in ("ClusterMultiServer-v0", "ClusterGang-v0") and not env.config.compute_regret:  # production
+        with pytest.raises(ValueError, match="regret oracle"):  # off because the guard refuses it at this size
+            gym.make(env_id, preset=preset, compute_regret=True)
+        return
     env.reset(seed=0)
     if env_id in ("ClusterMultiServer-v0", "ClusterGang-v0"):
         estimate, time_limit = env._oracle_estimate(), guards.ORACLE_TIME_LIMIT
@@ -93,7 +97,7 @@ def test_knapsack_memory_estimate_matches_the_solve(kwargs):
 
 def test_approx_benchmark_is_checked_again_at_reset(monkeypatch):
     """A non-fixed instance is redrawn each reset: the drawn one is checked before the episode changes."""
-    env = gym.make("ClusterApprox-v0", preset="common_deadline", horizon=50).unwrapped
+    env = gym.make("ClusterApprox-v1", preset="common_deadline", horizon=50).unwrapped
     obs, _ = env.reset(seed=1)
     monkeypatch.setattr("cluster_envs.approx.env.EPISODE_ORACLE_TIME_LIMIT", 0.0)
     instance = env._instance

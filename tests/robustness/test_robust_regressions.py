@@ -39,7 +39,7 @@ def test_non_real_actions_raise_a_value_error_naming_the_action(env_id, kind):
             env.step(action)
 
 
-@pytest.mark.parametrize("env_id", ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"])
+@pytest.mark.parametrize("env_id", ["ClusterApprox-v1", "ClusterApproxSingleJob-v0"])
 def test_approx_float_action_beyond_int64_is_rejected_before_the_cast(env_id):
     """1e308 was cast to int64 first: a RuntimeWarning and a message quoting -9223372036854775808."""
     env = gym.make(env_id).unwrapped
@@ -76,7 +76,7 @@ def test_multiserver_arrival_prob_entries_are_checked_one_by_one():
         ({"rate_process": "iid_bernoulli", "iid_mean_range": (0.0, 0.0), "prices": "proportional"}, "positive"),
     ],
 )
-@pytest.mark.parametrize("env_id", ["ClusterApprox-v0", "ClusterApproxSingleJob-v0"])
+@pytest.mark.parametrize("env_id", ["ClusterApprox-v1", "ClusterApproxSingleJob-v0"])
 def test_approx_degenerate_mean_rates_are_rejected_at_construction(env_id, kwargs, reason):
     """A Beta rate with mean 1 raised numpy's "b <= 0" at the first step; mean-0 machines with proportional
     prices cost 0 and made the benchmark divide 0 by 0."""

@@ -20,11 +20,15 @@ ENV = "ClusterSLA-v0"
 # β of each preset as documented in the spec's preset table (§3.1); "mean": the normalised mean load of the trace.
 PRESET_SLA = {
     "paper_synthetic": (0.2, 0.3, 0.5),
+    "paper_synthetic_a16": (0.2, 0.3, 0.5),
     "default": (0.2, 0.3, 0.5),
     "paper_real_standin": "mean",
     "example_1_1": (0.5, 0.2, 0.3),
     "proportionality_3_4": (0.5, 0.3, 0.2),
+    "production": (1 / 128,) * 128,
     "alibaba_gpu_2023": "mean",  # built from the trace files in test_sla_trace.py
+    "azure_llm_2023": "mean",  # and these in test_sla_azure.py
+    "azure_llm_2023_sizes": "mean",
 }
 
 
@@ -35,10 +39,10 @@ def test_every_preset_has_a_documented_sla():
 @pytest.mark.parametrize("preset", [name for name in PRESETS if name not in TRACE_PRESETS])
 def test_every_preset_builds_with_the_documented_size_and_sla(preset):
     env = gym.make(ENV, preset=preset).unwrapped
-    expected_n = 6 if preset == "paper_real_standin" else 3
+    expected_n = {"paper_real_standin": 6, "production": 128}.get(preset, 3)
     assert env.observation_space.shape == (3 * expected_n,)
     expected_sla = PRESET_SLA[preset]
-    if preset == "paper_synthetic":  # 3·10⁶ steps: generating the loads is exercised by the slow tests
+    if preset.startswith("paper_synthetic"):  # 3·10⁶ steps: generating the loads is exercised by the slow tests
         assert env.config.sla == expected_sla
         return
     env.reset(seed=0)

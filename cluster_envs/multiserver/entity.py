@@ -1,0 +1,132 @@
+"""``observation_mode="entity"``: one feature row per edge (arm), padded to a fixed maximum, so that the spaces of
+``ClusterMultiServer-v0`` and ``ClusterGang-v0`` are the same for every instance of the family.
+
+The observation is a float32 ``Box`` of shape ``(max_edges · N_FEATURES,)``: row ``e`` (read it with
+``obs.reshape(max_edges, N_FEATURES)``) describes edge ``e`` of the instance for ``e < |E|`` and is zero padding
+after. The columns (``FEATURES``) hold only what the paper's decision maker knows (docs/specs/design.md,
+information rule): the graph, the requests and capacities, the known costs, this slot's arrivals, and the
+semi-bandit feedback of past slots as sufficient statistics (per-edge counts and mean observed utility, the last
+executed action). The hidden means are never read.
+
+Stable-baselines3 needs a fixed-shape ``Box``, so the graph is padded with a validity column rather than declared
+as ``gymnasium.spaces.Graph`` (whose samples have a variable number of nodes and edges, which SB3's rollout
+buffers cannot store); the port and server columns carry the graph, so a policy rebuilds the port–server
+incidence from the rows (``baselines.rl.edge_policy``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from gymnasium import spaces
+
+ENTITY = "entity"
+#: The columns of one edge row, in order.
+FEATURES = (
+    "valid",  # 1 for a row of the instance, 0 for padding
+    "port",  # the edge's port index l (an integer, 0 on padding)
+    "server",  # the edge's server index r (an integer, 0 on padding)
+    "arrived",  # the port has a job in the slot about to be decided
+    # the edge's request of device type k over the capacity it draws on, clipped to MAX_REQUEST (> 1: never fits)
+    "request_0", "request_1", "request_2",
+    "capacity_0", "capacity_1", "capacity_2",  # that capacity over the total request of the edges that share it
+    "cost",  # the known provisioning cost C_e over the instance's largest
+    "task_share",  # 1/|Q_l|: the share of its job's tasks this arm places (1 in ClusterMultiServer-v0)
+    "min_share",  # m_l/|Q_l|: the share of tasks the job needs to run (0 in ClusterMultiServer-v0)
+    "count",  # the slots the edge was used in so far this episode, over the horizon
+    "mean_utility",  # the mean of its observed utilities Z̃ (0 before its first use)
+    "last_action",  # the executed action of the previous slot (0 after reset)
+    "time",  # (t − 1)/T
+)  # fmt: skip
+N_FEATURES = len(FEATURES)
+COLUMN = {name: i for i, name in enumerate(FEATURES)}
+MAX_DEVICE_TYPES = 3  # the request and capacity columns
+MAX_REQUEST = 2.0
+#: The family's maxima per env: the paper's sizes fit with margin (ClusterMultiServer-v0 at 8 × 40 with
+#: edge_prob 0.1 has 19–49 edges over instance seeds 0–299 and 1000–1299; ClusterGang-v0's paper preset 48–141 arms).
+MAX_SIZES = {
+    "ClusterMultiServer-v0": {"max_edges": 96, "max_ports": 8, "max_servers": 40},
+    "ClusterGang-v0": {"max_edges": 256, "max_ports": 8, "max_servers": 40},
+}
+
+
+@dataclass(frozen=True)
+class EdgeStatics:
+    """An instance's public per-edge data, as the entity rows need it (built by each env's ``_edge_statics``)."""
+
+    port: np.ndarray  # (|E|,)
+    server: np.ndarray  # (|E|,)
+    request: np.ndarray  # (K, |E|) request / the capacity it draws on
+    capacity: np.ndarray  # (K, |E|) that capacity / the total request on it, clipped to [0, 1]
+    cost: np.ndarray  # (|E|,)
+    task_share: np.ndarray  # (|E|,)
+    min_share: np.ndarray  # (|E|,)
+
+
+class EntityRows:
+    """Builds the padded rows of one instance, for one env or a batch of copies."""
+
+    def __init__(self, statics: EdgeStatics, n_ports: int, n_servers: int, horizon: int, config, unbounded: bool):
+        n_e, k = statics.port.size, statics.request.shape[0]
+        for name, size, what in (("max_edges", n_e, "edges (arms)"), ("max_ports", n_ports, "ports"),
+                                 ("max_servers", n_servers, "servers"),
+                                 ("max_device_types", k, "device types")):  # fmt: skip
+            limit = getattr(config, name)
+            if size > limit:
+                raise ValueError(f"observation_mode='entity' pads to {name}={limit} but the instance has {size} "
+                                 f"{what}; raise {name}")  # fmt: skip
+        self.n_edges, self.horizon, self.max_edges = n_e, horizon, config.max_edges
+        self.space = entity_space(config, unbounded)
+        static = np.zeros((self.max_edges, N_FEATURES), np.float32)
+        static[:n_e, COLUMN["valid"]] = 1.0
+        static[:n_e, COLUMN["port"]] = statics.port
+        static[:n_e, COLUMN["server"]] = statics.server
+        static[:n_e, COLUMN["request_0"] : COLUMN["request_0"] + k] = np.minimum(statics.request.T, MAX_REQUEST)
+        static[:n_e, COLUMN["capacity_0"] : COLUMN["capacity_0"] + k] = statics.capacity.T
+        top = statics.cost.max() if n_e else 0.0
+        static[:n_e, COLUMN["cost"]] = np.clip(statics.cost / top, 0.0, 1.0) if top > 0 else 0.0
+        static[:n_e, COLUMN["task_share"]] = statics.task_share
+        static[:n_e, COLUMN["min_share"]] = statics.min_share
+        self.static = static
+
+    def rows(self, edge_mask, last_action, counts, utility_sums, time) -> np.ndarray:
+        """The flat observations of B copies, (B, max_edges · N_FEATURES), from their (B, |E|) Dict parts and
+        statistics and their (B, 1) ``time``."""
+        n_b, n_e = edge_mask.shape[0], self.n_edges
+        out = np.broadcast_to(self.static, (n_b, *self.static.shape)).copy()
+        out[:, :n_e, COLUMN["arrived"]] = edge_mask
+        out[:, :n_e, COLUMN["count"]] = counts / self.horizon
+        out[:, :n_e, COLUMN["mean_utility"]] = np.divide(utility_sums, counts, out=np.zeros(counts.shape),
+                                                         where=counts > 0)  # fmt: skip
+        out[:, :n_e, COLUMN["last_action"]] = last_action
+        out[:, :n_e, COLUMN["time"]] = time
+        return out.reshape(n_b, -1)
+
+    def padded_action(self, action: np.ndarray) -> np.ndarray:
+        """The instance's part of a padded action (its first |E| entries; padding is ignored)."""
+        return action[..., : self.n_edges]
+
+
+def entity_space(config, unbounded: bool) -> spaces.Box:
+    """The family's observation space: fixed by the ``max_*`` keywords alone (not by the instance)."""
+    low = np.zeros((config.max_edges, N_FEATURES), np.float32)
+    high = np.ones((config.max_edges, N_FEATURES), np.float32)
+    high[:, COLUMN["port"]] = config.max_ports - 1
+    high[:, COLUMN["server"]] = config.max_servers - 1
+    high[:, COLUMN["request_0"] : COLUMN["request_0"] + MAX_DEVICE_TYPES] = MAX_REQUEST
+    if unbounded:  # normalization="none": observed utilities are not in [0, 1]
+        low[:, COLUMN["mean_utility"]], high[:, COLUMN["mean_utility"]] = -np.inf, np.inf
+    return spaces.Box(low.ravel(), high.ravel(), dtype=np.float32)
+
+
+def capacity_share(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """A capacity over the total request on it, clipped to [0, 1] (1: everything that shares it fits at once)."""
+    return np.clip(np.divide(capacity, demand, out=np.ones(demand.shape), where=demand > 0), 0.0, 1.0)
+
+
+def padded_mask(mask: np.ndarray, max_edges: int) -> np.ndarray:
+    """A (…, |E|, 2) MaskablePPO mask padded to ``max_edges`` (padding: only value 0), flattened to (…, 2·max)."""
+    pad = np.zeros((*mask.shape[:-2], max_edges - mask.shape[-2], 2), bool)
+    pad[..., 0] = True
+    return np.concatenate([mask, pad], axis=-2).reshape(*mask.shape[:-2], -1)
