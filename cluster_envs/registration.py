@@ -4,13 +4,19 @@ A new setting adds one line to ``ENV_ENTRY_POINTS``; the registry-wide conforman
 (tests/test_conformance.py) then covers it automatically.
 
 Each setting also has an RL-ready id, ``Cluster<Name>RL-vN`` (``RL_IDS``): the setting's env class with the
-kwargs that give one ``Box`` observation and a ``Box``, ``Discrete`` or ``MultiDiscrete`` action, chosen by the
-RL-interface ablations (docs/appendix/rl_ablations.md), so that a client that takes only an id (CleanRL, RLlib,
-``PPO("MlpPolicy", gym.make(id))``) trains with no user code. Those kwargs only change how an action is read or
-what the agent observes (``baselines.eval.protocol.FORMAT_KWARGS``): dynamics, reward and metrics are the base id's,
-with any other kwarg passed as to the base id (e.g. the benchmark's ``service_model="exclusive"``).
-``observation_mode="flat"`` is ``gymnasium.spaces.flatten`` of the base id's Dict observation (what
-``FlattenObservation`` gives), so the base id's batched env is the RL-ready id's batched env too.
+kwargs of its benchmark row's training run (``baselines/eval/protocol.yml``: the entry's env kwargs, e.g. the
+reward, service model, horizon or preset the headline scores, plus the interface its PPO trains on: one ``Box``
+observation and a ``Box``, ``Discrete`` or ``MultiDiscrete`` action, chosen by the RL-interface ablations,
+docs/appendix/rl_ablations.md) and ``info_level="minimal"`` (info keys of fixed shapes, what replay buffers
+store), so that
+a client that takes only an id (CleanRL, RLlib, TorchRL, Tianshou, ``PPO("MlpPolicy", gym.make(id))``) trains the
+benchmark's task with no user code. Any other kwarg passes as to the base id. ``observation_mode="flat"`` is
+``gymnasium.spaces.flatten`` of the base id's Dict observation (what ``FlattenObservation`` gives), so the base
+id's batched env is the RL-ready id's batched env too.
+
+A process that has not imported ``cluster_envs`` (a worker of RLlib, a ``SubprocVecEnv`` child, TorchRL, Tianshou)
+finds an id by its ``"cluster_envs:"`` prefix, ``gym.make("cluster_envs:ClusterSLARL-v0")``: gymnasium imports the
+module before it looks the id up (gymnasium has no entry-point plugin registration; docs/clients.md).
 """
 
 from __future__ import annotations
@@ -37,25 +43,56 @@ VECTOR_ENTRY_POINTS: dict[str, str] = {
 }
 
 
-# RL-ready id -> (base id, the kwargs it fixes).
-RL_IDS: dict[str, tuple[str, dict[str, str]]] = {
-    # the interfaces the ablations chose (docs/appendix/rl_ablations.md)
-    "ClusterSLARL-v0": ("ClusterSLA-v0", {"action_mode": "normalize"}),
-    # v2: the base id's prices no longer leak (CHANGELOG)
-    "ClusterApproxRL-v2": ("ClusterApprox-v1", {"action_mode": "paced_priority", "observation_mode": "flat"}),
-    "ClusterApproxSingleJobRL-v0": (
-        "ClusterApproxSingleJob-v0",
-        {"action_mode": "paced_priority", "observation_mode": "flat"},
+MINIMAL_INFO = {"info_level": "minimal"}
+
+# RL-ready id -> (base id, the kwargs it fixes): each the benchmark row's training kwargs (tests/test_rl_ids.py
+# checks them against the protocol entry), then the interface.
+RL_IDS: dict[str, tuple[str, dict[str, str | int]]] = {
+    # the interfaces the RL ablations chose (docs/appendix/rl_ablations.md)
+    "ClusterSLARL-v0": ("ClusterSLA-v0", {"action_mode": "normalize", **MINIMAL_INFO}),
+    # paced priorities (v2: the base id's prices no longer leak, CHANGELOG)
+    "ClusterApproxRL-v2": (
+        "ClusterApprox-v1",
+        {"action_mode": "paced_priority", "observation_mode": "flat", **MINIMAL_INFO},
     ),
-    # the full observation (queues and the bandit's statistics) is one Box
-    "ClusterBilinearRL-v0": ("ClusterBilinear-v0", {"action_mode": "simplex_logits", "observation_mode": "full"}),
-    "ClusterMultiServerRL-v0": ("ClusterMultiServer-v0", {"action_mode": "scores", "observation_mode": "flat"}),
-    # PPO's interface (a Box action cannot carry MaskablePPO's mask: the benchmark's MaskablePPO uses the base id)
-    "ClusterGangRL-v0": ("ClusterGang-v0", {"action_mode": "scores", "observation_mode": "flat"}),
+    # the headline scores Eq. 6 (reward_mode="approx"); paced priority
+    "ClusterApproxSingleJobRL-v1": (
+        "ClusterApproxSingleJob-v0",
+        {"reward_mode": "approx", "action_mode": "paced_priority", "observation_mode": "flat", **MINIMAL_INFO},
+    ),
+    # the benchmark's exclusive service at T = 2000; simplex logits; the full observation
+    # (queues and the bandit's statistics) is one Box
+    "ClusterBilinearRL-v1": (
+        "ClusterBilinear-v0",
+        {
+            "service_model": "exclusive",
+            "horizon": 2000,
+            "action_mode": "simplex_logits",
+            "observation_mode": "full",
+            **MINIMAL_INFO,
+        },
+    ),
+    # the benchmark's small preset; scores
+    "ClusterMultiServerRL-v1": (
+        "ClusterMultiServer-v0",
+        {"preset": "small", "action_mode": "scores", "observation_mode": "flat", **MINIMAL_INFO},
+    ),
+    # the benchmark's T = 200; PPO's interface (a Box action cannot carry MaskablePPO's mask: the benchmark's
+    # MaskablePPO uses the base id)
+    "ClusterGangRL-v1": (
+        "ClusterGang-v0",
+        {"horizon": 200, "action_mode": "scores", "observation_mode": "flat", **MINIMAL_INFO},
+    ),
     # instance-independent spaces (issue #32): padded edge rows, one score per padded edge, the same for every
     # instance_seed and preset up to the paper's sizes (cluster_envs.multiserver.entity)
-    "ClusterMultiServerEntityRL-v0": ("ClusterMultiServer-v0", {"action_mode": "scores", "observation_mode": "entity"}),
-    "ClusterGangEntityRL-v0": ("ClusterGang-v0", {"action_mode": "scores", "observation_mode": "entity"}),
+    "ClusterMultiServerEntityRL-v0": (
+        "ClusterMultiServer-v0",
+        {"action_mode": "scores", "observation_mode": "entity", **MINIMAL_INFO},
+    ),
+    "ClusterGangEntityRL-v0": (
+        "ClusterGang-v0",
+        {"action_mode": "scores", "observation_mode": "entity", **MINIMAL_INFO},
+    ),
 }
 
 # RL-ready ids of the instance-independent interface: not (yet) the benchmark's PPO interface, which trains on one

@@ -37,7 +37,7 @@ def test_run_prints_json_metrics(capsys):
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "0", "--agent-set", "epz=0.1"],
      "unknown hyperparameter(s) ['epz'] for agent 'mwu'; allowed: ['eps', 'eta', 'initial', 'lambda_override']"),
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "0,0"], "--seeds '0,0': seeds must be distinct"),
-    (["run", "ClusterSLA-v0", "--agent", "mwu", "--set", "render_mode=human"], "render_mode='human' is not supported"),
+    (["run", "ClusterSLA-v0", "--agent", "mwu", "--set", "render_mode=video"], "render_mode='video' is not supported"),
     (["run", "ClusterSLA-v0", "--agent", "mwu", "--seeds", "1000000000"], "where training starts"),
     (["compare", "ClusterSLA-v0", "--agents", "mwu", "--seeds", "0-1000000000"], "--seeds"),
     # configurations that crashed at reset or step before their keywords had domains (issue 19)

@@ -29,7 +29,9 @@ def _flatten(obs) -> np.ndarray:
 
 
 def _scalars(info: dict) -> list[float]:
-    return [float(v) for _, v in sorted(info.items()) if isinstance(v, (int, float, np.number))]
+    """The numeric info values (scalars and arrays, raveled): with the minimal info, arrays may be all there is."""
+    values = [np.ravel(v) for _, v in sorted(info.items()) if isinstance(v, (int, float, np.number, np.ndarray))]
+    return [float(x) for v in values if v.dtype.kind in "biuf" for x in v]
 
 
 def _rollout(env: gym.Env, actions: list, seed: int) -> list[np.ndarray]:
@@ -173,3 +175,28 @@ def test_import_registers_idempotently_and_module_prefix_works():
     cluster_envs.register_envs()
     env = gym.make(f"cluster_envs:{IDS[0]}")
     env.reset(seed=0)
+
+
+def _shape(value) -> tuple:
+    if isinstance(value, dict):
+        return tuple(sorted((key, _shape(v)) for key, v in value.items()))
+    array = np.asarray(value)
+    return array.shape, array.dtype.kind
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_minimal_info_keys_keep_their_shapes_and_rl_ids_default_to_it(env_id):
+    """What replay buffers (Tianshou's, TorchRL's) store: with ``info_level="minimal"`` every step's info has the
+    same keys, each of one shape and dtype kind, over episodes and resets (``episode_summary`` only at the end)."""
+    env = gym.make(env_id) if env_id in rl_ids() else gym.make(env_id, info_level="minimal")
+    assert env.unwrapped.config.info_level == "minimal"
+    env.reset(seed=0)
+    seen = None
+    for action in _sample_actions(env, 0, 600):
+        _, _, terminated, truncated, info = env.step(action)
+        info.pop("episode_summary", None)
+        shapes = {key: _shape(value) for key, value in info.items()}
+        assert seen is None or shapes == seen, f"{env_id}: info changed from {seen} to {shapes}"
+        seen = shapes
+        if terminated or truncated:
+            env.reset()

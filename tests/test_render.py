@@ -97,17 +97,31 @@ def test_bar_chart_draws_clipped_levels_over_a_track_and_stacks_panels():
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_human_rendering_is_refused_at_construction_with_the_supported_modes(env_id):
-    """gym.make would otherwise wrap an rgb_array env in HumanRendering, which fails only at render time."""
+def test_the_constructor_refuses_other_modes_and_gym_make_wraps_them_as_gymnasium_specifies(env_id):
+    """``metadata`` is a plain dict (gymnasium's contract): ``gym.make`` serves "human" with its HumanRendering
+    and "rgb_array_list" with its RenderCollection over the "rgb_array" mode; the env itself accepts only its own."""
+    env_class = gym.spec(env_id).entry_point
+    env_class = getattr(__import__(env_class.split(":")[0], fromlist=["_"]), env_class.split(":")[1])
+    assert isinstance(env_class.metadata, dict) and env_class.metadata["render_modes"] == ["ansi", "rgb_array"]
     with pytest.raises(ValueError, match=r"render_mode='human' is not supported; supported: None, 'ansi', 'rgb_array'"):
-        gym.make(env_id, render_mode="human")
+        env_class(render_mode="human")
     with pytest.raises(ValueError, match="render_mode='rgb_array_list'"):
-        gym.make(env_id, render_mode="rgb_array_list")
-    assert gym.make(env_id, render_mode="rgb_array").metadata["render_modes"] == ["ansi", "rgb_array"]
+        env_class(render_mode="rgb_array_list")
+    with pytest.warns(UserWarning, match="HumanRendering wrapper is being applied"):
+        human = gym.make(env_id, render_mode="human")
+    assert isinstance(human, gym.wrappers.HumanRendering) and human.unwrapped.render_mode == "rgb_array"
+    collected = gym.make(env_id, render_mode="rgb_array_list")
+    collected.reset(seed=0)
+    collected.step(collected.action_space.sample())
+    frames = collected.render()
+    assert len(frames) == 2 and frames[0].shape == FRAME_SHAPES[env_id]
 
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_an_unknown_keyword_lists_the_constructors_own_keywords_too(env_id):
-    with pytest.raises(ValueError, match=r"unknown keyword argument\(s\) \['colour'\]; allowed: \[") as err:
+    """Python's form ("unexpected keyword argument 'x'"), both a TypeError (what TorchRL's GymEnv catches to drop
+    an optional keyword) and a ValueError (every refused setting's class)."""
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'colour'; allowed: \[") as err:
         gym.make(env_id, colour=3)
+    assert isinstance(err.value, ValueError)
     assert "'preset'" in str(err.value) and "'render_mode'" in str(err.value)

@@ -1,5 +1,5 @@
 """The RL-ready ids (``cluster_envs.registration.RL_IDS``): one Box observation and a Box, Discrete or
-MultiDiscrete action, the base id's dynamics, reward and metrics, and an id-only client trains on them."""
+MultiDiscrete action, the benchmark row's training kwargs on the base id, and an id-only client trains on them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from baselines.eval.protocol import FORMAT_KWARGS
 from cluster_envs import rl_ids
 from cluster_envs.registration import ENTITY_RL_IDS, ENV_ENTRY_POINTS, RL_IDS, VECTOR_ENTRY_POINTS
 
@@ -37,13 +36,11 @@ def test_spaces_are_one_box_and_a_flat_action(env_id):
 
 
 @pytest.mark.parametrize("env_id", rl_ids())
-def test_an_rl_id_is_its_base_id_read_differently(env_id):
-    """Its kwargs only change how an action is read or what is observed, and with them the base id plays the
-    same episode: same observations, rewards and episode summary."""
+def test_an_rl_id_is_its_base_id_with_its_kwargs(env_id):
+    """With its kwargs the base id plays the same episode: same observations, rewards and episode summary."""
     base, kwargs = RL_IDS[env_id]
-    assert set(kwargs) <= FORMAT_KWARGS
     overrides = {"horizon": 60}  # any other kwarg passes through as to the base id
-    envs = [gym.make(env_id, **overrides), gym.make(base, **kwargs, **overrides)]
+    envs = [gym.make(env_id, **overrides), gym.make(base, **{**kwargs, **overrides})]
     envs[0].action_space.seed(3)
     actions = [envs[0].action_space.sample() for _ in range(60)]
     runs = []
@@ -88,7 +85,7 @@ def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
     action reading, step for step (so a policy trained through ``FlattenObservation`` reads it unchanged)."""
     base, kwargs = RL_IDS[env_id]
     mine = gym.make(env_id, horizon=40)
-    theirs = gym.make(base, action_mode=kwargs["action_mode"], horizon=40)
+    theirs = gym.make(base, **{**kwargs, "observation_mode": "dict", "horizon": 40})
     flat, _ = mine.reset(seed=4)
     obs, _ = theirs.reset(seed=4)
     mine.action_space.seed(4)
@@ -101,16 +98,17 @@ def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
 
 
 @pytest.mark.parametrize("env_id", BENCHMARKED)
-def test_an_rl_id_is_the_interface_the_benchmarks_ppo_trains_on(env_id):
-    """The settings' PPO kwargs (rl_needs), with its FlattenObservation wrapper read as observation_mode="flat"."""
+def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id):
+    """The protocol entry's env kwargs (what the headline scores: reward, service model, horizon, preset) and PPO's
+    kwargs (rl_needs, its FlattenObservation wrapper read as observation_mode="flat"), with the minimal info."""
     from baselines.eval.protocol import FLATTEN, require_setting
 
     base, kwargs = RL_IDS[env_id]
     setting = require_setting(base)
-    trained = setting.rl_needs("ppo")
+    trained = {**setting.env_kwargs, **setting.rl_needs("ppo")}
     if setting.rl_wrapper == FLATTEN:
         trained["observation_mode"] = "flat"
-    assert trained == kwargs
+    assert kwargs == {**trained, "info_level": "minimal"}
 
 
 @pytest.mark.parametrize("env_id", BENCHMARKED)
@@ -144,5 +142,5 @@ def test_an_rl_id_refuses_an_algorithm_whose_interface_it_does_not_fix():
     pytest.importorskip("yaml")
     from baselines.rl.config import RunConfig
 
-    with pytest.raises(ValueError, match="ClusterGangRL-v0, which fixes it"):
-        RunConfig.resolve("ppo_mask", "ClusterGangRL-v0")
+    with pytest.raises(ValueError, match="ClusterGangRL-v1, which fixes it"):
+        RunConfig.resolve("ppo_mask", "ClusterGangRL-v1")

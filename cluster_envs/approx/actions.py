@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from cluster_envs.common.env import invalid_action
 
@@ -59,18 +60,29 @@ def paced_occupants(slot_priority: Any, machine_priority: Any, prices: np.ndarra
         raise invalid_action("must be finite (no NaN or inf) in action_mode='paced_priority'", name)
     left = rows[..., REMAINING_BUDGET] * (rows[..., PRESENT] > 0)  # (B, K)
     pace = left / np.maximum(rows[..., REMAINING_SLOTS], 1.0)
-    machines = np.argsort(-machine_priority, axis=1, kind="stable")
-    ranked_prices = np.take_along_axis(prices, machines, axis=1)
-    free = np.ones(machine_priority.shape, dtype=bool)  # in machine-priority order
-    occupant = np.zeros(machine_priority.shape, dtype=np.int64)
-    batch = np.arange(len(occupant))
-    for slot in np.argsort(-slot_priority, axis=1, kind="stable").T:  # the K ranks, each a slot per row
-        cost = np.cumsum(np.where(free, ranked_prices, 0.0), axis=1)  # prices >= 0: a prefix of the free machines
-        take = free & (cost <= pace[batch, slot][:, None]) & (cost < left[batch, slot][:, None])
-        occupant[take] = np.broadcast_to(slot[:, None] + 1, take.shape)[take]
-        free &= ~take
-    out = np.zeros_like(occupant)
-    np.put_along_axis(out, machines, occupant, axis=1)
+    prices = np.ascontiguousarray(prices, dtype=np.float64)
+    return _paced_occupants(np.ascontiguousarray(slot_priority), np.ascontiguousarray(machine_priority), prices,
+                            np.ascontiguousarray(left), pace)  # fmt: skip
+
+
+@njit(cache=True)
+def _paced_occupants(slot_priority, machine_priority, prices, left, pace):  # pragma: no cover (compiled)
+    """The compiled reading, row by row: stable descending orders, then each slot takes the free machines (in
+    machine order) while their running price sum, summed in that order, stays within its pace and budget."""
+    n_rows, n_machines = machine_priority.shape
+    out = np.zeros((n_rows, n_machines), dtype=np.int64)
+    free = np.empty(n_machines, dtype=np.bool_)
+    for b in range(n_rows):
+        machines = np.argsort(-machine_priority[b], kind="mergesort")
+        free[:] = True
+        for slot in np.argsort(-slot_priority[b], kind="mergesort"):
+            cost = 0.0
+            for i in range(n_machines):
+                if free[i]:
+                    cost += prices[b, machines[i]]
+                    if cost <= pace[b, slot] and cost < left[b, slot]:
+                        out[b, machines[i]] = slot + 1
+                        free[i] = False
     return out
 
 

@@ -499,14 +499,15 @@ class ClusterApproxEnv(_ApproxEnvCore):
 
     ## RL-ready id: ClusterApproxRL-v2
 
-    `gym.make("ClusterApproxRL-v2")` is this env with `action_mode="paced_priority", observation_mode="flat"`: one `Box`
-    observation and a `Box(-1, 1, (K + M,))` action, so SB3's `PPO("MlpPolicy", "ClusterApproxRL-v2")` (or any client
-    that takes only an id) trains with no wrapper. Both kwargs change only how the action is read and how the
-    observation is laid out: the episodes, rewards, `info` and metrics are those of `ClusterApprox-v1`
+    `gym.make("cluster_envs:ClusterApproxRL-v2")` is this env with `action_mode="paced_priority",
+    observation_mode="flat", info_level="minimal"`: one `Box` observation and a `Box(-1, 1, (K + M,))` action, so
+    SB3's `PPO("MlpPolicy", "cluster_envs:ClusterApproxRL-v2")` (or any client that takes only an id,
+    docs/clients.md) trains with no wrapper. The kwargs change only how the action is read, how the observation is
+    laid out and which `info` keys are kept: the episodes, rewards and metrics are those of `ClusterApprox-v1`
     (`tests/test_rl_ids.py`). Its batched env is this id's, with the same kwargs.
 
-    The work-conserving reading (`action_mode="work_conserving"`, a `MultiDiscrete` action; the former
-    `ClusterApproxRL-v0`) is available as kwargs of this id; the benchmark's PPO section refuses it.
+    The work-conserving reading (`action_mode="work_conserving"`, a `MultiDiscrete` action) is available as a kwarg
+    of this id.
 
     ## Sec. V-C mode
 
@@ -623,12 +624,12 @@ class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     prefer. The dynamics after the reading are the same. `observation_mode="flat"` gives the observation as one float64
     `Box` (`gymnasium.spaces.flatten` of the Dict).
 
-    ## RL-ready id: ClusterApproxSingleJobRL-v0
+    ## RL-ready id: ClusterApproxSingleJobRL-v1
 
-    `gym.make("ClusterApproxSingleJobRL-v0")` is this env with `action_mode="paced_priority", observation_mode="flat"`:
-    one `Box` observation and a `Box` action (an id-only client trains on it with no
-    wrapper). Episodes, rewards, `info` and metrics are those of `ClusterApproxSingleJob-v0`
-    (`tests/test_rl_ready_ids.py`).
+    `gym.make("cluster_envs:ClusterApproxSingleJobRL-v1")` is this env with the benchmark row's training kwargs:
+    `reward_mode="approx"` (Eq. 6, what the headline scores), `action_mode="paced_priority",
+    observation_mode="flat"` and `info_level="minimal"`: one `Box` observation and a `Box` action, so an id-only
+    client (docs/clients.md) trains the benchmark's task with no wrapper (`tests/test_rl_ids.py`).
 
     ## Reward
 

@@ -1,8 +1,11 @@
 """Typed env configuration: a frozen dataclass built from a named preset plus keyword overrides.
 
-Every env takes ``preset=...`` and keyword overrides. Unknown keys and unknown presets raise a
-``ValueError`` naming the offending argument and listing what is allowed, before anything is built. Every
-setting's default preset is named ``default``; nothing has been released, so no keyword or preset has an old name.
+Every env takes ``preset=...`` and keyword overrides. An unknown keyword raises :class:`UnexpectedKeywordError`
+("unexpected keyword argument 'x'", both the ``TypeError`` Python raises for a wrong keyword, which clients such as
+TorchRL's ``GymEnv`` catch to drop an optional keyword, and a ``ValueError`` like every other refused setting); an
+unknown preset raises a ``ValueError``. Both name the offending argument and list what is allowed, before anything
+is built. Every setting's default preset is named ``default``; nothing has been released, so no keyword or preset
+has an old name.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from typing import Any, TypeVar
 C = TypeVar("C")
 
 
+class UnexpectedKeywordError(TypeError, ValueError):
+    """An unknown keyword argument: a ``TypeError`` as Python's own, and a ``ValueError`` as every refused setting."""
+
+
 def build_config(
     config_cls: type[C], presets: Mapping[str, Mapping[str, Any]], preset: str, overrides: Mapping[str, Any]
 ) -> C:
@@ -26,7 +33,8 @@ def build_config(
     unknown = sorted(set(overrides) - allowed)
     if unknown:
         listed = sorted(allowed | {"preset", "render_mode"})  # the constructor's own keywords are allowed too
-        raise ValueError(f"unknown keyword argument(s) {unknown}; allowed: {listed}")
+        names = ", ".join(repr(name) for name in unknown)
+        raise UnexpectedKeywordError(f"unexpected keyword argument {names}; allowed: {listed}")
     return config_cls(**{**presets[preset], **overrides})
 
 

@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from cluster_envs.common.config import build_config
-from cluster_envs.common.flat import observation_space
+from cluster_envs.common.flat import Flattener, observation_space
 from cluster_envs.common.render import check_render_mode, render_metadata
 
 INFO_LEVELS = ("minimal", "full")
@@ -54,7 +54,7 @@ def invalid_action(detail: str, name: str = "action") -> ValueError:
 class ClusterEnv(gym.Env):
     """The common shell: config, render mode, and the guards of ``step``, ``simulator`` and ``render``."""
 
-    metadata = render_metadata()  # a property: gym.make then passes render_mode="human" here, to be refused
+    metadata = render_metadata()
     env_id: ClassVar[str]
     config_class: ClassVar[type]
     presets: ClassVar[dict[str, dict[str, Any]]]
@@ -77,15 +77,14 @@ class ClusterEnv(gym.Env):
         """Declare the Dict observation (``dict_observation_space``) and the space ``observation_mode`` shows."""
         self.dict_observation_space = dict_space
         self.observation_space = observation_space(dict_space, self.config.observation_mode)
+        self._flatten = Flattener(dict_space) if self.config.observation_mode == "flat" else None
 
     def emit(self, observation: dict[str, np.ndarray]) -> Any:
         """``observation`` (a Dict of ``dict_observation_space``) as ``observation_mode`` gives it: as is, or
         flattened into one array (``gymnasium.spaces.flatten``). The Dict is kept in ``last_observation``
         (what a policy saw: the action modes that read it, and the batched envs, use it)."""
         self.last_observation = observation
-        if self.config.observation_mode == "flat":
-            return gym.spaces.flatten(self.dict_observation_space, observation)
-        return observation
+        return observation if self._flatten is None else self._flatten(observation)
 
     def step(self, action: Any):
         if self._sim is None:

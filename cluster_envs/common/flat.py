@@ -22,6 +22,35 @@ def observation_space(dict_space: spaces.Dict, mode: str) -> gym.Space:
     return spaces.flatten_space(dict_space) if mode == "flat" else dict_space
 
 
+class Flattener:
+    """``gymnasium.spaces.flatten(space, observation)`` for a Dict of Box, MultiBinary and 1-D MultiDiscrete parts,
+    with the layout worked out once: per step one fresh array filled slice by slice (gymnasium's generic flatten
+    dispatches per part and concatenates, the larger share of a flat RL id's step)."""
+
+    def __init__(self, space: spaces.Dict):
+        self.size, self.dtype = spaces.flatdim(space), spaces.flatten_space(space).dtype
+        self.parts: list[tuple[str, int, int, np.ndarray | None]] = []
+        start = 0
+        for key, sub in space.spaces.items():
+            if isinstance(sub, spaces.MultiDiscrete) and sub.nvec.ndim == 1:
+                offsets = start + np.concatenate([[0], np.cumsum(sub.nvec)[:-1]]) - sub.start
+                self.parts.append((key, start, start + int(sub.nvec.sum()), offsets.astype(np.int64)))
+            elif isinstance(sub, (spaces.Box, spaces.MultiBinary)):
+                self.parts.append((key, start, start + int(np.prod(sub.shape)), None))
+            else:
+                raise TypeError(f"Flattener takes Box, MultiBinary and 1-D MultiDiscrete parts, not {sub}")
+            start = self.parts[-1][2]
+
+    def __call__(self, observation: dict[str, Any]) -> np.ndarray:
+        out = np.zeros(self.size, dtype=self.dtype)
+        for key, start, stop, offsets in self.parts:
+            if offsets is None:
+                out[start:stop] = np.ravel(observation[key])
+            else:
+                out[offsets + np.asarray(observation[key], dtype=np.int64)] = 1
+        return out
+
+
 def flatten_batch(space: gym.Space, batch: Any) -> np.ndarray:
     """``gym.spaces.flatten(space, x)`` of every row of ``batch`` (a batched observation of ``space``), as one
     (B, n) array: Box and MultiBinary parts reshaped, 1-D MultiDiscrete parts one-hot encoded as ``flatten`` does,

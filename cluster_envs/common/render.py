@@ -23,13 +23,12 @@ Color = tuple[int, int, int]
 RENDER_MODES = ("ansi", "rgb_array")
 
 
-def render_metadata(render_fps: int = 4) -> property:
-    """Every env's ``metadata`` (render modes and fps), as a property. With a class attribute, ``gym.make(id,
-    render_mode="human")`` would build the env in ``"rgb_array"`` mode inside gymnasium's HumanRendering wrapper,
-    which fails only at the first render without pygame; gymnasium leaves envs whose metadata is a property
-    alone, so ``render_mode="human"`` reaches the constructor, which refuses it (``check_render_mode``)."""
-    metadata = {"render_modes": list(RENDER_MODES), "render_fps": render_fps}
-    return property(lambda self: metadata)
+def render_metadata(render_fps: int = 4) -> dict[str, object]:
+    """Every env's ``metadata``: a plain dict, gymnasium's contract at every version from the floor on. With it,
+    ``gym.make(id, render_mode="human")`` gives gymnasium's ``HumanRendering`` over the ``"rgb_array"`` mode (it
+    needs pygame, and says so at the first frame), and ``render_mode="rgb_array_list"`` gives ``RenderCollection``;
+    the env's constructor itself accepts only its own modes (``check_render_mode``)."""
+    return {"render_modes": list(RENDER_MODES), "render_fps": render_fps}
 
 
 def check_render_mode(render_mode: str | None) -> None:

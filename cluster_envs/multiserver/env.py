@@ -103,10 +103,10 @@ class ClusterMultiServerEnv(ClusterEnv):
     `observation_mode="flat"` gives the observation as one float32 `Box` (`gymnasium.spaces.flatten` of the Dict, what
     `FlattenObservation` gives).
 
-    **RL-ready id**: `gym.make("ClusterMultiServerRL-v0")` is this env with `action_mode="scores",
-    observation_mode="flat"`: one `Box` observation and a `Box` action, so a client that takes only an id trains
-    on it with no wrapper. Episodes, rewards, `info` and metrics are those of `ClusterMultiServer-v0`
-    (`tests/test_rl_ready_ids.py`); the preset is the default, override it as for the base id.
+    **RL-ready id**: `gym.make("cluster_envs:ClusterMultiServerRL-v1")` is this env with the benchmark's
+    `preset="small"` and `action_mode="scores", observation_mode="flat"`, `info_level="minimal"`: one `Box`
+    observation and a `Box` action, so a client that takes only an id (docs/clients.md) trains the benchmark's task
+    with no wrapper (`tests/test_rl_ids.py`); override the preset as for the base id.
 
     **Instance-independent interface** (`observation_mode="entity"`, `cluster_envs.multiserver.entity`): the spaces
     above are the instance's (`|E|` changes with `instance_seed`); in this mode they are the family's. The observation

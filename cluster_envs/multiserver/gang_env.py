@@ -77,9 +77,10 @@ class ClusterGangEnv(ClusterMultiServerEnv):
       above 2 GiB or 1 s per solve (docs/robustness.md, "Resource guards").
 
     `observation_mode="flat"` gives the observation as one float32 `Box`. **RL-ready id**:
-    `gym.make("ClusterGangRL-v0")` is this env with `action_mode="scores", observation_mode="flat"`: one `Box`
-    observation and a `Box` action, so PPO trains on the id alone. Episodes, rewards, `info` and metrics are those of
-    `ClusterGang-v0` (`tests/test_rl_ready_ids.py`). A `Box` action cannot carry `action_masks()`; MaskablePPO
+    `gym.make("cluster_envs:ClusterGangRL-v1")` is this env with the benchmark's `horizon=200` and PPO's
+    `action_mode="scores", observation_mode="flat"`, `info_level="minimal"`: one `Box` observation and a `Box`
+    action, so PPO trains the benchmark's task on the id alone (docs/clients.md; `tests/test_rl_ids.py`). A `Box`
+    action cannot carry `action_masks()`; MaskablePPO
     users make the base id with `action_mode="binary"`.
 
     `observation_mode="entity"` is ClusterMultiServer-v0's instance-independent interface, one row per arm, padded

@@ -80,7 +80,7 @@ def test_padding_rows_change_nothing_on_the_valid_rows(env_id):
 
 def test_the_policy_refuses_an_observation_that_is_not_entity_rows():
     with pytest.raises(ValueError, match="observation_mode='entity'"):
-        sb3.PPO(EdgePolicy, gym.make("ClusterMultiServerRL-v0"), device="cpu")
+        sb3.PPO(EdgePolicy, gym.make("ClusterMultiServerRL-v1"), device="cpu")
 
 
 def test_ppo_with_the_edge_policy_trains_on_the_native_batched_env():
@@ -101,4 +101,4 @@ def test_resampled_instances_change_per_episode_within_the_training_range():
     with pytest.raises(ValueError, match="held-out"):
         ResampledInstance("ClusterMultiServerEntityRL-v0", seeds=[1000])
     with pytest.raises(ValueError, match="changes its spaces"):
-        ResampledInstance("ClusterMultiServerRL-v0", seeds=[0, 1]).reset(seed=0)
+        ResampledInstance("ClusterMultiServerRL-v1", seeds=[0, 1]).reset(seed=0)
