@@ -10,7 +10,7 @@ contextual bandit's γ = 0; :func:`zoo_command` prints the exact command) on the
 section of ``baselines/rl/hyperparams/<algo>.yml``: its env kwargs (the settings' RL kwargs), its observation wrapper
 and its normalization, with one torch thread, one job, TPE sampling and median pruning. The budget is
 ``trials`` × ``steps`` env steps (plus ``evaluations`` evaluations per trial).
-``--native`` runs the same optimizer on the ids' native batched envs (``baselines.tuning.zoo_native``, installed by
+``--native`` runs the same optimizer on the ids' native batched envs (``baselines.tuning.zoo_native``, used by
 ``cluster-envs zoo --native``), and ``--trial-cpu-seconds`` caps each trial's CPU time (a trial past it is
 pruned), so the budget in CPU time is at most ``trials`` × that cap. rl-zoo3's sampler replaces the section's
 ``policy_kwargs`` (its network sizes and activations; keys it does not sample, e.g. ``log_std_init``, are

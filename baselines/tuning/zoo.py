@@ -3,16 +3,18 @@
     cluster-envs zoo [--hold gamma,gae_lambda] [--objective-seeds 100-104] [--trial-seeds 3] \
         [--native] <rl_zoo3.train arguments>
 
-Nothing changes on import: :func:`register`, called by :func:`main` before rl-zoo3's ``train``, installs the
-additions below into rl-zoo3 and SB3 for that process.
+Nothing changes on import. :func:`run_from_args` calls :func:`register` (rl-zoo3's algorithm, sampler and
+callback tables, which its ``train`` and ``ExperimentManager`` read by name) and hands ``train`` the
+:func:`experiment_manager` subclass, for that process; SB3 and rl-zoo3's classes are left as they are.
 
 - **MaskablePPO as ``ppo_mask``.** rl-zoo3 2.9.2's ``ALGOS`` has no MaskablePPO (sb3-contrib's), so this
   registers it under the name ``baselines.rl.train`` uses, with rl-zoo3's own PPO sampler and converter
   (``sample_ppo_params``, ``convert_onpolicy_params``: MaskablePPO has PPO's hyperparameters). Its training
-  collects the envs' ``action_masks()`` itself; rl-zoo3's evaluation callback (``EvalCallback``, which
-  ``-optimize``'s ``TrialEvalCallback`` extends) calls SB3's ``evaluate_policy``, which passes no mask, so for a
-  MaskablePPO model it calls sb3-contrib's masked ``evaluate_policy`` instead: trials are scored as the policy
-  acts.
+  collects the envs' ``action_masks()`` itself. rl-zoo3's evaluation callbacks (``EvalCallback`` in training,
+  ``-optimize``'s ``TrialEvalCallback``) call SB3's ``evaluate_policy``, which passes no mask, so for ``ppo_mask``
+  the callbacks rl-zoo3 builds are sb3-contrib's masked ones (``MaskableEvalCallback``, and
+  :class:`MaskableTrialEvalCallback` for the return objective; the headline objective's callback passes the masks
+  itself): the policy is scored as it acts. SB3 itself is left as it is.
 - **Held hyperparameters** (``--hold``): keys of the YAML section that the optimizer must not change. rl-zoo3's
   PPO sampler always samples γ (0.97-0.9999) and λ, but a contextual bandit's γ is 0 by its definition
   (spec §3.11: an action does not change later observations; ClusterMultiServer-v0, ClusterGang-v0), not a
@@ -32,10 +34,11 @@ additions below into rl-zoo3 and SB3 for that process.
   (the section's where γ is held).
 - **Several training seeds per trial** (``--trial-seeds n``): each trial trains ``n`` models with the same sampled
   hyperparameters and other training seeds, one after the other, and its value is the mean of theirs
-  (``baselines.tuning.objective.over_training_seeds`` around ``ExperimentManager.objective``; the pruner sees the
+  (``baselines.tuning.objective.over_training_seeds`` as :func:`experiment_manager`'s ``objective``; the pruner sees the
   mean over the models so far at each evaluation).
 
-- **Native batched envs** (``--native``): ``baselines.tuning.zoo_native.install``.
+- **Native batched envs** (``--native``): :func:`experiment_manager`'s ``default_vec_env_cls`` is
+  ``baselines.tuning.zoo_native.native_vec_env``.
 
 Everything else (the TPE sampler, the median pruner, the journal storage) is rl-zoo3's.
 """
@@ -48,56 +51,59 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import stable_baselines3.common.callbacks as sb3_callbacks
+import rl_zoo3.train
 from rl_zoo3 import exp_manager, hyperparams_opt
+from rl_zoo3.callbacks import TrialEvalCallback
+from rl_zoo3.exp_manager import ExperimentManager
 from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER
-from rl_zoo3.train import train
 from rl_zoo3.utils import ALGOS, StoreDict
 from sb3_contrib import MaskablePPO
-from sb3_contrib.common.maskable.evaluation import evaluate_policy as masked_evaluate_policy
+from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
 
 from baselines.eval.protocol import parse_seeds
+from baselines.rl.config import MASKED
 from baselines.tuning import zoo_native
 from baselines.tuning.objective import HeadlineTrialEvalCallback, over_training_seeds
 
 ALGO = "ppo_mask"
 
 
-def register(
-    hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None, trial_seeds: int = 1, native: bool = False
-) -> None:
+class MaskableTrialEvalCallback(TrialEvalCallback, MaskableEvalCallback):
+    """rl-zoo3's ``TrialEvalCallback`` whose evaluation (``super()._on_step()``) is sb3-contrib's masked one."""
+
+
+def register(hold: Sequence[str] = (), objective: Mapping[str, Any] | None = None, algo: str | None = None) -> None:
     """Add ``ppo_mask`` to rl-zoo3 and hold ``hold``'s keys at the YAML's values during optimization; with
     ``objective`` (``HeadlineTrialEvalCallback``'s keyword arguments: ``env_id``, ``algo``, ``env_kwargs``,
-    ``seeds``), score trials by the headline on fixed validation seeds; with ``trial_seeds`` > 1, score each trial
-    by the mean over that many training seeds; with ``native``, train and evaluate on the native batched envs."""
-    ALGOS[ALGO] = MaskablePPO  # the dict rl_zoo3.train and its ExperimentManager read
+    ``seeds``), score trials by the headline on fixed validation seeds. ``algo`` (default ``objective``'s): the
+    algorithm rl-zoo3 runs; a masked one is evaluated with its masks."""
+    ALGOS[ALGO] = MaskablePPO  # the dict rl_zoo3.train's --algo choices and its ExperimentManager read
     hyperparams_opt.HYPERPARAMS_CONVERTER[ALGO] = hyperparams_opt.convert_onpolicy_params
     samplers = hyperparams_opt.HYPERPARAMS_SAMPLER
     samplers[ALGO] = hyperparams_opt.sample_ppo_params
     if hold:
-        for algo, sampler in list(samplers.items()):
-            samplers[algo] = _holding(sampler, frozenset(hold))
+        for name, sampler in list(samplers.items()):
+            samplers[name] = _holding(sampler, frozenset(hold))
+    algo = objective["algo"] if algo is None and objective is not None else algo
+    # ExperimentManager builds its evaluation callbacks by these module-level names (no argument or hook selects them)
     if objective is not None:
-        # ExperimentManager.objective builds its callback by this module-level name
         exp_manager.TrialEvalCallback = functools.partial(HeadlineTrialEvalCallback, **objective)
+    elif algo in MASKED:
+        exp_manager.TrialEvalCallback = MaskableTrialEvalCallback
+    if algo in MASKED:
+        exp_manager.EvalCallback = MaskableEvalCallback
 
-    manager = exp_manager.ExperimentManager
-    rl_zoo3_objective = manager.objective
-    while hasattr(rl_zoo3_objective, "__wrapped__"):  # registered again: wrap rl-zoo3's own
-        rl_zoo3_objective = rl_zoo3_objective.__wrapped__
-    manager.objective = over_training_seeds(normalizing_with_trial_gamma(rl_zoo3_objective), trial_seeds)
+
+def experiment_manager(trial_seeds: int = 1, native: bool = False) -> type[ExperimentManager]:
+    """rl-zoo3's ``ExperimentManager`` with this package's objective (each trial normalizes with its own γ and
+    is the mean over ``trial_seeds`` models) and, with ``native``, the native batched envs (its
+    ``default_vec_env_cls`` hook): a subclass, so rl-zoo3's class is left as it is."""
+    attributes: dict[str, Any] = {
+        "objective": over_training_seeds(normalizing_with_trial_gamma(ExperimentManager.objective), trial_seeds)
+    }
     if native:
-        zoo_native.install()
-    if getattr(sb3_callbacks.evaluate_policy, "masked_dispatch", False):
-        return
-    unmasked = sb3_callbacks.evaluate_policy
-
-    def evaluate_policy(model: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
-        evaluate = masked_evaluate_policy if isinstance(model, MaskablePPO) else unmasked
-        return evaluate(model, env, *args, **kwargs)
-
-    evaluate_policy.masked_dispatch = True  # type: ignore[attr-defined]
-    sb3_callbacks.evaluate_policy = evaluate_policy  # EvalCallback looks the name up in its module
+        attributes["default_vec_env_cls"] = staticmethod(zoo_native.native_vec_env)
+    return type("ClusterExperimentManager", (ExperimentManager,), attributes)
 
 
 def normalizing_with_trial_gamma(objective: Any) -> Any:
@@ -132,8 +138,8 @@ def _holding(sampler: Any, hold: frozenset[str]) -> Any:
 def zoo_target(argv: Sequence[str]) -> dict[str, Any]:
     """The id, algorithm and evaluation env kwargs that rl-zoo3's arguments ``argv`` name (left in ``argv``)."""
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--env", required=True)
-    parser.add_argument("--algo", required=True)
+    parser.add_argument("--env", default="CartPole-v1")  # rl_zoo3.train's defaults
+    parser.add_argument("--algo", default="ppo")
     parser.add_argument("--eval-env-kwargs", nargs="+", action=StoreDict, default={})
     known, _ = parser.parse_known_args(argv)
     return {"env_id": known.env, "algo": known.algo, "env_kwargs": dict(known.eval_env_kwargs)}
@@ -153,9 +159,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_from_args(args: argparse.Namespace) -> None:
     """``cluster-envs zoo``: install this package's additions, then run rl-zoo3's ``train`` on ``args.extra``."""
     rest = list(args.extra)
+    target = zoo_target(rest)
     objective = None
     if args.objective_seeds is not None:
-        objective = {**zoo_target(rest), "seeds": parse_seeds(args.objective_seeds)}
-    register([key for key in args.hold.split(",") if key], objective, args.trial_seeds, args.native)
+        objective = {**target, "seeds": parse_seeds(args.objective_seeds)}
+    hold = [key for key in args.hold.split(",") if key]
+    register(hold, objective, algo=target["algo"])
+    # train() makes its manager by this module-level name: the one place our subclass can enter without copying it
+    rl_zoo3.train.ExperimentManager = experiment_manager(args.trial_seeds, args.native)
     sys.argv = ["rl_zoo3.train", *rest]  # rl-zoo3 parses sys.argv
-    train()
+    rl_zoo3.train.train()

@@ -3,12 +3,12 @@ instead of a ``DummyVecEnv`` of single envs.
 
     cluster-envs zoo --native --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs ...
 
-:func:`install` (called by ``baselines.tuning.zoo`` for ``--native``; importing this module changes nothing) sets
-rl-zoo3's own hook for the vectorization, ``ExperimentManager.default_vec_env_cls`` (its ``--vec-env`` choice yields
-to it), to :func:`native_vec_env`. rl-zoo3 still builds its env factories (env kwargs, ``env_wrapper``, Monitor) and
-seeds the VecEnv; :func:`native_vec_env` reads the id and kwargs from one env of them and builds the same copies as
-one batched env (``baselines.rl.vec_env``: step for step the envs a ``DummyVecEnv`` would give), so everything around
-it (``VecNormalize``, the sampler, the pruner, ``TrialEvalCallback``) is rl-zoo3's. ``cluster-envs tune
+:func:`native_vec_env` is rl-zoo3's own hook for the vectorization, ``ExperimentManager.default_vec_env_cls`` (its
+``--vec-env`` choice yields to it), in the subclass ``baselines.tuning.zoo.experiment_manager(native=True)``
+makes. rl-zoo3 still builds its env factories (env kwargs, ``env_wrapper``, Monitor) and seeds the VecEnv;
+:func:`native_vec_env` reads the id and kwargs from one env of them and builds the same copies as one batched env
+(``baselines.rl.vec_env``: step for step the envs a ``DummyVecEnv`` would give), so everything around it
+(``VecNormalize``, the sampler, the pruner, ``TrialEvalCallback``) is rl-zoo3's. ``cluster-envs tune
 run --native`` uses it, with :class:`TrialCPUBudget` as the trials' callback.
 """
 
@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
-from rl_zoo3.exp_manager import ExperimentManager
 from stable_baselines3.common.callbacks import BaseCallback
 
 from baselines.rl.vec_env import FLATTEN, make_native
@@ -70,9 +69,3 @@ class TrialCPUBudget(BaseCallback):
         import optuna
 
         raise optuna.TrialPruned(f"the trial used {self.seconds:g} CPU-seconds, its budget")
-
-
-def install() -> None:
-    """Make rl-zoo3's ``ExperimentManager`` build :func:`native_vec_env` envs (its ``default_vec_env_cls`` hook,
-    read as ``self.default_vec_env_cls`` when a manager is made)."""
-    ExperimentManager.default_vec_env_cls = staticmethod(native_vec_env)

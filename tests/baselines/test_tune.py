@@ -93,13 +93,14 @@ def test_rl_zoo3_optimizes_and_its_best_trial_is_written(tmp_path, monkeypatch):
 
 
 def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
-    """`cluster-envs zoo`: rl-zoo3 knows `ppo_mask` (sampled as PPO), held keys leave the sample, and
-    rl-zoo3's evaluation callback evaluates a MaskablePPO model with its masks."""
+    """`cluster-envs zoo`: rl-zoo3 knows `ppo_mask` (sampled as PPO), held keys leave the sample, and the
+    evaluation callbacks rl-zoo3 builds for a MaskablePPO model evaluate it with its masks, SB3 left unpatched."""
     import optuna
     import stable_baselines3.common.callbacks as sb3_callbacks
-    from rl_zoo3 import hyperparams_opt
+    from rl_zoo3 import exp_manager, hyperparams_opt
     from rl_zoo3.utils import ALGOS
     from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
 
     from baselines.rl.config import RunConfig
     from baselines.rl.train import make_vec_env, new_model
@@ -107,9 +108,12 @@ def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
 
     samplers = dict(hyperparams_opt.HYPERPARAMS_SAMPLER)
     unmasked = sb3_callbacks.evaluate_policy
+    callbacks = exp_manager.TrialEvalCallback, exp_manager.EvalCallback
     try:
-        zoo.register(["gamma", "gae_lambda"])
+        zoo.register(["gamma", "gae_lambda"], algo="ppo_mask")
         assert ALGOS["ppo_mask"] is MaskablePPO
+        assert sb3_callbacks.evaluate_policy is unmasked
+        assert exp_manager.EvalCallback is MaskableEvalCallback
         trial = optuna.trial.FixedTrial({"batch_size_pow": 5, "n_steps_pow": 6, "one_minus_gamma": 0.01,
                                          "one_minus_gae_lambda": 0.05, "learning_rate": 1e-3, "ent_coef": 1e-4,
                                          "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5, "net_arch": "small",
@@ -122,14 +126,18 @@ def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
         config.model_kwargs.update(n_steps=8, batch_size=8)
         env, _ = make_vec_env(config, 3)
         model = new_model(config, env, 0)
-        calls = []
-        env.env_method = lambda name, *a, **k: calls.append(name) or type(env).env_method(env, name, *a, **k)
-        rewards, _ = sb3_callbacks.evaluate_policy(model, model.get_env(), 1, return_episode_rewards=True)
-        assert len(rewards) == 1 and "action_masks" in calls
+        masks = []  # what the evaluation's predict is given (training samples through the policy, not predict)
+        predict = model.predict
+        model.predict = lambda *a, action_masks=None, **k: (
+            masks.append(action_masks) or predict(*a, action_masks=action_masks, **k)
+        )
+        callback = exp_manager.TrialEvalCallback(model.get_env(), trial, n_eval_episodes=1, eval_freq=8)
+        model.learn(8, callback=callback)  # one rollout of 8 steps: one evaluation
+        assert callback.eval_idx == 1 and masks and all(mask is not None for mask in masks)
     finally:
         hyperparams_opt.HYPERPARAMS_SAMPLER.clear()
         hyperparams_opt.HYPERPARAMS_SAMPLER.update(samplers)
-        sb3_callbacks.evaluate_policy = unmasked
+        exp_manager.TrialEvalCallback, exp_manager.EvalCallback = callbacks
         ALGOS.pop("ppo_mask", None)
 
 

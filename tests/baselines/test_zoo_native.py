@@ -28,11 +28,12 @@ def _vec_env(cls, seed=7):
                         vec_env_cls=cls)  # fmt: skip
 
 
-def test_importing_it_changes_nothing_and_install_makes_rl_zoo3_build_native_envs(monkeypatch):
-    assert ExperimentManager.default_vec_env_cls is None
-    monkeypatch.setattr(ExperimentManager, "default_vec_env_cls", None)  # restored after the test
-    zoo_native.install()
-    assert ExperimentManager.default_vec_env_cls is zoo_native.native_vec_env
+def test_the_zoo_manager_builds_native_envs_and_rl_zoo3s_class_is_left_alone():
+    from baselines.tuning.zoo import experiment_manager
+
+    native = experiment_manager(native=True)
+    assert issubclass(native, ExperimentManager) and native.default_vec_env_cls is zoo_native.native_vec_env
+    assert ExperimentManager.default_vec_env_cls is None and experiment_manager().default_vec_env_cls is None
     env = _vec_env(zoo_native.native_vec_env)
     assert isinstance(env.venv, NativeVecEnv) and env.num_envs == 3
     env.close()
