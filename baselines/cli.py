@@ -182,7 +182,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> None:
-    from baselines.eval.record import validate
+    from baselines.eval.validate import validate
 
     lines = validate(args.record, _agent_source(args), sample=args.sample, algo=args.algo)
     print("\n".join(lines))

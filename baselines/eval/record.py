@@ -1,4 +1,4 @@
-"""Submission records: one versioned JSON file per leaderboard entry, its declaration, and its validation by replay.
+"""Submission records: one versioned JSON file per leaderboard entry and its declaration.
 
 The schema (``SCHEMA_VERSION``) is documented in ``docs/leaderboard/submit.md``. A record holds the entry (name,
 kind, source), its declaration (``DECLARATION_FIELDS``), the package's version and commit, the protocol, and per
@@ -7,9 +7,7 @@ instances, the anchors' means, the normalized scores, and every episode's metric
 sequence (``baselines.eval.harness.ActionDigest``). Records are written atomically (a temporary file renamed
 over the target), so a reader never sees half a file.
 
-:func:`validate` replays a record's episodes (all, or an evenly spaced sample) through the same episode loop and
-checks every metric and action digest; a record of another package or env version is refused with both versions
-named.
+``baselines.eval.validate`` replays a record's episodes.
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ DECLARATION_FIELDS = {
     "tuned_on_validation_seeds": "true if choices were made on the validation seeds 100-104 (never on 0-9)",
 }
 BUDGET_TRACKS = ((0, "no training"), (10**6, "≤ 10⁶ env steps"), (10**7, "≤ 10⁷ env steps"), (None, "unlimited"))
-METRIC_RTOL = 1e-9  # replayed metrics equal the recorded ones up to float formatting
 
 
 def check_declaration(declaration: Mapping[str, Any] | str | Path | None) -> dict[str, Any]:
@@ -210,82 +207,3 @@ def check_versions(record: Mapping[str, Any], where: str) -> None:
         if env_version(current) != result["env_version"] or env_id not in gym.registry:
             raise ValueError(f"{where} was made on {env_id} ({result['env_version']}); this package has "
                              f"{current} ({env_version(current)}): evaluate the agent again")  # fmt: skip
-
-
-def sample_indices(count: int, sample: int | None) -> list[int]:
-    """Every index, or ``sample`` of them evenly spaced (deterministic: CI replays the same episodes every run)."""
-    if sample is None or sample >= count:
-        return list(range(count))
-    if sample < 1:
-        raise ValueError(f"sample must be a positive integer, got {sample}")
-    return sorted({int(i) for i in np.linspace(0, count - 1, sample).round()})
-
-
-def _players(record: Mapping[str, Any], result: Mapping[str, Any], agent: Any, algo: str | None) -> dict:
-    """Training seed -> what a ``Task`` plays for this result's episodes."""
-    from baselines.eval.submission import agent_spec
-
-    entry = record["entry"]
-    if entry["kind"] == "registered":
-        return {None: entry["name"]}
-    if entry["kind"] == "rl":
-        from baselines.rl.agent import SavedPolicy
-
-        root = Path(__file__).resolve().parents[2]
-        return {run["training_seed"]: SavedPolicy.from_dir(root / run["path"], name=entry["name"])
-                for run in result["rl_runs"]}  # fmt: skip
-    if agent is None:
-        raise ValueError(f"entry {entry['name']!r} ({entry['kind']}: {entry['source']}) is replayed with its agent: "
-                         "pass --agent MODULE:NAME or --policy PATH (agent= in Python)")  # fmt: skip
-    source = agent.replace("{env}", result["env_id"]) if isinstance(agent, str) else agent
-    spec = agent_spec(source, result["env_id"], name=entry["name"], algo=algo or entry.get("algo") or "ppo")
-    format_kwargs = {k: v for k, v in result["env_kwargs"].items() if k in dict(spec.env_kwargs)}
-    import dataclasses
-
-    return {None: dataclasses.replace(spec, env_kwargs=tuple(sorted(format_kwargs.items())))}
-
-
-def validate(
-    record_path: str | Path, agent: Any = None, *, sample: int | None = None, algo: str | None = None
-) -> list[str]:
-    """Replay the record's episodes (``sample``: that many, evenly spaced over all of them) with ``agent`` (needed
-    unless the entry is a registered agent or a shipped RL run) and check every metric and action digest. Returns
-    one line per episode checked; a mismatch is a ``ValueError`` naming the first episode, step and metric."""
-    from baselines.eval.backends import Task
-    from baselines.eval.harness import ActionDigest
-
-    where = f"record {str(record_path)!r}"
-    record = read_record(record_path)
-    check_versions(record, where)
-    episodes = [(result, episode) for result in record["results"] for episode in result["episodes"]]
-    checked = []
-    players: dict[int, dict] = {}
-    for index in sample_indices(len(episodes), sample):
-        result, stored = episodes[index]
-        key = id(result)
-        if key not in players:
-            players[key] = _players(record, result, agent, algo)
-        player = players[key][stored["training_seed"]]
-        instance = result["instances"][str(stored["seed"])]
-        kwargs = dict(result["env_kwargs"])
-        if instance != "reset seed":
-            from baselines.eval.protocol import env_setting
-
-            kwargs[env_setting(result["env_id"]).instance_kwarg] = instance
-        replay = Task(result["env_id"], player, stored["seed"], env_kwargs=kwargs, digest=True).run()
-        label = f"episode {result['env_id']} ({result['track']}) seed {stored['seed']}"
-        if stored["training_seed"] is not None:
-            label += f" training seed {stored['training_seed']}"
-        step = ActionDigest.from_json(stored["actions"]).first_difference(replay.actions)
-        if step is not None:
-            raise ValueError(
-                f"{where}: {label}: the actions differ from step {step} on (action digest "
-                f"{stored['actions']['sha256'][:12]}… recorded, {replay.actions.sha256[:12]}… replayed)"
-            )
-        for metric, value in stored["metrics"].items():
-            again = replay.metrics.get(metric)
-            if again is None or not np.isclose(again, value, rtol=METRIC_RTOL, atol=1e-12, equal_nan=True):
-                raise ValueError(f"{where}: {label}: metric {metric!r} recorded {value!r}, replayed {again!r} "
-                                 f"(the actions agree over all {int(replay.metrics['steps'])} steps)")  # fmt: skip
-        checked.append(f"{label}: {len(stored['metrics'])} metrics and the action digest agree")
-    return checked

@@ -38,6 +38,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from baselines.eval.record import build_record, check_declaration, write_record
 from cluster_envs.registration import ENTITY_RL_IDS, RL_IDS
 
 KINDS = ("object", "module", "onnx", "sb3", "registered", "rl")
@@ -455,7 +456,6 @@ def score(
     from baselines.eval.compare import compare
     from baselines.eval.outputs import check, claim
     from baselines.eval.protocol import env_setting
-    from baselines.eval.record import build_record, check_declaration, write_record
     from baselines.eval.report import write_report
 
     if reference not in ("all", "anchors"):

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from baselines.eval.leaderboard import aggregate, read_entries, render
-from baselines.eval.record import read_record, validate
+from baselines.eval.record import read_record
+from baselines.eval.validate import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = sorted((ROOT / "leaderboard").glob("*.json"))

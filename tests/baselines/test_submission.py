@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from baselines.cli import main
-from baselines.eval.record import check_declaration, read_record, validate, write_record
+from baselines.eval.record import check_declaration, read_record, write_record
 from baselines.eval.submission import AgentError, agent_spec, score
+from baselines.eval.validate import validate
 
 ENV = "ClusterSLA-v0"  # the cheapest protocol env to score (three anchors, 6000 steps an episode)
 RL_ENV = "ClusterSLARL-v0"  # its RL-ready id: a flat Box observation of 9 values, a Box(0, 1, (3,)) action
