@@ -38,6 +38,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from baselines.eval.protocol import format_kwargs
 from baselines.eval.record import build_record, check_declaration, write_record
 from cluster_envs.registration import ENTITY_RL_IDS, RL_IDS
 
@@ -49,16 +50,22 @@ class AgentError(RuntimeError):
 
 
 def interface(env_id: str, model: bool) -> tuple[str, dict[str, Any]]:
-    """(base id, the format kwargs the agent acts through): an RL-ready id's kwargs; for a model on a base id, its
-    current RL-ready id's; else none."""
+    """(base id, the format kwargs the agent acts through): an RL-ready id's; for a model on a base id, its current
+    RL-ready id's; else none. Only the format kwargs: the RL-ready id's problem kwargs are the benchmark's own, and
+    its ``info_level`` is the harness's choice."""
     if env_id in RL_IDS:
         base, kwargs = RL_IDS[env_id]
-        return base, dict(kwargs)
+        return base, _format_only(base, kwargs)
     if model:
         for rl_id, (base, kwargs) in RL_IDS.items():
             if base == env_id and rl_id not in ENTITY_RL_IDS:  # the benchmark's PPO interface
-                return base, dict(kwargs)
+                return base, _format_only(base, kwargs)
     return env_id, {}
+
+
+def _format_only(base: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    allowed = format_kwargs(base)
+    return {key: value for key, value in kwargs.items() if key in allowed}
 
 
 @dataclass(frozen=True)
