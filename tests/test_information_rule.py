@@ -29,6 +29,7 @@ from cluster_envs.approx.model import RateProcess
 from cluster_envs.bilinear.env import ClusterBilinearEnv
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.multiserver.env import ClusterMultiServerEnv
+from cluster_envs.registration import RL_IDS
 from cluster_envs.sla.env import ClusterSLAEnv
 
 IDS = env_ids() + rl_ids()
@@ -164,7 +165,10 @@ def test_every_id_has_a_hidden_variant():
         _lookup(type(gym.make(env_id).unwrapped))  # KeyError: add the setting to HIDDEN and FEEDBACK
 
 
-@pytest.mark.parametrize(("env_id", "kwargs"), [(i, {}) for i in IDS] + KWARG_CASES)
+# the agent's feedback is read from the full info (an RL-ready id defaults to the minimal one)
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"), [(i, {"info_level": "full"} if i in RL_IDS else {}) for i in IDS] + KWARG_CASES
+)
 def test_observation_is_a_function_of_public_data_and_feedback(env_id, kwargs):
     leak, feedback_differs = first_leak(env_id, kwargs)
     assert feedback_differs is not None, f"{env_id}: the hidden redraw never showed in the feedback (vacuous test)"
