@@ -72,6 +72,7 @@ def write_page(
         "by hand (rerun the command). Wall time "
         f"{run['seconds']:.0f} s ({run['cpu_seconds']:.0f} s of CPU time in the main process). Command:",
         "",
+        "<!-- no-run: the benchmark run that generated this page -->",
         "```bash",
         run["command"],
         "```",
