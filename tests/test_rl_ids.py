@@ -79,19 +79,28 @@ def test_an_id_only_client_trains_sb3_ppo(env_id):
     assert model.get_env().envs[0].action_space.contains(action)
 
 
-@pytest.mark.parametrize("env_id", [i for i in rl_ids() if RL_IDS[i][1].get("observation_mode") == "flat"])
+@pytest.mark.parametrize("env_id", [i for i in rl_ids() if RL_IDS[i][1].get("observation_mode") in ("flat", "scaled")])
 def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
     """``observation_mode="flat"`` is ``gymnasium.spaces.flatten`` of the Dict the base id shows with the same
-    action reading, step for step (so a policy trained through ``FlattenObservation`` reads it unchanged)."""
+    action reading, step for step (so a policy trained through ``FlattenObservation`` reads it unchanged);
+    ``"scaled"`` (the ClusterApprox RL ids) is that array divided by the flat Box's public upper bounds, as float32,
+    so every entry lies in [low/high, 1]."""
     base, kwargs = RL_IDS[env_id]
     mine = gym.make(env_id, horizon=40)
     theirs = gym.make(base, **{**kwargs, "observation_mode": "dict", "horizon": 40})
+    flat_space = gym.spaces.flatten_space(theirs.observation_space)
+    scaled = kwargs["observation_mode"] == "scaled"
+    if scaled:
+        assert mine.observation_space.dtype == np.float32 and mine.observation_space.high.max() == 1.0
     flat, _ = mine.reset(seed=4)
     obs, _ = theirs.reset(seed=4)
     mine.action_space.seed(4)
     for _ in range(40):
         assert mine.observation_space.contains(flat)
-        np.testing.assert_array_equal(flat, gym.spaces.flatten(theirs.observation_space, obs))
+        expected = gym.spaces.flatten(theirs.observation_space, obs)
+        if scaled:
+            expected = (expected / np.where(flat_space.high > 0, flat_space.high, 1.0)).astype(np.float32)
+        np.testing.assert_array_equal(flat, expected)
         action = mine.action_space.sample()
         flat, *_ = mine.step(action)
         obs, *_ = theirs.step(action)
@@ -100,7 +109,10 @@ def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
 @pytest.mark.parametrize("env_id", BENCHMARKED)
 def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id):
     """The protocol entry's env kwargs (what the headline scores: reward, service model, horizon, preset) and PPO's
-    kwargs (rl_needs, its FlattenObservation wrapper read as observation_mode="flat"), with the minimal info."""
+    kwargs (rl_needs, its FlattenObservation wrapper read as observation_mode="flat"), with the minimal info. The
+    ClusterApprox RL ids show the flat observation scaled (``"scaled"``, float32 of O(1)) where the benchmark's PPO
+    trains on ``"flat"`` through VecNormalize (the shipped models): the one difference, in the observation's
+    units only."""
     from baselines.eval.protocol import FLATTEN, require_setting
 
     base, kwargs = RL_IDS[env_id]
@@ -108,6 +120,9 @@ def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id)
     trained = {**setting.env_kwargs, **setting.rl_needs("ppo")}
     if setting.rl_wrapper == FLATTEN:
         trained["observation_mode"] = "flat"
+    if kwargs["observation_mode"] == "scaled":
+        assert trained["observation_mode"] == "flat"
+        trained["observation_mode"] = "scaled"
     assert kwargs == {**trained, "info_level": "minimal"}
 
 

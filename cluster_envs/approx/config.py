@@ -12,7 +12,10 @@ from cluster_envs.approx.model import ORACLE_KINDS, RATE_PROCESSES, UTILITIES
 from cluster_envs.common.config import check_number
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
-from cluster_envs.common.flat import OBSERVATION_MODES
+from cluster_envs.common.flat import OBSERVATION_MODES as FLAT_MODES
+
+# "scaled" (the RL-ready ids'): the flat observation as float32, each entry divided by its public bound
+OBSERVATION_MODES = (*FLAT_MODES, "scaled")
 
 JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")
 # "proportional": p_i = price_factor × machine i's mean service rate under the model, its speed s_i times the

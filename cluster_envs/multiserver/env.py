@@ -207,6 +207,9 @@ class ClusterMultiServerEnv(ClusterEnv):
             else spaces.Box(0.0, 1.0, shape=(n_act,), dtype=np.float32)
         )
         self.set_observation_space(self._build_observation_space())
+        # observation_mode="flat": each Dict part's slice of the Box, written straight from the state (_shown)
+        parts = [] if self._flatten is None else self._flatten.parts
+        self._flat_slices = {key: slice(start, stop) for key, start, stop, _ in parts} or None
         if self.entity is not None:
             self.observation_space = self.entity.space
         self._last: SlotResult | None = None
@@ -321,7 +324,7 @@ class ClusterMultiServerEnv(ClusterEnv):
         self._counts[:] = 0.0
         self._utility_sums[:] = 0.0
         self._cum = {"aou": 0.0, "expected": 0.0, "oracle": 0.0, "regret": 0.0, "dropped": 0.0}
-        return self.emit(self._observation()), {"t": 1, "arrivals": self._sim.arrivals.copy()}
+        return self._shown(), {"t": 1, "arrivals": self._sim.arrivals.copy()}
 
     def _episode_over(self) -> bool:
         return self._sim.t > self._sim.horizon
@@ -339,7 +342,7 @@ class ClusterMultiServerEnv(ClusterEnv):
         truncated = sim.t > sim.horizon
         if truncated:
             info["episode_summary"] = self.summary_from(self._cum)
-        return self.emit(self._observation()), float(reward), False, truncated, info
+        return self._shown(), float(reward), False, truncated, info
 
     def _feasible_action(self, action: Any) -> tuple[np.ndarray, int, int]:
         cfg, sim = self.config, self.simulator
@@ -405,8 +408,7 @@ class ClusterMultiServerEnv(ClusterEnv):
         return summary
 
     def _observation(self) -> dict[str, np.ndarray]:
-        sim, inst = self.simulator, self.instance
-        last = self._last
+        sim, last = self.simulator, self._last
         n_e = self._n_edges
         obs = {
             "arrivals": sim.arrivals.copy(),
@@ -416,10 +418,33 @@ class ClusterMultiServerEnv(ClusterEnv):
             "last_utility": np.zeros(n_e, np.float32) if last is None else last.feedback.copy(),
         }
         if getattr(self.config, "obs_static", False):
-            cost = inst.utility.cost
-            scaled_cost = np.clip(cost / cost.max(), 0.0, 1.0) if cost.max() > 0 else np.zeros(n_e)
-            obs["static"] = np.vstack([inst.A / inst.c[:, None], scaled_cost]).astype(np.float32)
+            obs["static"] = self._static_observation()
         return obs
+
+    def _static_observation(self) -> np.ndarray:
+        """``static``: A_k/c_k per device type and edge, then the edge costs scaled to [0, 1]."""
+        inst = self.instance
+        cost = inst.utility.cost
+        scaled_cost = np.clip(cost / cost.max(), 0.0, 1.0) if cost.max() > 0 else np.zeros(self._n_edges)
+        return np.vstack([inst.A / inst.c[:, None], scaled_cost]).astype(np.float32)
+
+    def _shown(self) -> Any:
+        """What ``observation_mode`` shows: in ``"flat"`` the Box written part by part from the state, in the layout
+        of ``gymnasium.spaces.flatten`` (no Dict is built, so ``last_observation`` is not kept); otherwise
+        :meth:`emit` of :meth:`_observation`."""
+        if self._flat_slices is None:
+            return self.emit(self._observation())
+        sim, last, at = self.simulator, self._last, self._flat_slices
+        out = np.zeros(self._flatten.size, dtype=self._flatten.dtype)
+        out[at["arrivals"]] = sim.arrivals
+        out[at["edge_mask"]] = sim.edge_mask
+        out[at["time"]] = np.float32(min(1.0, (sim.t - 1) / sim.horizon))
+        if last is not None:
+            out[at["last_action"]] = last.x
+            out[at["last_utility"]] = last.feedback
+        if "static" in at:
+            out[at["static"]] = self._static_observation().ravel()
+        return out
 
     def emit(self, observation: dict[str, np.ndarray]) -> Any:
         """As :meth:`ClusterEnv.emit`, and in ``observation_mode="entity"`` the padded edge rows."""
