@@ -159,3 +159,32 @@ def test_an_rl_id_refuses_an_algorithm_whose_interface_it_does_not_fix():
 
     with pytest.raises(ValueError, match="ClusterGangRL-v1, which fixes it"):
         RunConfig.resolve("ppo_mask", "ClusterGangRL-v1")
+
+
+@pytest.mark.parametrize("env_id", rl_ids())
+def test_sb3_trains_on_the_native_batched_env_through_cluster_envs_adapter(env_id):
+    """``gym.make_vec(id, vectorization_mode="vector_entry_point")`` as SB3 takes it, through ``cluster_envs.sb3``
+    (Gymnasium's autoreset mode read from the env's metadata and attribute)."""
+    sb3 = pytest.importorskip("stable_baselines3")
+    from gymnasium.vector import AutoresetMode
+
+    from cluster_envs.sb3 import NativeVecEnv
+
+    vec = gym.make_vec(env_id, num_envs=4, vectorization_mode="vector_entry_point", horizon=48)
+    assert vec.metadata["autoreset_mode"] == vec.unwrapped.autoreset_mode == AutoresetMode.NEXT_STEP
+    model = sb3.PPO("MlpPolicy", NativeVecEnv(vec), n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=256)
+    assert model.num_timesteps == 256
+    model.get_env().close()
+
+
+def test_the_core_package_imports_no_sb3():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gymnasium; gymnasium.make('cluster_envs:ClusterSLARL-v0'); "
+        "print('stable_baselines3' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

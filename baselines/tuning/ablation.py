@@ -55,7 +55,7 @@ from baselines.rl.diagnostics import action_shares, append_row, diagnostics_call
 from baselines.rl.diagnostics import markdown as diagnostics_markdown
 from baselines.rl.runs import save_run
 from baselines.rl.train import make_vec_env, new_model
-from baselines.rl.vec_env import flatten_batch
+from cluster_envs.common.flat import flatten_batch
 
 STATS = "baselines.rl.wrappers.BanditStatsObservation"
 SLOT_MASK = "baselines.rl.wrappers.SlotMaskAction"
