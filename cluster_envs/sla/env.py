@@ -8,11 +8,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
-from cluster_envs.common.seeding import episode_streams
 from cluster_envs.sla.config import PRESETS, SLAConfig
 from cluster_envs.sla.kernel import (
     ACTION_MODES,
@@ -141,6 +139,8 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     env_id = "ClusterSLA-v0"
     config_class = SLAConfig
     presets = PRESETS
+    reset_options = ("loads", "scenario_kwargs")
+    stream_names = ("loads",)
 
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
@@ -158,9 +158,9 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         self._sla_bar = np.zeros(n)
         self._action_mode = ACTION_MODES.index(config.action_mode)
         self._reward_mode = -1 if callable(config.reward_mode) else REWARD_MODES.index(config.reward_mode)
-        self._minimal_info = config.info_level == "minimal"
-        # step_copies' t, stepping mask and reward for this env as a batch of one
+        # step_copies' t, stepping mask and reward for this env as a batch of one, and its feedback a_t, h_t, β̄
         self._batch_of_one = (np.zeros(1, dtype=np.int64), np.ones(1, dtype=bool), np.zeros(1))
+        self._feedback = np.zeros((1, 3 * n), dtype=np.float32)
         self._paper_observation = (config.observation_mode, config.obs_format, config.include_time) == (
             "binary",
             "box",
@@ -208,13 +208,14 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         """Privileged: the load L_t of the next step."""
         return self.simulator.next_load
 
-    # -- gymnasium API ---------------------------------------------------------------------------------
+    # -- the skeleton's hooks (cluster_envs.common.env) ------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        options = check_reset_options(options, allowed=("loads", "scenario_kwargs"))
+    def _check_reset(self, options: dict[str, Any]) -> tuple[Any, np.ndarray | None]:
+        """This episode's load generator (``options["scenario_kwargs"]`` merged over the config's) and the given
+        ``options["loads"]``, checked before anything changes."""
         cfg = self.config
         generate_loads = self._generate_loads
-        if "scenario_kwargs" in options:  # this episode's generator, checked before anything changes
+        if "scenario_kwargs" in options:
             if "loads" in options:
                 raise ValueError("options: give either 'loads' or 'scenario_kwargs', not both")
             if not isinstance(options["scenario_kwargs"], dict):
@@ -224,19 +225,25 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             generate_loads = make_load_generator(
                 cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs, cfg.trace_dir
             )
-        given = self._checked_loads(options["loads"]) if "loads" in options else None  # before the seed is used
-        super().reset(seed=seed)
-        if given is not None:
-            loads = given
-        else:
-            loads = np.asarray(generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64)
-            loads = self._checked_loads(loads, name="scenario output")
+        given = self._checked_loads(options["loads"]) if "loads" in options else None
+        return generate_loads, given
+
+    def _draws_streams(self, plan: tuple[Any, np.ndarray | None]) -> bool:
+        return plan[1] is None  # given loads draw nothing
+
+    def _new_episode(self, streams: dict[str, np.random.Generator], plan: tuple[Any, np.ndarray | None]):
+        cfg = self.config
+        generate_loads, loads = plan
+        if loads is None:
+            loads = self._checked_loads(np.asarray(generate_loads(streams["loads"]), dtype=np.float64),
+                                        name="scenario output")  # fmt: skip
         sla = tuple(loads.mean(axis=1) / loads.mean(axis=1).sum()) if cfg.sla == "mean" else cfg.sla
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
         self._sim = SLASimulator(problem, loads, empty_tol=cfg.empty_tol, eps_ref=cfg.eps_ref, sla_tol=cfg.sla_tol)
         self._sla_bar = problem.static_share
         self.record = self.make_record()
-        info = {
+        self._feedback[0] = feedback_vector(self._sim.active, self._sim.alloc, self._sla_bar)
+        return {
             "sla": problem.sla_array,
             "horizon": cfg.horizon,
             "scenario": cfg.scenario
@@ -245,7 +252,6 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             "opt_total_work": float(self._sim.opt_cum_work[-1]),
             "opt_eps_total_work": float(self._sim.opt_eps_cum_work[-1]),
         }
-        return self._observation(), info
 
     def make_record(self) -> Copies | None:
         """:func:`~cluster_envs.sla.kernel.step_copies`' record of this env's episode as a batch of one (None
@@ -274,34 +280,33 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             raise ValueError(f"{name} has zero total load, which sla='mean' divides by; give loads or explicit sla")
         return loads
 
-    def _episode_over(self) -> bool:
-        return self._sim.t >= self.config.horizon
+    def _read_action(self, action: Any) -> np.ndarray:
+        return as_real_array(action, self.action_space.shape).astype(np.float64, copy=False)
 
-    def _step(self, action: Any):
-        sim, cfg = self._sim, self.config
-        action = as_real_array(action, self.action_space.shape).astype(np.float64, copy=False)
-        obs = np.empty((1, 3 * cfg.n_users), dtype=np.float32)
+    def _advance(self, action: np.ndarray) -> None:
         ts, stepping, rewards = self._batch_of_one
-        ts[0] = sim.t
-        step_copies(self.record, action[None], stepping, obs, rewards)
-        reward = float(rewards[0])
-        if reward != reward:  # NaN: the kernel rejected the action before changing anything
+        ts[0] = self._sim.t
+        step_copies(self.record, action[None], stepping, self._feedback, rewards)
+        if rewards[0] != rewards[0]:  # NaN: the kernel rejected the action before changing anything
             raise invalid_action(f"must be finite (no NaN or inf), got {action}")
-        sim.t += 1
-        info = self._info(action)
-        if self._reward_mode < 0:
-            reward = float(cfg.reward_mode(info))
-        truncated = sim.t == cfg.horizon
-        if truncated:
-            info["episode_summary"] = sim.summary()
-        return (obs[0] if self._paper_observation else self._observation()), reward, False, truncated, info
+        self._sim.t += 1
 
-    def _info(self, action: np.ndarray) -> dict[str, Any]:
-        sim = self.simulator
-        work, queue, deficit = sim.state.take(MINIMAL_INFO_ROWS, axis=0)  # one copy, three views
-        info: dict[str, Any] = {"work": work, "active": queue > 0.0, "queue": queue, "sla_deficit": deficit}
-        if self._minimal_info:
-            return info
+    def _episode_end(self) -> tuple[bool, bool]:
+        return False, self._sim.t == self.config.horizon  # the queues go on: never terminated
+
+    def _reward(self, info: dict[str, Any]) -> float:
+        return float(self.config.reward_mode(info)) if self._reward_mode < 0 else float(self._batch_of_one[2][0])
+
+    def _episode_summary(self) -> dict[str, Any]:
+        return self._sim.summary()
+
+    def _minimal_info(self) -> dict[str, Any]:
+        work, queue, deficit = self._sim.state.take(MINIMAL_INFO_ROWS, axis=0)  # one copy, three views
+        return {"work": work, "active": queue > 0.0, "queue": queue, "sla_deficit": deficit}
+
+    def _full_info(self, action: np.ndarray) -> dict[str, Any]:
+        sim = self._sim
+        info = self._minimal_info()
         projected = self.config.action_mode != "softmax" and float(np.abs(sim.alloc - action).max()) > 1e-6
         now = sim.series[sim.t - 1, 0]  # this step's load and static SLA references (one row per series)
         static_cum = now[STATIC_CUM]
@@ -324,6 +329,11 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         )
         return info
 
+    def _observe(self) -> np.ndarray | dict[str, np.ndarray]:
+        if self._paper_observation:  # the kernel's feedback (written by feedback_vector at reset)
+            return self._feedback[0].copy()
+        return self._observation()
+
     def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
         sim, cfg = self.simulator, self.config
         parts = {"active": sim.active, "alloc": sim.alloc, "sla": self._sla_bar}
@@ -340,8 +350,6 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             obs = {k: v.astype(np.float32) for k, v in parts.items()}
             obs["active"] = sim.active.astype(np.int8)
             return obs
-        if len(parts) == 3:
-            return feedback_vector(sim.active, sim.alloc, self._sla_bar)
         return np.concatenate(list(parts.values())).astype(np.float32)
 
     def _render_ansi(self) -> str:
