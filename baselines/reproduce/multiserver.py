@@ -419,7 +419,7 @@ def normalization_sensitivity(
     """ESDP's and ESDP-AA's improvement over each heuristic on the paper-scale instance (preset ``default``) under
     every utility normalization of ``NORMALIZATIONS`` and each cost scale; writes ``normalization.md`` into
     ``out_dir`` and returns its path."""
-    from cluster_envs.multiserver.model import NORMALIZATIONS
+    from cluster_envs.multiserver.config import NORMALIZATIONS
 
     _, out, workers = _setup("paper", out_dir, workers)
     seeds = list(seeds)

@@ -9,20 +9,14 @@ import numpy as np
 from gymnasium import spaces
 
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
-from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
-from cluster_envs.sla.config import PRESETS, SLAConfig
+from cluster_envs.sla.config import ACTION_MODES, PRESETS, REWARD_MODES, SLAConfig
 from cluster_envs.sla.kernel import (
-    ACTION_MODES,
     DEFICIT,
     LOAD,
     QUEUE,
-    REWARD_MODES,
     STATIC_CUM,
     WORK,
-    Copies,
-    copies_record,
-    step_copies,
 )
 from cluster_envs.sla.model import SLAProblem, make_load_generator
 from cluster_envs.sla.simulator import SLASimulator, feedback_vector
@@ -30,7 +24,7 @@ from cluster_envs.sla.simulator import SLASimulator, feedback_vector
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
-class ClusterSLAEnv(HoldsRecord, ClusterEnv):
+class ClusterSLAEnv(ClusterEnv):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
 
     Paper: Perez-Salazar, Menache, Singh, Toriello, "Dynamic Resource Allocation in the Cloud with
@@ -158,9 +152,8 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         self._sla_bar = np.zeros(n)
         self._action_mode = ACTION_MODES.index(config.action_mode)
         self._reward_mode = -1 if callable(config.reward_mode) else REWARD_MODES.index(config.reward_mode)
-        # step_copies' t, stepping mask and reward for this env as a batch of one, and its feedback a_t, h_t, β̄
-        self._batch_of_one = (np.zeros(1, dtype=np.int64), np.ones(1, dtype=bool), np.zeros(1))
-        self._feedback = np.zeros((1, 3 * n), dtype=np.float32)
+        self._feedback = np.zeros((1, 3 * n), dtype=np.float32)  # the kernel's a_t, h_t, β̄ (paper observation)
+        self._reward_value = 0.0
         self._paper_observation = (config.observation_mode, config.obs_format, config.include_time) == (
             "binary",
             "box",
@@ -239,9 +232,17 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
                                         name="scenario output")  # fmt: skip
         sla = tuple(loads.mean(axis=1) / loads.mean(axis=1).sum()) if cfg.sla == "mean" else cfg.sla
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
-        self._sim = SLASimulator(problem, loads, empty_tol=cfg.empty_tol, eps_ref=cfg.eps_ref, sla_tol=cfg.sla_tol)
+        self._sim = SLASimulator(
+            problem,
+            loads,
+            empty_tol=cfg.empty_tol,
+            eps_ref=cfg.eps_ref,
+            sla_tol=cfg.sla_tol,
+            action_mode=self._action_mode,
+            reward_mode=self._reward_mode,
+            kappa=cfg.reward_kappa,
+        )
         self._sla_bar = problem.static_share
-        self.record = self.make_record()
         self._feedback[0] = feedback_vector(self._sim.active, self._sim.alloc, self._sla_bar)
         return {
             "sla": problem.sla_array,
@@ -252,18 +253,6 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             "opt_total_work": float(self._sim.opt_cum_work[-1]),
             "opt_eps_total_work": float(self._sim.opt_eps_cum_work[-1]),
         }
-
-    def make_record(self) -> Copies | None:
-        """:func:`~cluster_envs.sla.kernel.step_copies`' record of this env's episode as a batch of one (None
-        before the first reset)."""
-        sim, cfg = getattr(self, "_sim", None), self.config
-        if sim is None:
-            return None
-        return copies_record(
-            states=sim.states, stats=sim.statistics, series=sim.series, opt_cum=sim.opt_series,
-            ts=self._batch_of_one[0], sla_bar=self._sla_bar[None], mode=self._action_mode,
-            reward_mode=self._reward_mode, kappa=cfg.reward_kappa, empty_tol=cfg.empty_tol, sla_tol=cfg.sla_tol,
-        )  # fmt: skip
 
     def _checked_loads(self, loads: Any, name: str = "options['loads']") -> np.ndarray:
         loads = as_real_array(loads, name=name).astype(np.float64)  # refuses complex values and numeric strings
@@ -284,18 +273,15 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         return as_real_array(action, self.action_space.shape).astype(np.float64, copy=False)
 
     def _advance(self, action: np.ndarray) -> None:
-        ts, stepping, rewards = self._batch_of_one
-        ts[0] = self._sim.t
-        step_copies(self.record, action[None], stepping, self._feedback, rewards)
-        if rewards[0] != rewards[0]:  # NaN: the kernel rejected the action before changing anything
+        self._reward_value = self._sim.step_action(action, self._feedback)
+        if self._reward_value != self._reward_value:  # NaN: the kernel rejected the action, nothing changed
             raise invalid_action(f"must be finite (no NaN or inf), got {action}")
-        self._sim.t += 1
 
     def _episode_end(self) -> tuple[bool, bool]:
         return False, self._sim.t == self.config.horizon  # the queues go on: never terminated
 
     def _reward(self, info: dict[str, Any]) -> float:
-        return float(self.config.reward_mode(info)) if self._reward_mode < 0 else float(self._batch_of_one[2][0])
+        return float(self.config.reward_mode(info)) if self._reward_mode < 0 else self._reward_value
 
     def _episode_summary(self) -> dict[str, Any]:
         return self._sim.summary()
