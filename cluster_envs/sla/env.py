@@ -26,10 +26,13 @@ from cluster_envs.sla.kernel import (
     copies_record,
     step_copies,
 )
-from cluster_envs.sla.model import SLAProblem, make_load_generator
+from cluster_envs.sla.model import SLAProblem, make_scenario
 from cluster_envs.sla.simulator import SLASimulator, feedback_vector
 
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
+# the episode's streams: the hidden loads, and the public draws of the tenants (the stand-in's mean shares);
+# "loads" first, so adding "tenants" left every scenario's loads unchanged
+STREAMS = ("loads", "tenants")
 
 
 class ClusterSLAEnv(HoldsRecord, ClusterEnv):
@@ -145,7 +148,7 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
         config = self.config
-        self._generate_loads = make_load_generator(
+        self._scenario = make_scenario(
             config.scenario, config.n_users, config.horizon, config.sla, config.scenario_kwargs, config.trace_dir
         )
         n = config.n_users
@@ -213,7 +216,7 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         options = check_reset_options(options, allowed=("loads", "scenario_kwargs"))
         cfg = self.config
-        generate_loads = self._generate_loads
+        scenario = self._scenario
         if "scenario_kwargs" in options:  # this episode's generator, checked before anything changes
             if "loads" in options:
                 raise ValueError("options: give either 'loads' or 'scenario_kwargs', not both")
@@ -221,17 +224,17 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
                 raise ValueError(f"options['scenario_kwargs'] must be a dict, got {type(options['scenario_kwargs'])}")
             episode_kwargs = {**cfg.scenario_kwargs, **options["scenario_kwargs"]}
             dataclasses.replace(cfg, scenario_kwargs=episode_kwargs)  # the config's checks, for this episode
-            generate_loads = make_load_generator(
-                cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs, cfg.trace_dir
-            )
+            scenario = make_scenario(cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs, cfg.trace_dir)
         given = self._checked_loads(options["loads"]) if "loads" in options else None  # before the seed is used
         super().reset(seed=seed)
+        streams = episode_streams(self.np_random, STREAMS)
+        shares = scenario.shares(streams["tenants"])  # public: known before the episode's loads
         if given is not None:
             loads = given
         else:
-            loads = np.asarray(generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64)
+            loads = np.asarray(scenario.loads(streams["loads"], shares), dtype=np.float64)
             loads = self._checked_loads(loads, name="scenario output")
-        sla = tuple(loads.mean(axis=1) / loads.mean(axis=1).sum()) if cfg.sla == "mean" else cfg.sla
+        sla = tuple(shares) if cfg.sla == "mean" else cfg.sla
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
         self._sim = SLASimulator(problem, loads, empty_tol=cfg.empty_tol, eps_ref=cfg.eps_ref, sla_tol=cfg.sla_tol)
         self._sla_bar = problem.static_share
@@ -270,8 +273,6 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             total = loads.sum()
         if not np.isfinite(total):  # queues and cumulative work would overflow to inf
             raise ValueError(f"{name} is too large: its total load overflows float64 (rescale the loads)")
-        if self.config.sla == "mean" and not loads.mean(axis=1).sum() > 0:  # β = normalised mean load
-            raise ValueError(f"{name} has zero total load, which sla='mean' divides by; give loads or explicit sla")
         return loads
 
     def _episode_over(self) -> bool:
