@@ -154,7 +154,7 @@ def gang(rng, base, large):
 
 
 SAMPLERS = {
-    "ClusterSLA-v0": sla,
+    "ClusterSLA-v1": sla,
     "ClusterApprox-v1": approx,
     "ClusterApproxSingleJob-v0": approx_single,
     "ClusterBilinear-v0": bilinear,

@@ -40,7 +40,7 @@ IDS = env_ids() + rl_ids()
 KWARG_CASES = [
     ("ClusterApproxSingleJob-v0", {"prices": "proportional"}),
     ("ClusterApprox-v1", {"preset": "medium"}),
-    ("ClusterSLA-v0", {"preset": "paper_real_standin"}),
+    ("ClusterSLA-v1", {"preset": "paper_real_standin"}),
 ]
 STEPS = 500
 # ClusterSLA's feedback (which queues are non-empty) first differs late under random play
@@ -206,5 +206,5 @@ def test_replayed_trace_shares_come_from_its_history(tmp_path):
     np.save(path, np.random.default_rng(0).gamma(2.0, 1.0, size=(3, 4000)))
     kwargs = {"n_users": 3, "horizon": 3000, "sla": "mean", "scenario": "trace",
               "scenario_kwargs": {"path": str(path), "start": 1000}}  # fmt: skip
-    leak, feedback_differs = first_leak("ClusterSLA-v0", kwargs)
+    leak, feedback_differs = first_leak("ClusterSLA-v1", kwargs)
     assert feedback_differs is not None and leak is None, (leak, feedback_differs)

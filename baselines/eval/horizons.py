@@ -5,7 +5,7 @@
 ``T`` slots per validation seed (100-104), with the protocol's env kwargs, and records the setting's first curve
 (a cumulative per-step ``info`` key, e.g. ``regret``) at about 12 log-spaced checkpoints: the table gives the mean
 over seeds of curve(t) / t, the per-slot average, so a learning phase shows as a falling column that flattens.
-ClusterSLA-v0 runs through its compiled long-horizon runner (``LONG_HORIZON_RUNNERS``; T = 6·10⁵ takes seconds)
+ClusterSLA-v1 runs through its compiled long-horizon runner (``LONG_HORIZON_RUNNERS``; T = 6·10⁵ takes seconds)
 and also gives the largest SLA deficit so far (max over users and recorded steps), Algorithm 2's second criterion.
 The command writes a generated page, ``docs/results/learning_curves/<ID>.md``.
 """

@@ -1,4 +1,4 @@
-"""Keyword arguments and presets of ``ClusterSLA-v0`` (spec ``docs/specs/sla_mwu.md`` §3)."""
+"""Keyword arguments and presets of ``ClusterSLA-v1`` (spec ``docs/specs/sla_mwu.md`` §3)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ _RHO = Number(low=1e-6, high=MAX_RHO)
 # the slots of a replayed trace before the episode's window whose mean load sla="mean" declares (model.py)
 _HISTORY = Number(low=1, integer=True, none=True)
 
-#: The ``scenario_kwargs`` each built-in scenario accepts (its generator's keywords, ``docs/envs/ClusterSLA-v0.md``).
+#: The ``scenario_kwargs`` each built-in scenario accepts (its generator's keywords, ``docs/envs/ClusterSLA-v1.md``).
 SCENARIO_DOMAINS: dict[str, dict[str, Domain]] = {
     "paper_synthetic": {
         "shape": _SHAPE,
@@ -75,7 +75,7 @@ SCENARIO_JOINT = (
 
 @dataclass(frozen=True)
 class SLAConfig:
-    """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``default`` preset).
+    """Keyword arguments of ``ClusterSLA-v1`` (defaults of the ``default`` preset).
 
     Domains: ``DOMAINS`` (one per keyword, ``SCENARIO_DOMAINS`` per ``scenario_kwargs`` entry); joint
     constraints: ``JOINT``.
@@ -234,7 +234,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "proportionality_3_4": {"sla": (0.5, 0.3, 0.2), "horizon": 60_000, "scenario": "sec_3_4", "eps_ref": 0.1},
     # tenants = the trace's 4 QoS classes, load = their GPU demand (cluster_envs.sla.model.alibaba_gpu_loads)
     ALIBABA: {"n_users": 4, "sla": "mean", "horizon": 10_000, "scenario": ALIBABA, "eps_ref": 0.01},
-    # tenants = the trace's 2 services, load = tokens arriving per 1.004-s slot (cluster_envs.sla.model.azure_llm_loads)
+    # tenants = the trace's 2 services, load = tokens arriving per 0.5-s slot (cluster_envs.sla.model.azure_llm_loads)
     AZURE: {"n_users": 2, "sla": "mean", "horizon": 3_500, "scenario": AZURE, "eps_ref": 0.01},
     # 6 tenants like the paper's Sec. 4.2: each service's requests split into terciles of their tokens
     f"{AZURE}_sizes": {"n_users": 6, "sla": "mean", "horizon": 3_500, "scenario": AZURE, "eps_ref": 0.01},

@@ -14,7 +14,7 @@ import pytest
 from cluster_envs.registration import ENV_ENTRY_POINTS
 
 ROOT = Path(__file__).resolve().parents[2]
-SLA = "ClusterSLA-v0"
+SLA = "ClusterSLA-v1"
 
 REFUSED = [  # (env id, keyword arguments, the argument the message must name)
     (SLA, {"preset": "proportionality_3_4", "scenario_kwargs": {"eta": 1e-300}}, "eta"),

@@ -1,4 +1,4 @@
-"""The ``azure_llm_2023`` presets of ClusterSLA-v0 from the shared copy of the Azure LLM inference 2023 trace
+"""The ``azure_llm_2023`` presets of ClusterSLA-v1 from the shared copy of the Azure LLM inference 2023 trace
 (skipped with a reason when it is absent): tenants are the two services, or each service's size classes; loads
 the tokens arriving per slot; SLA shares their mean; agent episodes; errors naming the file, line and column."""
 
@@ -18,7 +18,7 @@ from cluster_envs.common.azure_llm import FILES, SERVICES, load_llm_trace
 from cluster_envs.sla.config import SLAConfig
 from cluster_envs.sla.model import azure_llm_loads, binding_share
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 PRESET = "azure_llm_2023"
 
 

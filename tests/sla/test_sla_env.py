@@ -1,4 +1,4 @@
-"""ClusterSLA-v0 as a Gymnasium env: spaces and modes (observations rebuilt from info, check_env in every mode), info
+"""ClusterSLA-v1 as a Gymnasium env: spaces and modes (observations rebuilt from info, check_env in every mode), info
 consistency, the episode summary, info levels, rewards, bad input, trace files."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from cluster_envs.sla.config import TRACE_PRESETS
 from cluster_envs.sla.env import PRESETS, STREAMS, ClusterSLAEnv
 from cluster_envs.sla.model import standin_shares
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 
 
 # β of each preset as documented in the spec's preset table (§3.1); "mean": the public mean shares (the stand-in's

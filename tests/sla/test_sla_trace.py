@@ -1,4 +1,4 @@
-"""The ``alibaba_gpu_2023`` preset of ClusterSLA-v0 from the shared trace files (skipped with a reason when they
+"""The ``alibaba_gpu_2023`` preset of ClusterSLA-v1 from the shared trace files (skipped with a reason when they
 are absent): tenants are QoS classes, loads their GPU demand per slot, SLA shares their mean demand; agent
 episodes; errors for a missing folder, file or column and for a wrong number of users."""
 
@@ -16,7 +16,7 @@ from cluster_envs.common.alibaba_gpu import NODE_FILE, POD_FILE, load_gpu_trace
 from cluster_envs.sla.config import SLAConfig
 from cluster_envs.sla.model import alibaba_gpu_loads
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 PRESET = "alibaba_gpu_2023"
 
 
