@@ -42,10 +42,14 @@ def test_run_prints_json_metrics(capsys):
     (["compare", "ClusterSLA-v1", "--agents", "mwu", "--seeds", "0-1000000000"], "--seeds"),
     # configurations that crashed at reset or step before their keywords had domains (issue 19)
     (["run", "ClusterApprox-v1", "--agent", "opm", "--seeds", "0", "--set", "price_factor=1e300"], "price_factor"),
+    # an integer beyond every float was an OverflowError naming nothing, exit 1 (issue 28)
+    (["run", "ClusterSLA-v1", "--agent", "mwu", "--seeds", "0", "--set", "horizon=1" + "0" * 400],
+     "is out of range; allowed: [1, 1000000000]"),
     (["run", "ClusterSLA-v1", "--agent", "mwu", "--seeds", "0", "--set", "preset=proportionality_3_4", "--set",
       'scenario_kwargs={"eta": 1e-300}'], "eta"),
 ])  # fmt: skip
-def test_bad_input_is_a_one_line_error(capsys, argv, message):
+def test_bad_input_is_a_one_line_error(capsys, argv, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default output folder (results/...) of a command that gets that far
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("cluster-envs: error:") and message in err[-1]

@@ -40,7 +40,8 @@ def test_compare_writes_a_report(tmp_path, capsys):
     (["train", "ClusterSLA-v1", "--load", "--out", "/nonexistent/run"], "no trained run"),
     (["train", "ClusterSLA-v1", "--hyperparams", "/nonexistent.yml"], "no hyperparameter file"),
 ])  # fmt: skip
-def test_bad_input_is_a_one_line_error(capsys, argv, message):
+def test_bad_input_is_a_one_line_error(capsys, argv, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default output folder (results/...) of a command that gets that far
     if argv[0] == "train" or "--rl" in argv:
         pytest.importorskip("stable_baselines3")
         pytest.importorskip("yaml")
