@@ -7,8 +7,7 @@ env fills in the hooks that are its model. ``reset(seed=..., options=...)``:
    :meth:`~ClusterEnv._check_reset` checks everything else that can be checked before the episode exists and
    returns the episode's plan: a refused reset changes nothing;
 2. the env's generator is seeded (``gymnasium.Env.reset``) and one stream per ``stream_names`` entry is spawned from
-   it (:func:`~cluster_envs.common.seeding.episode_streams`; common random numbers), unless
-   :meth:`~ClusterEnv._draws_streams` says the plan gives the episode's exogenous data itself;
+   it (:func:`~cluster_envs.common.seeding.episode_streams`; common random numbers);
 3. :meth:`~ClusterEnv._new_episode` builds the episode (its simulator in ``self._sim``) and returns the reset
    info; if it refuses the episode (a ``ValueError`` of a resource guard, say), the generator is put back as it was;
 4. the observation: :meth:`~ClusterEnv.emit` of :meth:`~ClusterEnv._observe`.
@@ -120,8 +119,7 @@ class ClusterEnv(gym.Env):
         seeded = self._np_random_seed
         super().reset(seed=seed)
         try:
-            streams = episode_streams(self.np_random, self.stream_names) if self._draws_streams(plan) else {}
-            info = self._new_episode(streams, plan)
+            info = self._new_episode(episode_streams(self.np_random, self.stream_names), plan)
         except Exception:  # a refused episode leaves the generator where it was
             self._np_random, self._np_random_seed = generator, seeded
             if generator is not None:
@@ -157,11 +155,6 @@ class ClusterEnv(gym.Env):
         """Check what can be checked before the episode exists (``options`` are known names); the plan that
         :meth:`_new_episode` receives. Must not change the env."""
         return options
-
-    def _draws_streams(self, plan: Any) -> bool:
-        """Whether the episode draws its streams (False: the plan gives its exogenous data, and the generator's
-        next draws stay as they were)."""
-        return True
 
     def _new_episode(self, streams: dict[str, np.random.Generator], plan: Any) -> dict[str, Any]:
         """Build the episode from its ``streams`` (one per ``stream_names`` entry) and ``plan``: set ``self._sim``;
