@@ -158,3 +158,15 @@ def test_exact_steps_is_what_training_for_them_gives():
     assert store.mismatches(SHIPPED / "seed0", config, 200_193, 0) != []  # 392 rollouts
     assert store.mismatches(SHIPPED / "seed0", config, 150_000, 0) != []
     assert store.mismatches(SHIPPED / "seed0", config, 150_000, 0, at_least=True) == []  # benchmark --quick
+
+
+def test_the_manifest_command_writes_the_manifest_of_every_run_under_a_folder(models, capsys):
+    from baselines.cli import main
+
+    run = store.cache_run(models, ENV, ALGO, 0)
+    (run / manifest.MANIFEST_FILE).unlink()
+    assert manifest.problems(run)
+    assert main(["manifest", str(models)]) == 0
+    assert manifest.problems(run) == [] and f"wrote {run / manifest.MANIFEST_FILE}" in capsys.readouterr().out
+    assert main(["manifest", str(models / "no such folder")]) == 2
+    assert "not found" in capsys.readouterr().err
