@@ -14,6 +14,9 @@ reproductions (``baselines/reproduce/``) and the step-rate bench. Its layers, ea
 - :func:`rollout` is ``start`` + ``play``: an :class:`Episode` whose metrics are the env's
   ``info["episode_summary"]`` at its last step plus ``return`` and ``steps``, and whose trace holds the per-step
   values of the scalar ``info`` keys. :func:`evaluate` rolls out agents × seeds into an :class:`EvalTable`.
+- :func:`start_batch`, :func:`play_batch` and :func:`rollout_batch` are the same for one batch of episodes on the
+  id's native batched env (copy i plays seed i), for agents that play batches (a trained model: ``SB3Agent``);
+  ``evaluate(..., batched=True)`` takes that path.
 - :func:`simulate` is ``start`` + the env's compiled long-horizon runner (ClusterSLA-v0:
   :func:`cluster_envs.sla.runner.simulate`, whose results equal stepping the env), for horizons where Python's
   per-step cost is too slow (T = 3·10⁶ in seconds per policy).
@@ -238,10 +241,91 @@ def rollout(
     with env:
         end = play(env, agent, observation, on_step=None if traces == {} and not (progress or digest) else trace)
     bar.close()
+    trace_arrays = {key: np.asarray(v) for key, v in traces.items()}
+    return Episode(env_id, agent.name, seed, _metrics(end), trace_arrays, actions=actions)
+
+
+def _metrics(end: Ending) -> dict[str, float]:
+    """An episode's metrics: the env's ``episode_summary`` at its last step, its return and its steps."""
     metrics = {key: float(value) for key, value in end.info.get("episode_summary", {}).items()}
     metrics.update({"return": end.total_reward, "steps": float(end.steps)})
-    trace_arrays = {key: np.asarray(v) for key, v in traces.items()}
-    return Episode(env_id, agent.name, seed, metrics, trace_arrays, actions=actions)
+    return metrics
+
+
+def start_batch(
+    env_id: str,
+    agent: str | Agent,
+    seeds: Sequence[int],
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_kwargs: Mapping[str, Any] | None = None,
+) -> tuple[gym.vector.VectorEnv, Agent, Any]:
+    """As :func:`start` for ``len(seeds)`` episodes at once: ``env_id``'s native batched env (its
+    ``vector_entry_point``, under the precedence rule; infos as one dict per copy), copy i reset with ``seeds[i]``,
+    the agent reset with the copies' problems (``reset_batch``), and the batch's first observation. The agent must
+    play batches (``reset_batch`` and ``act_batch``, as a trained model's ``SB3Agent``); an offline oracle cannot."""
+    from gymnasium.wrappers.vector import DictInfoToList
+
+    agent = build_agent(env_id, agent, agent_kwargs)
+    if not hasattr(agent, "act_batch") or agent.privileged:
+        raise ValueError(
+            f"agent {agent.name!r} cannot play a batch (batched=True needs reset_batch and act_batch, as a trained "
+            "model's SB3Agent has, and no privilege); evaluate it with batched=False"
+        )
+    if gym.spec(env_id).vector_entry_point is None:
+        raise ValueError(f"env_id={env_id!r} has no native batched env (vector_entry_point); use batched=False")
+    env = DictInfoToList(gym.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point",
+                                      **env_kwargs_for(agent, env_kwargs)))  # fmt: skip
+    if hasattr(agent, "check_spaces"):
+        agent.check_spaces(env.single_observation_space, env.single_action_space)
+    observations, _ = env.reset(seed=list(seeds))
+    agent.reset_batch([copy.problem for copy in env.unwrapped.envs], seeds=list(seeds))
+    return env, agent, observations
+
+
+def play_batch(env: gym.vector.VectorEnv, agent: Agent, observations: Any, *,
+               on_step: Callable[[Step], None] | None = None) -> list[Ending]:  # fmt: skip
+    """As :func:`play` on a batch from :func:`start_batch`: step every copy until each has ended its first episode
+    (a copy that ended autoresets; its later steps do not count) and return each copy's :class:`Ending` (its
+    ``seconds``: the batch's wall time until it ended). ``on_step`` sees every step of the batch as one
+    :class:`Step` whose ``observation``, ``action``, ``reward`` and ``done`` are the batch's and ``info`` the
+    copies' infos."""
+    endings: list[Ending | None] = [None] * env.num_envs
+    totals, steps = np.zeros(env.num_envs), np.zeros(env.num_envs, dtype=int)
+    begin, t = time.perf_counter(), 0
+    while any(end is None for end in endings):
+        tick = time.perf_counter()
+        actions = agent.act_batch(observations)
+        act_seconds = time.perf_counter() - tick
+        next_observations, rewards, terminated, truncated, infos = env.step(actions)
+        running = np.array([end is None for end in endings])
+        totals += np.where(running, rewards, 0.0)
+        steps += running
+        done = np.logical_or(terminated, truncated)
+        if on_step is not None:
+            on_step(Step(t, observations, actions, act_seconds, rewards, infos, done))
+        for i in np.flatnonzero(done & running):
+            endings[i] = Ending(infos[i], float(totals[i]), int(steps[i]), time.perf_counter() - begin)
+        observations, t = next_observations, t + 1
+    return endings
+
+
+def rollout_batch(
+    env_id: str,
+    agent: str | Agent,
+    seeds: Sequence[int],
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_kwargs: Mapping[str, Any] | None = None,
+) -> list[Episode]:
+    """One episode per seed, all at once on ``env_id``'s native batched env (:func:`start_batch`); the episodes'
+    metrics are :func:`rollout`'s (no trace)."""
+    env, agent, observations = start_batch(env_id, agent, seeds, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
+    try:
+        endings = play_batch(env, agent, observations)
+    finally:
+        env.close()
+    return [Episode(env_id, agent.name, seed, _metrics(end), {}) for seed, end in zip(seeds, endings, strict=True)]
 
 
 def simulate(
@@ -339,9 +423,12 @@ def evaluate(
     env_kwargs: Mapping[str, Any] | None = None,
     agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
     progress: bool = False,
+    batched: bool = False,
 ) -> EvalTable:
     """Roll out every agent on every seed (the same seeds for all: common random numbers). ``progress``: a bar
-    over the episodes, and one over the steps of an episode that runs longer than ``STEP_BAR_DELAY`` seconds."""
+    over the episodes, and one over the steps of an episode that runs longer than ``STEP_BAR_DELAY`` seconds.
+    ``batched``: each agent plays all seeds at once on the id's native batched env (:func:`rollout_batch`; copy
+    i plays ``seeds[i]`` as the single env reset with it does), for agents that play batches."""
     seeds = list(seeds)
     check_eval_seeds(seeds)  # the rules of ``compare``: distinct, below the training seeds
     agent_kwargs = dict(agent_kwargs or {})
@@ -351,6 +438,14 @@ def evaluate(
     for agent in agents:  # fail on a bad name or kwarg before any episode runs
         built = build_agent(env_id, agent, agent_kwargs.get(agent) if isinstance(agent, str) else None)
         gym.make(env_id, **env_kwargs_for(built, env_kwargs)).close()
+    if batched:
+        episodes = [
+            episode
+            for agent in progress_bar(agents, desc=env_id, unit="agent", enabled=progress)
+            for episode in rollout_batch(env_id, agent, seeds, env_kwargs=env_kwargs,
+                                         agent_kwargs=agent_kwargs.get(agent) if isinstance(agent, str) else None)
+        ]  # fmt: skip
+        return EvalTable(env_id, episodes)
     tasks = [(agent, seed) for agent in agents for seed in seeds]
     episodes = [
         rollout(
