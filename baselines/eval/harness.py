@@ -1,7 +1,8 @@
 """The one episode loop of the project: roll out any agent on any registered env id, over seeds, and aggregate.
 
-Every episode here runs through this module: ``cluster-envs run``, ``compare`` and ``benchmark``, the four paper
-reproductions (``baselines/reproduce/``) and the step-rate bench. Its layers, each built on the one before:
+Every episode here runs through this module: ``cluster-envs run``, ``compare`` (and so ``benchmark``, ``evaluate`` and
+the leaderboard), the RL tuning objective and ablation curves (``baselines/tuning/``), the four paper reproductions
+(``baselines/reproduce/``) and the step-rate bench. Its layers, each built on the one before:
 
 - :func:`start` builds the agent (a registered name with hyperparameters, or an instance) and its env
   (``gym.make`` with the kwargs of the precedence rule below), shows a trained model the env's spaces (an agent
@@ -13,7 +14,8 @@ reproductions (``baselines/reproduce/``) and the step-rate bench. Its layers, ea
   reproductions record their per-step series without a loop of their own.
 - :func:`rollout` is ``start`` + ``play``: an :class:`Episode` whose metrics are the env's
   ``info["episode_summary"]`` at its last step plus ``return`` and ``steps``, and whose trace holds the per-step
-  values of the scalar ``info`` keys. :func:`evaluate` rolls out agents × seeds into an :class:`EvalTable`.
+  values of the scalar ``info`` keys. :func:`evaluate`, the one evaluation function, rolls out agents × seeds into
+  an :class:`EvalTable`, each episode a picklable :class:`Task` that ``compare`` hands to its backends' workers.
 - :func:`start_batch`, :func:`play_batch` and :func:`rollout_batch` are the same for one batch of episodes on the
   id's native batched env (copy i plays seed i), for agents that play batches (a trained model: ``SB3Agent``);
   ``evaluate(..., batched=True)`` takes that path.
@@ -245,6 +247,28 @@ def rollout(
     return Episode(env_id, agent.name, seed, _metrics(end), trace_arrays, actions=actions)
 
 
+@dataclass(frozen=True)
+class Task:
+    """Everything one episode needs, picklable, so that any worker can run it (``baselines.eval.backends``):
+    ``run()`` is :func:`rollout`. ``agent`` is a reference agent's name, an agent, or a spec that travels in its
+    place, with ``build() -> Agent`` (``baselines.rl.agent.SavedPolicy``, a submission's ``AgentSpec``)."""
+
+    env_id: str
+    agent: Any
+    seed: int
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    agent_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    record: tuple[str, ...] | None = ()
+    digest: bool = False  # keep the digest of the actions played (Episode.actions)
+    progress: bool = False  # a bar over the episode's steps (see rollout)
+
+    def run(self) -> Episode:
+        agent = self.agent.build() if hasattr(self.agent, "build") else self.agent
+        return rollout(self.env_id, agent, self.seed, env_kwargs=self.env_kwargs,
+                       agent_kwargs=self.agent_kwargs or None, record=self.record, progress=self.progress,
+                       digest=self.digest)  # fmt: skip
+
+
 def _metrics(end: Ending) -> dict[str, float]:
     """An episode's metrics: the env's ``episode_summary`` at its last step, its return and its steps."""
     metrics = {key: float(value) for key, value in end.info.get("episode_summary", {}).items()}
@@ -417,21 +441,32 @@ class EvalTable:
 
 def evaluate(
     env_id: str,
-    agents: Sequence[str | Agent],
+    agents: Sequence[Any],
     seeds: Iterable[int] = range(5),
     *,
     env_kwargs: Mapping[str, Any] | None = None,
     agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    seed_env_kwargs: Mapping[int, Mapping[str, Any]] | None = None,
+    record: Sequence[str] | None = (),
+    digest: bool = False,
     progress: bool = False,
     batched: bool = False,
+    run_tasks: Callable[[list[Task]], list[Episode]] | None = None,
 ) -> EvalTable:
-    """Roll out every agent on every seed (the same seeds for all: common random numbers). ``progress``: a bar
-    over the episodes, and one over the steps of an episode that runs longer than ``STEP_BAR_DELAY`` seconds.
+    """Roll out every agent on every seed (the same seeds for all: common random numbers), agent by agent.
+
+    ``agents``: registered names, agents, or specs with ``build() -> Agent`` (see :class:`Task`).
+    ``seed_env_kwargs``: env kwargs of a seed on top of ``env_kwargs`` (``compare``'s held-out instances).
+    ``record`` and ``digest``: what each :class:`Episode` keeps (as :func:`rollout`).
+    ``run_tasks``: runs the episodes' :class:`Task` list and returns their episodes in order (``compare`` passes
+    ``baselines.eval.backends.run_tasks`` with its workers); default: one after the other in this process, with
+    ``progress`` a bar over the episodes and one over the steps of an episode longer than ``STEP_BAR_DELAY`` s.
     ``batched``: each agent plays all seeds at once on the id's native batched env (:func:`rollout_batch`; copy
     i plays ``seeds[i]`` as the single env reset with it does), for agents that play batches."""
     seeds = list(seeds)
     check_eval_seeds(seeds)  # the rules of ``compare``: distinct, below the training seeds
     agent_kwargs = dict(agent_kwargs or {})
+    seed_env_kwargs = dict(seed_env_kwargs or {})
     for name in agent_kwargs:
         if name not in [a for a in agents if isinstance(a, str)]:
             raise ValueError(f"agent_kwargs names {name!r}, which is not among the agents {list(agents)}")
@@ -446,17 +481,14 @@ def evaluate(
                                          agent_kwargs=agent_kwargs.get(agent) if isinstance(agent, str) else None)
         ]  # fmt: skip
         return EvalTable(env_id, episodes)
-    tasks = [(agent, seed) for agent in agents for seed in seeds]
-    episodes = [
-        rollout(
-            env_id,
-            agent,
-            seed,
-            env_kwargs=env_kwargs,
-            agent_kwargs=agent_kwargs.get(agent) if isinstance(agent, str) else None,
-            record=(),
-            progress=progress,
-        )
-        for agent, seed in progress_bar(tasks, desc=env_id, unit="episode", enabled=progress)
-    ]
-    return EvalTable(env_id, episodes)
+    step_bars = progress and run_tasks is None  # a worker's episodes show no step bar
+    tasks = [
+        Task(env_id, agent, seed, {**dict(env_kwargs or {}), **seed_env_kwargs.get(seed, {})},
+             agent_kwargs.get(agent, {}) if isinstance(agent, str) else {}, record, digest, step_bars)
+        for agent in agents
+        for seed in seeds
+    ]  # fmt: skip
+    if run_tasks is not None:
+        return EvalTable(env_id, list(run_tasks(tasks)))
+    tasks = progress_bar(tasks, desc=env_id, unit="episode", enabled=progress)
+    return EvalTable(env_id, [task.run() for task in tasks])
