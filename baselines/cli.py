@@ -295,7 +295,6 @@ def _agents_epilog() -> str:
 
 
 def _quick_help() -> str:
-    # The time: 345 s of CPU time for `benchmark --quick` on the six ids (one process, one torch thread), 2026-11-26.
     from baselines.benchmark import SEEDS
     from baselines.eval.protocol import SETTINGS
 

@@ -21,7 +21,7 @@ the leaderboard), the RL tuning objective and ablation curves (``baselines/tunin
   ``evaluate(..., batched=True)`` takes that path.
 - :func:`simulate` is ``start`` + the env's compiled long-horizon runner (ClusterSLA-v0:
   :func:`cluster_envs.sla.runner.simulate`, whose results equal stepping the env), for horizons where Python's
-  per-step cost is too slow (T = 3·10⁶ in seconds per policy).
+  per-step cost is too slow (the paper's T = 3·10⁶).
 
 Every agent, reference or learned, faces the same exogenous sequence for a given seed (the envs draw it from the
 seed alone).

@@ -253,7 +253,7 @@ def _wrapping(env_id: str, env_kwargs: Mapping[str, Any], wrapper: str | None) -
 
 @functools.lru_cache(maxsize=8)
 def _load_model(policy: SavedPolicy) -> tuple[Any, Any]:
-    """One model per process and policy (loading costs ~50 ms; the episodes of a worker share it)."""
+    """One model per process and policy (the episodes of a worker share it rather than load it each time)."""
     model = algo_class(policy.algo).load(io.BytesIO(policy.model), device="cpu")
     normalizer = pickle.loads(policy.vecnormalize) if policy.vecnormalize is not None else None
     return model, normalizer
