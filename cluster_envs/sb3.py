@@ -6,7 +6,7 @@ Needs stable-baselines3 (``pip install "cluster-envs[rl]"``); the rest of ``clus
     from stable_baselines3 import PPO
     from cluster_envs.sb3 import NativeVecEnv
 
-    env = gym.make_vec("cluster_envs:ClusterSLARL-v0", num_envs=64, vectorization_mode="vector_entry_point")
+    env = gym.make_vec("cluster_envs:ClusterSLARL-v1", num_envs=64, vectorization_mode="vector_entry_point")
     PPO("MlpPolicy", NativeVecEnv(env)).learn(10_000)
 
 Gymnasium 1.x vector envs (ours: ``metadata["autoreset_mode"]`` is ``NEXT_STEP``) report an episode's end on one
