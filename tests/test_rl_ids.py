@@ -120,7 +120,7 @@ def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id)
     trained = {**setting.env_kwargs, **setting.rl_needs("ppo")}
     if setting.rl_wrapper == FLATTEN:
         trained["observation_mode"] = "flat"
-    if kwargs["observation_mode"] == "scaled":
+    if kwargs.get("observation_mode") == "scaled":
         assert trained["observation_mode"] == "flat"
         trained["observation_mode"] = "scaled"
     assert kwargs == {**trained, "info_level": "minimal"}
