@@ -157,6 +157,7 @@ class _ApproxEnvCore(ClusterEnv):
         self.set_observation_space(spaces.Dict(obs), writes_box=True)
         self._flat_output(config.observation_mode)
         self._action_shape = self.action_space.shape
+        self._reads_observation = config.action_mode in ("work_conserving", "paced_priority")
         # how the kernel reads an action and which of its rewards is the env's (the batched env steps with them)
         self.decode_mode = DECODE_MATRIX if self._generalized else DECODE_OCCUPANT
         if self.single_job:
@@ -347,7 +348,7 @@ class _ApproxEnvCore(ClusterEnv):
         """A well-formed action, read as ``action_mode``, as a flat array for the kernel (which rejects NaN,
         fractions, out-of-range)."""
         action = kernel_array(action, self._action_shape, "action")
-        if self.config.action_mode in ("work_conserving", "paced_priority"):  # the modes that read the observation
+        if self._reads_observation:
             action = np.asarray(read_actions(self.config.action_mode, action[None], self._seen)[0])
         return action.reshape(-1)
 
@@ -387,12 +388,13 @@ class _ApproxEnvCore(ClusterEnv):
 
     def _observe(self) -> Any:
         """The Dict of the state, or in ``observation_mode`` ``"flat"`` and ``"scaled"`` the Box written straight from
-        the state arrays; keeps in ``_seen`` the parts the action readings read (the job rows and prices the policy
-        saw, batched as one)."""
+        the state arrays; keeps in ``_seen`` the parts the action readings that read the observation use (the job rows
+        and prices the policy saw, batched as one)."""
         sim = self.simulator
         rows = sim.job_rows()
-        seen_rows = ("job", rows[None, 0].copy()) if self.single_job else ("jobs", rows[None].copy())
-        self._seen = dict((seen_rows, ("price", sim.mf[None, PRICE].copy())))
+        if self._reads_observation:
+            seen_rows = ("job", rows[None, 0].copy()) if self.single_job else ("jobs", rows[None].copy())
+            self._seen = dict((seen_rows, ("price", sim.mf[None, PRICE].copy())))
         if self._flat_starts is not None:
             out = np.empty(self.observation_space.shape, dtype=self.observation_space.dtype)
             write_flat_observation(out, self._flat_starts, self.flat_scale, sim.c[0], self._horizon, sim.mf, sim.mi,
