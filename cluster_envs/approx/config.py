@@ -103,8 +103,7 @@ class ApproxConfig:
         "reward_mode": Choice(REWARD_MODES),
         "compute_regret": FLAG,
         "oracle_kind": Choice(ORACLE_KINDS),
-        "fixed_instance": FLAG,
-        "instance_seed": Number(low=0, integer=True),
+        "instance_seed": Number(low=0, integer=True, none=True),
         "expose_oracle": FLAG,
         "capacity": AnyOf(
             (Number(low=1, integer=True, none=True), Sequence(Number(low=1, integer=True), length="n_machines"))
@@ -145,8 +144,7 @@ class ApproxConfig:
     reward_mode: str = "true"
     compute_regret: bool = False
     oracle_kind: str = "eq6"
-    fixed_instance: bool = False
-    instance_seed: int = 0
+    instance_seed: int | None = None  # None: each reset seed draws its instance; an int fixes it across resets
     expose_oracle: bool = False
     capacity: int | tuple[int, ...] | None = None
     demand: float = 1.0

@@ -112,8 +112,8 @@ class _ApproxEnvCore(ClusterEnv):
             raise ValueError(f"action_mode={config.action_mode!r} needs the base model (capacity=None): the Sec. V-C "
                              "mode reads MultiBinary((K, M)) assignments")  # fmt: skip
         self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
-        if config.compute_regret:  # on the instance of instance_seed (every episode's with fixed_instance)
-            rng = np.random.default_rng(config.instance_seed)
+        if config.compute_regret:  # on the instance of instance_seed (of seed 0 when each reset draws its own)
+            rng = np.random.default_rng(0 if config.instance_seed is None else config.instance_seed)
             self._check_oracle(self._draw_instance(rng, np.random.default_rng(0)).jobs)
         m, k = config.n_machines, config.max_visible_jobs
         self._generalized = config.capacity is not None
@@ -204,7 +204,8 @@ class _ApproxEnvCore(ClusterEnv):
     # ------------------------------------------------------- the skeleton's hooks (cluster_envs.common.env)
     def _new_episode(self, streams: dict[str, np.random.Generator], plan: dict[str, Any]) -> dict[str, Any]:
         cfg = self.config
-        instance_rng = np.random.default_rng(cfg.instance_seed) if cfg.fixed_instance else streams["instance"]
+        fixed = cfg.instance_seed is not None
+        instance_rng = np.random.default_rng(cfg.instance_seed) if fixed else streams["instance"]
         instance = self._draw_instance(instance_rng, streams["rates"])
         if cfg.compute_regret:
             self._check_oracle(instance.jobs)  # before the episode's state changes
@@ -439,7 +440,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
 
       `"soft"` skips the check and measures Fit instead.
     - The rates and the instance are drawn from their own seeded streams. So every policy sees the same θ_i^t and the
-      same jobs for a given seed (common random numbers).
+      same jobs for a given seed (common random numbers). The instance (jobs, prices, machine speeds) comes from the
+      reset seed (`instance_seed=None`, the default) or, with an integer `instance_seed`, is the same in every episode
+      (the rate trajectory still comes from the reset seed).
     - The light load (`job_keep_fraction=0.5`) keeps a seeded subset of the heavy-load jobs.
 
     ## Observation (Dict; Boxes are float64)
@@ -532,7 +535,7 @@ class ClusterApproxEnv(_ApproxEnvCore):
       - `oracle_kind` selects the offline optimum: `"eq6"` (default), `"p1"` or `"thm3"`;
       - the oracle is the fractional offline optimum with the true means, from scipy's SLSQP over the segment-aggregated
         program. It is meant for small instances: its memory and time are estimated at construction (instance of
-        `instance_seed`) and at each reset (the drawn instance), and a `ValueError` naming the keywords refuses it above
+        `instance_seed`, or of seed 0) and at each reset (the drawn instance), and a `ValueError` naming the keywords refuses it above
         2 GiB or 600 s (docs/robustness.md, "Resource guards").
     - `oracle` (true θ^t and θ_i) appears only with `expose_oracle=True`, for evaluation.
     - `info_level="minimal"` keeps only `t`, `utility_true`, `utility_approx` (and `regret` with `compute_regret=True`)
