@@ -46,7 +46,7 @@ AS_PRINTED, OUR_READING, OURS = "as printed", "our reading: ", "ours, after the 
 # needing any other kwarg at a value the comparison does not use faces a different problem (e.g. opm_gc's
 # capacities on ClusterApprox-v1), so `compare` does not put it next to the others.
 # ClusterBilinear-v0's max_visible_jobs only sizes the per-job view; ClusterApprox-v1's sets which jobs can run.
-FORMAT_KWARGS = frozenset({"action_mode", "observation_mode", "invalid_action"})
+FORMAT_KWARGS = frozenset({"action_mode", "observation_mode", "observation_format", "invalid_action"})
 ENV_FORMAT_KWARGS = {"ClusterBilinear-v0": frozenset({"max_visible_jobs"})}
 
 

@@ -28,7 +28,7 @@ ClusterGang-v0's do), else on a ``DummyVecEnv`` of the variant's wrapped envs. E
 seeds as one batch of the native env where training ran on it, else episode by episode.
 Variants that need a wrapper (``BanditStatsObservation``, ``SlotMaskAction``) are evaluated through it here; the
 RL adapter of ``baselines.rl.train`` applies observation wrappers only, so what the benchmark ships is an env kwarg
-(``action_mode``, ``observation_mode``) wherever it can be.
+(``action_mode``, ``observation_mode``, ``observation_format``) wherever it can be.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from cluster_envs.common.config import check_number
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
-from cluster_envs.common.flat import OBSERVATION_MODES
+from cluster_envs.common.flat import OBSERVATION_FORMATS
 
 # The vocabularies of the modes (the one source; ``ApproxConfig.DOMAINS`` validates them).
 RATE_PROCESSES = ("iid_bernoulli", "iid_uniform", "iid_beta", "onoff_gamma")
@@ -114,7 +114,7 @@ class ApproxConfig:
         "action_mode": Choice(
             tuple(dict.fromkeys(MULTI_ACTION_MODES + SINGLE_ACTION_MODES))
         ),  # per id: the env checks its own
-        "observation_mode": Choice(OBSERVATION_MODES),
+        "observation_format": Choice(OBSERVATION_FORMATS),
     }
 
     n_machines: int = 20
@@ -151,7 +151,7 @@ class ApproxConfig:
     parallelism: int | None = None
     info_level: str = "full"
     action_mode: str = "occupant"
-    observation_mode: str = "dict"
+    observation_format: str = "dict"
 
     def __post_init__(self) -> None:
         check_domains(self, self.DOMAINS)

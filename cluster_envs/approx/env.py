@@ -484,13 +484,13 @@ class ClusterApproxEnv(_ApproxEnvCore):
       starts, so the clipping of its actions to the bounds ties few of them. NaN or inf raise `ValueError` naming
       `action`.
 
-    `observation_mode="flat"` gives the same observation as one float64 `Box`: `gymnasium.spaces.flatten` of the Dict
+    `observation_format="flat"` gives the same observation as one float64 `Box`: `gymnasium.spaces.flatten` of the Dict
     (what `FlattenObservation` gives; `last_occupant` one-hot).
 
     ## RL-ready id: ClusterApproxRL-v2
 
     `gym.make("cluster_envs:ClusterApproxRL-v2")` is this env with `action_mode="paced_priority",
-    observation_mode="flat", info_level="minimal"`: one `Box` observation and a `Box(-1, 1, (K + M,))` action, so
+    observation_format="flat", info_level="minimal"`: one `Box` observation and a `Box(-1, 1, (K + M,))` action, so
     SB3's `PPO("MlpPolicy", "cluster_envs:ClusterApproxRL-v2")` (or any client that takes only an id,
     docs/clients.md) trains with no wrapper. The kwargs change only how the action is read, how the observation is
     laid out and which `info` keys are kept: the episodes, rewards and metrics are those of `ClusterApprox-v1`
@@ -535,8 +535,8 @@ class ClusterApproxEnv(_ApproxEnvCore):
       - `oracle_kind` selects the offline optimum: `"eq6"` (default), `"p1"` or `"thm3"`;
       - the oracle is the fractional offline optimum with the true means, from scipy's SLSQP over the segment-aggregated
         program. It is meant for small instances: its memory and time are estimated at construction (instance of
-        `instance_seed`, or of seed 0) and at each reset (the drawn instance), and a `ValueError` naming the keywords refuses it above
-        2 GiB or 600 s (docs/robustness.md, "Resource guards").
+        `instance_seed`, or of seed 0) and at each reset (the drawn instance), and a `ValueError` naming the keywords
+        refuses it above 2 GiB or 600 s (docs/robustness.md, "Resource guards").
     - `oracle` (true θ^t and θ_i) appears only with `expose_oracle=True`, for evaluation.
     - `info_level="minimal"` keeps only `t`, `utility_true`, `utility_approx` (and `regret` with `compute_regret=True`)
       per step, plus `episode_summary` at the end; the trajectory is the same. Use it for speed (training, the bench):
@@ -611,14 +611,14 @@ class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     `action_mode="paced_priority"`: `Box(0, 1, (M,))`, a priority per machine. The machines run in descending priority
     while the slot's cost stays within the paced budget (B − C)/(T − t) and below B − C (the pacing of `greedy_ucb`): a
     policy cannot spend the budget early and leave the job idle afterwards, and what it learns is which machines to
-    prefer. The dynamics after the reading are the same. `observation_mode="flat"` gives the observation as one float64
-    `Box` (`gymnasium.spaces.flatten` of the Dict).
+    prefer. The dynamics after the reading are the same. `observation_format="flat"` gives the observation as one
+    float64 `Box` (`gymnasium.spaces.flatten` of the Dict).
 
     ## RL-ready id: ClusterApproxSingleJobRL-v1
 
     `gym.make("cluster_envs:ClusterApproxSingleJobRL-v1")` is this env with the benchmark row's training kwargs:
     `reward_mode="approx"` (Eq. 6, what the headline scores), `action_mode="paced_priority",
-    observation_mode="flat"` and `info_level="minimal"`: one `Box` observation and a `Box` action, so an id-only
+    observation_format="flat"` and `info_level="minimal"`: one `Box` observation and a `Box` action, so an id-only
     client (docs/clients.md) trains the benchmark's task with no wrapper (`tests/test_rl_ids.py`).
 
     ## Reward

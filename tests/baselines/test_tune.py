@@ -157,7 +157,7 @@ def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tm
     command = tune.zoo_command("ClusterApproxSingleJob-v0", "ppo", 3, 1000, tmp_path, hold=hold)
     assert command[:4] == ["cluster-envs", "zoo", "--hold", ",".join(hold)]
     at = command.index("--eval-env-kwargs")
-    assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_mode:'flat'"]
+    assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_format:'flat'"]
 
 
 def test_the_native_command_asks_for_the_native_path_and_caps_each_trials_cpu(tmp_path):
