@@ -220,9 +220,9 @@ def _check_pairs(pairs: Any, sla: tuple[float, ...]) -> None:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "paper_synthetic": {"horizon": 3_000_000},
+    "paper": {"horizon": 3_000_000},  # Sec. 4.1 at the paper's scale
     # spec A16's reading of the unspecified P2/P3 users, the one closest to the paper's Static numbers
-    "paper_synthetic_a16": {"horizon": 3_000_000, "scenario_kwargs": {"p23_pairs": ((1, 2), (1, 2))}},
+    "paper_a16": {"horizon": 3_000_000, "scenario_kwargs": {"p23_pairs": ((1, 2), (1, 2))}},
     "default": {},
     "paper_real_standin": {
         "n_users": 6,

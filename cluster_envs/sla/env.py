@@ -91,8 +91,8 @@ class ClusterSLAEnv(ClusterEnv):
     deficits, ``sla_violation_fraction`` and queue norms.
     OPT_c(t) is the offline dynamic optimum with capacity c (Prop. 2), c = 1 and 1 - ``eps_ref``.
 
-    **Presets** (N, β, T, scenario, ``eps_ref``): ``paper_synthetic`` (3, (0.2, 0.3, 0.5), 3·10⁶,
-    ``paper_synthetic``, 0.02; Sec. 4.1), ``paper_synthetic_a16`` (the same with spec A16's P2/P3 users,
+    **Presets** (N, β, T, scenario, ``eps_ref``): ``paper`` (3, (0.2, 0.3, 0.5), 3·10⁶,
+    ``paper_synthetic``, 0.02; Sec. 4.1), ``paper_a16`` (the same with spec A16's P2/P3 users,
     ``p23_pairs=((1, 2), (1, 2))``, the reading closest to the paper's Static numbers; ours is P2 = (1, 2),
     P3 = (1, 3)), ``default`` (the same at T = 6000), ``paper_real_standin`` (6, the
     tenant weights ``sla="mean"``, 14,628, ``trace_standin``, 0.01; Sec. 4.2), ``example_1_1`` (3,

@@ -22,8 +22,8 @@ ENV = "ClusterSLA-v1"
 # β of each preset as documented in the spec's preset table (§3.1); "mean": the public mean shares (the stand-in's
 # tenant weights, a replay's history window: cluster_envs.sla.model).
 PRESET_SLA = {
-    "paper_synthetic": (0.2, 0.3, 0.5),
-    "paper_synthetic_a16": (0.2, 0.3, 0.5),
+    "paper": (0.2, 0.3, 0.5),
+    "paper_a16": (0.2, 0.3, 0.5),
     "default": (0.2, 0.3, 0.5),
     "paper_real_standin": "mean",
     "example_1_1": (0.5, 0.2, 0.3),
@@ -45,7 +45,7 @@ def test_every_preset_builds_with_the_documented_size_and_sla(preset):
     expected_n = {"paper_real_standin": 6, "production": 128}.get(preset, 3)
     assert env.observation_space.shape == (3 * expected_n,)
     expected_sla = PRESET_SLA[preset]
-    if preset.startswith("paper_synthetic"):  # 3·10⁶ steps: generating the loads is exercised by the slow tests
+    if preset in ("paper", "paper_a16"):  # 3·10⁶ steps: generating the loads is exercised by the slow tests
         assert env.config.sla == expected_sla
         return
     env.reset(seed=0)
