@@ -14,6 +14,9 @@ ENV = "ClusterSLA-v0"
 SMALL = {"horizon": 240}
 
 
+pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
