@@ -20,7 +20,7 @@ from baselines.reproduce.sla import A16_PAIRS, PAPER_SYNTHETIC, differences, fin
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.model import windowed_sla_gap
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(__name__)]  # its module fixtures: once, on one worker
 HORIZON = 3_000_000
 SEEDS = (0, 1, 2)
 
