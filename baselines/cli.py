@@ -192,9 +192,11 @@ def _cmd_validate(args: argparse.Namespace) -> None:
 def _cmd_leaderboard(args: argparse.Namespace) -> None:
     from baselines.eval.leaderboard import reference_records, render
 
+    if args.env and not args.reference_entries:
+        raise ValueError("--env chooses the envs of --reference-entries; give --reference-entries too")
     if args.reference_entries:
-        for path in reference_records(args.entries, progress=True):
-            print(f"entry written to {path}")
+        for path in reference_records(args.entries, args.env or None, progress=True):
+            print(f"entry written to {path}", flush=True)
     print(f"leaderboard written to {render(args.entries, args.out)}")
 
 
@@ -433,7 +435,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     board.add_argument("--out", default="docs/leaderboard", help="where index.md and its figures go")
     board.add_argument("--reference-entries", action="store_true",
                        help="first (re)write the entries of the reference agents and the shipped PPO runs (quick "
-                            "protocol) into --entries")  # fmt: skip
+                            "protocol) into --entries, each env's as soon as it is done")  # fmt: skip
+    board.add_argument("--env", action="append", default=[], metavar="ENV_ID",
+                       help="with --reference-entries: only this env (repeatable; default every env of the "
+                            "protocol); the records' other envs are kept")  # fmt: skip
     board.set_defaults(func=_cmd_leaderboard)
 
     prog = command("program-score", "score a Python file's policy function and print JSON (program search, LLM-"

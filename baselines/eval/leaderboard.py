@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.eval.record import build_record, package_facts, read_record, write_record
+from baselines.eval.record import budget_track, build_record, package_facts, read_record, write_record
 
 TAUS = np.linspace(-0.5, 1.5, 81)
 HEADLINE = "held-out instances"
@@ -27,46 +27,81 @@ HEADLINE = "held-out instances"
 
 def reference_records(out_dir: str | Path = "leaderboard", env_ids: Sequence[str] | None = None,
                       progress: bool = False) -> list[Path]:  # fmt: skip
-    """Run every env's reference agents and its shipped RL runs on the quick protocol and write one record per agent
-    (an agent name shared by several envs is one entry covering them)."""
-    from agents.registry import agent_class
-    from baselines.benchmark import SEEDS
-    from baselines.eval.compare import compare
-    from baselines.eval.protocol import env_setting
+    """Run each env's reference agents and its shipped RL runs on the quick protocol and merge their results into
+    one record per agent (an agent name shared by several envs is one entry covering them), written as soon as that
+    env is done: ``env_ids`` (default every env of the protocol) can be run one at a time, each replacing only its
+    own results in the records. Returns the paths written, in order."""
     from baselines.eval.submission import protocol_envs
 
-    by_agent: dict[str, list[Any]] = {}
-    facts: dict[str, dict[str, Any]] = {}
-    for env_id in env_ids or protocol_envs():
-        setting = env_setting(env_id)
-        fixed = setting.instance_kwarg is not None
-        for held_out in (True, False) if fixed else (True,):
-            comparison = compare(env_id, "all", rl=[] if held_out and fixed else [setting.rl_algo],
-                                 seeds=SEEDS["quick"], rl_steps=setting.rl_steps_quick, train_missing=False,
-                                 held_out=held_out, progress=progress)  # fmt: skip
-            for agent in comparison.agents:
-                rl = agent in comparison.rl_runs
-                name = "ppo" if rl else agent  # ppo and ppo_mask are one entry: the benchmark's RL row
-                if rl:
-                    comparison = _renamed(comparison, agent, name)
-                by_agent.setdefault(name, []).append(comparison)
-                entry = facts.setdefault(name, _reference_entry(name, rl, env_id, agent_class, comparison))
-                if rl:
-                    runs = comparison.rl_runs[name]["runs"]
-                    steps = max(run["total_timesteps"] for run in runs)
-                    entry["declaration"]["training_env_steps"] = max(entry["declaration"]["training_env_steps"], steps)
-                    hours = sum(run.get("train_seconds", 0.0) for run in runs) / 3600
-                    entry["declaration"]["training_cpu_hours"] += hours
     out = Path(out_dir)
     paths = []
-    for name, comparisons in by_agent.items():
-        entry = facts[name]
-        record = build_record(entry, entry["declaration"], comparisons, "quick")
-        paths.append(write_record(record, out / f"{name}.json"))
+    for env_id in env_ids or protocol_envs():
+        for name, comparisons in _reference_comparisons(env_id, progress).items():
+            paths.append(write_record(_merged(out / f"{name}.json", name, env_id, comparisons), out / f"{name}.json"))
     return paths
 
 
-def _reference_entry(name: str, rl: bool, env_id: str, agent_class: Any, comparison: Any) -> dict[str, Any]:
+def _reference_comparisons(env_id: str, progress: bool) -> dict[str, list[Any]]:
+    """Agent name -> its comparisons on ``env_id`` (one per track): every reference agent and the RL row."""
+    from baselines.benchmark import SEEDS
+    from baselines.eval.compare import compare
+    from baselines.eval.protocol import env_setting
+
+    setting = env_setting(env_id)
+    if setting is None:
+        from baselines.eval.submission import protocol_envs
+
+        raise ValueError(f"env_id={env_id!r} has no protocol entry; ids with one: {protocol_envs()}")
+    fixed = setting.instance_kwarg is not None
+    by_agent: dict[str, list[Any]] = {}
+    for held_out in (True, False) if fixed else (True,):
+        comparison = compare(env_id, "all", rl=[] if held_out and fixed else [setting.rl_algo], seeds=SEEDS["quick"],
+                             rl_steps=setting.rl_steps_quick, train_missing=False, held_out=held_out,
+                             progress=progress)  # fmt: skip
+        for agent in comparison.agents:
+            rl = agent in comparison.rl_runs
+            name = RL_ENTRY if rl else agent  # ppo and ppo_mask are one entry: the benchmark's RL row
+            by_agent.setdefault(name, []).append(_renamed(comparison, agent, name) if rl else comparison)
+    return by_agent
+
+
+RL_ENTRY = "ppo"
+
+
+def _merged(path: Path, name: str, env_id: str, comparisons: Sequence[Any]) -> dict[str, Any]:
+    """The record of reference entry ``name`` with its results on ``env_id`` from ``comparisons``, beside the other
+    envs' results of the record at ``path`` (kept when it was made with this package version and protocol; a result
+    on another version of ``env_id`` is replaced)."""
+    rl = name == RL_ENTRY and any(name in c.rl_runs for c in comparisons)
+    new = build_record(_reference_entry(name, rl, [env_id]), _reference_entry(name, rl, [env_id])["declaration"],
+                       comparisons, "quick")  # fmt: skip
+    kept: list[dict[str, Any]] = []
+    if path.is_file():
+        old = read_record(path)
+        if old["package"]["version"] == new["package"]["version"] and old["protocol"] == "quick":
+            family = env_id.rpartition("-")[0]
+            kept = [r for r in old["results"] if r["env_id"].rpartition("-")[0] != family]
+    results = sorted(kept + new["results"], key=_result_order)
+    entry = _reference_entry(name, rl, [r["env_id"] for r in results])
+    if rl:
+        runs = [run for r in results for run in r["rl_runs"]]
+        entry["declaration"]["training_env_steps"] = max(run["total_timesteps"] for run in runs)
+        entry["declaration"]["training_cpu_hours"] = sum(run.get("train_seconds") or 0.0 for run in runs) / 3600
+    return {**new, "entry": {k: entry[k] for k in ("name", "kind", "source", "algo")},
+            "declaration": entry["declaration"], "budget_track": budget_track(entry["declaration"]),
+            "results": results}  # fmt: skip
+
+
+def _result_order(result: Mapping[str, Any]) -> tuple[int, bool]:
+    from baselines.eval.submission import protocol_envs
+
+    envs = [env_id.rpartition("-")[0] for env_id in protocol_envs()]
+    family = result["env_id"].rpartition("-")[0]
+    return (envs.index(family) if family in envs else len(envs), result["track"] != HEADLINE)
+
+
+def _reference_entry(name: str, rl: bool, env_ids: Sequence[str]) -> dict[str, Any]:
+    """The entry and declaration of a reference agent (its modules on ``env_ids``) or of the RL row."""
     if rl:
         return {
             "name": name, "kind": "rl", "source": "the benchmark's RL row: the shipped runs (baselines/rl/models)",
@@ -75,11 +110,15 @@ def _reference_entry(name: str, rl: bool, env_id: str, agent_class: Any, compari
                             "training_gpu_hours": 0, "source": "stable-baselines3 PPO (MaskablePPO on ClusterGang-v0), "
                             "hyperparameters in baselines/rl/hyperparams/ppo.yml", "tuned_on_validation_seeds": True},
         }  # fmt: skip
-    cls = agent_class(env_id, name)
+    from agents.registry import agent_class
+
+    classes = [agent_class(env_id, name) for env_id in env_ids]
+    modules = ", ".join(dict.fromkeys(cls.__module__ for cls in classes))
+    source = f"cluster-envs reference agent ({modules})"
     return {
-        "name": name, "kind": "registered", "source": f"cluster-envs reference agent ({cls.__module__})",
-        "declaration": {"privileged": bool(cls.privileged), "training_env_steps": 0, "training_cpu_hours": 0,
-                        "training_gpu_hours": 0, "source": f"cluster-envs reference agent ({cls.__module__})",
+        "name": name, "kind": "registered", "source": source, "algo": None,
+        "declaration": {"privileged": any(bool(cls.privileged) for cls in classes), "training_env_steps": 0,
+                        "training_cpu_hours": 0, "training_gpu_hours": 0, "source": source,
                         "tuned_on_validation_seeds": False},
     }  # fmt: skip
 
