@@ -164,14 +164,15 @@ def _agent_source(args: argparse.Namespace) -> str | None:
 
 def _cmd_evaluate(args: argparse.Namespace) -> None:
     from baselines.eval.report import headline
-    from baselines.eval.submission import score
+    from baselines.eval.submission import score, templated_name
 
     source = _agent_source(args)
     if source is None:
         raise ValueError("give the agent: --agent MODULE:NAME (an agent, class, factory or function) or --policy PATH")
     if bool(args.env_id) == args.all_envs:
         raise ValueError("give one env id or --all-envs (every env of the protocol), not both or neither")
-    out = args.out or f"results/evaluate/{args.name or source.rsplit(':', 1)[-1].rsplit('/', 1)[-1]}"
+    name = args.name or templated_name(source) or source.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
+    out = args.out or f"results/evaluate/{name}"
     evaluation = score(source, None if args.all_envs else args.env_id, declaration=args.declaration, name=args.name,
                        quick=not args.full, reference=args.reference, step_limit=args.step_limit, algo=args.algo,
                        out=out, force=args.force, workers=args.workers, rl_interface=args.rl_interface or None,
@@ -214,7 +215,8 @@ def _add_agent_source(parser: argparse.ArgumentParser) -> None:
                              "path)")  # fmt: skip
     parser.add_argument("--policy", default=None, metavar="PATH",
                         help="an ONNX file or a stable-baselines3 .zip (VecNormalize statistics beside it are used); "
-                             "{env} in PATH is replaced by each env id")  # fmt: skip
+                             "{env} in PATH is replaced by each env id, or by its RL-ready id where only that file "
+                             "exists")  # fmt: skip
     parser.add_argument("--algo", default=None, help="the SB3 algorithm of a .zip policy (default: ppo)")
 
 

@@ -148,6 +148,41 @@ def read_entries(folder: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+NOTES = "notes.yml"  # in the entries' folder: env id -> sanity flag -> why (for flags the protocol does not explain)
+
+
+def read_notes(path: Path) -> dict[str, dict[str, str]]:
+    """The leaderboard's explanations of its entries' sanity flags (``env id: {flag: text}``), {} without a file."""
+    if not path.is_file():
+        return {}
+    import yaml
+
+    from baselines.eval.submission import protocol_envs
+
+    notes = yaml.safe_load(path.read_text()) or {}
+    envs = protocol_envs()
+    for env_id, texts in notes.items():
+        if env_id not in envs:
+            raise ValueError(f"{path}: {env_id!r} is no env of the protocol; allowed: {envs}")
+        if not isinstance(texts, dict) or not all(isinstance(t, str) and t.strip() for t in texts.values()):
+            raise ValueError(f"{path}: {env_id} must map each sanity flag (e.g. below_naive:NAME) to a text")
+    return notes
+
+
+def surprises(env_id: str, results: Sequence[Mapping[str, Any]], notes: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """The page's lines on a track's sanity flags (``baselines.eval.sanity``): each with the protocol's explanation
+    (``protocol.yml``) or the leaderboard's (``notes.yml``), or a loud "not explained"."""
+    from baselines.eval.protocol import env_setting
+
+    keys = list(dict.fromkeys(flag for result in results for flag in result["flags"]))
+    if not keys:
+        return []
+    known = {**env_setting(env_id).explanations, **notes.get(env_id, {})}
+    lines = ["Sanity flags (surprises a reader must have explained, `docs/benchmark.md`):", ""]
+    lines += [f"- `{key}`: {' '.join(known.get(key, '**Not explained yet.**').split())}" for key in keys]
+    return [*lines, ""]
+
+
 def columns(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """(env id, track) of every result, in the protocol's env order, the headline track first."""
     from baselines.eval.submission import protocol_envs
@@ -198,6 +233,7 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
     from baselines.eval.stats import aggregate_iqm
 
     records = read_entries(entries)
+    notes = read_notes(Path(entries) / NOTES)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cols = columns(records)
@@ -266,6 +302,7 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
         if missing:
             lines.append(f"| — | {', '.join(f'`{m}`' for m in missing)} | not evaluated on this track | | | | |")
         lines.append("")
+        lines += surprises(env_id, [res for _, res in present], notes)
     lines += [
         "## Entries",
         "",
