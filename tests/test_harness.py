@@ -14,7 +14,7 @@ from baselines.eval.harness import evaluate, rollout
 from baselines.perf import steps as bench
 from baselines.reproduce import approx, bilinear, multiserver, sla
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 SMALL = {"preset": "example_1_1", "horizon": 300}
 
 

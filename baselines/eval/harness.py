@@ -14,7 +14,7 @@ reproductions (``baselines/reproduce/``) and the step-rate bench. Its layers, ea
 - :func:`rollout` is ``start`` + ``play``: an :class:`Episode` whose metrics are the env's
   ``info["episode_summary"]`` at its last step plus ``return`` and ``steps``, and whose trace holds the per-step
   values of the scalar ``info`` keys. :func:`evaluate` rolls out agents × seeds into an :class:`EvalTable`.
-- :func:`simulate` is ``start`` + the env's compiled long-horizon runner (ClusterSLA-v0:
+- :func:`simulate` is ``start`` + the env's compiled long-horizon runner (ClusterSLA-v1:
   :func:`cluster_envs.sla.runner.simulate`, whose results equal stepping the env), for horizons where Python's
   per-step cost is too slow (T = 3·10⁶ in seconds per policy).
 
@@ -49,7 +49,7 @@ from baselines.eval.progress import progress_bar
 from baselines.eval.protocol import check_eval_seeds
 
 # The compiled long-horizon runner of each id that has one, "module:function"; see ``simulate``.
-LONG_HORIZON_RUNNERS = {"ClusterSLA-v0": "cluster_envs.sla.runner:simulate"}
+LONG_HORIZON_RUNNERS = {"ClusterSLA-v1": "cluster_envs.sla.runner:simulate"}
 STEP_BAR_DELAY = 3.0  # seconds: shorter episodes show no step bar
 
 
@@ -254,7 +254,7 @@ def simulate(
     record_every: int = 1000,
 ) -> tuple[Any, float]:
     """One episode through ``env_id``'s compiled long-horizon runner (``LONG_HORIZON_RUNNERS``), started as
-    :func:`start` does: the runner's result (ClusterSLA-v0: a ``Trajectory`` recorded every ``record_every``
+    :func:`start` does: the runner's result (ClusterSLA-v1: a ``Trajectory`` recorded every ``record_every``
     steps) and the wall seconds of the run (the resets are not counted)."""
     if env_id not in LONG_HORIZON_RUNNERS:
         raise ValueError(f"env_id={env_id!r} has no long-horizon runner; ids with one: {list(LONG_HORIZON_RUNNERS)}")

@@ -13,7 +13,7 @@ An agent comes from outside the package's registry in one of these forms (:func:
   ``predict`` does; Discrete/MultiDiscrete: logits, arg-maxed per dimension, or the integer action itself).
 
 A model (ONNX or SB3) acts through the RL-ready id's interface (``cluster_envs.registration.RL_IDS``: a flat Box
-observation): pass the RL-ready id (e.g. ``ClusterSLARL-v0``) or the base id (then its current RL-ready id's
+observation): pass the RL-ready id (e.g. ``ClusterSLARL-v1``) or the base id (then its current RL-ready id's
 kwargs). Everything runs on the base id under the protocol, so the scores are the benchmark's.
 
 Every submitted agent is guarded (:class:`Guarded`): an exception, an action outside the env's action space or a
@@ -76,7 +76,7 @@ def templated_name(agent: Any) -> str | None:
 
 def for_env(agent: Any, env_id: str) -> Any:
     """``agent`` with ``{env}`` replaced for base id ``env_id``: by the base id, or, where no such file exists and
-    the file named by the env's RL-ready id does, by that id (``ClusterSLARL-v0.onnx``, trained on that id)."""
+    the file named by the env's RL-ready id does, by that id (``ClusterSLARL-v1.onnx``, trained on that id)."""
     if not isinstance(agent, str) or "{env}" not in agent:
         return agent
     base = agent.replace("{env}", env_id)

@@ -1,7 +1,7 @@
 """An RL run's configuration: the algorithms, the rl-zoo3 YAML sections (``baselines/rl/hyperparams/<algo>.yml``, the
 env id's section) and ``RunConfig``, the section resolved for one id with the protocol's RL env kwargs and
 observation wrapper (``baselines/eval/protocol.yml``; rl-zoo3's ``env_wrapper``, the same one in training and in
-the adapter). ``python -m rl_zoo3.train --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs -conf
+the adapter). ``python -m rl_zoo3.train --algo ppo --env ClusterSLA-v1 --gym-packages cluster_envs -conf
 baselines/rl/hyperparams/ppo.yml`` trains the same model.
 """
 

@@ -11,7 +11,7 @@ naive 0, oracle 1) as mean and 95% bootstrap interval over training seeds, each 
 over the evaluation seeds; the reference agents' rows come from ``cluster-envs compare <id> --agents all``
 saved in ``<out>/refs/<id>/results.json`` (the ``refs`` command writes them), and a figure of the curves.
 
-    cluster-envs ablate refs ClusterSLA-v0 --seeds 0-4
+    cluster-envs ablate refs ClusterSLA-v1 --seeds 0-4
     cluster-envs ablate run sla_action_mode --seeds 0-2 --checkpoints 50000,100000
     cluster-envs ablate table sla_action_mode
 

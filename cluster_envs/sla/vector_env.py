@@ -1,4 +1,4 @@
-"""``ClusterSLA-v0`` batched: B copies stepped by one compiled call (``gym.make_vec(..., "vector_entry_point")``)."""
+"""``ClusterSLA-v1`` batched: B copies stepped by one compiled call (``gym.make_vec(..., "vector_entry_point")``)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
 class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
-    """``num_envs`` copies of ``ClusterSLA-v0`` with the same keyword arguments, stepped together.
+    """``num_envs`` copies of ``ClusterSLA-v1`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own :class:`ClusterSLAEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as
     in ``SyncVectorEnv``), whose simulator arrays then become slices of batch arrays that
@@ -45,7 +45,7 @@ class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
 
     def __init__(self, num_envs: int, preset: str = "default", render_mode: str | None = None,
                  **overrides: Any):  # fmt: skip
-        super().__init__(num_envs, lambda **kw: ClusterSLAEnv(preset, **kw), overrides, render_mode, "ClusterSLA-v0")
+        super().__init__(num_envs, lambda **kw: ClusterSLAEnv(preset, **kw), overrides, render_mode, "ClusterSLA-v1")
         cfg = self.config
         self._paper_observation = (cfg.observation_mode, cfg.obs_format, cfg.include_time) == ("binary", "box", False)
         if callable(cfg.reward_mode):

@@ -12,7 +12,7 @@ scores every env (``{env}`` is each env id, or the RL-ready id where only that f
 seeds from 10**6 on, never the evaluation seeds 0-9 or the validation seeds 100-104.
 
     python docs/leaderboard/train_onnx.py --out my_policies                      # every RL-ready id
-    python docs/leaderboard/train_onnx.py --out my_policies --ids ClusterSLARL-v0 --steps 500
+    python docs/leaderboard/train_onnx.py --out my_policies --ids ClusterSLARL-v1 --steps 500
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import torch
 
 # The RL-ready ids with one flat Box observation (docs/envs: the RL-ready ids; the entity ids take a set of jobs).
 RL_READY = (
-    "ClusterSLARL-v0",
+    "ClusterSLARL-v1",
     "ClusterApproxRL-v2",
     "ClusterApproxSingleJobRL-v1",
     "ClusterBilinearRL-v1",
@@ -112,13 +112,14 @@ def main() -> None:
     torch.set_num_threads(1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    budget = {}
+    facts_file = out / "training.json"  # per id: its env steps and CPU seconds (kept for ids not trained now)
+    budget = json.loads(facts_file.read_text()) if facts_file.is_file() else {}
     for env_id in args.ids:
         policy, facts = train(env_id, args.steps, args.epochs, args.seed)
         export(policy, policy.mean.numel(), out / f"{env_id}.onnx")
         budget[env_id] = facts
         print(f"{env_id}: {facts['env_steps']} env steps, {facts['cpu_seconds']:.1f} CPU s -> {env_id}.onnx")
-    (out / "training.json").write_text(json.dumps(budget, indent=1) + "\n")
+    facts_file.write_text(json.dumps(budget, indent=1) + "\n")
 
 
 if __name__ == "__main__":

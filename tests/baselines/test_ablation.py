@@ -63,8 +63,8 @@ def test_the_table_averages_evaluation_seeds_within_a_training_seed():
 @pytest.mark.parametrize(
     ("env_id", "env_kwargs", "algo"),
     [
-        ("ClusterSLA-v0", {"horizon": 48}, "ppo"),
-        ("ClusterSLA-v0", {"horizon": 48}, "ppo_lstm"),  # the recurrent state over the batch
+        ("ClusterSLA-v1", {"horizon": 48}, "ppo"),
+        ("ClusterSLA-v1", {"horizon": 48}, "ppo_lstm"),  # the recurrent state over the batch
         ("ClusterBilinear-v0", {"horizon": 40}, "ppo"),
         ("ClusterApproxSingleJob-v0", {"horizon": 30}, "ppo"),  # a flattened Dict observation
         ("ClusterApprox-v1", {"horizon": 30, "action_mode": "paced_priority"}, "ppo"),  # a Box read on the observation
@@ -121,14 +121,14 @@ def test_the_study_file_loads_and_a_bad_one_names_the_file_and_the_key(tmp_path)
     _, variants = studies["approx_single_learning"]
     fast = next(v for v in variants if v.name == "fast update, gamma 0.9")
     assert {**FAST, "gamma": 0.9}.items() <= dict(fast.hyperparams).items()  # fast_update: FAST under its own
-    good = {"env_id": "ClusterSLA-v0", "variants": [{"name": "shipped"}]}
+    good = {"env_id": "ClusterSLA-v1", "variants": [{"name": "shipped"}]}
     for study, message in [
         ({**good, "variants": [{"name": "a", "hyperparam": {}}]}, "s.variants[0]: unknown key 'hyperparam'"),
         ({**good, "variants": [{"name": "a", "wrappers": "x.Y"}]}, "s.variants[0].wrappers: must be a list"),
         ({**good, "variants": [{"algo": "ppo"}]}, "s.variants[0]: missing required key 'name'"),
         ({**good, "env_id": "ClusterNone-v0"}, "s.env_id: 'ClusterNone-v0' has no protocol entry"),
         ({**good, "variants": [{"name": "a"}, {"name": "a"}]}, "s.variants: names must be distinct"),
-        ({"env_id": "ClusterSLA-v0"}, "s: a study must be a mapping with exactly the keys"),
+        ({"env_id": "ClusterSLA-v1"}, "s: a study must be a mapping with exactly the keys"),
     ]:
         path = tmp_path / "studies.yml"
         path.write_text(yaml.safe_dump({"s": study}))

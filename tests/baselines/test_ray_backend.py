@@ -10,7 +10,7 @@ ray = pytest.importorskip("ray")
 
 from baselines.eval.backends import Task, run_tasks  # noqa: E402
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 SMALL = {"horizon": 240}
 
 

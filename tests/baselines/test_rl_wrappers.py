@@ -48,6 +48,6 @@ def test_bandit_stats_are_the_empirical_means_and_widths(env_id):
 
 def test_the_wrappers_refuse_an_env_they_do_not_fit():
     with pytest.raises(ValueError, match="n_obs and sum_obs"):
-        BanditStatsObservation(gym.make("ClusterSLA-v0"))
+        BanditStatsObservation(gym.make("ClusterSLA-v1"))
     with pytest.raises(ValueError, match="ClusterApprox-v1"):
         SlotMaskAction(gym.make("ClusterApproxSingleJob-v0", **SMALL))

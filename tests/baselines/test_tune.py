@@ -28,7 +28,7 @@ CONVERTED = {  # what rl-zoo3's convert_onpolicy_params returns
 
 
 def _section(text: str) -> str:
-    return text.split("ClusterSLA-v0:\n", 1)[1].split("\n\n", 1)[0]
+    return text.split("ClusterSLA-v1:\n", 1)[1].split("\n\n", 1)[0]
 
 
 def test_the_best_trial_replaces_its_keys_in_one_section_only(tmp_path):
@@ -37,7 +37,7 @@ def test_the_best_trial_replaces_its_keys_in_one_section_only(tmp_path):
     original = path.read_text()
     before = yaml.safe_load(original)
     for _ in range(2):  # a second tuning replaces the first one's comment and values
-        tune.write_section(path, "ClusterSLA-v0", tune.yaml_values(CONVERTED), "python -m rl_zoo3.train ...")
+        tune.write_section(path, "ClusterSLA-v1", tune.yaml_values(CONVERTED), "python -m rl_zoo3.train ...")
     text = path.read_text()
     after = yaml.safe_load(text)
     # one comment in the section; the other sections keep theirs (ClusterApproxSingleJob-v0's tuning)
@@ -45,17 +45,17 @@ def test_the_best_trial_replaces_its_keys_in_one_section_only(tmp_path):
     assert text.count(tune.TUNED_MARK) - 1 == original.count(tune.TUNED_MARK) - _section(original).count(
         tune.TUNED_MARK
     )
-    assert {k: v for k, v in after.items() if k != "ClusterSLA-v0"} == {
-        k: v for k, v in before.items() if k != "ClusterSLA-v0"
+    assert {k: v for k, v in after.items() if k != "ClusterSLA-v1"} == {
+        k: v for k, v in before.items() if k != "ClusterSLA-v1"
     }
-    section = after["ClusterSLA-v0"]
+    section = after["ClusterSLA-v1"]
     assert {k: section[k] for k in CONVERTED if k != "policy_kwargs"} == pytest.approx(
         {k: v for k, v in CONVERTED.items() if k != "policy_kwargs"}
     )
     assert {k: v for k, v in section.items() if k not in CONVERTED} == {
-        k: v for k, v in before["ClusterSLA-v0"].items() if k not in CONVERTED
+        k: v for k, v in before["ClusterSLA-v1"].items() if k not in CONVERTED
     }
-    config = RunConfig.resolve("ppo", "ClusterSLA-v0", path=path)
+    config = RunConfig.resolve("ppo", "ClusterSLA-v1", path=path)
     assert config.model_kwargs["policy_kwargs"] == CONVERTED["policy_kwargs"]
     assert config.model_kwargs["n_steps"] == 128
 
@@ -66,11 +66,11 @@ def test_an_unknown_section_and_bad_budgets_are_refused(tmp_path):
     with pytest.raises(ValueError, match="no section"):
         tune.write_section(path, "CartPole-v1", {"n_steps": 8}, "x")
     with pytest.raises(ValueError, match="trials must be a positive integer"):
-        tune.zoo_command("ClusterSLA-v0", "ppo", 0, 1000, tmp_path)
+        tune.zoo_command("ClusterSLA-v1", "ppo", 0, 1000, tmp_path)
 
 
 def test_the_command_tunes_on_training_seeds_with_one_thread(tmp_path):
-    command = tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path)
+    command = tune.zoo_command("ClusterSLA-v1", "ppo", 3, 1000, tmp_path)
     assert command[command.index("--seed") + 1] == str(training_seed(0))
     assert command[command.index("--num-threads") + 1] == "1"
     assert command[command.index("--n-jobs") + 1] == "1"
@@ -82,14 +82,14 @@ def test_rl_zoo3_optimizes_and_its_best_trial_is_written(tmp_path, monkeypatch):
     monkeypatch.chdir(HYPERPARAMS_DIR.parent.parent)  # the command names the YAML relative to the repository
     out = tmp_path / "tune"
     kwargs = {"action_mode": "normalize", "horizon": 48}  # a short episode: the settings' kwargs and T = 48
-    tune.run(tune.zoo_command("ClusterSLA-v0", "ppo", 2, 512, out, evaluations=1, eval_episodes=1,
+    tune.run(tune.zoo_command("ClusterSLA-v1", "ppo", 2, 512, out, evaluations=1, eval_episodes=1,
                               startup_trials=1, env_kwargs=kwargs))  # fmt: skip
-    params, value, finished = tune.best_trial(tune.storage_path(out, "ClusterSLA-v0", "ppo"), "ppo")
+    params, value, finished = tune.best_trial(tune.storage_path(out, "ClusterSLA-v1", "ppo"), "ppo")
     assert finished >= 1 and value == value  # a finished trial with a number
     path = tmp_path / "ppo.yml"
     shutil.copy(HYPERPARAMS_DIR / "ppo.yml", path)
-    tune.write_section(path, "ClusterSLA-v0", tune.yaml_values(params), "test")
-    assert RunConfig.resolve("ppo", "ClusterSLA-v0", path=path).model_kwargs["n_steps"] == params["n_steps"]
+    tune.write_section(path, "ClusterSLA-v1", tune.yaml_values(params), "test")
+    assert RunConfig.resolve("ppo", "ClusterSLA-v1", path=path).model_kwargs["n_steps"] == params["n_steps"]
 
 
 def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
@@ -161,7 +161,7 @@ def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tm
 
 
 def test_the_native_command_asks_for_the_native_path_and_caps_each_trials_cpu(tmp_path):
-    command = tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, eval_episodes=3, native=True,
+    command = tune.zoo_command("ClusterSLA-v1", "ppo", 3, 1000, tmp_path, eval_episodes=3, native=True,
                                trial_cpu_seconds=12.5)  # fmt: skip
     assert command[:2] == ["cluster-envs", "zoo"] and "--native" in command[2 : command.index("--algo")]
     packages = command[command.index("--gym-packages") + 1 : command.index("-conf")]
@@ -169,15 +169,15 @@ def test_the_native_command_asks_for_the_native_path_and_caps_each_trials_cpu(tm
     assert command[command.index("--n-eval-envs") + 1] == "3"
     assert "{'seconds': 12.5}" in command[command.index("--hyperparams") + 1]
     with pytest.raises(ValueError, match="trial_cpu_seconds"):
-        tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, trial_cpu_seconds=0)
+        tune.zoo_command("ClusterSLA-v1", "ppo", 3, 1000, tmp_path, trial_cpu_seconds=0)
 
 
 def test_the_trials_table_shows_each_trials_evaluations_and_converted_values(tmp_path):
     import optuna
 
-    storage = tune.storage_path(tmp_path, "ClusterSLA-v0", "ppo")
+    storage = tune.storage_path(tmp_path, "ClusterSLA-v1", "ppo")
     backend = optuna.storages.journal.JournalFileBackend(str(storage))
-    study = optuna.create_study(study_name=tune.study_name("ClusterSLA-v0", "ppo"), direction="maximize",
+    study = optuna.create_study(study_name=tune.study_name("ClusterSLA-v1", "ppo"), direction="maximize",
                                 storage=optuna.storages.JournalStorage(backend))  # fmt: skip
     sampled = {"batch_size_pow": 6, "n_steps_pow": 7, "one_minus_gamma": 0.01, "one_minus_gae_lambda": 0.05,
                "learning_rate": 3e-4, "ent_coef": 1e-6, "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5,

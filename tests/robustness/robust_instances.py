@@ -19,7 +19,7 @@ def _size(draw, large: bool, top: int, low: int = 1) -> int:
     return draw(st.one_of(st.integers(low, low + 2), st.integers(low + 3, top)) if large else st.integers(low, low + 2))
 
 
-# ---------------------------------------------------------------------------------------------- ClusterSLA-v0
+# ---------------------------------------------------------------------------------------------- ClusterSLA-v1
 @st.composite
 def sla_instances(draw, large: bool = True) -> tuple[dict, np.ndarray]:
     """(kwargs, loads for ``reset(options={"loads": ...})``): SLA zeros, over-commitment, zero to 1e12 loads."""
