@@ -33,11 +33,22 @@ def reference_records(out_dir: str | Path = "leaderboard", env_ids: Sequence[str
     own results in the records. Returns the paths written, in order."""
     from baselines.eval.submission import protocol_envs
 
+    import fcntl
+    import os
+
     out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     paths = []
     for env_id in env_ids or protocol_envs():
-        for name, comparisons in _reference_comparisons(env_id, progress).items():
-            paths.append(write_record(_merged(out / f"{name}.json", name, env_id, comparisons), out / f"{name}.json"))
+        by_agent = _reference_comparisons(env_id, progress)
+        folder = os.open(out, os.O_RDONLY)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)  # runs on other envs merge into the same records: one at a time
+            for name, comparisons in by_agent.items():
+                path = out / f"{name}.json"
+                paths.append(write_record(_merged(path, name, env_id, comparisons), path))
+        finally:
+            os.close(folder)  # releases the lock
     return paths
 
 
@@ -178,8 +189,11 @@ def surprises(env_id: str, results: Sequence[Mapping[str, Any]], notes: Mapping[
     if not keys:
         return []
     known = {**env_setting(env_id).explanations, **notes.get(env_id, {})}
+    by_text: dict[str, list[str]] = {}
+    for key in keys:
+        by_text.setdefault(" ".join(known.get(key, "**Not explained yet.**").split()), []).append(key)
     lines = ["Sanity flags (surprises a reader must have explained, `docs/benchmark.md`):", ""]
-    lines += [f"- `{key}`: {' '.join(known.get(key, '**Not explained yet.**').split())}" for key in keys]
+    lines += [f"- {', '.join(f'`{k}`' for k in flagged)}: {text}" for text, flagged in by_text.items()]
     return [*lines, ""]
 
 
@@ -291,12 +305,12 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
             res = present[0][1]
             lines += [f"Headline `{res['headline']}`; 0-anchor `{res['anchors']['naive']}`, 1-anchor "
                       f"{res['anchors']['clairvoyant']}.", ""]  # fmt: skip
-        lines += ["| group | entry | score | 95% CI | over | flags | source |", "|---|---|---:|---|---|---|---|"]
+        lines += ["| group | entry | score | 95% CI | interval | flags | source |", "|---|---|---:|---|---|---|---|"]
         for rec, res in sorted(present, key=lambda x: (_group_order(group(x[0])), -x[1]["normalized"]["mean"])):
             norm = res["normalized"]
             flags = ", ".join(f"`{f}`" for f in res["flags"]) or "—"
             lines.append(f"| {group(rec)} | `{rec['entry']['name']}` | {fmt(norm['mean'])} "
-                         f"| {interval(norm['ci_low'], norm['ci_high'])} | {len(norm['scores'])} {norm['over']} "
+                         f"| {interval(norm['ci_low'], norm['ci_high'])} | {norm['over']} "
                          f"| {flags} | {rec['declaration']['source']} |")  # fmt: skip
         missing = [r["entry"]["name"] for r in records if r["entry"]["name"] in matrices and cell(r, column) is None]
         if missing:
