@@ -31,10 +31,10 @@ def reference_records(out_dir: str | Path = "leaderboard", env_ids: Sequence[str
     one record per agent (an agent name shared by several envs is one entry covering them), written as soon as that
     env is done: ``env_ids`` (default every env of the protocol) can be run one at a time, each replacing only its
     own results in the records. Returns the paths written, in order."""
-    from baselines.eval.submission import protocol_envs
-
     import fcntl
     import os
+
+    from baselines.eval.submission import protocol_envs
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
