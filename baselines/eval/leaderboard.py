@@ -180,6 +180,13 @@ def read_notes(path: Path) -> dict[str, dict[str, str]]:
     return notes
 
 
+def _protocol_notes(env_id: str) -> str:
+    from baselines.eval.protocol import env_setting
+
+    setting = env_setting(env_id)
+    return " ".join((setting.notes or "").split()) if setting is not None else ""
+
+
 def surprises(env_id: str, results: Sequence[Mapping[str, Any]], notes: Mapping[str, Mapping[str, str]]) -> list[str]:
     """The page's lines on a track's sanity flags (``baselines.eval.sanity``): each with the protocol's explanation
     (``protocol.yml``) or the leaderboard's (``notes.yml``), or a loud "not explained"."""
@@ -188,7 +195,8 @@ def surprises(env_id: str, results: Sequence[Mapping[str, Any]], notes: Mapping[
     keys = list(dict.fromkeys(flag for result in results for flag in result["flags"]))
     if not keys:
         return []
-    known = {**env_setting(env_id).explanations, **notes.get(env_id, {})}
+    setting = env_setting(env_id)
+    known = {**(setting.explanations if setting is not None else {}), **notes.get(env_id, {})}
     by_text: dict[str, list[str]] = {}
     for key in keys:
         by_text.setdefault(" ".join(known.get(key, "**Not explained yet.**").split()), []).append(key)
@@ -305,6 +313,8 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
             res = present[0][1]
             lines += [f"Headline `{res['headline']}`; 0-anchor `{res['anchors']['naive']}`, 1-anchor "
                       f"{res['anchors']['clairvoyant']}.", ""]  # fmt: skip
+        if column == next(c for c in cols if c[0] == env_id) and _protocol_notes(env_id):
+            lines += [f"The protocol's note (`baselines/eval/protocol.yml`): {_protocol_notes(env_id)}", ""]
         lines += ["| group | entry | score | 95% CI | interval | flags | source |", "|---|---|---:|---|---|---|---|"]
         for rec, res in sorted(present, key=lambda x: (_group_order(group(x[0])), -x[1]["normalized"]["mean"])):
             norm = res["normalized"]
