@@ -1,7 +1,7 @@
-"""The leaderboard stays alive: every entry in leaderboard/ replays (on every CI run one episode of each, its first
-shortest one, so that every env is replayed through the entries made for it within seconds; with ``-m slow`` two
-more, evenly spaced over its envs, seeds and runs), so a change that alters an entry's result fails here unless the
-env id's version is bumped; the page is built from the entries."""
+"""The leaderboard stays alive: the entries in leaderboard/ replay (on every CI run a sample, ``ci_sample``: every
+env and every entry from outside the reference agents, one episode each; with ``-m slow`` every entry on three
+episodes), so a change that alters an entry's result fails here unless the env id's version is bumped; the page is
+built from the entries."""
 
 from __future__ import annotations
 
@@ -29,29 +29,48 @@ def replay_agent(record: dict) -> str | None:
     return str(POLICIES / entry["name"] / Path(file).name) + colon + name
 
 
-@pytest.mark.parametrize("path", ENTRIES, ids=[p.stem for p in ENTRIES])
-def test_every_entry_replays(path):
-    record = read_record(path)
-    (line,) = validate(path, replay_agent(record), indices=[shortest_episode(record)])
+def episode_envs(record: dict) -> list[str]:
+    """The env id of each of the record's episodes, in the order ``validate``'s indices count them."""
+    return [result["env_id"] for result in record["results"] for _ in result["episodes"]]
+
+
+def ci_sample() -> list:
+    """The replays of the default run (a few seconds each): every entry that is not a reference agent (the shipped
+    RL runs and the outside submissions) on its shortest episode, and per env its first episode of the first
+    reference entry (by name) that covers it, so that every env is replayed."""
+    records = {path: read_record(path) for path in ENTRIES}
+    sample = [(path, shortest_episode(r)) for path, r in records.items() if r["entry"]["kind"] != "registered"]
+    envs = list(dict.fromkeys(env for r in records.values() for env in episode_envs(r)))
+    for env_id in envs:
+        path = next((p for p, r in records.items() if r["entry"]["kind"] == "registered" and env_id in episode_envs(r)),
+                    None)  # fmt: skip
+        if path is not None:
+            sample.append((path, episode_envs(records[path]).index(env_id)))
+    return [pytest.param(path, index, id=f"{path.stem}-{episode_envs(records[path])[index]}") for path, index in sample]
+
+
+@pytest.mark.parametrize(("path", "index"), ci_sample())
+def test_a_sample_of_the_entries_replays(path, index):
+    (line,) = validate(path, replay_agent(read_record(path)), indices=[index])
     assert "agree" in line
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ENTRIES, ids=[p.stem for p in ENTRIES])
-def test_every_entry_replays_across_its_envs(path):
+def test_every_entry_replays(path):
+    """Every entry on its shortest episode and two more, evenly spaced over its envs, seeds and runs."""
     record = read_record(path)
-    assert all("agree" in line for line in validate(path, replay_agent(record), sample=2))
+    lines = validate(path, replay_agent(record), indices=[shortest_episode(record)])
+    lines += validate(path, replay_agent(record), sample=2)
+    assert all("agree" in line for line in lines)
 
 
-def test_the_ci_sample_covers_every_env_of_the_protocol():
-    """The default run's replays (one per entry) reach every env the entries cover."""
-    covered, replayed = set(), set()
-    for path in ENTRIES:
-        record = read_record(path)
-        episodes = [result["env_id"] for result in record["results"] for _ in result["episodes"]]
-        covered |= set(episodes)
-        replayed.add(episodes[shortest_episode(record)])
-    assert replayed == covered
+def test_the_ci_sample_covers_every_env_and_every_entry_from_outside():
+    sampled = {(param.values[0], episode_envs(read_record(param.values[0]))[param.values[1]]) for param in ci_sample()}
+    covered = {env for path in ENTRIES for env in episode_envs(read_record(path))}
+    assert {env for _, env in sampled} == covered
+    outside = {path for path in ENTRIES if read_record(path)["entry"]["kind"] != "registered"}
+    assert outside <= {path for path, _ in sampled}
 
 
 def test_the_page_is_built_from_the_entries(tmp_path):
@@ -71,9 +90,8 @@ def test_the_ci_replay_fails_when_an_entry_s_result_changes(tmp_path):
     """What the default run replays is checked: the same episode with one metric changed fails, naming it."""
     if not ENTRIES:
         pytest.skip("no entries in leaderboard/")
-    path = min((p for p in ENTRIES if read_record(p)["entry"]["kind"] == "registered"), key=lambda p: p.stat().st_size)
+    path, index = ci_sample()[-1].values  # a reference entry's episode that the default run replays
     record = read_record(path)
-    index = shortest_episode(record)
     episodes = [episode for result in record["results"] for episode in result["episodes"]]
     metric = next(m for m, v in episodes[index]["metrics"].items() if v is not None and v == v)  # finite
     episodes[index]["metrics"][metric] += 1.0
