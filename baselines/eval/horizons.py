@@ -1,6 +1,6 @@
 """Learning curves of each env's paper algorithm, from which the protocol's horizon is chosen (not from compute).
 
-``python -m baselines.eval.horizons ID --horizon T`` plays the protocol's paper agent and naive anchor (and
+``cluster-envs horizons ID --horizon T`` plays the protocol's paper agent and naive anchor (and
 ``--agents``, with ``--agent-set agent:key=value`` constants, e.g. ``sabr:beta_scale=0.3``) for one episode of
 ``T`` slots per validation seed (100-104), with the protocol's env kwargs, and records the setting's first curve
 (a cumulative per-step ``info`` key, e.g. ``regret``) at about 12 log-spaced checkpoints: the table gives the mean
@@ -18,7 +18,7 @@ SLA deficit) gets a Pareto figure of the two at t = T, every point labelled (``<
 from __future__ import annotations
 
 import argparse
-import sys
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -229,20 +229,31 @@ def _agent_sets(values: Sequence[str]) -> dict[str, dict[str, float]]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> Path:
-    parser = argparse.ArgumentParser(prog="python -m baselines.eval.horizons", description=__doc__)
-    parser.add_argument("env_id")
-    parser.add_argument("--horizon", type=int, required=True)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``cluster-envs horizons``."""
+    parser.add_argument("env_id", help="an id with a protocol entry")
+    parser.add_argument("--horizon", type=int, required=True, help="the episode length T to play (slots)")
     parser.add_argument("--agents", default="", help="more agents, comma-separated")
     parser.add_argument("--agent-set", action="append", default=[], metavar="AGENT:KEY=VALUE",
                         help="a variant row of an agent with one constant changed")  # fmt: skip
     parser.add_argument("--seeds", type=parse_seeds, default=list(VALIDATION_SEEDS),
                         help="seeds, e.g. 0-9 (default: the validation seeds 100-104)")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=PAGES)
-    args = parser.parse_args(argv)
+    parser.add_argument("--out", type=Path, default=PAGES, help=f"the pages' folder (default {PAGES})")
+
+
+def run_from_args(args: argparse.Namespace) -> Path:
+    """``cluster-envs horizons``: the learning curves of ``args.env_id``, written as its generated page."""
+    if args.horizon < 1:
+        raise ValueError(f"--horizon must be a positive number of slots, got {args.horizon}")
     agents = [a for a in args.agents.split(",") if a]
     points, curves = learning_curves(args.env_id, args.horizon, agents, _agent_sets(args.agent_set), args.seeds)
-    command = "python -m baselines.eval.horizons " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = " ".join(
+        ["cluster-envs horizons", args.env_id, f"--horizon {args.horizon}"]
+        + ([f"--agents {args.agents}"] if args.agents else [])
+        + [f"--agent-set {shlex.quote(text)}" for text in args.agent_set]
+        + ([f"--seeds {','.join(map(str, args.seeds))}"] if list(args.seeds) != list(VALIDATION_SEEDS) else [])
+        + ([f"--out {shlex.quote(str(args.out))}"] if args.out != PAGES else [])
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{args.env_id}.md"
     pareto = None
@@ -252,7 +263,3 @@ def main(argv: Sequence[str] | None = None) -> Path:
     path.write_text(page(args.env_id, args.horizon, points, curves, command, args.seeds, pareto))
     print(f"written {path}")
     return path
-
-
-if __name__ == "__main__":
-    main()
