@@ -99,3 +99,20 @@ def test_the_ci_replay_fails_when_an_entry_s_result_changes(tmp_path):
     changed.write_text(json.dumps(record))
     with pytest.raises(ValueError, match=f"seed {episodes[index]['seed']}.*metric {metric!r} recorded"):
         validate(changed, indices=[index])
+
+
+def test_every_sanity_flag_of_the_entries_is_explained():
+    """A surprise (below the naive anchor, above the clairvoyant one, two agents identical) is published with its
+    explanation: the protocol's, or leaderboard/notes.yml's for entries from outside."""
+    from baselines.eval.leaderboard import NOTES, read_notes
+    from baselines.eval.protocol import env_setting
+
+    notes = read_notes(ROOT / "leaderboard" / NOTES)
+    unexplained = [
+        f"{path.name}: {result['env_id']} {flag}"
+        for path in ENTRIES
+        for result in read_record(path)["results"]
+        for flag in result["flags"]
+        if flag not in env_setting(result["env_id"]).explanations and flag not in notes.get(result["env_id"], {})
+    ]
+    assert not unexplained, f"explain these in leaderboard/{NOTES} (or the protocol): {unexplained}"
