@@ -523,6 +523,9 @@ def score(
     spec = next(iter(specs.values()))
     entry = {"name": spec.name, "kind": spec.kind, "source": source_name(agent, spec), "algo": spec.algo}
     record = build_record(entry, declared, comparisons, protocol)
+    if spec.kind in ("onnx", "sb3"):  # the file each env's model was, so that a replay finds it after an id bump
+        for result in record["results"]:
+            result["policy_file"] = Path(specs[result["env_id"]].source).name
     target = None
     if out is not None:
         target = claim(out, "evaluate", force=force)

@@ -41,9 +41,11 @@ def _players(record: Mapping[str, Any], result: Mapping[str, Any], agent: Any, a
     if agent is None:
         raise ValueError(f"entry {entry['name']!r} ({entry['kind']}: {entry['source']}) is replayed with its agent: "
                          "pass --agent MODULE:NAME or --policy PATH (agent= in Python)")  # fmt: skip
-    spec = agent_spec(
-        for_env(agent, result["env_id"]), result["env_id"], name=entry["name"], algo=algo or entry.get("algo") or "ppo"
-    )
+    source = for_env(agent, result["env_id"])
+    if isinstance(agent, str) and "{env}" in agent and result.get("policy_file"):
+        recorded = Path(agent).parent / result["policy_file"]  # the model this result was made with
+        source = str(recorded) if recorded.exists() else source
+    spec = agent_spec(source, result["env_id"], name=entry["name"], algo=algo or entry.get("algo") or "ppo")
     format_kwargs = {k: v for k, v in result["env_kwargs"].items() if k in dict(spec.env_kwargs)}
     return {None: dataclasses.replace(spec, env_kwargs=tuple(sorted(format_kwargs.items())))}
 

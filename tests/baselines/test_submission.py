@@ -147,6 +147,7 @@ def test_a_policy_trained_with_plain_pytorch_and_exported_to_onnx_reaches_the_le
                        out=tmp_path / "out")  # fmt: skip
     record_path = evaluation.out / "record.json"
     assert validate(record_path, path) and len(evaluation.record["results"][0]["episodes"]) == 2
+    assert evaluation.record["results"][0]["policy_file"] == f"{RL_ENV}.onnx"  # what a replay loads
     entries.mkdir()
     (entries / "tiny.json").write_bytes(record_path.read_bytes())
     shipped = Path(__file__).resolve().parents[2] / "leaderboard" / "static.json"
