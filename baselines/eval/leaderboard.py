@@ -386,15 +386,17 @@ def plot_envs(records: Sequence[Mapping[str, Any]], cols: Sequence[tuple[str, st
         shown.sort(key=lambda x: -np.inf if x[1] is None else x[1]["mean"])
         for y, (_, norm, kind) in enumerate(shown):
             if norm is None:
-                ax.text(0.5, y, "not evaluated", va="center", ha="center", fontsize=7, color="grey",
+                ax.text(0.5, y, "not evaluated", va="center", ha="center", fontsize=7, color="grey", style="italic",
                         transform=ax.get_yaxis_transform())  # fmt: skip
                 continue
             mean = norm["mean"]
             low, high = norm["ci_low"], norm["ci_high"]
             err = None if not np.isfinite(low) else [[mean - low], [high - mean]]
             ax.barh(y, mean, xerr=err, color=GROUP_COLORS[kind], capsize=2, height=0.7)
+            ax.plot([mean], [y], marker="|", color="black", markersize=9)  # a score of 0 shows too
             used.add(kind)
         ax.set_yticks(range(len(shown)), [name for name, _, _ in shown], fontsize=7)
+        ax.set_ylim(-0.6, len(shown) - 0.4)  # every row, "not evaluated" ones too, on the panel
         ax.axvline(0, color="grey", lw=0.8)
         ax.axvline(1, color="grey", lw=0.8, ls="--")
         ax.set_title(f"{column[0]}\n({column[1]})", fontsize=9)
