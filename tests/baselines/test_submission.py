@@ -118,7 +118,7 @@ def test_validate_refuses_another_package_or_env_version(scored, tmp_path):
     record = json.loads((out / "record.json").read_text())
     record["results"][0]["env_id"], record["results"][0]["env_version"] = "ClusterSLA-v7", "v7"
     write_record(record, tmp_path / "env.json")
-    with pytest.raises(ValueError, match=r"made on ClusterSLA-v7 \(v7\); this package has ClusterSLA-v1 \(v0\)"):
+    with pytest.raises(ValueError, match=r"made on ClusterSLA-v7 \(v7\); this package has ClusterSLA-v1 \(v1\)"):
         validate(tmp_path / "env.json", f"{path}:policy")
 
 
