@@ -32,6 +32,9 @@ POLICY = """
 import numpy as np
 
 
+pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
+
+
 def policy(observation):
     return np.full(3, 1 / 3, dtype=np.float32)
 """
