@@ -60,7 +60,7 @@ def sla(rng, base, large):
         "horizon": horizon,
         "action_mode": _pick(rng, SLA_ACTIONS),
         "observation_mode": _pick(rng, SLA_OBSERVATIONS),
-        "obs_format": _pick(rng, ["box", "dict"]),
+        "observation_format": _pick(rng, ["flat", "dict"]),
         "include_time": bool(rng.random() < 0.5),
     }
     if base.scenario == "sec_3_4":  # its default start ⌈1/(η ε)⌉ = 30 lies beyond these horizons: user 3 starts
