@@ -40,3 +40,14 @@ def test_a_rows_relation_to_the_papers_algorithm_reads_its_paired_intervals(sign
 def test_a_single_seed_gets_no_table(tmp_path):
     path = horizons.main([ENV, "--horizon", "60", "--seeds", "0", "--out", str(tmp_path)])
     assert "## At t = T" not in path.read_text() and not (tmp_path / f"{ENV}-pareto.png").exists()
+
+
+def test_render_rewrites_the_page_from_the_runs_data_and_names_both(tmp_path):
+    with pytest.raises(ValueError, match="run the command without --render first"):
+        horizons.main([ENV, "--render", "--out", str(tmp_path)])
+    first = horizons.main([ENV, "--horizon", "60", "--seeds", "0-1", "--out", str(tmp_path)]).read_text()
+    again = horizons.main([ENV, "--render", "--out", str(tmp_path)]).read_text()
+    run_line, rendered_line = first.splitlines()[2], again.splitlines()[2]
+    assert rendered_line.startswith(run_line.removesuffix(". Do not edit by hand."))
+    assert f"; rendered by `python -m baselines.eval.horizons {ENV} --render --out {tmp_path}`" in rendered_line
+    assert first.splitlines()[3:] == again.splitlines()[3:]  # the same numbers, without an episode
