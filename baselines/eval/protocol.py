@@ -72,6 +72,9 @@ class EnvSetting:
     instance_kwarg: str | None = None  # the env kwarg fixing the instance; None: the reset seed draws it
     ablations: Mapping[str, str] = field(default_factory=dict)  # agent -> which reading of the paper it is
     explanations: Mapping[str, str] = field(default_factory=dict)  # sanity flag -> its explanation
+    # the horizons page's explanations at t = T (baselines.eval.horizons): "<row>" -> where the row stands and why;
+    # "dominates:<row>" / "level:<row>" -> why an online row dominates the paper's algorithm or is level with it
+    regime: Mapping[str, str] = field(default_factory=dict)
     rl_algo: str = "ppo"  # the benchmark's RL row (a baselines.rl.config.ALGOS name; its interface: rl_needs(rl_algo))
     rl_steps: int = 200_000  # training steps of the benchmark's RL row
     rl_steps_quick: int = 50_000  # ... and of `benchmark --quick`
@@ -107,7 +110,7 @@ class EnvSetting:
         object.__setattr__(self, "metrics", MappingProxyType(dict(self.metrics)))
         object.__setattr__(self, "env_kwargs", MappingProxyType(dict(self.env_kwargs)))
         object.__setattr__(self, "rl_env_kwargs", MappingProxyType(dict(self.rl_env_kwargs)))
-        for name in ("ablations", "explanations", "kwargs_reasons", "tuning"):
+        for name in ("ablations", "explanations", "regime", "kwargs_reasons", "tuning"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         algo_kwargs = {algo: MappingProxyType(dict(kw)) for algo, kw in self.rl_algo_env_kwargs.items()}
         object.__setattr__(self, "rl_algo_env_kwargs", MappingProxyType(algo_kwargs))
@@ -234,6 +237,7 @@ FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "instance_kwarg": (_optional(_is_str), "an env kwarg name or null"),
     "ablations": (_is_texts, "a mapping agent -> text"),
     "explanations": (_is_texts, "a mapping sanity flag -> text"),
+    "regime": (_is_texts, "a mapping row, dominates:<row> or level:<row> -> text"),
     "rl_algo": (_is_str, "an algorithm name"),
     "rl_steps": (_is_int, "an integer"),
     "rl_steps_quick": (_is_int, "an integer"),
