@@ -22,13 +22,13 @@ import pytest
 import cluster_envs
 from agents import agent_names, make_agent
 from baselines.eval.harness import env_kwargs_for
-from cluster_envs.approx.model import RATE_PROCESSES, UTILITIES
-from cluster_envs.bilinear.simulator import ACTION_MODES as BILINEAR_ACTIONS
-from cluster_envs.bilinear.simulator import OBSERVATION_MODES as BILINEAR_OBSERVATIONS
-from cluster_envs.bilinear.simulator import SERVICE_MODELS
-from cluster_envs.multiserver.model import NORMALIZATIONS
+from cluster_envs.approx.config import RATE_PROCESSES, UTILITIES
+from cluster_envs.bilinear.config import ACTION_MODES as BILINEAR_ACTIONS
+from cluster_envs.bilinear.config import OBSERVATION_MODES as BILINEAR_OBSERVATIONS
+from cluster_envs.bilinear.config import SERVICE_MODELS
+from cluster_envs.multiserver.config import NORMALIZATIONS
+from cluster_envs.sla.config import ACTION_MODES as SLA_ACTIONS
 from cluster_envs.sla.config import OBSERVATION_MODES as SLA_OBSERVATIONS
-from cluster_envs.sla.kernel import ACTION_MODES as SLA_ACTIONS
 
 STEPS = 8  # per episode (horizons are drawn short too, so that episode ends are reached)
 FAST, SLOW = 2, 30

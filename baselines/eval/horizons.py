@@ -1,6 +1,6 @@
 """Learning curves of each env's paper algorithm, from which the protocol's horizon is chosen (not from compute).
 
-``python -m baselines.eval.horizons ID --horizon T`` plays the protocol's paper agent and naive anchor (and
+``cluster-envs horizons ID --horizon T`` plays the protocol's paper agent and naive anchor (and
 ``--agents``, with ``--agent-set agent:key=value`` constants, e.g. ``sabr:beta_scale=0.3``) for one episode of
 ``T`` slots per validation seed (100-104), with the protocol's env kwargs, and records the setting's first curve
 (a cumulative per-step ``info`` key, e.g. ``regret``) at about 12 log-spaced checkpoints: the table gives the mean
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -277,34 +277,45 @@ def write_page(env_id: str, out: Path, run: dict, points, curves: Curves, render
     return path
 
 
-def main(argv: Sequence[str] | None = None) -> Path:
-    parser = argparse.ArgumentParser(prog="python -m baselines.eval.horizons", description=__doc__)
-    parser.add_argument("env_id")
-    parser.add_argument("--horizon", type=int)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``cluster-envs horizons``."""
+    parser.add_argument("env_id", help="an id with a protocol entry")
+    parser.add_argument("--horizon", type=int, help="the episode length T to play (slots; required unless --render)")
     parser.add_argument("--agents", default="", help="more agents, comma-separated")
     parser.add_argument("--agent-set", action="append", default=[], metavar="AGENT:KEY=VALUE",
                         help="a variant row of an agent with one constant changed")  # fmt: skip
     parser.add_argument("--seeds", type=parse_seeds, default=list(VALIDATION_SEEDS),
                         help="seeds, e.g. 0-9 (default: the validation seeds 100-104)")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=PAGES)
-    parser.add_argument("--render", action="store_true", help="rewrite the page from the run's data in --out")
-    args = parser.parse_args(argv)
-    command = "python -m baselines.eval.horizons " + " ".join(sys.argv[1:] if argv is None else argv)
+    parser.add_argument("--out", type=Path, default=PAGES, help=f"the pages' folder (default {PAGES})")
+    parser.add_argument("--render", action="store_true",
+                        help="rewrite the page from the run's data in --out (<ID>.json), playing nothing")  # fmt: skip
+
+
+def run_from_args(args: argparse.Namespace) -> Path:
+    """``cluster-envs horizons``: the learning curves of ``args.env_id``, written as its generated page (and the
+    run's per-seed values as ``<ID>.json`` beside it); ``--render`` rewrites the page from those values."""
+    words = ["cluster-envs horizons", args.env_id] + (
+        [f"--out {shlex.quote(str(args.out))}"] if args.out != PAGES else []
+    )
     data = args.out / f"{args.env_id}.json"
     if args.render:
         run, points, curves = load_run(data)
-        path = write_page(args.env_id, args.out, run, points, curves, render=command)
-    else:
-        if args.horizon is None:
-            parser.error("--horizon is required (except with --render)")
-        agents = [a for a in args.agents.split(",") if a]
-        points, curves = learning_curves(args.env_id, args.horizon, agents, _agent_sets(args.agent_set), args.seeds)
-        args.out.mkdir(parents=True, exist_ok=True)
-        run = save_run(data, command, args.horizon, args.seeds, points, curves)
-        path = write_page(args.env_id, args.out, run, points, curves)
+        path = write_page(args.env_id, args.out, run, points, curves, render=" ".join([*words, "--render"]))
+        print(f"written {path}")
+        return path
+    if args.horizon is None or args.horizon < 1:
+        raise ValueError(f"--horizon must be a positive number of slots, got {args.horizon}")
+    agents = [a for a in args.agents.split(",") if a]
+    points, curves = learning_curves(args.env_id, args.horizon, agents, _agent_sets(args.agent_set), args.seeds)
+    command = " ".join(
+        ["cluster-envs horizons", args.env_id, f"--horizon {args.horizon}"]
+        + ([f"--agents {args.agents}"] if args.agents else [])
+        + [f"--agent-set {shlex.quote(text)}" for text in args.agent_set]
+        + ([f"--seeds {','.join(map(str, args.seeds))}"] if list(args.seeds) != list(VALIDATION_SEEDS) else [])
+        + ([f"--out {shlex.quote(str(args.out))}"] if args.out != PAGES else [])
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    run = save_run(data, command, args.horizon, args.seeds, points, curves)
+    path = write_page(args.env_id, args.out, run, points, curves)
     print(f"written {path}")
     return path
-
-
-if __name__ == "__main__":
-    main()

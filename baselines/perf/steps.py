@@ -210,8 +210,7 @@ def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
     ``ESDP_DP_SCALE``, interleaved with CartPole-v1 single-env rates timed in the same process.
 
     The instance is :func:`esdp_bench_agent`'s. ``cartpole_steps`` = seconds × CartPole's rate: what one slot
-    costs in CartPole steps, which cancels most of the machine's load (0.3 s is 30,000 steps at the ≈100k
-    steps/s CartPole-v1 ran at on the 2-core reference machines of issue 7).
+    costs in CartPole steps, which cancels most of the machine's load.
     """
     scale = ESDP_DP_SCALE
     agent = esdp_bench_agent(seed)

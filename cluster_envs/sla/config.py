@@ -11,9 +11,12 @@ from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.azure_llm import NAME as AZURE
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Keywords, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
-from cluster_envs.sla.kernel import ACTION_MODES, REWARD_MODES
 from cluster_envs.sla.model import SCENARIOS, SLA_FROM_LOADS, default_history
 
+# The vocabularies of the modes (the one source; ``SLAConfig.DOMAINS`` validates them). The kernel reads the
+# action and reward modes by their index here.
+ACTION_MODES = ("normalize", "sub_simplex", "softmax")
+REWARD_MODES = ("work", "work_sla", "work_sla_level", "neg_regret", "neg_regret_sla")
 OBSERVATION_MODES = ("binary", "binary+sla", "full")
 OBS_FORMATS = ("box", "dict")
 MAX_EMPTY_TOL = 1e-6

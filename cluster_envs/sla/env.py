@@ -8,34 +8,23 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
-from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
-from cluster_envs.common.seeding import episode_streams
-from cluster_envs.sla.config import PRESETS, SLAConfig
+from cluster_envs.sla.config import ACTION_MODES, PRESETS, REWARD_MODES, SLAConfig
 from cluster_envs.sla.kernel import (
-    ACTION_MODES,
     DEFICIT,
     LOAD,
     QUEUE,
-    REWARD_MODES,
     STATIC_CUM,
     WORK,
-    Copies,
-    copies_record,
-    step_copies,
 )
 from cluster_envs.sla.model import SLAProblem, make_scenario
 from cluster_envs.sla.simulator import SLASimulator, feedback_vector
 
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
-# the episode's streams: the hidden loads, and the public draws of the tenants (the stand-in's mean shares);
-# "loads" first, so adding "tenants" left every scenario's loads unchanged
-STREAMS = ("loads", "tenants")
 
 
-class ClusterSLAEnv(HoldsRecord, ClusterEnv):
+class ClusterSLAEnv(ClusterEnv):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
 
     Paper: Perez-Salazar, Menache, Singh, Toriello, "Dynamic Resource Allocation in the Cloud with
@@ -154,6 +143,10 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     env_id = "ClusterSLA-v1"
     config_class = SLAConfig
     presets = PRESETS
+    reset_options = ("loads", "scenario_kwargs")
+    # the hidden loads, and the public draws of the tenants (the stand-in's mean shares); "loads" first, so adding
+    # "tenants" left every scenario's loads unchanged
+    stream_names = ("loads", "tenants")
 
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
@@ -171,9 +164,8 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         self._sla_bar = np.zeros(n)
         self._action_mode = ACTION_MODES.index(config.action_mode)
         self._reward_mode = -1 if callable(config.reward_mode) else REWARD_MODES.index(config.reward_mode)
-        self._minimal_info = config.info_level == "minimal"
-        # step_copies' t, stepping mask and reward for this env as a batch of one
-        self._batch_of_one = (np.zeros(1, dtype=np.int64), np.ones(1, dtype=bool), np.zeros(1))
+        self._feedback = np.zeros((1, 3 * n), dtype=np.float32)  # the kernel's a_t, h_t, β̄ (paper observation)
+        self._reward_value = 0.0
         self._paper_observation = (config.observation_mode, config.obs_format, config.include_time) == (
             "binary",
             "box",
@@ -221,13 +213,14 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         """Privileged: the load L_t of the next step."""
         return self.simulator.next_load
 
-    # -- gymnasium API ---------------------------------------------------------------------------------
+    # -- the skeleton's hooks (cluster_envs.common.env) ------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        options = check_reset_options(options, allowed=("loads", "scenario_kwargs"))
+    def _check_reset(self, options: dict[str, Any]) -> tuple[Any, np.ndarray | None]:
+        """This episode's scenario (``options["scenario_kwargs"]`` merged over the config's) and the given
+        ``options["loads"]``, checked before anything changes."""
         cfg = self.config
         scenario = self._scenario
-        if "scenario_kwargs" in options:  # this episode's generator, checked before anything changes
+        if "scenario_kwargs" in options:
             if "loads" in options:
                 raise ValueError("options: give either 'loads' or 'scenario_kwargs', not both")
             if not isinstance(options["scenario_kwargs"], dict):
@@ -235,21 +228,31 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             episode_kwargs = {**cfg.scenario_kwargs, **options["scenario_kwargs"]}
             dataclasses.replace(cfg, scenario_kwargs=episode_kwargs)  # the config's checks, for this episode
             scenario = make_scenario(cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs, cfg.trace_dir)
-        given = self._checked_loads(options["loads"]) if "loads" in options else None  # before the seed is used
-        super().reset(seed=seed)
-        streams = episode_streams(self.np_random, STREAMS)
+        given = self._checked_loads(options["loads"]) if "loads" in options else None
+        return scenario, given
+
+    def _new_episode(self, streams: dict[str, np.random.Generator], plan: tuple[Any, np.ndarray | None]):
+        cfg = self.config
+        scenario, loads = plan
         shares = scenario.shares(streams["tenants"])  # public: known before the episode's loads
-        if given is not None:
-            loads = given
-        else:
-            loads = np.asarray(scenario.loads(streams["loads"], shares), dtype=np.float64)
-            loads = self._checked_loads(loads, name="scenario output")
+        if loads is None:
+            loads = self._checked_loads(np.asarray(scenario.loads(streams["loads"], shares), dtype=np.float64),
+                                        name="scenario output")  # fmt: skip
         sla = tuple(shares) if cfg.sla == "mean" else cfg.sla
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
-        self._sim = SLASimulator(problem, loads, empty_tol=cfg.empty_tol, eps_ref=cfg.eps_ref, sla_tol=cfg.sla_tol)
+        self._sim = SLASimulator(
+            problem,
+            loads,
+            empty_tol=cfg.empty_tol,
+            eps_ref=cfg.eps_ref,
+            sla_tol=cfg.sla_tol,
+            action_mode=self._action_mode,
+            reward_mode=self._reward_mode,
+            kappa=cfg.reward_kappa,
+        )
         self._sla_bar = problem.static_share
-        self.record = self.make_record()
-        info = {
+        self._feedback[0] = feedback_vector(self._sim.active, self._sim.alloc, self._sla_bar)
+        return {
             "sla": problem.sla_array,
             "horizon": cfg.horizon,
             "scenario": cfg.scenario
@@ -258,19 +261,6 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             "opt_total_work": float(self._sim.opt_cum_work[-1]),
             "opt_eps_total_work": float(self._sim.opt_eps_cum_work[-1]),
         }
-        return self._observation(), info
-
-    def make_record(self) -> Copies | None:
-        """:func:`~cluster_envs.sla.kernel.step_copies`' record of this env's episode as a batch of one (None
-        before the first reset)."""
-        sim, cfg = getattr(self, "_sim", None), self.config
-        if sim is None:
-            return None
-        return copies_record(
-            states=sim.states, stats=sim.statistics, series=sim.series, opt_cum=sim.opt_series,
-            ts=self._batch_of_one[0], sla_bar=self._sla_bar[None], mode=self._action_mode,
-            reward_mode=self._reward_mode, kappa=cfg.reward_kappa, empty_tol=cfg.empty_tol, sla_tol=cfg.sla_tol,
-        )  # fmt: skip
 
     def _checked_loads(self, loads: Any, name: str = "options['loads']") -> np.ndarray:
         loads = as_real_array(loads, name=name).astype(np.float64)  # refuses complex values and numeric strings
@@ -285,34 +275,30 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             raise ValueError(f"{name} is too large: its total load overflows float64 (rescale the loads)")
         return loads
 
-    def _episode_over(self) -> bool:
-        return self._sim.t >= self.config.horizon
+    def _read_action(self, action: Any) -> np.ndarray:
+        return as_real_array(action, self.action_space.shape).astype(np.float64, copy=False)
 
-    def _step(self, action: Any):
-        sim, cfg = self._sim, self.config
-        action = as_real_array(action, self.action_space.shape).astype(np.float64, copy=False)
-        obs = np.empty((1, 3 * cfg.n_users), dtype=np.float32)
-        ts, stepping, rewards = self._batch_of_one
-        ts[0] = sim.t
-        step_copies(self.record, action[None], stepping, obs, rewards)
-        reward = float(rewards[0])
-        if reward != reward:  # NaN: the kernel rejected the action before changing anything
+    def _advance(self, action: np.ndarray) -> None:
+        self._reward_value = self._sim.step_action(action, self._feedback)
+        if self._reward_value != self._reward_value:  # NaN: the kernel rejected the action, nothing changed
             raise invalid_action(f"must be finite (no NaN or inf), got {action}")
-        sim.t += 1
-        info = self._info(action)
-        if self._reward_mode < 0:
-            reward = float(cfg.reward_mode(info))
-        truncated = sim.t == cfg.horizon
-        if truncated:
-            info["episode_summary"] = sim.summary()
-        return (obs[0] if self._paper_observation else self._observation()), reward, False, truncated, info
 
-    def _info(self, action: np.ndarray) -> dict[str, Any]:
-        sim = self.simulator
-        work, queue, deficit = sim.state.take(MINIMAL_INFO_ROWS, axis=0)  # one copy, three views
-        info: dict[str, Any] = {"work": work, "active": queue > 0.0, "queue": queue, "sla_deficit": deficit}
-        if self._minimal_info:
-            return info
+    def _episode_end(self) -> tuple[bool, bool]:
+        return False, self._sim.t == self.config.horizon  # the queues go on: never terminated
+
+    def _reward(self, info: dict[str, Any]) -> float:
+        return float(self.config.reward_mode(info)) if self._reward_mode < 0 else self._reward_value
+
+    def _episode_summary(self) -> dict[str, Any]:
+        return self._sim.summary()
+
+    def _minimal_info(self) -> dict[str, Any]:
+        work, queue, deficit = self._sim.state.take(MINIMAL_INFO_ROWS, axis=0)  # one copy, three views
+        return {"work": work, "active": queue > 0.0, "queue": queue, "sla_deficit": deficit}
+
+    def _full_info(self, action: np.ndarray) -> dict[str, Any]:
+        sim = self._sim
+        info = self._minimal_info()
         projected = self.config.action_mode != "softmax" and float(np.abs(sim.alloc - action).max()) > 1e-6
         now = sim.series[sim.t - 1, 0]  # this step's load and static SLA references (one row per series)
         static_cum = now[STATIC_CUM]
@@ -335,6 +321,11 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         )
         return info
 
+    def _observe(self) -> np.ndarray | dict[str, np.ndarray]:
+        if self._paper_observation:  # the kernel's feedback (written by feedback_vector at reset)
+            return self._feedback[0].copy()
+        return self._observation()
+
     def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
         sim, cfg = self.simulator, self.config
         parts = {"active": sim.active, "alloc": sim.alloc, "sla": self._sla_bar}
@@ -351,8 +342,6 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             obs = {k: v.astype(np.float32) for k, v in parts.items()}
             obs["active"] = sim.active.astype(np.int8)
             return obs
-        if len(parts) == 3:
-            return feedback_vector(sim.active, sim.alloc, self._sla_bar)
         return np.concatenate(list(parts.values())).astype(np.float32)
 
     def _render_ansi(self) -> str:

@@ -18,9 +18,9 @@ import gymnasium as gym
 import numpy as np
 from numba import njit
 
+from cluster_envs.sla.config import ACTION_MODES
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.kernel import (
-    ACTION_MODES,
     ACTIVE,
     CUM_WORK,
     DEFICIT,

@@ -8,19 +8,18 @@ import numpy as np
 
 from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.vector import BatchedCopies
+from cluster_envs.sla.config import ACTION_MODES, REWARD_MODES
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.kernel import (
-    ACTION_MODES,
     ACTIVE,
     ALLOC,
     DEFICIT,
     LOAD,
     QUEUE,
-    REWARD_MODES,
     STATE_ROWS,
     WORK,
-    Copies,
-    copies_record,
+    Batch,
+    batch_record,
     step_copies,
 )
 from cluster_envs.sla.simulator import feedback_vector
@@ -61,10 +60,10 @@ class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
         self._obs = np.zeros((num_envs, 3 * n), dtype=np.float32)
         self.record = self.make_record()
 
-    def make_record(self) -> Copies:
+    def make_record(self) -> Batch:
         """:func:`~cluster_envs.sla.kernel.step_copies`' record of the batch arrays."""
         cfg = self.config
-        return copies_record(
+        return batch_record(
             states=self._states, stats=self._stats, series=self._series, opt_cum=self._opt_cum, ts=self._ts,
             sla_bar=self._sla_bar, mode=ACTION_MODES.index(cfg.action_mode),
             reward_mode=REWARD_MODES.index(cfg.reward_mode), kappa=cfg.reward_kappa, empty_tol=cfg.empty_tol,

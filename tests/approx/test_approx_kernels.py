@@ -75,8 +75,8 @@ def test_slot_work_and_cost_are_numpys_matrix_vector_products(n_rows):
             si[kernel.SLOT_JOB] = np.arange(n_rows)  # every slot holds a job; no budget check (p = 0)
             sf, c, f = np.zeros((kernel.SF_ROWS, n_rows)), np.zeros(kernel.C_SIZE, np.int64), np.zeros(kernel.F_SIZE)
             state = (np.zeros((n_rows, m), dtype=bool), np.zeros((n_rows, m), dtype=np.uint8), jf, ji, mf, mi, si, sf)
-            one = dict(zip(kernel.STATE_FIELDS[:-1], [a[None] for a in (*state, c, f)], strict=True))  # a batch of one
-            record = kernel.state_record(**one, p=np.zeros(kernel.P_SIZE, np.int64))
+            one = dict(zip(kernel.BATCH_FIELDS[:-1], [a[None] for a in (*state, c, f)], strict=True))  # a batch of one
+            record = kernel.batch_record(**one, p=np.zeros(kernel.P_SIZE, np.int64))
             count = kernel.step_begin(executed.reshape(-1).astype(np.float64), kernel.DECODE_MATRIX, rates, record,
                                       np.zeros(2 * n_rows))  # fmt: skip
             assert count >= 0

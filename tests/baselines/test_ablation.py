@@ -75,7 +75,7 @@ def test_batched_evaluation_equals_one_episode_at_a_time(env_id, env_kwargs, alg
     """Copy i of the batched env plays evaluation seed i as the single env reset with seed i does, with the
     normalizer and a recurrent policy's state, so a curve's values do not depend on the evaluation path."""
     from baselines.rl.train import make_vec_env
-    from baselines.tuning.ablation import Variant, evaluate_batched, evaluate_episodes, native, new_model
+    from baselines.tuning.ablation import Variant, headline_values, native, new_model
 
     s = setup(
         env_id,
@@ -88,12 +88,27 @@ def test_batched_evaluation_equals_one_episode_at_a_time(env_id, env_kwargs, alg
     model.learn(total_timesteps=64)  # moves the normalizer's statistics off their start, if there is one
     normalizer = model.get_vec_normalize_env()
     seeds = [0, 3, 5]
-    masked = algo == "ppo_mask"
-    batched = evaluate_batched(s, model, normalizer, seeds, masked)
+    batched = headline_values(s, model, normalizer, seeds, batched=True)
     # equal up to float32 rounding: the network runs on a batch of rows instead of one row
-    assert batched == pytest.approx(evaluate_episodes(s, model, normalizer, seeds, masked), rel=1e-5)
+    assert batched == pytest.approx(headline_values(s, model, normalizer, seeds, batched=False), rel=1e-5)
     assert len(set(batched)) > 1  # the seeds are different episodes
     vec_env.close()
+
+
+def test_the_policy_agent_plays_mask_and_observation_wrappers_and_refuses_others():
+    from stable_baselines3 import PPO
+
+    from baselines.tuning.ablation import Variant, policy_agent
+
+    env_id, variants = STUDIES["approx_action"]
+    (masked,) = [v for v in variants if v.algo == "ppo_mask"]
+    s = setup(env_id, masked)
+    model = PPO("MlpPolicy", make_env(s), n_steps=16, batch_size=16, device="cpu")
+    agent = policy_agent(s, model, None)
+    assert agent.wrappers == ("gymnasium.wrappers.FlattenObservation",) and agent.action_mask is not None
+    other = setup(env_id, Variant("v", wrappers=("gymnasium.wrappers.ClipReward",)))
+    with pytest.raises(ValueError, match="mask wrappers .* followed by observation wrappers only"):
+        policy_agent(other, model, None)
 
 
 def test_plateau_is_the_first_checkpoint_inside_the_best_interval():

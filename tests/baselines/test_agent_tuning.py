@@ -55,3 +55,13 @@ def test_a_gym_learning_curve_ends_at_the_episode_s_headline():
     served = evaluate("ClusterBilinear-v0", ["sabr"], SEEDS, env_kwargs=kwargs).values("sabr", "regret_served")
     assert points[-1] == 60
     assert curves["sabr"]["cum_regret_served / t"][-1] * 60 == pytest.approx(float(served[0]), rel=1e-9)
+
+
+def test_the_horizons_command_writes_the_page_with_its_own_command(tmp_path, capsys):
+    from baselines.cli import main
+
+    assert main(["horizons", "ClusterBilinear-v0", "--horizon", "20", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "ClusterBilinear-v0.md").read_text()
+    assert f"`cluster-envs horizons ClusterBilinear-v0 --horizon 20 --out {tmp_path}`" in text
+    assert main(["horizons", "ClusterBilinear-v0", "--horizon", "0"]) == 2
+    assert "--horizon must be a positive number" in capsys.readouterr().err

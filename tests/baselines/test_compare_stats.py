@@ -12,9 +12,9 @@ import pytest
 from scipy import stats
 
 from baselines.eval import protocol as settings
-from baselines.eval.backends import Task, run_tasks
+from baselines.eval.backends import run_tasks
 from baselines.eval.compare import Comparison, compare
-from baselines.eval.harness import Episode, rollout
+from baselines.eval.harness import Episode, Task, rollout
 from baselines.eval.report import markdown, to_json, write_report
 from baselines.eval.stats import aggregate_iqm, improvement_indicator, iqm, mean_interval, normalized, normalized_score
 

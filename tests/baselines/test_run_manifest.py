@@ -177,3 +177,15 @@ def test_repoint_moves_a_verified_run_to_the_new_version_and_rewrites_its_manife
     (out / "model.zip").write_bytes(b"junk")
     with pytest.raises(DamagedRunError, match="model.zip differs"):
         manifest.repoint(out, "ClusterSLA-v10")
+
+
+def test_the_manifest_command_writes_the_manifest_of_every_run_under_a_folder(models, capsys):
+    from baselines.cli import main
+
+    run = store.cache_run(models, ENV, ALGO, 0)
+    (run / manifest.MANIFEST_FILE).unlink()
+    assert manifest.problems(run)
+    assert main(["manifest", str(models)]) == 0
+    assert manifest.problems(run) == [] and f"wrote {run / manifest.MANIFEST_FILE}" in capsys.readouterr().out
+    assert main(["manifest", str(models / "no such folder")]) == 2
+    assert "not found" in capsys.readouterr().err

@@ -4,6 +4,7 @@ that section (and only there) in a form the trainer and rl-zoo3 read."""
 from __future__ import annotations
 
 import shutil
+from unittest import mock
 
 import pytest
 
@@ -92,28 +93,26 @@ def test_rl_zoo3_optimizes_and_its_best_trial_is_written(tmp_path, monkeypatch):
     assert RunConfig.resolve("ppo", "ClusterSLA-v1", path=path).model_kwargs["n_steps"] == params["n_steps"]
 
 
-def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
+def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys_for_the_run_only():
     """`cluster-envs zoo`: rl-zoo3 knows `ppo_mask` (sampled as PPO), held keys leave the sample, and the
-    evaluation callbacks rl-zoo3 builds for a MaskablePPO model evaluate it with its masks, SB3 left unpatched."""
+    evaluation callbacks rl-zoo3 builds for a MaskablePPO model evaluate it with its masks, SB3 left unpatched;
+    once the run is over (or failed), rl-zoo3's tables are as they were."""
     import optuna
     import stable_baselines3.common.callbacks as sb3_callbacks
     from rl_zoo3 import exp_manager, hyperparams_opt
     from rl_zoo3.utils import ALGOS
     from sb3_contrib import MaskablePPO
-    from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
 
     from baselines.rl.config import RunConfig
     from baselines.rl.train import make_vec_env, new_model
     from baselines.tuning import zoo
 
-    samplers = dict(hyperparams_opt.HYPERPARAMS_SAMPLER)
+    before = (dict(ALGOS), dict(hyperparams_opt.HYPERPARAMS_SAMPLER), dict(hyperparams_opt.HYPERPARAMS_CONVERTER),
+              exp_manager.TrialEvalCallback, exp_manager.EvalCallback)  # fmt: skip
     unmasked = sb3_callbacks.evaluate_policy
-    callbacks = exp_manager.TrialEvalCallback, exp_manager.EvalCallback
-    try:
-        zoo.register(["gamma", "gae_lambda"], algo="ppo_mask")
+    with pytest.raises(RuntimeError, match="the run failed"), zoo.extended(["gamma", "gae_lambda"], algo="ppo_mask"):
         assert ALGOS["ppo_mask"] is MaskablePPO
         assert sb3_callbacks.evaluate_policy is unmasked
-        assert exp_manager.EvalCallback is MaskableEvalCallback
         trial = optuna.trial.FixedTrial({"batch_size_pow": 5, "n_steps_pow": 6, "one_minus_gamma": 0.01,
                                          "one_minus_gae_lambda": 0.05, "learning_rate": 1e-3, "ent_coef": 1e-4,
                                          "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5, "net_arch": "small",
@@ -134,11 +133,34 @@ def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
         callback = exp_manager.TrialEvalCallback(model.get_env(), trial, n_eval_episodes=1, eval_freq=8)
         model.learn(8, callback=callback)  # one rollout of 8 steps: one evaluation
         assert callback.eval_idx == 1 and masks and all(mask is not None for mask in masks)
-    finally:
-        hyperparams_opt.HYPERPARAMS_SAMPLER.clear()
-        hyperparams_opt.HYPERPARAMS_SAMPLER.update(samplers)
-        exp_manager.TrialEvalCallback, exp_manager.EvalCallback = callbacks
-        ALGOS.pop("ppo_mask", None)
+        raise RuntimeError("the run failed")
+    after = (dict(ALGOS), dict(hyperparams_opt.HYPERPARAMS_SAMPLER), dict(hyperparams_opt.HYPERPARAMS_CONVERTER),
+             exp_manager.TrialEvalCallback, exp_manager.EvalCallback)  # fmt: skip
+    assert after == before and "ppo_mask" not in ALGOS
+
+
+def test_the_zoo_manager_evaluates_a_masked_algorithm_with_its_masks_during_training():
+    """rl-zoo3's training-time ``EvalCallback`` becomes sb3-contrib's masked one, with the same settings."""
+    import gymnasium as gym
+    from rl_zoo3.exp_manager import ExperimentManager
+    from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+    from stable_baselines3.common.callbacks import EvalCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from baselines.tuning import zoo
+
+    manager = object.__new__(zoo.experiment_manager())
+    manager.algo, manager.callbacks = "ppo_mask", []
+    env = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+
+    def create_callbacks(self):  # what rl-zoo3's builds, without its envs
+        self.callbacks.append(EvalCallback(env, n_eval_episodes=3, eval_freq=7, log_path="logs", deterministic=True))
+
+    with mock.patch.object(ExperimentManager, "create_callbacks", create_callbacks):
+        manager.create_callbacks()
+    (callback,) = manager.callbacks
+    assert type(callback) is MaskableEvalCallback and callback.eval_env is env
+    assert (callback.n_eval_episodes, callback.eval_freq, callback.log_path) == (3, 7, "logs/evaluations")
 
 
 def test_the_evaluation_env_gets_the_sections_env_kwargs(tmp_path):

@@ -16,7 +16,7 @@ from baselines.eval.protocol import VALIDATION_SEEDS  # noqa: E402
 from baselines.rl.config import RunConfig  # noqa: E402
 from baselines.rl.train import make_vec_env, new_model  # noqa: E402
 from baselines.tuning import tune, zoo  # noqa: E402
-from baselines.tuning.ablation import evaluate_episodes  # noqa: E402
+from baselines.tuning.ablation import headline_values  # noqa: E402
 from baselines.tuning.objective import HeadlineTrialEvalCallback  # noqa: E402
 
 KWARGS = {"action_mode": "normalize", "horizon": 48}  # ClusterSLA-v1 with the settings' kwargs, T = 48
@@ -44,7 +44,7 @@ def test_two_evaluations_of_the_same_policy_give_the_same_value_the_headline_on_
     callback.on_step()
     assert callback.last_mean_reward == first
     # the value is -regret, averaged over the seeds, computed here episode by episode on single envs
-    regret = evaluate_episodes(callback.setup, model, model.get_vec_normalize_env(), (100, 101, 102), False)
+    regret = headline_values(callback.setup, model, model.get_vec_normalize_env(), (100, 101, 102), batched=False)
     assert first == pytest.approx(-np.mean(regret), rel=1e-9)
     assert callback.last_values == pytest.approx(regret, rel=1e-9)
     assert callback.trial.study.trials[0].intermediate_values == {1: first, 2: first}  # what the pruner sees

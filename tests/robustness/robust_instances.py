@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from cluster_envs.approx.model import RATE_PROCESSES, UTILITIES
-from cluster_envs.bilinear.simulator import OBSERVATION_MODES, SERVICE_MODELS
-from cluster_envs.multiserver.model import NORMALIZATIONS
+from cluster_envs.approx.config import RATE_PROCESSES, UTILITIES
+from cluster_envs.bilinear.config import OBSERVATION_MODES, SERVICE_MODELS
+from cluster_envs.multiserver.config import NORMALIZATIONS
 
 few = st.integers(1, 3)
 

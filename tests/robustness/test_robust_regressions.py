@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from cluster_envs.bilinear.simulator import logits_to_allocation, simplex_cap
-from cluster_envs.sla.kernel import ACTION_MODES, to_allocation
+from cluster_envs.sla.config import ACTION_MODES
+from cluster_envs.sla.kernel import to_allocation
 
 
 def test_sla_normalize_is_scale_invariant_up_to_the_float_max():

@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 from cluster_envs.common.seeding import episode_streams
 from cluster_envs.sla.config import TRACE_PRESETS
-from cluster_envs.sla.env import PRESETS, STREAMS, ClusterSLAEnv
+from cluster_envs.sla.env import PRESETS, ClusterSLAEnv
 from cluster_envs.sla.model import standin_shares
 
 ENV = "ClusterSLA-v1"
@@ -51,7 +51,9 @@ def test_every_preset_builds_with_the_documented_size_and_sla(preset):
     env.reset(seed=0)
     assert env.loads.shape == (expected_n, env.config.horizon)
     if expected_sla == "mean":  # the stand-in: its tenant weights, the users' expected shares of the load
-        expected_sla = standin_shares(episode_streams(np.random.default_rng(0), STREAMS)["tenants"], expected_n)
+        expected_sla = standin_shares(
+            episode_streams(np.random.default_rng(0), ClusterSLAEnv.stream_names)["tenants"], expected_n
+        )
         means = env.loads.mean(axis=1)
         np.testing.assert_allclose(env.problem.sla, means / means.sum(), atol=0.02)  # what the loads realise
     np.testing.assert_allclose(env.problem.sla, expected_sla, rtol=1e-12)

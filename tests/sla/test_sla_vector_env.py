@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from cluster_envs.sla.env import REWARD_MODES
+from cluster_envs.sla.config import REWARD_MODES
 
 B = 5
 KWARGS = {"horizon": 48}
