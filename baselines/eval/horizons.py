@@ -215,8 +215,13 @@ def pareto_figure(path: Path, env_id: str, horizon: int, curves: Curves) -> None
             labels.append((x.mean(), y.mean(), [name], f"C{k}"))
         else:
             near[2].append(name)
-    for x, y, names, color in labels:
-        ax.annotate(" = ".join(names), (x, y), textcoords="offset points", xytext=(6, 6), fontsize=9, color=color)
+    placed: list[tuple[float, float]] = []
+    for x, y, names, color in labels:  # a label near an earlier one (within 10 %) goes one line lower
+        below = sum(np.isclose(x, px, rtol=0.1, atol=1e-9) and np.isclose(y, py, rtol=0.1, atol=1e-9)
+                    for px, py in placed)  # fmt: skip
+        placed.append((x, y))
+        ax.annotate(" = ".join(names), (x, y), textcoords="offset points", xytext=(6, 6 - 13 * below), fontsize=9,
+                    color=color)  # fmt: skip
     ax.set_xscale("symlog", linthresh=1e-4)
     ax.set_yscale("symlog", linthresh=1.0)
     ax.set(xlabel=f"{x_name} at t = T (lower is better)", ylabel=f"{y_name} at t = T (lower is better)",
