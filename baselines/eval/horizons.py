@@ -137,7 +137,9 @@ def final_table(env_id: str, horizon: int, curves: Curves, n_seeds: int, paper: 
     lines = [
         f"## At t = T = {horizon}",
         "",
-        f"Mean over the seeds [{stats.interval_over(n_seeds)}]; Δ = row − `{paper}` on the same seed, its mean "
+        # the package's interval sentence; the seeds are the page's (validation or evaluation), named above
+        f"Mean over the seeds [{stats.interval_over(n_seeds).replace('evaluation seed', 'seed')}]; Δ = row − "
+        f"`{paper}` on the same seed, its mean "
         "[interval]. Lower is better for every column. *Privileged*: the agent reads the loads before they arrive "
         "(an offline reference, not an online competitor).",
         "",
