@@ -131,8 +131,8 @@ def final_table(env_id: str, horizon: int, curves: Curves, n_seeds: int, paper: 
     """At t = T, per row and curve: the mean over the seeds and its interval, the paired difference from the paper's
     algorithm (row − paper on each seed) and its interval, every interval the package's rule; then how each online
     row stands to the paper's algorithm, and the surprises (a row that dominates it or is level with it) with the
-    protocol entry's explanation (``regime``, keyed ``dominates:<row>`` / ``level:<row>``), and the entry's
-    ``regime`` explanations of where each row stands (keyed by the row)."""
+    protocol entry's explanation (``explanations``, keyed ``regime:dominates:<row>`` / ``regime:level:<row>``), and
+    the entry's notes on where each row stands (``regime:note:<row>``)."""
     names = list(next(iter(curves.values())))
     lines = [
         f"## At t = T = {horizon}",
@@ -157,18 +157,18 @@ def final_table(env_id: str, horizon: int, curves: Curves, n_seeds: int, paper: 
                 signs.append(-1 if high < 0 else 1 if low > 0 else 0)  # -1: better than the paper's algorithm
         relation = "—" if row == paper else _relation(signs, names)
         if row != paper and not _privileged(env_id, row) and relation in ("dominates it", "level"):
-            flags.append((f"{'dominates' if relation == 'dominates it' else 'level'}:{row}", row, relation))
+            flags.append((f"regime:{'dominates' if relation == 'dominates it' else 'level'}:{row}", row, relation))
         label = f"`{row}`" + (" (privileged)" if _privileged(env_id, row) else "")
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {relation} |")
-    explanations = require_setting(env_id).regime
+    explanations = require_setting(env_id).explanations
     if flags:
         lines += ["", "Surprises (an online row that dominates the paper's algorithm, or is level with it):", ""]
         for key, row, relation in flags:
-            why = explanations.get(key, f"unexplained: add `{key}` to the protocol entry's `regime`")
+            why = explanations.get(key, f"unexplained: add `{key}` to the protocol entry's explanations")
             lines.append(f"- `{row}` {relation}: {why}")
-    notes = [(row, explanations[row]) for row in curves if row in explanations]
+    notes = [(row, explanations[f"regime:note:{row}"]) for row in curves if f"regime:note:{row}" in explanations]
     if notes:
-        lines += ["", "Why the rows stand where they do (the protocol entry's `regime`):", ""]
+        lines += ["", "Why the rows stand where they do (the protocol entry's explanations):", ""]
         lines += [f"- `{row}`: {why}" for row, why in notes]
     return lines
 

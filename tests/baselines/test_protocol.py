@@ -71,12 +71,3 @@ def test_a_file_of_the_wrong_shape_is_named(tmp_path, text):
     path.write_text(text)
     with pytest.raises(ProtocolError, match=str(path)):
         load_protocol(path)
-
-
-@pytest.mark.parametrize("env_id", sorted(protocol.SETTINGS))
-def test_every_regime_explanation_names_an_agent_of_the_env(env_id):
-    from agents import agent_names
-
-    for key in protocol.SETTINGS[env_id].regime:
-        kind, _, agent = key.rpartition(":")
-        assert kind in ("", "dominates", "level") and agent in agent_names(env_id), key
