@@ -7,6 +7,10 @@ machine is shared: CPU time is what the code costs, wall time mostly waiting); m
 traced allocations (numpy's arrays included) while the env is built and reset. The slope is
 ``numpy.polyfit(log entities, log seconds, 1)``: 1 is linear. An agent's decision is timed until a size whose
 decision exceeds ``DECISION_BUDGET_S``; the larger sizes are then reported as impractical, not run.
+
+Each id's block records the command, commit and date that measured it (``measured``), so that a run of some ids
+(``--ids``) can replace their blocks in an earlier result and keep the others (``merge``): the table of every id
+is then built by one short run per id instead of one long one.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from baselines.eval import harness
-from baselines.eval.outputs import provenance
+from baselines.eval.outputs import provenance, run_facts
 
 DECISION_BUDGET_S = 2.0  # per decision: beyond, an episode of thousands of slots takes hours
 BATCH = 16  # copies of the batched env at every size
@@ -150,8 +154,9 @@ def slope(entities: list[int], seconds: list[float]) -> float | None:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def run(env_ids=None, *, repeats: int = 3, progress=None) -> dict[str, Any]:
-    """Every size of every id's knob: env rows and the agent's decision, with the slopes."""
+def run(env_ids=None, *, repeats: int = 3, progress=None, command: str = "") -> dict[str, Any]:
+    """Every size of every id's knob: env rows and the agent's decision, with the slopes; each id's block records
+    ``command`` and the commit and date of its measurement (``measured``)."""
     say = progress or (lambda message: None)
     result: dict[str, Any] = {}
     for env_id in env_ids or SCALING:
@@ -169,8 +174,16 @@ def run(env_ids=None, *, repeats: int = 3, progress=None) -> dict[str, Any]:
         entities = [r["entities"] for r in rows]
         slopes = {key: slope(entities, [r.get(key) for r in rows])
                   for key in ("step_s", "batched_step_s", "reset_s", "memory_mb", "decision_s")}  # fmt: skip
-        result[env_id] = {"unit": knob.unit, "agent": knob.agent, "rows": rows, "slopes": slopes}
+        result[env_id] = {"unit": knob.unit, "agent": knob.agent, "rows": rows, "slopes": slopes,
+                          "measured": {"command": command, **run_facts()}}  # fmt: skip
     return result
+
+
+def merge(previous: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``previous`` with the blocks of ``new`` replacing or adding theirs, in ``SCALING``'s order (ids no longer in
+    ``SCALING`` are dropped: their knob is gone)."""
+    blocks = {**previous, **new}
+    return {env_id: blocks[env_id] for env_id in SCALING if env_id in blocks}
 
 
 def _cell(value: float | None, scale: float = 1e3, digits: str = ".3g") -> str:
@@ -185,7 +198,11 @@ def to_markdown(result: dict[str, Any], command: str) -> str:
              f"linear; the bound on an env step is {MAX_SLOPE}).", ""]  # fmt: skip
     for env_id, block in result.items():
         s = block["slopes"]
-        lines += [f"### {env_id}: {block['unit']}", "",
+        measured = block.get("measured")
+        lines += [f"### {env_id}: {block['unit']}", ""]
+        if measured:
+            lines += [f"Measured by `{measured['command']}` on commit {measured['commit']}, {measured['date']}.", ""]
+        lines += [
                   f"| {block['unit']} | step (ms) | batched step (ms/copy) | reset (ms) | memory (MB) | "
                   f"{block['agent']} decision (ms) |",
                   "|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
