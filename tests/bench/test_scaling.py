@@ -70,3 +70,12 @@ def test_bench_scaling_only_with_ids_keeps_the_other_ids_of_the_folder(tmp_path,
     assert list(result) == [first, second]
     assert result[second]["measured"]["command"] == f"cluster-envs bench --scaling-only --ids {second} --repeats 3"
     assert f"### {second}" in (tmp_path / "scaling.md").read_text()
+
+
+def test_a_decision_predicted_above_the_memory_limit_is_not_run():
+    knob = scaling.SCALING["ClusterMultiServer-v0"]  # ESDP's DP at |E| = 134: tens of GiB, predicted, not allocated
+    row = scaling.measure_decision("ClusterMultiServer-v0", knob.kwargs(4), knob, timed=True, steps=2)
+    assert row["decision_memory_gib"] > scaling.MEMORY_LIMIT / 2**30
+    assert "decision_s" not in row
+    small = scaling.measure_decision("ClusterMultiServer-v0", knob.kwargs(1), knob, timed=True, steps=2)
+    assert small["decision_memory_gib"] < scaling.MEMORY_LIMIT / 2**30 and small["decision_s"] > 0
