@@ -210,6 +210,23 @@ def merge(previous: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return {env_id: blocks[env_id] for env_id in SCALING if env_id in blocks}
 
 
+def verdict(block: dict[str, Any]) -> str:
+    """The sentence under an id's table: whether its steps stay within ``MAX_SLOPE`` and where its decision stopped."""
+    s, unit = block["slopes"], block["unit"]
+    steps = [f"{name} {s[key]:.2f}" for name, key in (("single", "step_s"), ("batched", "batched_step_s"))
+             if s.get(key) is not None]  # fmt: skip
+    within = all(s[key] <= MAX_SLOPE for key in ("step_s", "batched_step_s") if s.get(key) is not None)
+    text = f"Step slopes {', '.join(steps)}: {'within' if within else '**above**'} the bound {MAX_SLOPE}."
+    stopped = next((r for r in block["rows"] if r.get("decision_s") is None), None)
+    if stopped is None:
+        return text + f" The {block['agent']} decision ran at every size."
+    if stopped.get("decision_memory_gib", 0) > MEMORY_LIMIT / 2**30:
+        why = f"its predicted memory, {stopped['decision_memory_gib']:.3g} GiB, exceeds the limit"
+    else:
+        why = f"the decision before it exceeded {DECISION_BUDGET_S:g} s"
+    return text + f" The {block['agent']} decision was not run from {stopped['entities']:,} {unit}: {why}."
+
+
 def _cell(value: float | None, scale: float = 1e3, digits: str = ".3g") -> str:
     return "—" if value is None else f"{value * scale:{digits}}"
 
@@ -240,5 +257,5 @@ def to_markdown(result: dict[str, Any], command: str) -> str:
                          + (f" {_cell(r.get('decision_memory_gib'), 1)} |" if predicted else ""))  # fmt: skip
         fitted = [_cell(None if s[k] is None else round(s[k], 2) + 0.0, 1, ".2f") for k in keys]  # no "-0.00"
         lines.append("| **slope** | **" + "** | **".join(fitted) + "** |")
-        lines.append("")
+        lines += ["", verdict(block), ""]
     return "\n".join(lines) + "\n"

@@ -37,6 +37,12 @@ def test_the_page_names_its_command_and_gives_the_slopes():
     assert "| **slope** | **1.00** | **1.00** | **0.00** | **1.00** | **2.00** |" in text
     assert "| 100 | 1 | 0.2 | 1 | 10.0 | — |" in text
     assert "Measured by `cmd --ids X-v0` on commit abc1234, 2026-12-02 01:00 UTC." in text
+    assert (
+        "Step slopes single 1.00, batched 1.00: within the bound 1.1. The a decision was not run from 100 things"
+        in text
+    )
+    steep = {**block, "slopes": {**slopes, "step_s": 1.5}}
+    assert "single 1.50, batched 1.00: **above** the bound" in scaling.verdict(steep)
 
 
 def test_a_run_of_some_ids_replaces_their_blocks_and_keeps_the_others():
