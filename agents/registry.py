@@ -12,7 +12,7 @@ from typing import Any
 from agents.base import Agent
 
 AGENTS: dict[str, dict[str, str]] = {
-    "ClusterSLA-v0": {
+    "ClusterSLA-v1": {
         "mwu": "agents.sla.mwu:MWU",
         "mwu_extended": "agents.sla.mwu:ExtendedMWU",
         "static": "agents.sla.heuristics:StaticSLA",

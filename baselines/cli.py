@@ -295,7 +295,6 @@ def _agents_epilog() -> str:
 
 
 def _quick_help() -> str:
-    # The time: 345 s of CPU time for `benchmark --quick` on the six ids (one process, one torch thread), 2026-11-26.
     from baselines.benchmark import SEEDS
     from baselines.eval.protocol import SETTINGS
 
@@ -458,8 +457,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-# name -> (module, the extra it needs, help): the commands defined in their room's module.
+# name -> (module, the extra it needs or None, help): the commands defined in their room's module.
 ROOM_COMMANDS = {
+    "manifest": ("baselines.rl.manifest", None, "write the manifest (file hashes, identity) of each trained run"),
+    "horizons": ("baselines.eval.horizons", None, "learning curves of an id's paper agent, to choose its horizon"),
     "ship": ("baselines.rl.store", "rl", "put trained runs among the package's shipped models, checked first"),
     "ablate": ("baselines.tuning.ablation", "rl", "RL interface ablations: train a study's variants, tabulate them"),
     "tune": ("baselines.tuning.tune", "tuning", "tune an id's RL hyperparameters with rl-zoo3's optimizer"),
@@ -483,14 +484,18 @@ def _add_room_commands(command: Any, argv: Sequence[str] | None) -> None:
             try:
                 importlib.import_module(module).add_arguments(room)
             except ImportError:  # reported when the command runs, with the extra to install
+                if extra is None:
+                    raise
                 room.set_defaults(forward_extra=True)
 
 
-def _room_command(name: str, module: str, extra: str) -> Any:
+def _room_command(name: str, module: str, extra: str | None) -> Any:
     def run(args: argparse.Namespace) -> None:
         try:
             room = importlib.import_module(module)
         except ImportError as err:
+            if extra is None:
+                raise
             install = f'pip install -e ".[{extra}]"'
             raise ImportError(f"`cluster-envs {name}` needs the {extra!r} extra: {install} ({err})") from None
         room.run_from_args(args)

@@ -1,6 +1,6 @@
 """cluster-envs: Gymnasium environments for online scheduling in computing clusters.
 
-Importing the package registers every env id; ``gym.make("cluster_envs:ClusterSLA-v0")`` imports it
+Importing the package registers every env id; ``gym.make("cluster_envs:ClusterSLA-v1")`` imports it
 for you.
 """
 

@@ -15,7 +15,7 @@ benchmark's task with no user code. Any other kwarg passes as to the base id. ``
 id's batched env is the RL-ready id's batched env too.
 
 A process that has not imported ``cluster_envs`` (a worker of RLlib, a ``SubprocVecEnv`` child, TorchRL, Tianshou)
-finds an id by its ``"cluster_envs:"`` prefix, ``gym.make("cluster_envs:ClusterSLARL-v0")``: gymnasium imports the
+finds an id by its ``"cluster_envs:"`` prefix, ``gym.make("cluster_envs:ClusterSLARL-v1")``: gymnasium imports the
 module before it looks the id up (gymnasium has no entry-point plugin registration; docs/clients.md).
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import gymnasium as gym
 
 ENV_ENTRY_POINTS: dict[str, str] = {
-    "ClusterSLA-v0": "cluster_envs.sla.env:ClusterSLAEnv",
+    "ClusterSLA-v1": "cluster_envs.sla.env:ClusterSLAEnv",
     "ClusterApprox-v1": "cluster_envs.approx.env:ClusterApproxEnv",
     "ClusterApproxSingleJob-v0": "cluster_envs.approx.env:ClusterApproxSingleJobEnv",
     "ClusterBilinear-v0": "cluster_envs.bilinear.env:ClusterBilinearEnv",
@@ -34,7 +34,7 @@ ENV_ENTRY_POINTS: dict[str, str] = {
 
 # Ids with a batched implementation for ``gym.make_vec(id, B, vectorization_mode="vector_entry_point")``.
 VECTOR_ENTRY_POINTS: dict[str, str] = {
-    "ClusterSLA-v0": "cluster_envs.sla.vector_env:ClusterSLAVectorEnv",
+    "ClusterSLA-v1": "cluster_envs.sla.vector_env:ClusterSLAVectorEnv",
     "ClusterApprox-v1": "cluster_envs.approx.vector_env:ClusterApproxVectorEnv",
     "ClusterApproxSingleJob-v0": "cluster_envs.approx.vector_env:ClusterApproxSingleJobVectorEnv",
     "ClusterBilinear-v0": "cluster_envs.bilinear.vector_env:ClusterBilinearVectorEnv",
@@ -49,7 +49,7 @@ MINIMAL_INFO = {"info_level": "minimal"}
 # checks them against the protocol entry), then the interface.
 RL_IDS: dict[str, tuple[str, dict[str, str | int]]] = {
     # the interfaces the RL ablations chose (docs/appendix/rl_ablations.md)
-    "ClusterSLARL-v0": ("ClusterSLA-v0", {"action_mode": "normalize", **MINIMAL_INFO}),
+    "ClusterSLARL-v1": ("ClusterSLA-v1", {"action_mode": "normalize", **MINIMAL_INFO}),
     # paced priorities (v2: the base id's prices no longer leak, CHANGELOG)
     "ClusterApproxRL-v2": (
         "ClusterApprox-v1",

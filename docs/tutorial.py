@@ -1,5 +1,5 @@
 """The tutorial of the docs site (docs/tutorial.md shows it section by section): from ``gym.make`` to a trained PPO
-compared with the paper's algorithm on ClusterSLA-v0.
+compared with the paper's algorithm on ClusterSLA-v1.
 
 Run it from the repository root: ``python docs/tutorial.py`` (a few minutes on one core). The test suite runs it
 with ``CLUSTER_ENVS_TUTORIAL=tiny`` (tests/test_tutorial.py): the same code on a short horizon, two seeds and a
@@ -12,7 +12,7 @@ few hundred PPO steps, which checks that it runs, not what it finds.
 import os
 
 TINY = os.environ.get("CLUSTER_ENVS_TUTORIAL") == "tiny"
-ENV_ID = "ClusterSLA-v0"
+ENV_ID = "ClusterSLA-v1"
 ENV_KWARGS = {"horizon": 60 if TINY else 600}  # a multiple of 6: the synthetic load has six periods
 SEEDS = range(2) if TINY else range(10)  # evaluation seeds, the same for every agent
 PPO_STEPS = 256 if TINY else 30_000

@@ -22,13 +22,13 @@ import pytest
 import cluster_envs
 from agents import agent_names, make_agent
 from baselines.eval.harness import env_kwargs_for
-from cluster_envs.approx.model import RATE_PROCESSES, UTILITIES
-from cluster_envs.bilinear.simulator import ACTION_MODES as BILINEAR_ACTIONS
-from cluster_envs.bilinear.simulator import OBSERVATION_MODES as BILINEAR_OBSERVATIONS
-from cluster_envs.bilinear.simulator import SERVICE_MODELS
-from cluster_envs.multiserver.model import NORMALIZATIONS
+from cluster_envs.approx.config import RATE_PROCESSES, UTILITIES
+from cluster_envs.bilinear.config import ACTION_MODES as BILINEAR_ACTIONS
+from cluster_envs.bilinear.config import OBSERVATION_MODES as BILINEAR_OBSERVATIONS
+from cluster_envs.bilinear.config import SERVICE_MODELS
+from cluster_envs.multiserver.config import NORMALIZATIONS
+from cluster_envs.sla.config import ACTION_MODES as SLA_ACTIONS
 from cluster_envs.sla.config import OBSERVATION_MODES as SLA_OBSERVATIONS
-from cluster_envs.sla.kernel import ACTION_MODES as SLA_ACTIONS
 
 STEPS = 8  # per episode (horizons are drawn short too, so that episode ends are reached)
 FAST, SLOW = 2, 30
@@ -53,15 +53,19 @@ def sla(rng, base, large):
     n = _keep_or(rng, base.n_users, [2, 3, 5])  # some scenarios have exactly 3 users
     shares = rng.choice([0.0, 0.05, 0.3, 1.0, 1.5, 4.0], size=n)  # single shares above 1: over-commitment
     shares[rng.integers(n)] = _pick(rng, [0.3, 1.0, 2.5])  # a positive sum
-    return {
+    horizon = _pick(rng, [6, 12])  # multiples of 6: the periodic scenario's period
+    kwargs = {
         "n_users": n,
         "sla": "mean" if rng.random() < 0.1 else tuple(float(s) for s in shares),  # "mean": trace scenarios
-        "horizon": _pick(rng, [6, 12]),  # multiples of 6: the periodic scenario's period
+        "horizon": horizon,
         "action_mode": _pick(rng, SLA_ACTIONS),
         "observation_mode": _pick(rng, SLA_OBSERVATIONS),
         "obs_format": _pick(rng, ["box", "dict"]),
         "include_time": bool(rng.random() < 0.5),
     }
+    if base.scenario == "sec_3_4":  # its default start ⌈1/(η ε)⌉ = 30 lies beyond these horizons: user 3 starts
+        kwargs["scenario_kwargs"] = {"t0": int(rng.integers(horizon + 1))}  # within the episode (or at its end)
+    return kwargs
 
 
 def _approx_common(rng, base, large):
@@ -154,7 +158,7 @@ def gang(rng, base, large):
 
 
 SAMPLERS = {
-    "ClusterSLA-v0": sla,
+    "ClusterSLA-v1": sla,
     "ClusterApprox-v1": approx,
     "ClusterApproxSingleJob-v0": approx_single,
     "ClusterBilinear-v0": bilinear,

@@ -14,7 +14,7 @@ from baselines.eval.harness import evaluate, rollout
 from baselines.perf import steps as bench
 from baselines.reproduce import approx, bilinear, multiserver, sla
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 SMALL = {"preset": "example_1_1", "horizon": 300}
 
 
@@ -160,3 +160,9 @@ def test_the_bench_times_the_long_horizon_runner_through_the_harness(monkeypatch
     seconds = bench.bench_sla_long_horizon(horizon=100, policies=("owm", "pg"))
     assert list(seconds) == ["owm", "pg"] and [args[1] for args, _ in calls] == ["owm", "pg"]
     assert all(kwargs["env_kwargs"]["horizon"] == 100 for _, kwargs in calls)
+
+
+def test_a_batch_is_refused_to_an_agent_that_cannot_play_one():
+    """``evaluate(..., batched=True)`` plays the native batched env; a reference agent acts on one observation."""
+    with pytest.raises(ValueError, match="agent 'mwu' cannot play a batch.*batched=False"):
+        evaluate(ENV, ["mwu"], [0, 1], env_kwargs=SMALL, batched=True)

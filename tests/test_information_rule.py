@@ -1,13 +1,13 @@
 """Registry-wide leak test of the information rule (docs/specs/design.md): nothing an agent observes depends on
 hidden or future state.
 
-For every registered id, an episode is drawn twice with the same seed, hence the same public draws (the static
-problem data, the jobs or arrivals the decision maker is shown when they come), but with two different hidden
-trajectories: the per-setting ``HIDDEN`` patch below redraws what the paper's decision maker may not know (machine
-availability, true mean rates and the per-slot rates; load traces; the bandit's parameter, service and noise
-draws; the per-edge utility draws). The same action sequence is played in both; the observations must be identical
-at reset and at every step until the first step where the agent's feedback (the setting's ``FEEDBACK`` at that
-step) differs. The hidden change must show in the feedback within the rollout, so the test can fail.
+For every registered id, an episode is drawn twice with the same seed, hence the same public draws (the static problem
+data, the jobs or arrivals the decision maker is shown when they come), but with two different hidden trajectories: the
+per-setting ``HIDDEN`` patch below redraws what the paper's decision maker may not know (machine availability, true mean
+rates and the per-slot rates; the loads, generated or a replayed trace's window; the bandit's parameter, service and
+noise draws; the per-edge utility draws). The same action sequence is played in both; the observations must be identical
+at reset and at every step until the first step where the agent's feedback (the setting's ``FEEDBACK`` at that step)
+differs. The hidden change must show in the feedback within the rollout, so the test can fail.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import cluster_envs.approx.env as approx_env
 import cluster_envs.bilinear.env as bilinear_env
 import cluster_envs.multiserver.env as multiserver_env
 import cluster_envs.sla.env as sla_env
+import cluster_envs.sla.model as sla_model
 from cluster_envs import env_ids, rl_ids
 from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv
 from cluster_envs.approx.model import RateProcess
@@ -34,8 +35,13 @@ from cluster_envs.sla.env import ClusterSLAEnv
 
 IDS = env_ids() + rl_ids()
 # Non-default kwargs whose observation carries a drawn quantity: the proportional prices on i.i.d. machines (the
-# single-job default draws uniform prices)
-KWARG_CASES = [("ClusterApproxSingleJob-v0", {"prices": "proportional"}), ("ClusterApprox-v1", {"preset": "medium"})]
+# single-job default draws uniform prices); the SLA shares sla="mean" declares (the stand-in's tenant weights; the
+# replayed trace's case is test_replayed_trace_shares_come_from_its_history)
+KWARG_CASES = [
+    ("ClusterApproxSingleJob-v0", {"prices": "proportional"}),
+    ("ClusterApprox-v1", {"preset": "medium"}),
+    ("ClusterSLA-v1", {"preset": "paper_real_standin"}),
+]
 STEPS = 500
 # ClusterSLA's feedback (which queues are non-empty) first differs late under random play
 STEPS_OF = {ClusterSLAEnv: 3000}
@@ -80,12 +86,27 @@ def _hidden_bilinear(hidden_seed: int, monkeypatch) -> None:
     _redraw_streams(bilinear_env, ("service", "noise"), hidden_seed, monkeypatch)
 
 
+def _hidden_sla(hidden_seed: int, monkeypatch) -> None:
+    """Other loads: the ``loads`` stream redrawn, and a replayed trace's window rescaled per user and shuffled in
+    time (another mean load per user); the ``tenants`` stream (the stand-in's weights) and a replay's history window
+    stay."""
+    _redraw_streams(sla_env, ("loads",), hidden_seed, monkeypatch)
+    window = sla_model.trace_window
+
+    def trace_window(*args, **kwargs):
+        real = window(*args, **kwargs)
+        rng = np.random.default_rng(hidden_seed)
+        return rng.permuted(real * rng.uniform(0.5, 1.5, size=(real.shape[0], 1)), axis=1)
+
+    monkeypatch.setattr(sla_model, "trace_window", trace_window)
+
+
 # Env class -> the patch that redraws its hidden trajectory from ``hidden_seed``. A new setting adds its line;
 # until then test_every_id_has_a_hidden_variant fails.
 HIDDEN: dict[type, Callable[[int, pytest.MonkeyPatch], None]] = {
     ClusterApproxEnv: _hidden_approx,
     ClusterApproxSingleJobEnv: _hidden_approx,
-    ClusterSLAEnv: lambda seed, mp: _redraw_streams(sla_env, ("loads",), seed, mp),
+    ClusterSLAEnv: _hidden_sla,
     ClusterBilinearEnv: _hidden_bilinear,
     ClusterMultiServerEnv: lambda seed, mp: _redraw_streams(multiserver_env, ("utility",), seed, mp),
 }
@@ -128,9 +149,9 @@ def _variant(setting: type, hidden_seed: int) -> Iterator[None]:
 
 def rollout(env_id: str, hidden_seed: int, actions: list, kwargs: dict) -> tuple[list[np.ndarray], list[tuple]]:
     """Observations (reset, then after each step) and per-step feedback of one episode under one hidden draw."""
-    env = gym.make(env_id, **kwargs)
-    setting = _lookup(type(env.unwrapped))
+    setting = _lookup(type(gym.make(env_id, **kwargs).unwrapped))
     with _variant(setting, hidden_seed):
+        env = gym.make(env_id, **kwargs)  # inside: an env reads a replayed trace when it is made
         obs, _ = env.reset(seed=SEED)
         observations, feedback = [_flat(obs)], []
         for action in actions:
@@ -139,7 +160,7 @@ def rollout(env_id: str, hidden_seed: int, actions: list, kwargs: dict) -> tuple
             feedback.append(FEEDBACK[setting](info))
             if terminated or truncated:
                 break
-    env.close()
+        env.close()
     return observations, feedback
 
 
@@ -176,3 +197,14 @@ def test_observation_is_a_function_of_public_data_and_feedback(env_id, kwargs):
         f"{env_id}: the observation at step {leak} differs between two hidden trajectories, before the agent's "
         f"feedback did (step {feedback_differs})"
     )
+
+
+def test_replayed_trace_shares_come_from_its_history(tmp_path):
+    """sla="mean" on a replayed trace (scenario "trace", as the alibaba_gpu_2023 and azure_llm_2023 presets replay
+    theirs): the shares the observation carries are the history window's, not the replayed window's."""
+    path = tmp_path / "loads.npy"
+    np.save(path, np.random.default_rng(0).gamma(2.0, 1.0, size=(3, 4000)))
+    kwargs = {"n_users": 3, "horizon": 3000, "sla": "mean", "scenario": "trace",
+              "scenario_kwargs": {"path": str(path), "start": 1000}}  # fmt: skip
+    leak, feedback_differs = first_leak("ClusterSLA-v1", kwargs)
+    assert feedback_differs is not None and leak is None, (leak, feedback_differs)

@@ -22,10 +22,10 @@ def test_every_settings_default_preset_is_named_default():
 @pytest.mark.parametrize(
     ("env_id", "kwargs", "message"),
     [
-        ("ClusterSLA-v0", {"preset": "paper_synthetic_small"}, "is not a known preset"),
+        ("ClusterSLA-v1", {"preset": "paper_synthetic_small"}, "is not a known preset"),
         ("ClusterMultiServer-v0", {"preset": "paper"}, "is not a known preset"),
         ("ClusterBilinear-v0", {"preset": "paper"}, "is not a known preset"),
-        ("ClusterSLA-v0", {"obs_mode": "full"}, "unexpected keyword argument"),
+        ("ClusterSLA-v1", {"obs_mode": "full"}, "unexpected keyword argument"),
         ("ClusterApprox-v1", {"compute_benchmark": True}, "unexpected keyword argument"),
         ("ClusterBilinear-v0", {"max_jobs": 4}, "unexpected keyword argument"),
     ],

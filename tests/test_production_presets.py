@@ -10,7 +10,7 @@ import pytest
 import cluster_envs  # noqa: F401
 
 SIZES = {  # id -> (what, how many): the sizes the env pages document
-    "ClusterSLA-v0": (lambda env: env.config.n_users, 128),
+    "ClusterSLA-v1": (lambda env: env.config.n_users, 128),
     "ClusterBilinear-v0": (lambda env: env.config.num_job_classes, 40),
     "ClusterMultiServer-v0": (lambda env: env.instance.n_servers, 1523),
     "ClusterGang-v0": (lambda env: env.instance.n_servers, 1523),

@@ -13,7 +13,7 @@ from cluster_envs.common.render import BLUE, MAX_WIDTH, RED, RULE, TRACK, WHITE,
 IDS = env_ids()
 # The default preset's frame, as each docs/envs sheet states it.
 FRAME_SHAPES = {
-    "ClusterSLA-v0": (120, 104, 3),
+    "ClusterSLA-v1": (120, 104, 3),
     "ClusterApprox-v1": (242, 585, 3),
     "ClusterApproxSingleJob-v0": (242, 448, 3),
     "ClusterBilinear-v0": (120, 448, 3),

@@ -130,7 +130,7 @@ def test_cluster_envs_train_takes_an_rl_id(tmp_path):
     from baselines.eval.harness import rollout
     from baselines.rl.agent import load_agent
 
-    env_id = "ClusterSLARL-v0"  # the cheapest to step; the others differ only in their kwargs (test above)
+    env_id = "ClusterSLARL-v1"  # the cheapest to step; the others differ only in their kwargs (test above)
     out = tmp_path / "run"
     assert main(["train", env_id, "--steps", "64", "--set", "horizon=30", "--out", str(out), "--quiet"]) == 0
     agent = load_agent(out)

@@ -20,7 +20,7 @@ def test_the_tutorial_runs_end_to_end(tmp_path, monkeypatch, capsys):
     assert namespace["TINY"] and "PPO - mwu_extended, regret:" in out and "PPO on seed 0: regret" in out
     assert (tmp_path / "results" / "tutorial" / "report.md").is_file()
     for seed in range(namespace["RL_SEEDS"]):  # one run per training seed
-        assert (tmp_path / "results" / "models" / "ppo-ClusterSLA-v0" / f"seed{seed}" / "model.zip").is_file()
+        assert (tmp_path / "results" / "models" / "ppo-ClusterSLA-v1" / f"seed{seed}" / "model.zip").is_file()
 
 
 def test_the_page_shows_every_section_of_the_script():

@@ -8,7 +8,7 @@ import pytest
 from cluster_envs import env_ids
 
 BATCHED = [i for i in env_ids() if gym.spec(i).vector_entry_point is not None]
-SHORT = {"ClusterSLA-v0": {"horizon": 12}}
+SHORT = {"ClusterSLA-v1": {"horizon": 12}}
 
 
 def _flat(obs):
@@ -40,7 +40,7 @@ def test_a_masked_reset_resets_only_those_copies_as_sync_vector_env_does(env_id)
 
 
 def test_a_bad_reset_mask_is_a_value_error():
-    env = gym.make_vec("ClusterSLA-v0", 2, vectorization_mode="vector_entry_point")
+    env = gym.make_vec("ClusterSLA-v1", 2, vectorization_mode="vector_entry_point")
     for bad in ([True, False], np.array([1, 0]), np.array([True]), np.array([False, False])):
         with pytest.raises(ValueError, match="reset_mask"):
             env.reset(options={"reset_mask": bad})

@@ -1,1 +1,1 @@
-"""Reference agents of ClusterSLA-v0 (paper 003): the MWU allocators, the online heuristics and the offline oracles."""
+"""Reference agents of ClusterSLA-v1 (paper 003): the MWU allocators, the online heuristics and the offline oracles."""

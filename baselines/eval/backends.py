@@ -1,10 +1,11 @@
 """Run tasks in this process, in local worker processes, or as Ray tasks, with identical results.
 
-A task is everything one episode needs (env id, agent, seed, kwargs), picklable, so any worker can run
-it; an RL agent travels as a ``SavedPolicy`` (the model's bytes). Any other picklable object with a ``run()``
-method is a task too: ``baselines.rl.train.TrainTask`` trains an RL baseline and returns the run's files, so the
-benchmark's training goes through the same backends as its episodes. The result of a task depends on the
-task alone, so every backend returns the same results in the order of the tasks.
+A task is a picklable object with a ``run()`` method, so any worker can run it: an episode's is
+``baselines.eval.harness.Task`` (env id, agent, seed, kwargs; an RL agent travels as a ``SavedPolicy``, the
+model's bytes), which ``harness.evaluate`` hands to ``run_tasks``; ``baselines.rl.train.TrainTask`` trains an RL
+baseline and returns the run's files, so the benchmark's training goes through the same backends as its episodes.
+The result of a task depends on the task alone, so every backend returns the same results in the order of the
+tasks.
 
 No worker outlives its command: local workers ignore Ctrl-C (the parent handles it, once) and are ended when the
 parent leaves the pool for any reason; on Linux the kernel also kills each worker when its parent dies, however it
@@ -17,41 +18,16 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from baselines.eval.harness import Episode, rollout
 from baselines.eval.progress import progress_bar
 
 BACKENDS = ("local", "ray")
 
 
-@dataclass(frozen=True)
-class Task:
-    env_id: str
-    agent: Any  # a reference agent's name, or anything with build() -> Agent (e.g. baselines.rl.agent.SavedPolicy)
-    seed: int
-    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    agent_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    record: tuple[str, ...] | None = ()
-    digest: bool = False  # keep the digest of the actions played (Episode.actions)
-
-    def run(self) -> Episode:
-        agent = self.agent if isinstance(self.agent, str) else self.agent.build()
-        return rollout(
-            self.env_id,
-            agent,
-            self.seed,
-            env_kwargs=self.env_kwargs,
-            agent_kwargs=self.agent_kwargs or None,
-            record=self.record,
-            digest=self.digest,
-        )
-
-
 def run_task(task: Any) -> Any:
-    """The result of one task (an episode for a ``Task``)."""
+    """The result of one task (an episode for a ``harness.Task``)."""
     return task.run()
 
 

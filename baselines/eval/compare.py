@@ -19,6 +19,7 @@ cannot act on another.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +30,8 @@ import numpy as np
 
 from agents import agent_names
 from agents.registry import agent_class
-from baselines.eval.backends import Task, run_tasks
-from baselines.eval.harness import Episode, build_agent, env_kwargs_for
+from baselines.eval.backends import run_tasks
+from baselines.eval.harness import Episode, build_agent, env_kwargs_for, evaluate
 from baselines.eval.protocol import (
     EnvSetting,
     check_eval_seeds,
@@ -339,12 +340,10 @@ def compare(
     instances = {s: instance_kwargs(env_id, env_kwargs, instance_kwarg, s if per_seed else None) for s in seeds}
     # submitted agents first: one that fails does so before the reference agents have run
     players = [(spec, None) for spec in submitted] + [(name, None) for name in names] + policies
-    tasks = [
-        Task(env_id, agent, seed, env_kwargs={**env_kwargs, **instances[seed]}, record=record, digest=True)
-        for agent, _ in players
-        for seed in seeds
-    ]
-    episodes = run_tasks(tasks, workers=workers, backend=backend, address=address, progress=progress, desc=env_id)
+    run = functools.partial(run_tasks, workers=workers, backend=backend, address=address, progress=progress,
+                            desc=env_id)  # fmt: skip
+    episodes = evaluate(env_id, [agent for agent, _ in players], seeds, env_kwargs=env_kwargs,
+                        seed_env_kwargs=instances, record=record, digest=True, run_tasks=run).episodes  # fmt: skip
     trained_by = [trained for _, trained in players for _ in seeds]
     return Comparison(
         env_id=env_id,

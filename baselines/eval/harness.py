@@ -1,7 +1,8 @@
 """The one episode loop of the project: roll out any agent on any registered env id, over seeds, and aggregate.
 
-Every episode here runs through this module: ``cluster-envs run``, ``compare`` and ``benchmark``, the four paper
-reproductions (``baselines/reproduce/``) and the step-rate bench. Its layers, each built on the one before:
+Every episode here runs through this module: ``cluster-envs run``, ``compare`` (and so ``benchmark``, ``evaluate`` and
+the leaderboard), the RL tuning objective and ablation curves (``baselines/tuning/``), the four paper reproductions
+(``baselines/reproduce/``) and the step-rate bench. Its layers, each built on the one before:
 
 - :func:`start` builds the agent (a registered name with hyperparameters, or an instance) and its env
   (``gym.make`` with the kwargs of the precedence rule below), shows a trained model the env's spaces (an agent
@@ -13,10 +14,14 @@ reproductions (``baselines/reproduce/``) and the step-rate bench. Its layers, ea
   reproductions record their per-step series without a loop of their own.
 - :func:`rollout` is ``start`` + ``play``: an :class:`Episode` whose metrics are the env's
   ``info["episode_summary"]`` at its last step plus ``return`` and ``steps``, and whose trace holds the per-step
-  values of the scalar ``info`` keys. :func:`evaluate` rolls out agents × seeds into an :class:`EvalTable`.
-- :func:`simulate` is ``start`` + the env's compiled long-horizon runner (ClusterSLA-v0:
+  values of the scalar ``info`` keys. :func:`evaluate`, the one evaluation function, rolls out agents × seeds into
+  an :class:`EvalTable`, each episode a picklable :class:`Task` that ``compare`` hands to its backends' workers.
+- :func:`start_batch`, :func:`play_batch` and :func:`rollout_batch` are the same for one batch of episodes on the
+  id's native batched env (copy i plays seed i), for agents that play batches (a trained model: ``SB3Agent``);
+  ``evaluate(..., batched=True)`` takes that path.
+- :func:`simulate` is ``start`` + the env's compiled long-horizon runner (ClusterSLA-v1:
   :func:`cluster_envs.sla.runner.simulate`, whose results equal stepping the env), for horizons where Python's
-  per-step cost is too slow (T = 3·10⁶ in seconds per policy).
+  per-step cost is too slow (the paper's T = 3·10⁶).
 
 Every agent, reference or learned, faces the same exogenous sequence for a given seed (the envs draw it from the
 seed alone).
@@ -49,7 +54,7 @@ from baselines.eval.progress import progress_bar
 from baselines.eval.protocol import check_eval_seeds
 
 # The compiled long-horizon runner of each id that has one, "module:function"; see ``simulate``.
-LONG_HORIZON_RUNNERS = {"ClusterSLA-v0": "cluster_envs.sla.runner:simulate"}
+LONG_HORIZON_RUNNERS = {"ClusterSLA-v1": "cluster_envs.sla.runner:simulate"}
 STEP_BAR_DELAY = 3.0  # seconds: shorter episodes show no step bar
 
 
@@ -238,10 +243,113 @@ def rollout(
     with env:
         end = play(env, agent, observation, on_step=None if traces == {} and not (progress or digest) else trace)
     bar.close()
+    trace_arrays = {key: np.asarray(v) for key, v in traces.items()}
+    return Episode(env_id, agent.name, seed, _metrics(end), trace_arrays, actions=actions)
+
+
+@dataclass(frozen=True)
+class Task:
+    """Everything one episode needs, picklable, so that any worker can run it (``baselines.eval.backends``):
+    ``run()`` is :func:`rollout`. ``agent`` is a reference agent's name, an agent, or a spec that travels in its
+    place, with ``build() -> Agent`` (``baselines.rl.agent.SavedPolicy``, a submission's ``AgentSpec``)."""
+
+    env_id: str
+    agent: Any
+    seed: int
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    agent_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    record: tuple[str, ...] | None = ()
+    digest: bool = False  # keep the digest of the actions played (Episode.actions)
+    progress: bool = False  # a bar over the episode's steps (see rollout)
+
+    def run(self) -> Episode:
+        agent = self.agent.build() if hasattr(self.agent, "build") else self.agent
+        return rollout(self.env_id, agent, self.seed, env_kwargs=self.env_kwargs,
+                       agent_kwargs=self.agent_kwargs or None, record=self.record, progress=self.progress,
+                       digest=self.digest)  # fmt: skip
+
+
+def _metrics(end: Ending) -> dict[str, float]:
+    """An episode's metrics: the env's ``episode_summary`` at its last step, its return and its steps."""
     metrics = {key: float(value) for key, value in end.info.get("episode_summary", {}).items()}
     metrics.update({"return": end.total_reward, "steps": float(end.steps)})
-    trace_arrays = {key: np.asarray(v) for key, v in traces.items()}
-    return Episode(env_id, agent.name, seed, metrics, trace_arrays, actions=actions)
+    return metrics
+
+
+def start_batch(
+    env_id: str,
+    agent: str | Agent,
+    seeds: Sequence[int],
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_kwargs: Mapping[str, Any] | None = None,
+) -> tuple[gym.vector.VectorEnv, Agent, Any]:
+    """As :func:`start` for ``len(seeds)`` episodes at once: ``env_id``'s native batched env (its
+    ``vector_entry_point``, under the precedence rule; infos as one dict per copy), copy i reset with ``seeds[i]``,
+    the agent reset with the copies' problems (``reset_batch``), and the batch's first observation. The agent must
+    play batches (``reset_batch`` and ``act_batch``, as a trained model's ``SB3Agent``); an offline oracle cannot."""
+    from gymnasium.wrappers.vector import DictInfoToList
+
+    agent = build_agent(env_id, agent, agent_kwargs)
+    if not hasattr(agent, "act_batch") or agent.privileged:
+        raise ValueError(
+            f"agent {agent.name!r} cannot play a batch (batched=True needs reset_batch and act_batch, as a trained "
+            "model's SB3Agent has, and no privilege); evaluate it with batched=False"
+        )
+    if gym.spec(env_id).vector_entry_point is None:
+        raise ValueError(f"env_id={env_id!r} has no native batched env (vector_entry_point); use batched=False")
+    env = DictInfoToList(gym.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point",
+                                      **env_kwargs_for(agent, env_kwargs)))  # fmt: skip
+    if hasattr(agent, "check_spaces"):
+        agent.check_spaces(env.single_observation_space, env.single_action_space)
+    observations, _ = env.reset(seed=list(seeds))
+    agent.reset_batch([copy.problem for copy in env.unwrapped.envs], seeds=list(seeds))
+    return env, agent, observations
+
+
+def play_batch(env: gym.vector.VectorEnv, agent: Agent, observations: Any, *,
+               on_step: Callable[[Step], None] | None = None) -> list[Ending]:  # fmt: skip
+    """As :func:`play` on a batch from :func:`start_batch`: step every copy until each has ended its first episode
+    (a copy that ended autoresets; its later steps do not count) and return each copy's :class:`Ending` (its
+    ``seconds``: the batch's wall time until it ended). ``on_step`` sees every step of the batch as one
+    :class:`Step` whose ``observation``, ``action``, ``reward`` and ``done`` are the batch's and ``info`` the
+    copies' infos."""
+    endings: list[Ending | None] = [None] * env.num_envs
+    totals, steps = np.zeros(env.num_envs), np.zeros(env.num_envs, dtype=int)
+    begin, t = time.perf_counter(), 0
+    while any(end is None for end in endings):
+        tick = time.perf_counter()
+        actions = agent.act_batch(observations)
+        act_seconds = time.perf_counter() - tick
+        next_observations, rewards, terminated, truncated, infos = env.step(actions)
+        running = np.array([end is None for end in endings])
+        totals += np.where(running, rewards, 0.0)
+        steps += running
+        done = np.logical_or(terminated, truncated)
+        if on_step is not None:
+            on_step(Step(t, observations, actions, act_seconds, rewards, infos, done))
+        for i in np.flatnonzero(done & running):
+            endings[i] = Ending(infos[i], float(totals[i]), int(steps[i]), time.perf_counter() - begin)
+        observations, t = next_observations, t + 1
+    return endings
+
+
+def rollout_batch(
+    env_id: str,
+    agent: str | Agent,
+    seeds: Sequence[int],
+    *,
+    env_kwargs: Mapping[str, Any] | None = None,
+    agent_kwargs: Mapping[str, Any] | None = None,
+) -> list[Episode]:
+    """One episode per seed, all at once on ``env_id``'s native batched env (:func:`start_batch`); the episodes'
+    metrics are :func:`rollout`'s (no trace)."""
+    env, agent, observations = start_batch(env_id, agent, seeds, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
+    try:
+        endings = play_batch(env, agent, observations)
+    finally:
+        env.close()
+    return [Episode(env_id, agent.name, seed, _metrics(end), {}) for seed, end in zip(seeds, endings, strict=True)]
 
 
 def simulate(
@@ -254,7 +362,7 @@ def simulate(
     record_every: int = 1000,
 ) -> tuple[Any, float]:
     """One episode through ``env_id``'s compiled long-horizon runner (``LONG_HORIZON_RUNNERS``), started as
-    :func:`start` does: the runner's result (ClusterSLA-v0: a ``Trajectory`` recorded every ``record_every``
+    :func:`start` does: the runner's result (ClusterSLA-v1: a ``Trajectory`` recorded every ``record_every``
     steps) and the wall seconds of the run (the resets are not counted)."""
     if env_id not in LONG_HORIZON_RUNNERS:
         raise ValueError(f"env_id={env_id!r} has no long-horizon runner; ids with one: {list(LONG_HORIZON_RUNNERS)}")
@@ -333,35 +441,54 @@ class EvalTable:
 
 def evaluate(
     env_id: str,
-    agents: Sequence[str | Agent],
+    agents: Sequence[Any],
     seeds: Iterable[int] = range(5),
     *,
     env_kwargs: Mapping[str, Any] | None = None,
     agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    seed_env_kwargs: Mapping[int, Mapping[str, Any]] | None = None,
+    record: Sequence[str] | None = (),
+    digest: bool = False,
     progress: bool = False,
+    batched: bool = False,
+    run_tasks: Callable[[list[Task]], list[Episode]] | None = None,
 ) -> EvalTable:
-    """Roll out every agent on every seed (the same seeds for all: common random numbers). ``progress``: a bar
-    over the episodes, and one over the steps of an episode that runs longer than ``STEP_BAR_DELAY`` seconds."""
+    """Roll out every agent on every seed (the same seeds for all: common random numbers), agent by agent.
+
+    ``agents``: registered names, agents, or specs with ``build() -> Agent`` (see :class:`Task`).
+    ``seed_env_kwargs``: env kwargs of a seed on top of ``env_kwargs`` (``compare``'s held-out instances).
+    ``record`` and ``digest``: what each :class:`Episode` keeps (as :func:`rollout`).
+    ``run_tasks``: runs the episodes' :class:`Task` list and returns their episodes in order (``compare`` passes
+    ``baselines.eval.backends.run_tasks`` with its workers); default: one after the other in this process, with
+    ``progress`` a bar over the episodes and one over the steps of an episode longer than ``STEP_BAR_DELAY`` s.
+    ``batched``: each agent plays all seeds at once on the id's native batched env (:func:`rollout_batch`; copy
+    i plays ``seeds[i]`` as the single env reset with it does), for agents that play batches."""
     seeds = list(seeds)
     check_eval_seeds(seeds)  # the rules of ``compare``: distinct, below the training seeds
     agent_kwargs = dict(agent_kwargs or {})
+    seed_env_kwargs = dict(seed_env_kwargs or {})
     for name in agent_kwargs:
         if name not in [a for a in agents if isinstance(a, str)]:
             raise ValueError(f"agent_kwargs names {name!r}, which is not among the agents {list(agents)}")
     for agent in agents:  # fail on a bad name or kwarg before any episode runs
         built = build_agent(env_id, agent, agent_kwargs.get(agent) if isinstance(agent, str) else None)
         gym.make(env_id, **env_kwargs_for(built, env_kwargs)).close()
-    tasks = [(agent, seed) for agent in agents for seed in seeds]
-    episodes = [
-        rollout(
-            env_id,
-            agent,
-            seed,
-            env_kwargs=env_kwargs,
-            agent_kwargs=agent_kwargs.get(agent) if isinstance(agent, str) else None,
-            record=(),
-            progress=progress,
-        )
-        for agent, seed in progress_bar(tasks, desc=env_id, unit="episode", enabled=progress)
-    ]
-    return EvalTable(env_id, episodes)
+    if batched:
+        episodes = [
+            episode
+            for agent in progress_bar(agents, desc=env_id, unit="agent", enabled=progress)
+            for episode in rollout_batch(env_id, agent, seeds, env_kwargs=env_kwargs,
+                                         agent_kwargs=agent_kwargs.get(agent) if isinstance(agent, str) else None)
+        ]  # fmt: skip
+        return EvalTable(env_id, episodes)
+    step_bars = progress and run_tasks is None  # a worker's episodes show no step bar
+    tasks = [
+        Task(env_id, agent, seed, {**dict(env_kwargs or {}), **seed_env_kwargs.get(seed, {})},
+             agent_kwargs.get(agent, {}) if isinstance(agent, str) else {}, record, digest, step_bars)
+        for agent in agents
+        for seed in seeds
+    ]  # fmt: skip
+    if run_tasks is not None:
+        return EvalTable(env_id, list(run_tasks(tasks)))
+    tasks = progress_bar(tasks, desc=env_id, unit="episode", enabled=progress)
+    return EvalTable(env_id, [task.run() for task in tasks])

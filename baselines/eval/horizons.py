@@ -1,28 +1,35 @@
 """Learning curves of each env's paper algorithm, from which the protocol's horizon is chosen (not from compute).
 
-``python -m baselines.eval.horizons ID --horizon T`` plays the protocol's paper agent and naive anchor (and
+``cluster-envs horizons ID --horizon T`` plays the protocol's paper agent and naive anchor (and
 ``--agents``, with ``--agent-set agent:key=value`` constants, e.g. ``sabr:beta_scale=0.3``) for one episode of
 ``T`` slots per validation seed (100-104), with the protocol's env kwargs, and records the setting's first curve
 (a cumulative per-step ``info`` key, e.g. ``regret``) at about 12 log-spaced checkpoints: the table gives the mean
 over seeds of curve(t) / t, the per-slot average, so a learning phase shows as a falling column that flattens.
-ClusterSLA-v0 runs through its compiled long-horizon runner (``LONG_HORIZON_RUNNERS``; T = 6·10⁵ takes seconds)
+ClusterSLA-v1 runs through its compiled long-horizon runner (``LONG_HORIZON_RUNNERS``; T = 6·10⁵ takes seconds)
 and also gives the largest SLA deficit so far (max over users and recorded steps), Algorithm 2's second criterion.
 The command writes a generated page, ``docs/results/learning_curves/<ID>.md``.
+
+``--seeds`` plays other seeds (e.g. the evaluation seeds 0-9, to score agents at the horizon). The page then also
+gives, at t = T, each row's mean with its paired interval (``baselines.eval.stats``: the rows share the seeds) and
+its paired difference from the paper's algorithm; a setting with two criteria (ClusterSLA-v1: work regret and max
+SLA deficit) gets a Pareto figure of the two at t = T, every point labelled (``<page>-pareto.png`` beside the page).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agents import make_agent
+from baselines.eval import stats
 from baselines.eval.harness import LONG_HORIZON_RUNNERS, rollout, simulate
 from baselines.eval.outputs import provenance
-from baselines.eval.protocol import VALIDATION_SEEDS, require_setting
+from baselines.eval.protocol import VALIDATION_SEEDS, parse_seeds, require_setting
 
 PAGES = Path("docs") / "results" / "learning_curves"
 CHECKPOINTS = 12
@@ -57,7 +64,7 @@ Curves = dict[str, dict[str, np.ndarray]]
 def learning_curves(env_id: str, horizon: int, agents: Sequence[str] = (),
                     agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
                     seeds: Sequence[int] = VALIDATION_SEEDS) -> tuple[np.ndarray, Curves]:  # fmt: skip
-    """Checkpoints and, per row label (agent and curve), the mean over ``seeds`` at each checkpoint."""
+    """Checkpoints and, per row label (agent and curve), the values per seed at each checkpoint (seeds × points)."""
     if not isinstance(horizon, int) or horizon < 2:
         raise ValueError(f"horizon={horizon!r} must be an integer of at least 2")
     setting = require_setting(env_id)
@@ -76,27 +83,138 @@ def learning_curves(env_id: str, horizon: int, agents: Sequence[str] = (),
                 per_seed.append(
                     _gym_curve(env_id, name, seed, env_kwargs, agent_kwargs.get(row), points, setting.curves[0])
                 )
-        out[row] = {curve: np.mean([s[curve] for s in per_seed], axis=0) for curve in per_seed[0]}
+        out[row] = {curve: np.array([s[curve] for s in per_seed]) for curve in per_seed[0]}
     return points, out
 
 
-def page(env_id: str, horizon: int, points, curves, command: str, seeds=VALIDATION_SEEDS) -> str:
+def page(env_id: str, horizon: int, points, curves, command: str, seeds=VALIDATION_SEEDS,
+         pareto: Path | None = None) -> str:  # fmt: skip
+    setting = require_setting(env_id)
     lines = [
         f"# Learning curves on {env_id}",
         "",
         provenance(command),
         "",
-        f"One episode of {horizon} slots per validation seed ({seeds[0]}-{seeds[-1]}), the protocol's env kwargs; "
-        "each entry is the mean over the seeds at step t. The protocol's horizon is read from the paper "
-        "algorithm's column: past the steps where it still falls.",
+        f"One episode of {horizon} slots per seed ({_seed_text(seeds)}), the protocol's env kwargs; each entry is the "
+        "mean over the seeds at step t. The protocol's horizon is read from the paper algorithm's column (on the "
+        "validation seeds): past the steps where it still falls.",
         "",
     ]
     labels = [(row, curve) for row, by_curve in curves.items() for curve in by_curve]
     lines.append("| t | " + " | ".join(f"`{row}` {curve}" for row, curve in labels) + " |")
     lines.append("| --- |" + " --- |" * len(labels))
     for k, t in enumerate(points):
-        lines.append(f"| {t} | " + " | ".join(f"{curves[row][curve][k]:.4g}" for row, curve in labels) + " |")
+        lines.append(f"| {t} | " + " | ".join(f"{curves[row][curve][:, k].mean():.4g}" for row, curve in labels) + " |")
+    if len(seeds) >= 2:
+        lines += ["", *final_table(env_id, horizon, curves, len(seeds), setting.paper_agent)]
+    if pareto is not None:
+        lines += ["", f"![{env_id} at T = {horizon}: the two criteria]({pareto.name})"]
     return "\n".join(lines) + "\n"
+
+
+def _seed_text(seeds: Sequence[int]) -> str:
+    seeds = list(seeds)
+    contiguous = seeds == list(range(seeds[0], seeds[-1] + 1))
+    return f"seeds {seeds[0]}-{seeds[-1]}" if contiguous and len(seeds) > 1 else f"seeds {seeds}"
+
+
+def _privileged(env_id: str, row: str) -> bool:
+    return bool(make_agent(env_id, row.split("@")[0]).privileged)
+
+
+def final_table(env_id: str, horizon: int, curves: Curves, n_seeds: int, paper: str) -> list[str]:
+    """At t = T, per row and curve: the mean over the seeds and its interval, the paired difference from the paper's
+    algorithm (row − paper on each seed) and its interval, every interval the package's rule; then how each online
+    row stands to the paper's algorithm, and the surprises (a row that dominates it or is level with it) with the
+    protocol entry's explanation (``explanations``, keyed ``regime:dominates:<row>`` / ``regime:level:<row>``)."""
+    names = list(next(iter(curves.values())))
+    lines = [
+        f"## At t = T = {horizon}",
+        "",
+        f"Mean over the seeds [{stats.interval_over(n_seeds)}]; Δ = row − `{paper}` on the same seed, its mean "
+        "[interval]. Lower is better for every column. *Privileged*: the agent reads the loads before they arrive "
+        "(an offline reference, not an online competitor).",
+        "",
+        "| row | " + " | ".join(f"{c} | Δ {c}" for c in names) + " | against the paper's algorithm |",
+        "| --- |" + " --- | --- |" * len(names) + " --- |",
+    ]
+    flags = []
+    for row, by_curve in curves.items():
+        cells, signs = [], []
+        for curve in names:
+            final, delta = by_curve[curve][:, -1], by_curve[curve][:, -1] - curves[paper][curve][:, -1]
+            cells += [_mean_cell(final), "—" if row == paper else _mean_cell(delta)]
+            if row != paper:
+                low, high = stats.mean_interval(delta)
+                signs.append(-1 if high < 0 else 1 if low > 0 else 0)  # -1: better than the paper's algorithm
+        relation = "—" if row == paper else _relation(signs, names)
+        if row != paper and not _privileged(env_id, row) and relation in ("dominates it", "level"):
+            flags.append((f"regime:{'dominates' if relation == 'dominates it' else 'level'}:{row}", row, relation))
+        label = f"`{row}`" + (" (privileged)" if _privileged(env_id, row) else "")
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {relation} |")
+    if flags:
+        explanations = require_setting(env_id).explanations
+        lines += ["", "Surprises (an online row that dominates the paper's algorithm, or is level with it):", ""]
+        for key, row, relation in flags:
+            why = explanations.get(key, f"unexplained: add `{key}` to the protocol entry's explanations")
+            lines.append(f"- `{row}` {relation}: {why}")
+    return lines
+
+
+def _relation(signs: Sequence[int], names: Sequence[str]) -> str:
+    """How a row stands to the paper's algorithm from the signs of its paired differences (−1 better, +1 worse,
+    0 the interval holds 0), one per criterion."""
+    if all(sign == 0 for sign in signs):
+        return "level"
+    if all(sign <= 0 for sign in signs):
+        return "dominates it"
+    if all(sign >= 0 for sign in signs):
+        return "dominated"
+    better = [n for n, sign in zip(names, signs, strict=True) if sign < 0]
+    worse = [n for n, sign in zip(names, signs, strict=True) if sign > 0]
+    return f"trade-off: better {', '.join(better)}; worse {', '.join(worse)}"
+
+
+def _mean_cell(values: np.ndarray) -> str:
+    low, high = stats.mean_interval(values)
+    return f"{values.mean():.4g} [{low:.4g}, {high:.4g}]"
+
+
+def pareto_figure(path: Path, env_id: str, horizon: int, curves: Curves) -> None:
+    """The two criteria at t = T, one labelled point per row (the mean over the seeds, with its interval as error
+    bars on both axes); privileged rows hollow."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x_name, y_name = list(next(iter(curves.values())))
+    fig, ax = plt.subplots(figsize=(7.5, 5.5))
+    labels: list[tuple[float, float, list[str], str]] = []  # coinciding points (within 2 %) share one label
+    for k, (row, by_curve) in enumerate(curves.items()):
+        x, y = by_curve[x_name][:, -1], by_curve[y_name][:, -1]
+        (xl, xh), (yl, yh) = stats.mean_interval(x), stats.mean_interval(y)
+        hollow = _privileged(env_id, row)
+        ax.errorbar(x.mean(), y.mean(), xerr=[[max(x.mean() - xl, 0)], [max(xh - x.mean(), 0)]],
+                    yerr=[[max(y.mean() - yl, 0)], [max(yh - y.mean(), 0)]], fmt="o", color=f"C{k}",
+                    mfc="white" if hollow else f"C{k}", capsize=3)  # fmt: skip
+        name = row + (" (privileged)" if hollow else "")
+        near = next((p for p in labels if np.isclose(p[0], x.mean(), rtol=0.02, atol=1e-9)
+                     and np.isclose(p[1], y.mean(), rtol=0.02, atol=1e-9)), None)  # fmt: skip
+        if near is None:
+            labels.append((x.mean(), y.mean(), [name], f"C{k}"))
+        else:
+            near[2].append(name)
+    for x, y, names, color in labels:
+        ax.annotate(" = ".join(names), (x, y), textcoords="offset points", xytext=(6, 6), fontsize=9, color=color)
+    ax.set_xscale("symlog", linthresh=1e-4)
+    ax.set_yscale("symlog", linthresh=1.0)
+    ax.set(xlabel=f"{x_name} at t = T (lower is better)", ylabel=f"{y_name} at t = T (lower is better)",
+           title=f"{env_id}, T = {horizon}: work regret vs SLA deficit (mean, 95% interval)")  # fmt: skip
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def _agent_sets(values: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -111,24 +229,37 @@ def _agent_sets(values: Sequence[str]) -> dict[str, dict[str, float]]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> Path:
-    parser = argparse.ArgumentParser(prog="python -m baselines.eval.horizons", description=__doc__)
-    parser.add_argument("env_id")
-    parser.add_argument("--horizon", type=int, required=True)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``cluster-envs horizons``."""
+    parser.add_argument("env_id", help="an id with a protocol entry")
+    parser.add_argument("--horizon", type=int, required=True, help="the episode length T to play (slots)")
     parser.add_argument("--agents", default="", help="more agents, comma-separated")
     parser.add_argument("--agent-set", action="append", default=[], metavar="AGENT:KEY=VALUE",
                         help="a variant row of an agent with one constant changed")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=PAGES)
-    args = parser.parse_args(argv)
+    parser.add_argument("--seeds", type=parse_seeds, default=list(VALIDATION_SEEDS),
+                        help="seeds, e.g. 0-9 (default: the validation seeds 100-104)")  # fmt: skip
+    parser.add_argument("--out", type=Path, default=PAGES, help=f"the pages' folder (default {PAGES})")
+
+
+def run_from_args(args: argparse.Namespace) -> Path:
+    """``cluster-envs horizons``: the learning curves of ``args.env_id``, written as its generated page."""
+    if args.horizon < 1:
+        raise ValueError(f"--horizon must be a positive number of slots, got {args.horizon}")
     agents = [a for a in args.agents.split(",") if a]
-    points, curves = learning_curves(args.env_id, args.horizon, agents, _agent_sets(args.agent_set))
-    command = "python -m baselines.eval.horizons " + " ".join(sys.argv[1:] if argv is None else argv)
+    points, curves = learning_curves(args.env_id, args.horizon, agents, _agent_sets(args.agent_set), args.seeds)
+    command = " ".join(
+        ["cluster-envs horizons", args.env_id, f"--horizon {args.horizon}"]
+        + ([f"--agents {args.agents}"] if args.agents else [])
+        + [f"--agent-set {shlex.quote(text)}" for text in args.agent_set]
+        + ([f"--seeds {','.join(map(str, args.seeds))}"] if list(args.seeds) != list(VALIDATION_SEEDS) else [])
+        + ([f"--out {shlex.quote(str(args.out))}"] if args.out != PAGES else [])
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{args.env_id}.md"
-    path.write_text(page(args.env_id, args.horizon, points, curves, command))
+    pareto = None
+    if len(next(iter(curves.values()))) == 2 and len(args.seeds) >= 2:  # two criteria: their trade-off at T
+        pareto = path.with_name(f"{args.env_id}-pareto.png")
+        pareto_figure(pareto, args.env_id, args.horizon, curves)
+    path.write_text(page(args.env_id, args.horizon, points, curves, command, args.seeds, pareto))
     print(f"written {path}")
     return path
-
-
-if __name__ == "__main__":
-    main()

@@ -41,7 +41,7 @@ class OutputInUseError(FileExistsError):
 
 
 def default_out(command: str, *parts: str) -> Path:
-    """``results/<command>/<parts...>``, e.g. ``default_out("compare", "ClusterSLA-v0")``."""
+    """``results/<command>/<parts...>``, e.g. ``default_out("compare", "ClusterSLA-v1")``."""
     return RESULTS_DIR.joinpath(command, *parts)
 
 

@@ -12,7 +12,7 @@ An agent comes from outside the package's registry in one of these forms (:func:
   ``predict`` does; Discrete/MultiDiscrete: logits, arg-maxed per dimension, or the integer action itself).
 
 A model (ONNX or SB3) acts through the RL-ready id's interface (``cluster_envs.registration.RL_IDS``: a flat Box
-observation): pass the RL-ready id (e.g. ``ClusterSLARL-v0``) or the base id (then its current RL-ready id's
+observation): pass the RL-ready id (e.g. ``ClusterSLARL-v1``) or the base id (then its current RL-ready id's
 kwargs). Everything runs on the base id under the protocol, so the scores are the benchmark's.
 
 Every submitted agent is guarded (:class:`Guarded`): an exception, an action outside the env's action space or a

@@ -11,8 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.eval.backends import Task
-from baselines.eval.harness import ActionDigest
+from baselines.eval.harness import ActionDigest, Task
 from baselines.eval.record import check_versions, read_record
 from baselines.eval.submission import agent_spec
 

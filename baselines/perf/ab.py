@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 from statistics import median
 
-SINGLE = ("ClusterSLA-v0", "ClusterApprox-v1", "ClusterApproxSingleJob-v0", "ClusterBilinear-v0",
+SINGLE = ("ClusterSLA-v1", "ClusterApprox-v1", "ClusterApproxSingleJob-v0", "ClusterBilinear-v0",
           "ClusterMultiServer-v0", "ClusterGang-v0")  # fmt: skip
-BATCHED = ("ClusterSLA-v0", "ClusterApprox-v1", "ClusterBilinear-v0", "ClusterMultiServer-v0", "ClusterGang-v0")
+BATCHED = ("ClusterSLA-v1", "ClusterApprox-v1", "ClusterBilinear-v0", "ClusterMultiServer-v0", "ClusterGang-v0")
 
 
 def cases(sizes: list[int]) -> list[tuple[str, str, int]]:

@@ -83,7 +83,7 @@ def _bilinear(s: int) -> dict[str, Any]:  # job classes × s, servers likewise, 
 
 
 SCALING: dict[str, Knob] = {
-    "ClusterSLA-v0": Knob("tenants", (10, 30, 100, 300, 1000), _sla, lambda env: env.config.n_users, "mwu_extended"),
+    "ClusterSLA-v1": Knob("tenants", (10, 30, 100, 300, 1000), _sla, lambda env: env.config.n_users, "mwu_extended"),
     "ClusterApprox-v1": Knob(
         "machines", (300, 1000, 3000, 10_000), _approx, lambda env: env.config.n_machines, "opm"
     ),  # fmt: skip

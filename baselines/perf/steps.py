@@ -34,7 +34,7 @@ BATCH_SIZES = (1, 64, 1024, 4096)
 SLA_POLICIES = ("mwu", "mwu_extended", "static", "proportional", "owm", "pg", "rest_pg")
 
 # The issue's targets, as ratios to CartPole-v1 (single) and to Gymnasium's batched CartPole (4,096 copies).
-SINGLE_TARGETS = {"ClusterSLA-v0": 1.0}
+SINGLE_TARGETS = {"ClusterSLA-v1": 1.0}
 DEFAULT_SINGLE_TARGET = 0.3
 BATCH_TARGET = 0.25
 BATCH_TARGET_SIZE = 4096
@@ -180,7 +180,7 @@ def bench_sla_long_horizon(horizon: int = 3_000_000, seed: int = 0, policies=SLA
     seconds = {}
     for name in policies:
         start = time.perf_counter()
-        harness.simulate("ClusterSLA-v0", name, seed, env_kwargs={"preset": "paper_synthetic", "horizon": horizon},
+        harness.simulate("ClusterSLA-v1", name, seed, env_kwargs={"preset": "paper_synthetic", "horizon": horizon},
                  record_every=max(1, horizon // 1000))  # fmt: skip
         seconds[name] = time.perf_counter() - start
     return seconds
@@ -211,8 +211,7 @@ def bench_esdp_dp(repeats: int = 5, seed: int = 0) -> dict[str, Any]:
     ``ESDP_DP_SCALE``, interleaved with CartPole-v1 single-env rates timed in the same process.
 
     The instance is :func:`esdp_bench_agent`'s. ``cartpole_steps`` = seconds × CartPole's rate: what one slot
-    costs in CartPole steps, which cancels most of the machine's load (0.3 s is 30,000 steps at the ≈100k
-    steps/s CartPole-v1 ran at on the 2-core reference machines of issue 7).
+    costs in CartPole steps, which cancels most of the machine's load.
     """
     scale = ESDP_DP_SCALE
     agent = esdp_bench_agent(seed)
@@ -284,8 +283,8 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
     say = progress or (lambda message: None)
     env_ids = list(env_ids or cluster_envs.env_ids())
     long_horizon_result = None
-    if long_horizon and "ClusterSLA-v0" in env_ids:  # first, so that the process's peak memory is this run's
-        say(f"ClusterSLA-v0 long horizon T={long_horizon}")
+    if long_horizon and "ClusterSLA-v1" in env_ids:  # first, so that the process's peak memory is this run's
+        say(f"ClusterSLA-v1 long horizon T={long_horizon}")
         seconds = bench_sla_long_horizon(long_horizon)
         long_horizon_result = {"horizon": long_horizon, "seconds": seconds, "total": sum(seconds.values()),
                                "peak_rss_mb": _peak_rss_mb()}  # fmt: skip
@@ -408,7 +407,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         lines += ["", "No vector entry point yet: " + ", ".join(result["missing_vector_entry_point"]) + "."]
     if "sla_long_horizon" in result:
         lh = result["sla_long_horizon"]
-        lines += ["", f"ClusterSLA-v0 long-horizon runner, T = {lh['horizon']:,} (wall s, reset included):", "",
+        lines += ["", f"ClusterSLA-v1 long-horizon runner, T = {lh['horizon']:,} (wall s, reset included):", "",
                   "| policy | seconds |", "|---|---:|"]  # fmt: skip
         lines += [f"| {name} | {s:.2f} |" for name, s in lh["seconds"].items()]
         lines.append(f"| **total** | **{lh['total']:.2f}** |")

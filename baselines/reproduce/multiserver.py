@@ -3,11 +3,9 @@ and the sensitivity sweeps of Figs. 6–13, with the paper's claims next to ours
 
 ``scale="small"``: the ``small`` preset (|L| = 4, |R| = 10, K = 3), T = 8000 for Figs. 2–4 and T = 500 for
 the sweeps, 10 instance seeds (episode seed = instance seed, common random numbers across agents).
-``scale="paper"``: the ``default`` preset (the paper's sizes) at the same horizons. There ESDP's compiled DP has
-5.1·10⁸ nominal cells per slot at t = 2,000 on instance seed 0; since issue 17 it costs about 27 ms of CPU per slot
-over a T = 8,000 literal-ESDP episode on instance seed 0 (|E| = 33; 3–5 ms on instance seeds 3–4, |E| ≤ 25), i.e.
-about 4 CPU minutes per episode (docs/reproductions/multiserver.md, "Paper scale"). ``comparison("paper")`` runs
-Figs. 2–4 and 13 alone. The default is ``small``.
+``scale="paper"``: the ``default`` preset (the paper's sizes) at the same horizons, where ESDP's compiled DP
+dominates the cost (its CPU per slot: docs/reproductions/multiserver.md, "Paper scale"). ``comparison("paper")``
+runs Figs. 2–4 and 13 alone. The default is ``small``.
 Sweep grids are ours except the points the text names (ρ 0.8 and 1.0; |R| 60 and 80 at paper scale).
 """
 
@@ -428,7 +426,7 @@ def normalization_sensitivity(
     every utility normalization of ``NORMALIZATIONS`` and each cost scale; writes ``normalization.md`` into
     ``out_dir`` and returns its path. Every finished episode is kept in ``out_dir/episodes`` and read back by the
     next call, so a run stopped by a time limit resumes where it was."""
-    from cluster_envs.multiserver.model import NORMALIZATIONS
+    from cluster_envs.multiserver.config import NORMALIZATIONS
 
     if horizon < 10:
         raise ValueError(f"horizon={horizon} is not allowed; give at least 10 slots")

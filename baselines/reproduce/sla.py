@@ -1,4 +1,4 @@
-"""Paper 003 (ClusterSLA-v0): the synthetic experiment (Figs. 3-5) and the real-data experiment (Figs. 6-7,
+"""Paper 003 (ClusterSLA-v1): the synthetic experiment (Figs. 3-5) and the real-data experiment (Figs. 6-7,
 Table 1) on the shipped stand-in trace, with the paper's numbers next to ours.
 
 ``scale="paper"`` runs T = 3,000,000 (seconds per policy through the compiled long-horizon runner);
@@ -53,7 +53,7 @@ class Run:
 def run_policy(agent_name: str, seed: int, eps: float, env_kwargs: dict, record_every: int) -> Run:
     """One policy on one seed through the harness's long-horizon runner (picklable, for process pools)."""
     agent_kwargs = {"eps": eps} if agent_name in EPS_AGENTS else {}
-    trajectory, seconds = harness.simulate("ClusterSLA-v0", agent_name, seed, env_kwargs=env_kwargs,
+    trajectory, seconds = harness.simulate("ClusterSLA-v1", agent_name, seed, env_kwargs=env_kwargs,
                                            agent_kwargs=agent_kwargs, record_every=record_every)  # fmt: skip
     return Run(agent_name, seed, eps, trajectory, seconds)
 
@@ -77,7 +77,7 @@ def run_experiment(
     ]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         runs = pool.map(run_policy, *zip(*tasks, strict=True))
-        return list(progress_bar(runs, total=len(tasks), desc="ClusterSLA-v0 policies", unit="run", enabled=progress))
+        return list(progress_bar(runs, total=len(tasks), desc="ClusterSLA-v1 policies", unit="run", enabled=progress))
 
 
 def find_run(runs: list[Run], agent: str, seed: int, eps: float) -> Run:
@@ -384,7 +384,7 @@ def run(
     start = time.perf_counter()
     synthetic_kwargs = {"preset": "paper_synthetic", "horizon": horizon}
     runs = run_experiment(synthetic_kwargs, list(seeds), eps_values, workers=workers, progress=progress)
-    lines = ["# Reproduction of paper 003 (ClusterSLA-v0)", ""]
+    lines = ["# Reproduction of paper 003 (ClusterSLA-v1)", ""]
     lines += synthetic_report(runs, list(seeds), eps_values, horizon, out)
     lines += ["", "Wall time per policy run (long-horizon runner):", ""]
     lines += [f"- {r.agent} (ε = {r.eps}, seed {r.seed}): {r.seconds:.1f} s" for r in runs]

@@ -43,9 +43,9 @@ class TraceRow:
 
 
 ROWS = (
-    TraceRow("ClusterSLA-v0", "alibaba_gpu_2023", "alibaba", "none: the GPU demand at utilization ρ = 0.99"),
-    TraceRow("ClusterSLA-v0", "azure_llm_2023", "azure", "none: the tokens at utilization ρ = 0.99"),
-    TraceRow("ClusterSLA-v0", "azure_llm_2023_sizes", "azure", "none: the tokens at utilization ρ = 0.99"),
+    TraceRow("ClusterSLA-v1", "alibaba_gpu_2023", "alibaba", "none: the GPU demand at utilization ρ = 0.99"),
+    TraceRow("ClusterSLA-v1", "azure_llm_2023", "azure", "none: the tokens at utilization ρ = 0.99"),
+    TraceRow("ClusterSLA-v1", "azure_llm_2023_sizes", "azure", "none: the tokens at utilization ρ = 0.99"),
     TraceRow("ClusterMultiServer-v0", "alibaba_gpu_2023", "alibaba", "none (the unscaled preset, for comparison)"),
     TraceRow("ClusterMultiServer-v0", "alibaba_gpu_2023_binding", "alibaba",
              "time compressed 5× (T = 400 for 2,000) and capacity β = 0.1 (a fifth of 0.5)"),
@@ -53,8 +53,8 @@ ROWS = (
     TraceRow("ClusterGang-v0", "alibaba_gpu_2023_binding", "alibaba",
              "time compressed 10× (T = 200 for 2,000), every hosting node adjacent and capacity_scale = 0.2"),
 )  # fmt: skip
-AGENTS = {"ClusterSLA-v0": SLA_AGENTS, "ClusterMultiServer-v0": MULTISERVER_AGENTS, "ClusterGang-v0": GANG_AGENTS}
-BINDING_SHARE = {"ClusterSLA-v0": lambda env: loads_binding_share(env.loads),
+AGENTS = {"ClusterSLA-v1": SLA_AGENTS, "ClusterMultiServer-v0": MULTISERVER_AGENTS, "ClusterGang-v0": GANG_AGENTS}
+BINDING_SHARE = {"ClusterSLA-v1": lambda env: loads_binding_share(env.loads),
                  "ClusterMultiServer-v0": lambda env: arrivals_binding_share(env.instance),
                  "ClusterGang-v0": lambda env: gang_binding_share(env.instance)}  # fmt: skip
 
@@ -68,7 +68,7 @@ def _binding_share(env_id: str, env_kwargs: dict) -> float:
 def unused_while_waiting(env_kwargs: dict, agent: str) -> np.ndarray:
     """Per tenant, the capacity allocated to it beyond what it could use (``alloc − work``) summed over the steps
     in which some tenant's work was left waiting: capacity that a better split would have turned into work."""
-    env, built, observation = harness.start("ClusterSLA-v0", agent, 0, env_kwargs=env_kwargs)
+    env, built, observation = harness.start("ClusterSLA-v1", agent, 0, env_kwargs=env_kwargs)
     unused = np.zeros(env.unwrapped.problem.n_users)
 
     def record(step: harness.Step) -> None:
@@ -90,7 +90,7 @@ def row_report(row: TraceRow, trace_dir: Path, seeds: list[int], progress: bool)
     start = time.perf_counter()
     share = _binding_share(row.env_id, env_kwargs)
     table = evaluate(row.env_id, agents, seeds, env_kwargs=env_kwargs, progress=progress)
-    metric = "regret" if row.env_id == "ClusterSLA-v0" else "aou"
+    metric = "regret" if row.env_id == "ClusterSLA-v1" else "aou"
     sign = setting.metrics[metric]  # +1: higher is better
     heuristics = [a for a in agents if a not in (setting.paper_agent, setting.oracle_agent, "random", "mwu")]
     per_seed = {a: table.values(a, metric) for a in agents}
@@ -108,17 +108,17 @@ def row_report(row: TraceRow, trace_dir: Path, seeds: list[int], progress: bool)
         f"| agent | {metric} |",
         "|---|---:|",
     ]
-    if row.env_id == "ClusterSLA-v0":  # deterministic loads and agents: one episode each, and where capacity went
+    if row.env_id == "ClusterSLA-v1":  # deterministic loads and agents: one episode each, and where capacity went
         unused = {a: unused_while_waiting(env_kwargs, a) for a in agents}
         lines[-2:] = [f"| agent | {metric} | capacity unused while work waited, per tenant (total) |", "|---|---:|---|"]
         lines += [f"| {a} | {v.mean():,.4g} | {', '.join(f'{u:.1f}' for u in unused[a])} ({unused[a].sum():.1f}) |"
                   for a, v in per_seed.items()]  # fmt: skip
     else:
         lines += [f"| {a} | {v.mean():,.4g} [{v.min():,.4g}, {v.max():,.4g}] |" for a, v in per_seed.items()]
-    if row.env_id == "ClusterSLA-v0":
+    if row.env_id == "ClusterSLA-v1":
         if np.array_equal(per_seed["mwu"], per_seed["mwu_extended"]):
             lines += ["", "`mwu` and `mwu_extended` coincide: the λ-rebalancing that tells them apart acts on a time "
-                      "scale far beyond this horizon (the benchmark's note on ClusterSLA-v0)."]  # fmt: skip
+                      "scale far beyond this horizon (the benchmark's note on ClusterSLA-v1)."]  # fmt: skip
         lines += ["", "The last column says where capacity went that a better split would have turned into work: the "
                   "capacity a tenant was given beyond its queue and arrivals, summed over the steps in which another "
                   "tenant's work was left waiting. The agents see only which queues are non-empty (binary "
@@ -160,7 +160,7 @@ def run(
         "# Real traces where capacity binds",
         "",
         "Every preset that replays a real trace, with the share of its slots in which capacity binds and the",
-        "paper's algorithm against the heuristics there. *Binds*: in ClusterSLA-v0 the offline optimum's",
+        "paper's algorithm against the heuristics there. *Binds*: in ClusterSLA-v1 the offline optimum's",
         "work-conserving server (and so every work-conserving allocation) has work for the whole step",
         "(`cluster_envs.sla.model.binding_share`); in ClusterMultiServer-v0 the jobs that arrive in the slot ask,",
         "together, for more than the capacity `c` of some device type, so no scheduler admits them all",
@@ -177,7 +177,7 @@ def run(
         if not (trace_dir / probe).is_file():
             lines += [f"### {row.env_id}, preset `{row.preset}`", "", f"Skipped: no {probe} in {trace_dir}.", ""]
             continue
-        row_seeds = [0] if row.env_id == "ClusterSLA-v0" else seeds
+        row_seeds = [0] if row.env_id == "ClusterSLA-v1" else seeds
         kept = sections / episodes.episode_name(row.env_id, row.preset, row_seeds, str(trace_dir), commit)
         lines += episodes.cached(kept, lambda row=row, trace_dir=trace_dir, row_seeds=row_seeds: row_report(
             row, trace_dir, row_seeds, progress))  # fmt: skip

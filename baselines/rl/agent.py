@@ -10,7 +10,7 @@ import functools
 import importlib
 import io
 import pickle
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,20 +20,25 @@ import numpy as np
 
 import cluster_envs  # noqa: F401  (registers the ids)
 from agents.base import BaseAgent
-from baselines.eval.protocol import rl_setting
+from baselines.eval.protocol import FLATTEN, rl_setting
 from baselines.rl import manifest
 from baselines.rl.config import MASKED, algo_class, observation_mapper
 from baselines.rl.manifest import DamagedRunError
 from baselines.rl.runs import read_meta
+from cluster_envs.common.flat import flatten_batch
 
 
 class SB3Agent(BaseAgent):
-    """A trained SB3 model as an ``Agent``: it sees the observation only, normalized with the training
-    run's VecNormalize statistics (after the run's observation wrapper, if any), and acts
-    deterministically. Recurrent policies keep their state within an episode; MaskablePPO gets the
-    env's action mask computed from the static problem and the observation. ``observation_space`` is the
-    raw space the model's observations come from (before ``observation_wrapper``; default the model's own)
-    and ``trained_with`` the training env's kwargs: ``check_spaces`` names them when an env does not fit."""
+    """A trained SB3 model as an ``Agent``: it sees the observation only, mapped by the run's observation
+    ``wrappers`` (names, applied in order) and normalized with the run's VecNormalize statistics, and acts
+    deterministically (``deterministic=False``: it samples from the policy, with torch's generator). Recurrent
+    policies keep their state within an episode; a masked policy (``action_mask``: (problem, raw observation) ->
+    mask) gets the mask computed from the static problem and the observation. ``observation_space`` is the raw
+    space the model's observations come from (before ``wrappers``; default the model's own) and ``trained_with``
+    the training env's kwargs: ``check_spaces`` names them when an env does not fit.
+
+    ``reset_batch(problems)`` and ``act_batch(observations)`` play a native batched env, one copy per problem, all
+    at once (the harness's ``batched=True``): the same policy on every row, with per-row recurrent state and masks."""
 
     def __init__(
         self,
@@ -41,27 +46,40 @@ class SB3Agent(BaseAgent):
         obs_normalizer: Any = None,
         name: str = "rl",
         env_kwargs=None,
-        observation_wrapper=None,
+        wrappers: Sequence[str] = (),
         action_mask=None,
         observation_space: gym.Space | None = None,
         trained_with: Mapping[str, Any] | None = None,
+        deterministic: bool = True,
     ):
         self.model = model
         self.obs_normalizer = obs_normalizer
-        self.observation_wrapper = observation_wrapper
+        self.wrappers = tuple(wrappers)
         self.observation_space = model.observation_space if observation_space is None else observation_space
+        if self.wrappers and observation_space is None:
+            raise ValueError(f"wrappers={list(self.wrappers)} need the raw observation_space they map from")
+        self._map = observation_mapper(self.wrappers, self.observation_space)
         self.trained_with = trained_with
-        self.action_mask = action_mask  # (problem, raw observation) -> mask, for MaskablePPO
-        self._problem = None
+        self.action_mask = action_mask
+        self.deterministic = bool(deterministic)
+        self._problems: list[Any] = []
         self.name = name
         self.env_kwargs = dict(env_kwargs or {})
         self._state = None
         self._episode_start = np.ones(1, dtype=bool)
 
     def reset(self, problem: Any, seed: int | None = None) -> None:
-        self._problem = problem
+        self._problems = [problem]
         self._state = None
         self._episode_start = np.ones(1, dtype=bool)
+
+    def reset_batch(self, problems: Sequence[Any], seeds: Sequence[int] | None = None) -> None:
+        """Start one episode per problem (row i of the batch plays ``problems[i]``)."""
+        if self.wrappers not in ((), (FLATTEN,)):
+            raise ValueError(f"a batch is mapped by {FLATTEN} only, not by wrappers={list(self.wrappers)}")
+        self._problems = list(problems)
+        self._state = None
+        self._episode_start = np.ones(len(self._problems), dtype=bool)
 
     def check_spaces(self, observation_space: gym.Space, action_space: gym.Space) -> None:
         """Refuse an env whose spaces differ from the training env's (the harness calls this before ``reset``):
@@ -78,16 +96,39 @@ class SB3Agent(BaseAgent):
     def act(self, observation: Any) -> np.ndarray:
         masks = {}
         if self.action_mask is not None:
-            masks["action_masks"] = self.action_mask(self._problem, observation)
-        if self.observation_wrapper is not None:
-            observation = self.observation_wrapper(observation)
+            masks["action_masks"] = self.action_mask(self._problems[0], observation)
+        if self._map is not None:
+            observation = self._map(observation)
+        return self._predict(observation, masks)
+
+    def act_batch(self, observations: Any) -> np.ndarray:
+        """The actions of every row of the batch ``observations`` (as ``act`` on each row)."""
+        masks = {}
+        if self.action_mask is not None:
+            masks["action_masks"] = np.stack(
+                [self.action_mask(problem, _row(observations, i)) for i, problem in enumerate(self._problems)]
+            )
+        if self.wrappers:
+            observations = flatten_batch(self.observation_space, observations)
+        return self._predict(observations, masks)
+
+    def _predict(self, observation: Any, masks: dict[str, np.ndarray]) -> np.ndarray:
         if self.obs_normalizer is not None:
             observation = self.obs_normalizer.normalize_obs(observation)
         action, self._state = self.model.predict(
-            observation, state=self._state, episode_start=self._episode_start, deterministic=True, **masks
+            observation,
+            state=self._state,
+            episode_start=self._episode_start,
+            deterministic=self.deterministic,
+            **masks,
         )
-        self._episode_start = np.zeros(1, dtype=bool)
+        self._episode_start = np.zeros_like(self._episode_start)
         return action
+
+
+def _row(batch: Any, i: int) -> Any:
+    """Row ``i`` of a batched observation (a Dict's: every key's row)."""
+    return {key: value[i] for key, value in batch.items()} if isinstance(batch, Mapping) else batch[i]
 
 
 @dataclass(frozen=True)
@@ -150,16 +191,13 @@ class SavedPolicy:
 
     def build(self) -> SB3Agent:
         model, normalizer = _load_model(self)
-        mapper = raw_space = None
-        if self.wrapper is not None:
-            raw_space = pickle.loads(self.observation_space)
-            mapper = observation_mapper(self.wrapper, raw_space)
+        raw_space = None if self.wrapper is None else pickle.loads(self.observation_space)
         return SB3Agent(
             model,
             normalizer,
             name=self.name,
             env_kwargs=dict(self.env_kwargs),
-            observation_wrapper=mapper,
+            wrappers=() if self.wrapper is None else (self.wrapper,),
             action_mask=action_mask_function(self.env_id) if self.algo in MASKED else None,
             observation_space=raw_space,
             trained_with=self.trained_with,
@@ -215,7 +253,7 @@ def _wrapping(env_id: str, env_kwargs: Mapping[str, Any], wrapper: str | None) -
 
 @functools.lru_cache(maxsize=8)
 def _load_model(policy: SavedPolicy) -> tuple[Any, Any]:
-    """One model per process and policy (loading costs ~50 ms; the episodes of a worker share it)."""
+    """One model per process and policy (the episodes of a worker share it rather than load it each time)."""
     model = algo_class(policy.algo).load(io.BytesIO(policy.model), device="cpu")
     normalizer = pickle.loads(policy.vecnormalize) if policy.vecnormalize is not None else None
     return model, normalizer

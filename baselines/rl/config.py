@@ -1,7 +1,7 @@
 """An RL run's configuration: the algorithms, the rl-zoo3 YAML sections (``baselines/rl/hyperparams/<algo>.yml``, the
 env id's section) and ``RunConfig``, the section resolved for one id with the protocol's RL env kwargs and
 observation wrapper (``baselines/eval/protocol.yml``; rl-zoo3's ``env_wrapper``, the same one in training and in
-the adapter). ``python -m rl_zoo3.train --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs -conf
+the adapter). ``python -m rl_zoo3.train --algo ppo --env ClusterSLA-v1 --gym-packages cluster_envs -conf
 baselines/rl/hyperparams/ppo.yml`` trains the same model.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,6 +177,21 @@ class _SpacesOnly(gym.Env):
         self.action_space = gym.spaces.Discrete(1)
 
 
-def observation_mapper(wrapper: str, observation_space: gym.Space):
-    """The wrapper's ``observation`` function for observations of ``observation_space`` (the raw env's)."""
-    return wrapper_class(wrapper)(_SpacesOnly(observation_space)).observation
+def observation_mapper(wrappers: Sequence[str], observation_space: gym.Space) -> Callable[[Any], Any] | None:
+    """The observation wrappers' ``observation`` functions, composed in order, for observations of
+    ``observation_space`` (the raw env's); None without wrappers."""
+    functions = []
+    space = observation_space
+    for name in wrappers:
+        wrapper = wrapper_class(name)(_SpacesOnly(space))
+        functions.append(wrapper.observation)
+        space = wrapper.observation_space
+    if not functions:
+        return None
+
+    def mapped(observation: Any) -> Any:
+        for function in functions:
+            observation = function(observation)
+        return observation
+
+    return mapped

@@ -5,17 +5,21 @@ Every run folder (``<algo>-<env_id>/seed<k>/`` in the model cache, ``<env_id>/<a
 identity being the env id and its version, the env kwargs, the algorithm, the training seed and the steps trained
 (from ``meta.json``). ``verify`` reads it back: a run whose file is missing, changed or not listed, whose
 ``meta.json`` says something else than the manifest, or that sits in the folder of another training seed, is not a
-run to evaluate, and every reason is returned in words. ``python -m baselines.rl.manifest DIR...`` writes the
+run to evaluate, and every reason is returned in words. ``cluster-envs manifest DIR...`` writes the
 manifests of the runs under ``DIR`` (e.g. the shipped ones, after checking them).
+
+``cluster-envs manifest --repoint NEW_ID DIR...`` re-points verified shipped runs to a new version of
+their env id whose default configuration steps the same (the bump changed only non-default presets, and the golden
+hashes of both versions agree): ``meta.json`` and ``config.yml`` name the new id, the run moves to
+``<models>/<NEW_ID>/<algo>/seed<k>`` and its manifest is rewritten. The weights are untouched (no retraining).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import re
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,21 +101,59 @@ def problems(run: str | Path) -> list[str]:
     return found
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    import argparse
+def repoint(run: str | Path, env_id: str) -> Path:
+    """Re-point the verified shipped run in ``run`` (``<models>/<env_id>/<algo>/seed<k>``) to ``env_id``, a new
+    version of its id, and return its new folder ``<models>/<env_id>/<algo>/seed<k>``: ``meta.json`` and
+    ``config.yml`` (rl-zoo3's section, keyed by the id) name the new id and the manifest is rewritten. A run that does
+    not verify, or one that names another id than its version's, is refused before anything changes."""
+    import yaml
 
-    parser = argparse.ArgumentParser(prog="python -m baselines.rl.manifest", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("folders", nargs="+", help="run folders, or folders with runs (any holding meta.json)")
-    args = parser.parse_args(argv)
-    runs = sorted({p.parent for folder in args.folders for p in Path(folder).rglob("meta.json")})
+    run = Path(run)
+    if found := problems(run):
+        raise DamagedRunError(f"{run} is not a run to re-point: {'; '.join(found)}")
+    meta = json.loads((run / "meta.json").read_text())
+    old = meta["env_id"].split(":")[-1]
+    if re.sub(r"-v\d+$", "", old) != re.sub(r"-v\d+$", "", env_id) or old == env_id:
+        raise ValueError(f"env_id={env_id!r} must be another version of the run's id {old!r}")
+    config = yaml.safe_load((run / "config.yml").read_text())
+    if list(config) != [old]:
+        raise DamagedRunError(f"{run}/config.yml is not the section of {old!r}: {list(config)}")
+    out = run.parent.parent.parent / env_id / run.parent.name / run.name
+    if out.exists():
+        raise ValueError(f"{out} exists; remove it first")
+    (run / "meta.json").write_text(json.dumps({**meta, "env_id": env_id}, indent=2))
+    (run / "config.yml").write_text(yaml.safe_dump({env_id: config[old]}, sort_keys=False))  # as training wrote it
+    out.parent.mkdir(parents=True, exist_ok=True)
+    run.rename(out)
+    for folder in (run.parent, run.parent.parent):  # the old id's folders, once empty
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    write(out)
+    return out
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``cluster-envs manifest``."""
+    parser.add_argument("folders", nargs="+", type=Path,
+                        help="run folders, or folders with runs (any folder holding meta.json)")  # fmt: skip
+    parser.add_argument("--repoint", metavar="NEW_ID", help="re-point the verified runs to this version of their id")
+
+
+def run_from_args(args: argparse.Namespace) -> None:
+    """``cluster-envs manifest``: write the manifest of every run under ``args.folders`` (or, with ``--repoint``,
+    re-point them all to a new version of their id: all or none)."""
+    missing = [str(folder) for folder in args.folders if not folder.is_dir()]
+    if missing:
+        raise FileNotFoundError(f"folders must be existing folders; not found: {missing}")
+    runs = sorted({p.parent for folder in args.folders for p in folder.rglob("meta.json")})
     if not runs:
-        print(f"baselines.rl.manifest: error: no run (meta.json) under {args.folders}", file=sys.stderr)
-        return 2
+        raise FileNotFoundError(f"folders hold no run (a folder with meta.json): {[str(f) for f in args.folders]}")
+    if args.repoint:
+        refused = {run: found for run in runs if (found := problems(run))}
+        if refused:
+            raise DamagedRunError("; ".join(f"{run}: {', '.join(found)}" for run, found in refused.items()))
+        for run in runs:
+            print(f"re-pointed {run} -> {repoint(run, args.repoint)}")
+        return
     for run in runs:
         print(f"wrote {write(run)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

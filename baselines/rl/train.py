@@ -93,8 +93,8 @@ def train(
 ) -> TrainResult:
     """Train ``algo`` on ``env_id`` and save the run in ``out_dir`` (resume the run found there with ``load``).
 
-    ``threads``: torch's intra-op threads. One by default: the networks are small, and torch's default (every
-    core) ran rl-zoo3 at 115–213 steps/s against ≈ 5,000 with one thread on a busy 2-core machine (issue 15).
+    ``threads``: torch's intra-op threads. One by default: the networks are too small for intra-op parallelism to
+    pay, and torch's default (every core) trains far slower on a busy machine (docs/appendix/performance_log.md).
     ``vectorization``: ``"native"`` (the id's batched env, see ``make_vec_env``) or ``"dummy"``. SB3 logs to
     TensorBoard in ``out_dir/tensorboard`` when the ``tensorboard`` package is installed."""
     cls = algo_class(algo)  # a clear error without the 'rl' extra

@@ -70,5 +70,15 @@ class SlotMaskAction(gym.Wrapper):
         return observation, reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
-        m = self.action_space.shape[0]
-        return np.tile(np.concatenate([[True], self.present]), m)
+        return _slot_mask(self.present, self.action_space.shape[0])
+
+    @staticmethod
+    def action_mask_from(problem: Any, observation: dict[str, np.ndarray]) -> np.ndarray:
+        """``action_masks()`` from public data alone (the problem's machines and the raw observation's job rows),
+        so that a trained MaskablePPO policy runs as an agent outside the wrapper."""
+        return _slot_mask(observation["jobs"][:, PRESENT] > 0, problem.n_machines)
+
+
+def _slot_mask(present: np.ndarray, machines: int) -> np.ndarray:
+    """Per machine, idle and the occupied slots (flat, K + 1 per machine)."""
+    return np.tile(np.concatenate([[True], present]), machines)

@@ -11,7 +11,7 @@ naive 0, oracle 1) as mean and 95% bootstrap interval over training seeds, each 
 over the evaluation seeds; the reference agents' rows come from ``cluster-envs compare <id> --agents all``
 saved in ``<out>/refs/<id>/results.json`` (the ``refs`` command writes them), and a figure of the curves.
 
-    cluster-envs ablate refs ClusterSLA-v0 --seeds 0-4
+    cluster-envs ablate refs ClusterSLA-v1 --seeds 0-4
     cluster-envs ablate run sla_action_mode --seeds 0-2 --checkpoints 50000,100000
     cluster-envs ablate table sla_action_mode
 
@@ -24,11 +24,11 @@ minibatch 2,048, 4 epochs) on every id with a settings entry.
 Training runs on the id's native batched env (``baselines.rl.train.make_vec_env``, the path ``cluster-envs train``
 takes; step for step the same as a ``DummyVecEnv``) where the variant allows it (no wrapper but
 ``FlattenObservation``; action masks only where the batched env computes them, as ClusterMultiServer-v0's and
-ClusterGang-v0's do), else on a ``DummyVecEnv`` of the variant's wrapped envs. Evaluation plays the evaluation
-seeds as one batch of the native env where training ran on it, else episode by episode.
-Variants that need a wrapper (``BanditStatsObservation``, ``SlotMaskAction``) are evaluated through it here; the
-RL adapter of ``baselines.rl.train`` applies observation wrappers only, so what the benchmark ships is an env kwarg
-(``action_mode``, ``observation_mode``) wherever it can be.
+ClusterGang-v0's do), else on a ``DummyVecEnv`` of the variant's wrapped envs. Evaluation is the harness's
+(``baselines.eval.harness.evaluate``, the model as an ``SB3Agent``: :func:`policy_agent`): the evaluation seeds
+as one batch of the native env where training ran on it, else episode by episode. The agent reads the variant's
+wrappers as the model trained through them: observation wrappers (``BanditStatsObservation``) map its observation,
+a mask wrapper (``SlotMaskAction``) gives its mask from the observation (``action_mask_from``).
 """
 
 from __future__ import annotations
@@ -47,15 +47,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from baselines.eval.harness import evaluate, play_batch, start_batch
 from baselines.eval.protocol import FLATTEN, SETTINGS, parse_seeds, read_data_file, require_setting, training_seed
 from baselines.eval.stats import iqm, mean_interval, normalized
 from baselines.perf.training import FAST_UPDATE
+from baselines.rl.agent import SB3Agent, action_mask_function
 from baselines.rl.config import MASKED, RunConfig, wrapper_class
 from baselines.rl.diagnostics import action_shares, append_row, diagnostics_callback
 from baselines.rl.diagnostics import markdown as diagnostics_markdown
 from baselines.rl.runs import save_run
 from baselines.rl.train import make_vec_env, new_model
-from baselines.rl.vec_env import flatten_batch
 
 STATS = "baselines.rl.wrappers.BanditStatsObservation"
 SLOT_MASK = "baselines.rl.wrappers.SlotMaskAction"
@@ -232,83 +233,70 @@ def _import(name: str) -> type:
     return getattr(__import__(module, fromlist=[cls]), cls)
 
 
-def evaluate_policy(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool,
-                    batched: bool) -> list[float]:  # fmt: skip
-    """The headline metric of the deterministic policy on each evaluation seed (recurrent state kept), on the
-    batched env where the variant trained on it."""
-    if batched:
-        return evaluate_batched(s, model, normalizer, seeds, masked)
-    return evaluate_episodes(s, model, normalizer, seeds, masked)
+def policy_agent(s: Setup, model: Any, normalizer: Any, deterministic: bool = True) -> SB3Agent:
+    """``model`` as the harness's agent on the variant's env, reading it as the model trained on it: the variant's
+    observation wrappers map the raw observation, and a masked algorithm's mask is its mask wrapper's
+    (``action_mask_from``, from the raw observation) or else the env's. A mask wrapper goes before the observation
+    wrappers (it reads the raw observation); any other wrapper is refused."""
+    kinds = [issubclass(_import(name), gym.ObservationWrapper) for name in s.wrappers]
+    masks = [name for name, observes in zip(s.wrappers, kinds, strict=True) if not observes]
+    observes = [name for name, observes in zip(s.wrappers, kinds, strict=True) if observes]
+    if any(not hasattr(_import(name), "action_mask_from") for name in masks) or kinds != sorted(kinds):
+        raise ValueError(f"wrappers {list(s.wrappers)}: the harness plays mask wrappers (with action_mask_from) "
+                         "followed by observation wrappers only")  # fmt: skip
+    action_mask = None
+    if s.config.algo in MASKED:
+        action_mask = _import(masks[0]).action_mask_from if masks else action_mask_function(s.env_id)
+    raw = None
+    if observes:
+        with gym.make(s.env_id, **s.env_kwargs) as env:
+            raw = env.observation_space
+    return SB3Agent(model, normalizer, name=s.config.algo, wrappers=observes, action_mask=action_mask,
+                    observation_space=raw, deterministic=deterministic)  # fmt: skip
 
 
-def evaluate_episodes(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> list[float]:
-    """``evaluate_policy`` one episode at a time on the variant's wrapped single env."""
-    values = []
-    for seed in seeds:
-        env = make_env(s)
-        obs, _ = env.reset(seed=seed)
-        state, start = None, np.ones(1, dtype=bool)
-        while True:
-            x = normalizer.normalize_obs(obs) if normalizer is not None else obs
-            extra = {"action_masks": env.get_wrapper_attr("action_masks")()} if masked else {}
-            action, state = model.predict(x, state=state, episode_start=start, deterministic=True, **extra)
-            start = np.zeros(1, dtype=bool)
-            obs, _, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                break
-        values.append(float(info["episode_summary"][s.headline]))
-        env.close()
-    return values
+def headline_values(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], batched: bool) -> list[float]:
+    """The headline metric of the deterministic policy on each evaluation seed (``harness.evaluate``; with
+    ``batched``, all seeds as one batch of the native env, where the variant trained on it)."""
+    agent = policy_agent(s, model, normalizer)
+    table = evaluate(s.env_id, [agent], seeds, env_kwargs=s.env_kwargs, batched=batched)
+    return table.values(agent.name, s.headline).tolist()
 
 
-def evaluate_batched(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool,
-                     deterministic: bool = True, actions: list[np.ndarray] | None = None) -> list[float]:  # fmt: skip
-    """``evaluate_policy`` on the native batched env: copy i plays evaluation seed ``seeds[i]``, all at once
-    (``masked``: with the batched env's ``action_masks()``; ``deterministic=False``: the sampled policy;
-    ``actions``: a list the batch's action of every step is appended to, as the env reads it where it can:
-    ``read_actions``)."""
-    from gymnasium.wrappers.vector import DictInfoToList
+class _ReadingActions:
+    """``agent`` playing a batch of ``env``, appending each batch of actions to ``actions`` as the env reads them
+    (``read_actions``, where it has an action mode: ClusterApprox's occupants) before it steps them."""
 
-    env = DictInfoToList(
-        gym.make_vec(s.env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point", **s.env_kwargs)
-    )
-    space = env.single_observation_space
-    observe = (lambda batch: flatten_batch(space, batch)) if s.wrappers else (lambda batch: batch)
-    obs, _ = env.reset(seed=list(seeds))
-    values: list[float | None] = [None] * len(seeds)
-    state, start = None, np.ones(len(seeds), dtype=bool)
-    while any(v is None for v in values):
-        x = observe(obs)
-        x = normalizer.normalize_obs(x) if normalizer is not None else x
-        extra = {"action_masks": env.unwrapped.action_masks()} if masked else {}
-        action, state = model.predict(x, state=state, episode_start=start, deterministic=deterministic, **extra)
-        start = np.zeros(len(seeds), dtype=bool)
-        if actions is not None:  # as the env reads them where it has an action mode (ClusterApprox: occupants)
-            read = getattr(env.unwrapped, "read_actions", None)
-            actions.append(np.array(action if read is None else read(action)))
-        obs, _, terminated, truncated, infos = env.step(action)
-        for i in np.flatnonzero(np.logical_or(terminated, truncated)):
-            if values[i] is None:  # a copy that ended autoresets; only its first episode counts
-                values[i] = float(infos[i]["episode_summary"][s.headline])
-    env.close()
-    return [float(v) for v in values]
+    def __init__(self, agent: SB3Agent, env: Any, actions: list[np.ndarray]) -> None:
+        self.agent, self.actions = agent, actions
+        self.read = getattr(env.unwrapped, "read_actions", None)
+
+    def act_batch(self, observations: Any) -> np.ndarray:
+        action = self.agent.act_batch(observations)
+        self.actions.append(np.array(action if self.read is None else self.read(action)))
+        return action
 
 
-def checkpoint_probe(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int], masked: bool) -> dict[str, float]:
-    """The greedy (deterministic) and the sampled policy on the evaluation seeds: their mean headline value and
-    the shares of their action components, as the env reads them (ClusterApprox: the occupant per machine, also
-    for ``action_mode="paced_priority"``'s Box), that are 0 (ClusterApprox: idle) or repeat the step before's
-    (NaN for an action read as real numbers). The sampled play draws from torch's generator, which is restored
-    after it, so a run's training does not depend on whether it is probed."""
+def checkpoint_probe(s: Setup, model: Any, normalizer: Any, seeds: Sequence[int]) -> dict[str, float]:
+    """The greedy (deterministic) and the sampled policy on the evaluation seeds, one batch of the native env:
+    their mean headline value and the shares of their action components, as the env reads them (ClusterApprox: the
+    occupant per machine, also for ``action_mode="paced_priority"``'s Box), that are 0 (ClusterApprox: idle) or
+    repeat the step before's (NaN for an action read as real numbers). The sampled play draws from torch's
+    generator, which is restored after it, so a run's training does not depend on whether it is probed."""
     import torch
 
     out: dict[str, float] = {}
     for name, deterministic in (("greedy", True), ("sampled", False)):
         state = torch.get_rng_state()
         actions: list[np.ndarray] = []
-        values = evaluate_batched(s, model, normalizer, seeds, masked, deterministic, actions)
+        agent = policy_agent(s, model, normalizer, deterministic)
+        env, agent, observations = start_batch(s.env_id, agent, seeds, env_kwargs=s.env_kwargs)
+        try:
+            endings = play_batch(env, _ReadingActions(agent, env, actions), observations)
+        finally:
+            env.close()
         torch.set_rng_state(state)
-        out[f"{name}_value"] = float(np.mean(values))
+        out[f"{name}_value"] = float(np.mean([end.info["episode_summary"][s.headline] for end in endings]))
         shares = action_shares(np.stack(actions))
         out.update({f"{name}_{key}": value for key, value in shares.items()})
     return out
@@ -345,7 +333,7 @@ def train_and_evaluate(
         seconds += time.perf_counter() - start
         cpu_seconds += time.process_time() - cpu_start
         normalizer = model.get_vec_normalize_env()
-        values = evaluate_policy(s, model, normalizer, eval_seeds, variant.algo in MASKED, used == "native")
+        values = headline_values(s, model, normalizer, eval_seeds, batched=used == "native")
         new = [
             {
                 "variant": variant.name,
@@ -361,7 +349,7 @@ def train_and_evaluate(
         if on_checkpoint is not None:
             on_checkpoint(new)
         if diagnose is not None and used == "native":
-            probe = checkpoint_probe(s, model, normalizer, eval_seeds, variant.algo in MASKED)
+            probe = checkpoint_probe(s, model, normalizer, eval_seeds)
             head = {"variant": variant.name, "train_seed": seed, "timesteps": int(model.num_timesteps)}
             append_row(diagnose.with_name(f"{diagnose.stem}-checkpoints.csv"), {**head, **probe})
     if save is not None:

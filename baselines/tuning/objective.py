@@ -4,14 +4,14 @@ rl-zoo3's objective (``ExperimentManager.objective``) scores a trial with its ``
 return of deterministic episodes of an evaluation env seeded once when the trial starts, so evaluation k plays
 other episodes than evaluation k + 1, each with its own instance. Where the instance is drawn per episode that
 return ranks episodes, not policies (docs/appendix/rl_curves/tuning.md, "Tuning").
-:class:`HeadlineTrialEvalCallback` keeps
-everything of rl-zoo3's callback (its evaluation frequency, its reports to Optuna at each evaluation, the
-pruning, the value the objective returns: ``last_mean_reward``) and replaces only the evaluation itself: the
-benchmark's headline metric of the deterministic policy on the same validation seeds at every evaluation of
-every trial (``baselines.tuning.ablation.evaluate_policy``: one batch of the id's native env where it can run the
-section, else episode by episode), so trials are compared paired, on the episodes the learning curves'
-validation uses. Its sign makes larger better (``-regret``; ``utility`` as is): for fixed seeds it is an
-increasing affine function of the benchmark's normalized score, so it ranks trials as that score does.
+:class:`HeadlineTrialEvalCallback` keeps everything of rl-zoo3's callback (its evaluation frequency, its reports
+to Optuna at each evaluation, the pruning, the value the objective returns: ``last_mean_reward``) and replaces
+only the evaluation itself: the benchmark's headline metric of the deterministic policy on the same validation
+seeds at every evaluation of every trial (``baselines.tuning.ablation.headline_values``, which plays through
+``baselines.eval.harness.evaluate``: one batch of the id's native env where it can run the section, else episode
+by episode), so trials are compared paired, on the episodes the learning curves' validation uses. Its sign makes
+larger better (``-regret``; ``utility`` as is): for fixed seeds it is an increasing affine function of the
+benchmark's normalized score, so it ranks trials as that score does.
 
 ``cluster-envs zoo --objective-seeds 100-104 ...`` installs it (``baselines.tuning.tune run`` does by
 default).
@@ -40,8 +40,7 @@ from stable_baselines3.common.callbacks import EvalCallback
 
 from baselines.eval.protocol import TRAIN_SEED_BASE, VALIDATION_SEEDS, require_setting
 from baselines.perf.steps import has_vector_entry_point
-from baselines.rl.config import MASKED
-from baselines.tuning.ablation import Variant, evaluate_policy, native, setup
+from baselines.tuning.ablation import Variant, headline_values, native, setup
 
 
 class _HeadlineEvaluation(EvalCallback):
@@ -68,7 +67,6 @@ class HeadlineTrialEvalCallback(TrialEvalCallback, _HeadlineEvaluation):
             raise ValueError("seeds must name at least one validation seed")
         self.seeds = tuple(int(seed) for seed in seeds)
         self.setup = setup(env_id, Variant("tuning", algo=algo, env_kwargs=dict(env_kwargs or {})))
-        self.masked = algo in MASKED
         setting = require_setting(env_id)
         self.sign = float(setting.metrics[setting.headline])  # HIGHER = 1, LOWER = -1: larger is better
         self.last_values: list[float] = []
@@ -76,8 +74,7 @@ class HeadlineTrialEvalCallback(TrialEvalCallback, _HeadlineEvaluation):
     def evaluate(self) -> list[float]:
         """The deterministic policy's headline on each validation seed (the training env's normalization)."""
         batched = native(self.setup) and has_vector_entry_point(self.setup.env_id)
-        normalizer = self.model.get_vec_normalize_env()
-        return evaluate_policy(self.setup, self.model, normalizer, self.seeds, self.masked, batched)
+        return headline_values(self.setup, self.model, self.model.get_vec_normalize_env(), self.seeds, batched)
 
 
 def model_seed(seed: int, index: int) -> int:

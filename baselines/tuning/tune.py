@@ -1,7 +1,7 @@
 """Tune an id's RL hyperparameters with rl-zoo3's own optimizer and write the best trial into the YAML file.
 
-    cluster-envs tune run ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
-    cluster-envs tune write ClusterSLA-v0 --algo ppo --trials 20 --steps 50000
+    cluster-envs tune run ClusterSLA-v1 --algo ppo --trials 20 --steps 50000
+    cluster-envs tune write ClusterSLA-v1 --algo ppo --trials 20 --steps 50000
     cluster-envs tune run ClusterGang-v0 --algo ppo_mask --hold gamma,gae_lambda --trials 8 --steps 10000
 
 ``run`` starts rl-zoo3's ``train ... -optimize`` through ``cluster-envs zoo`` (rl-zoo3's entry with

@@ -1,7 +1,7 @@
 """rl-zoo3 on the ids' native batched envs: rl-zoo3 trains and evaluates on each id's ``vector_entry_point`` env
 instead of a ``DummyVecEnv`` of single envs.
 
-    cluster-envs zoo --native --algo ppo --env ClusterSLA-v0 --gym-packages cluster_envs ...
+    cluster-envs zoo --native --algo ppo --env ClusterSLA-v1 --gym-packages cluster_envs ...
 
 :func:`native_vec_env` is rl-zoo3's own hook for the vectorization, ``ExperimentManager.default_vec_env_cls`` (its
 ``--vec-env`` choice yields to it), in the subclass ``baselines.tuning.zoo.experiment_manager(native=True)``

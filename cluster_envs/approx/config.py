@@ -8,12 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from cluster_envs.approx.model import ORACLE_KINDS, RATE_PROCESSES, UTILITIES
 from cluster_envs.common.config import check_number
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.common.flat import OBSERVATION_MODES
 
+# The vocabularies of the modes (the one source; ``ApproxConfig.DOMAINS`` validates them).
+RATE_PROCESSES = ("iid_bernoulli", "iid_uniform", "iid_beta", "onoff_gamma")
+UTILITIES = ("power", "log", "linear")
+ORACLE_KINDS = ("eq6", "p1", "thm3")  # the offline optimum of the regret (cluster_envs.approx.model.opt_per_job)
 JOB_SOURCES = ("synthetic", "trace", "common", "single", "list")
 # "proportional": p_i = price_factor × machine i's mean service rate under the model, its speed s_i times the
 # model's mean rate (L691; public, never the realised mean of the hidden trajectory, which the price would reveal);

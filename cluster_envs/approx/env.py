@@ -50,11 +50,10 @@ from cluster_envs.approx.model import (
     trace_jobs,
 )
 from cluster_envs.approx.simulator import ApproxSimulator
-from cluster_envs.common.config import check_choice, check_reset_options
+from cluster_envs.common.config import check_choice
 from cluster_envs.common.env import ClusterEnv, as_real_array
 from cluster_envs.common.guards import EPISODE_ORACLE_TIME_LIMIT, check
 from cluster_envs.common.render import BLUE, GRAY, GREEN, ORANGE, RED, bar_chart
-from cluster_envs.common.seeding import episode_streams
 
 
 def observation_from(t: Any, horizon: int, mf: np.ndarray, mi: np.ndarray, rows: np.ndarray, single_job: bool,
@@ -96,6 +95,7 @@ class _ApproxEnvCore(ClusterEnv):
     config_class = ApproxConfig
     presets: dict[str, dict[str, Any]] = MULTI_PRESETS
     env_id = "ClusterApprox-v1"
+    stream_names = ("instance", "rates", "misc")
 
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
@@ -158,7 +158,6 @@ class _ApproxEnvCore(ClusterEnv):
         if self.single_job:
             self.decode_mode = DECODE_SINGLE
         self.reward_entry = {"true": REWARD_TRUE, "approx": REWARD_APPROX, "sparse": REWARD_SPARSE}[config.reward_mode]
-        self._minimal_info = config.info_level == "minimal"
         self._horizon = config.horizon
         self.problem: ApproxProblem | None = None
         self.misc_rng: np.random.Generator | None = None
@@ -201,17 +200,14 @@ class _ApproxEnvCore(ClusterEnv):
             high += [cfg.demand, m if cfg.parallelism is None else cfg.parallelism]
         return np.asarray(high, dtype=np.float64)
 
-    # ------------------------------------------------------------------ episode
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        check_reset_options(options)
-        super().reset(seed=seed)
+    # ------------------------------------------------------- the skeleton's hooks (cluster_envs.common.env)
+    def _new_episode(self, streams: dict[str, np.random.Generator], plan: dict[str, Any]) -> dict[str, Any]:
         cfg = self.config
-        streams = episode_streams(self.np_random, ["instance", "rates", "misc"])
         instance_rng = np.random.default_rng(cfg.instance_seed) if cfg.fixed_instance else streams["instance"]
-        self.misc_rng = streams["misc"]
         instance = self._draw_instance(instance_rng, streams["rates"])
         if cfg.compute_regret:
             self._check_oracle(instance.jobs)  # before the episode's state changes
+        self.misc_rng = streams["misc"]
         self._instance = instance
         self.problem = ApproxProblem(
             n_machines=cfg.n_machines,
@@ -220,31 +216,20 @@ class _ApproxEnvCore(ClusterEnv):
             single_job=self.single_job,
             utility=cfg.utility,
             beta=float(cfg.beta),
-            prices=tuple(float(p) for p in self._instance.prices),
+            prices=tuple(float(p) for p in instance.prices),
             budget_mode=cfg.budget_mode,
             rate_prior_mean=prior_mean_rate(cfg.rate_process, cfg.iid_mean_range, cfg.speed_heterogeneity),
             capacity=cfg.capacity,
         )
         opt = None
         if cfg.compute_regret:
-            jobs = self._instance.jobs
-            opt = opt_per_job(
-                cfg.utility,
-                cfg.beta,
-                jobs,
-                self._instance.means,
-                self._instance.prices,
-                cfg.horizon,
-                cfg.oracle_kind,
-            )
-        self._sim = ApproxSimulator(self.problem, self._instance, budget_mode=cfg.budget_mode, opt_per_job=opt)
-        info = {
-            "n_jobs": self._sim.n_jobs,
-            "arrivals": [int(j) for j in np.flatnonzero(self._instance.jobs.arrival == 0)],
-        }
+            opt = opt_per_job(cfg.utility, cfg.beta, instance.jobs, instance.means, instance.prices, cfg.horizon,
+                              cfg.oracle_kind)  # fmt: skip
+        self._sim = ApproxSimulator(self.problem, instance, budget_mode=cfg.budget_mode, opt_per_job=opt)
+        info = {"n_jobs": self._sim.n_jobs, "arrivals": [int(j) for j in np.flatnonzero(instance.jobs.arrival == 0)]}
         if opt is not None:
             info["oracle_total"] = info["benchmark_total"] = float(opt.sum())  # benchmark_total: deprecated alias
-        return self.emit(self._observation()), info
+        return info
 
     def _check_oracle(self, jobs: Jobs) -> None:
         """Refuse (``ValueError``) an oracle convex program above the resource limits (common.guards)."""
@@ -310,26 +295,28 @@ class _ApproxEnvCore(ClusterEnv):
         parallelism = np.full(n, m if cfg.parallelism is None else cfg.parallelism, dtype=np.int64)
         return Instance(jobs, prices, rates, np.full(n, float(cfg.demand)), parallelism, capacity)
 
-    def _episode_over(self) -> bool:
-        return int(self._sim.c[0]) >= self._horizon
+    def _read_action(self, action: Any) -> np.ndarray:
+        return self._flat_action(action)
 
-    def _step(self, action: Any):
+    def _advance(self, action: np.ndarray) -> None:
+        self._sim.step_action(action, self.decode_mode)
+
+    def _episode_end(self) -> tuple[bool, bool]:
+        return int(self._sim.c[0]) == self._horizon, False  # every deadline has passed; never truncated
+
+    def _reward(self, info: dict[str, Any]) -> float:
+        return float(self._sim.f[self.reward_entry])
+
+    def _episode_summary(self) -> dict[str, Any]:
+        return self._sim.summary()
+
+    def _minimal_info(self) -> dict[str, Any]:
         sim = self._sim
-        t = int(sim.c[0])
-        sim.step_action(self._flat_action(action), self.decode_mode)
-        reward = float(sim.f[self.reward_entry])
-        terminated = t + 1 == self._horizon
-        if self._minimal_info:
-            values = sim.f.tolist()
-            info = {"t": sim.t, "utility_true": values[UTILITY_TRUE], "utility_approx": values[UTILITY_APPROX]}
-            if sim.opt_per_job is not None:
-                info["regret"] = values[ORACLE_ACCRUED] - values[UTILITY_APPROX]
-        else:
-            sim.step_info = sim.slot_details()
-            info = self._info()
-        if terminated:
-            info["episode_summary"] = sim.summary()
-        return self.emit(self._observation()), reward, terminated, False, info
+        values = sim.f.tolist()
+        info = {"t": sim.t, "utility_true": values[UTILITY_TRUE], "utility_approx": values[UTILITY_APPROX]}
+        if sim.opt_per_job is not None:
+            info["regret"] = values[ORACLE_ACCRUED] - values[UTILITY_APPROX]
+        return info
 
     def _flat_action(self, action: Any) -> np.ndarray:
         """A well-formed action, read as ``action_mode``, as a flat array for the kernel (which rejects NaN,
@@ -340,9 +327,9 @@ class _ApproxEnvCore(ClusterEnv):
             action = np.asarray(read_actions(self.config.action_mode, action[None], seen)[0])
         return action.reshape(-1)
 
-    def _info(self) -> dict[str, Any]:
-        sim = self.simulator
-        s = sim.step_info
+    def _full_info(self, action: np.ndarray) -> dict[str, Any]:
+        sim = self._sim
+        s = sim.slot_details()
         if self.single_job or self._generalized:
             executed_out = sim.executed.astype(np.int8) if self._generalized else sim.executed[0].astype(np.int8)
         else:
@@ -373,7 +360,7 @@ class _ApproxEnvCore(ClusterEnv):
             info["oracle"] = {"rates": s["rates"].copy(), "means": self._instance.means.copy()}
         return info
 
-    def _observation(self) -> dict[str, np.ndarray]:
+    def _observe(self) -> dict[str, np.ndarray]:
         sim = self.simulator
         rows = sim.job_rows()
         if self._generalized:

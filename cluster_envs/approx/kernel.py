@@ -8,8 +8,8 @@ libm in the last bit, and the trajectories must stay bit-for-bit those of the ve
 (golden hashes). Sums use numpy's summation order (:mod:`~cluster_envs.common.pairwise`) and the matrix-vector
 products ``executed @ rates`` BLAS's (:func:`batch_begin`), for the same reason.
 
-The kernels take the state as one record, :class:`State` (fields :data:`STATE_FIELDS`, by name, made by
-:func:`state_record`); the rows of its matrices and entries of its vectors are named below.
+The kernels take the state as one record, :class:`Batch` (fields :data:`BATCH_FIELDS`, by name, made by
+:func:`batch_record`); the rows of its matrices and entries of its vectors are named below.
 """
 
 from __future__ import annotations
@@ -57,14 +57,14 @@ BAD_VALUE, OUT_OF_RANGE = -1, -2  # step_begin's error codes (nothing has change
 # bool and ``executed`` (B, K, M) uint8 assignments and the row matrices and vectors named above (``jf``, ``ji``
 # (B, rows, jobs), ``mf``, ``mi`` (B, rows, M), ``si``, ``sf`` (B, rows, K), ``c``, ``f`` (B, size)); the
 # parameters ``p`` (P_SIZE,) are shared by every copy.
-STATE_FIELDS = ("assign", "executed", "jf", "ji", "mf", "mi", "si", "sf", "c", "f", "p")
+BATCH_FIELDS = ("assign", "executed", "jf", "ji", "mf", "mi", "si", "sf", "c", "f", "p")
 
 
-StateType, State, state_record = declare_record(
+BatchType, Batch, batch_record = declare_record(
     __name__,
-    "State",
-    STATE_FIELDS,
-    "The kernels' state record (fields :data:`STATE_FIELDS`); made by :func:`state_record`.",
+    "Batch",
+    BATCH_FIELDS,
+    "The kernels' record of the copies' state (fields :data:`BATCH_FIELDS`); made by :func:`batch_record`.",
 )
 
 

@@ -33,7 +33,6 @@ AP_RATE_MEAN = sum(AP_RATE) / 2
 UP_RATE_MEAN = sum(UP_RATE) / 2
 ONOFF_MEAN_RATE = STATIONARY_AP * AP_RATE_MEAN + (1 - STATIONARY_AP) * UP_RATE_MEAN
 
-RATE_PROCESSES = ("iid_bernoulli", "iid_uniform", "iid_beta", "onoff_gamma")
 CHUNK = 512
 BETA_CONCENTRATION = 10.0
 
@@ -304,9 +303,6 @@ def listed_jobs(jobs: tuple[tuple[float, float, float, float], ...]) -> Jobs:
     return Jobs(data[:, 0].astype(np.int64), data[:, 1].astype(np.int64), data[:, 2].copy(), data[:, 3].copy())
 
 
-UTILITIES = ("power", "log", "linear")
-
-
 JOB_FIELDS = (
     "present",
     "is_new",
@@ -408,7 +404,6 @@ class Instance:
 # Many jobs: the segment-aggregated concave program, solved with scipy's SLSQP (exact for the relaxation;
 # intended for small instances). ``opt_per_job`` returns OPT_j, the oracle's per-job term of Eq. 6, which
 # the env accrues at OPT_j/(d_j − a_j) per active slot so that the cumulative regret ends at Reg_T.
-ORACLE_KINDS = ("eq6", "p1", "thm3")
 WORK_FLOOR = 1e-9
 
 

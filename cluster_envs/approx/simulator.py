@@ -83,10 +83,10 @@ class ApproxSimulator(HoldsRecord):
         kernel.admit(0, self.ji, self.si, self.c)
         self.record = self.make_record()
 
-    def make_record(self) -> kernel.State:
+    def make_record(self) -> kernel.Batch:
         """The kernels' record of the state arrays, with a leading axis of 1 (their batch layout; made again after
         the arrays are re-pointed: by the batched env, and on unpickling or copying)."""
-        return kernel.state_record(**{name: getattr(self, name)[None] for name in kernel.STATE_FIELDS[:-1]}, p=self.p)
+        return kernel.batch_record(**{name: getattr(self, name)[None] for name in kernel.BATCH_FIELDS[:-1]}, p=self.p)
 
     # ------------------------------------------------------------------ views of the state
     horizon = property(lambda self: self.problem.horizon)

@@ -73,9 +73,9 @@ class ClusterApproxVectorEnv(HoldsRecord, BatchedCopies):
         """Privileged: each copy's simulator (its arrays are views into the batch)."""
         return [env.simulator for env in self.envs]
 
-    def make_record(self) -> kernel.State | None:
+    def make_record(self) -> kernel.Batch | None:
         """The kernels' record of the batch arrays (None before the first reset makes the job arrays)."""
-        return kernel.state_record(**self._batch, p=self._p) if self._width else None
+        return kernel.batch_record(**self._batch, p=self._p) if self._width else None
 
     def _widen(self, width: int) -> None:
         """Pad the job axis to ``width`` and re-point every live simulator at the new arrays."""

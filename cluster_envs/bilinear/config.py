@@ -8,8 +8,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from cluster_envs.bilinear.kernel import REWARD_MODES
-from cluster_envs.bilinear.simulator import ACTION_MODES, OBSERVATION_MODES, SERVICE_MODELS
 from cluster_envs.common.domains import (
     FLAG,
     AnyOf,
@@ -22,6 +20,13 @@ from cluster_envs.common.domains import (
     check_memory,
 )
 from cluster_envs.common.env import INFO_LEVELS
+
+# The vocabularies of the modes (the one source; ``BilinearConfig.DOMAINS`` validates them). The kernel reads the
+# reward mode by its index here.
+SERVICE_MODELS = ("paper", "exclusive")
+ACTION_MODES = ("allocation", "simplex_logits", "server_choice", "job_allocation")
+OBSERVATION_MODES = ("queues", "queues_stats", "full")
+REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
 
 
 def _per_class(value: Any, size: int) -> tuple[float, ...]:

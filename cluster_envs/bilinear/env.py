@@ -17,14 +17,11 @@ from cluster_envs.bilinear.simulator import (
     logits_to_allocation,
     project_allocation,
 )
-from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.render import RED, bar_chart, cycle_colors, log_levels
-from cluster_envs.common.seeding import episode_streams
 
 MINIMAL_INFO_KEYS = ("reward_noisy", "reward_mean", "reward_expected", "queue_total", "n_duplicates", "n_collisions")
 LOGIT_SCALE = 10.0  # simplex_logits actions in [-1, 1] are logits in [-10, 10]
-STREAMS = ("instance", "arrivals", "assign", "service", "noise", "choice")
 
 
 class ClusterBilinearEnv(ClusterEnv):
@@ -122,6 +119,7 @@ class ClusterBilinearEnv(ClusterEnv):
     env_id = "ClusterBilinear-v0"
     config_class = BilinearConfig
     presets = PRESETS
+    stream_names = ("instance", "arrivals", "assign", "service", "noise", "choice")
 
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
@@ -141,7 +139,6 @@ class ClusterBilinearEnv(ClusterEnv):
         self._lp_cache: dict[bytes, tuple[float, np.ndarray]] = {}
         self._problem: BilinearProblem | None = None
         self._r_star = 0.0
-        self._minimal_info = config.info_level == "minimal"
         self._minimal_rows = [kernel.STAT_NAMES.index(key) for key in MINIMAL_INFO_KEYS]
         # the kernel writes the whole observation itself in the default observation and action modes
         self._queues_only = (
@@ -226,15 +223,14 @@ class ClusterBilinearEnv(ClusterEnv):
             self._lp_cache[key] = oracle_lp(self.simulator.r, self._rho, np.asarray(caps, dtype=np.float64))
         return self._lp_cache[key]
 
-    # -- gymnasium API ---------------------------------------------------------------------------------
+    # -- the skeleton's hooks (cluster_envs.common.env) ------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        check_reset_options(options)
-        schedule = self._schedule()  # checked before the episode changes
-        super().reset(seed=seed)
+    def _check_reset(self, options: dict[str, Any]) -> np.ndarray | None:
+        return self._schedule()  # the server schedule, checked before the episode changes
+
+    def _new_episode(self, streams: dict[str, np.random.Generator], schedule: np.ndarray | None) -> dict[str, Any]:
         cfg = self.config
         n_i, n_j, d, t_max = cfg.num_job_classes, cfg.num_server_classes, cfg.feature_dim, cfg.horizon
-        streams = episode_streams(self.np_random, STREAMS)
         rng = streams["instance"] if cfg.instance_seed is None else np.random.default_rng(cfg.instance_seed)
         u, v, theta = sample_instance(rng, n_i, n_j, d)
         u = u if cfg.job_features is None else np.asarray(cfg.job_features, dtype=np.float64)
@@ -271,14 +267,13 @@ class ClusterBilinearEnv(ClusterEnv):
         )
         self._r_star = self.r_star
         q = self._sim.queue()
-        info = {
+        return {
             "t": 0,
             "Q": q,
             "r_star": self.r_star,
             "oracle_allocation": self.oracle_allocation.copy(),
             "queue_total": float(q.sum()),
         }
-        return self._observation(), info
 
     def _schedule(self) -> np.ndarray | None:
         sched = self.config.server_schedule
@@ -301,50 +296,65 @@ class ClusterBilinearEnv(ClusterEnv):
         )
         return arr.astype(np.int64)
 
-    def _episode_over(self) -> bool:
-        return self._sim.t >= self.config.horizon
+    def _read_action(self, action: Any) -> np.ndarray:
+        if self.config.action_mode == "allocation":
+            return self._float_action(action)  # finiteness: the kernel's, before it changes anything
+        return self._checked_action(action)
 
-    def _step(self, action: Any):
+    def _advance(self, a: np.ndarray) -> None:
         sim, cfg = self._sim, self.config
-        t = sim.t
         caps = sim.caps_now()
         r_star = self._r_star if cfg.server_schedule is None else self._oracle(caps)[0]
         mode = cfg.action_mode
         projected = None  # the projected allocation, when the action is one (for action_projection_dist)
         if mode == "allocation":
-            a = self._float_action(action)
             if not sim.step_fractions(a, r_star):
                 raise invalid_action("must be finite (no NaN or inf)")
             projected = sim.slot_stats[kernel.Y]
+        elif mode == "simplex_logits":
+            logits = a.reshape(len(caps), -1)
+            sim.step_classes(logits_to_allocation(logits, sim.queue() > 0, caps.astype(np.float64), LOGIT_SCALE),
+                             r_star)  # fmt: skip
+        elif mode == "server_choice":
+            sim.step_servers(a.astype(np.int64), r_star)
         else:
-            a = self._checked_action(action)
-            if mode == "simplex_logits":
-                logits = a.reshape(len(caps), -1)
-                sim.step_classes(logits_to_allocation(logits, sim.queue() > 0, caps.astype(np.float64), LOGIT_SCALE),
-                                 r_star)  # fmt: skip
-            elif mode == "server_choice":
-                sim.step_servers(a.astype(np.int64), r_star)
-            else:
-                k = cfg.max_visible_jobs
-                visible = np.arange(k) < len(sim.job_class)
-                x = project_allocation(a.reshape(k, -1), visible, caps / self._caps) * self._caps
-                full = np.zeros((len(sim.job_class), len(caps)))
-                full[: min(k, len(full))] = x[: len(full)]
-                sim.step_jobs(full, r_star)
-                projected = x
-        stats = sim.stats
-        terminated = cfg.queue_cap is not None and stats[kernel.QUEUE_TOTAL_NEXT] > cfg.queue_cap
-        truncated = t + 1 >= cfg.horizon and not terminated
-        if self._minimal_info:
-            info = dict(zip(MINIMAL_INFO_KEYS, stats[self._minimal_rows].tolist(), strict=True))
-            info["regret"] = float(stats[kernel.TOTALS])
-        else:
-            info = self._record(a, r_star, caps, projected)
-            info["overflow"] = bool(terminated)
-        if terminated or truncated:
-            info["episode_summary"] = self._summary()
-        obs = sim.obs.copy() if self._queues_only else self._observation()
-        return obs, float(stats[kernel.REWARD]), bool(terminated), bool(truncated), info
+            k = cfg.max_visible_jobs
+            visible = np.arange(k) < len(sim.job_class)
+            x = project_allocation(a.reshape(k, -1), visible, caps / self._caps) * self._caps
+            full = np.zeros((len(sim.job_class), len(caps)))
+            full[: min(k, len(full))] = x[: len(full)]
+            sim.step_jobs(full, r_star)
+            projected = x
+        self._slot = (r_star, caps, projected)
+
+    def _overflowed(self) -> bool:
+        """Σ_i Q_i(t+1) > ``queue_cap``: the episode terminates."""
+        cap = self.config.queue_cap
+        return cap is not None and bool(self._sim.stats[kernel.QUEUE_TOTAL_NEXT] > cap)
+
+    def _episode_end(self) -> tuple[bool, bool]:
+        terminated = self._overflowed()
+        return terminated, self._sim.t >= self.config.horizon and not terminated
+
+    def _reward(self, info: dict[str, Any]) -> float:
+        return float(self._sim.stats[kernel.REWARD])
+
+    def _episode_summary(self) -> dict[str, float]:
+        return self._summary()
+
+    def _minimal_info(self) -> dict[str, Any]:
+        stats = self._sim.stats
+        info = dict(zip(MINIMAL_INFO_KEYS, stats[self._minimal_rows].tolist(), strict=True))
+        info["regret"] = float(stats[kernel.TOTALS])
+        return info
+
+    def _full_info(self, action: np.ndarray) -> dict[str, Any]:
+        info = self._record(action, *self._slot)
+        info["overflow"] = self._overflowed()
+        return info
+
+    def _observe(self) -> np.ndarray:
+        return self._sim.obs.copy() if self._queues_only else self._observation()
 
     def _float_action(self, action: Any) -> np.ndarray:
         """The action as a contiguous float64 array of the action space's shape (finiteness is the caller's)."""

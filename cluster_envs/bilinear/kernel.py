@@ -19,8 +19,8 @@ fewer bytes per copy): ``draws[0]`` (``DRAW_ROWS``, n) float64 and ``servers[0]`
 the per-server draws and outcomes; ``slot_stats[0]``'s y, N and Σξ; ``classes[0]`` (``CLASS_ROWS``, I) int64:
 Q(t), D(t), A(t+1); ``scratch[0]`` (2, K + I) int64 and ``work[0]`` (:func:`work_size`,) float64.
 
-These arrays and the model's constants are one record, :class:`SlotRecord` (fields :data:`SLOT_FIELDS`, by name,
-made by :func:`slot_record`), which :func:`slot_batch`, :func:`begin_slot` and :func:`end_slot` take; inside, they
+These arrays and the model's constants are one record, :class:`Batch` (fields :data:`BATCH_FIELDS`, by name,
+made by :func:`batch_record`), which :func:`slot_batch`, :func:`begin_slot` and :func:`end_slot` take; inside, they
 pass its fields on to their helpers as a :class:`Slot` namedtuple of arrays without memory owners
 (:func:`~cluster_envs.common.record.unowned`).
 """
@@ -105,24 +105,23 @@ STAT_NAMES = (
     TOTALS,
 ) = range(16)
 STATS = len(STAT_NAMES)
-REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
 
 # The slot's record: the model (per copy b the mean rewards ``r[b]`` (I, J) and the arrivals ``arrivals[b]``;
 # the service rates ``mu``, holding ``costs``, ``exclusive`` service, ``noise_std``, the nominal server counts
 # ``caps_nominal``, the server counts per slot ``schedule`` (rows: slots), ``server_ids`` (2, n): each server's
 # class and index, the reward's ``kappa``, ``gamma_env``, ``reward_mode`` (index of REWARD_MODES) and
 # ``max_visible_jobs`` (-1: no per-job view)), then the copies' state arrays of the layout above.
-SLOT_FIELDS = (
+BATCH_FIELDS = (
     "r", "mu", "costs", "arrivals", "exclusive", "noise_std", "caps_nominal", "schedule", "server_ids", "kappa",
     "gamma_env", "reward_mode", "max_visible_jobs",
     "rng", "jobs", "job_stats", "counters", "draws", "servers", "slot_stats", "classes", "stats", "scratch", "work",
     "obs",
 )  # fmt: skip
-Slot = namedtuple("Slot", SLOT_FIELDS)  # the record's fields inside compiled code, arrays without owners
+Slot = namedtuple("Slot", BATCH_FIELDS)  # the record's fields inside compiled code, arrays without owners
 
 
-SlotRecordType, SlotRecord, slot_record = declare_record(
-    __name__, "SlotRecord", SLOT_FIELDS, "The slot's record (fields :data:`SLOT_FIELDS`); made by :func:`slot_record`."
+BatchType, Batch, batch_record = declare_record(
+    __name__, "Batch", BATCH_FIELDS, "The copies' record (fields :data:`BATCH_FIELDS`); made by :func:`batch_record`."
 )
 
 
@@ -472,7 +471,7 @@ def write_observation(jobs, counters, slot_stats, obs, b):
 
 @njit(cache=True)
 def slot_batch(kind, actions, stepping, r_star, rewards, status, record):
-    """One slot of every copy b of ``record`` (a :class:`SlotRecord`) with ``stepping[b]`` (server counts
+    """One slot of every copy b of ``record`` (a :class:`Batch`) with ``stepping[b]`` (server counts
     ``schedule[min(t, len - 1)]``): its status into ``status[b]`` and, when done, its reward into ``rewards[b]``
     and its next observation into ``obs[b]`` (:func:`write_observation`). The single env steps its one copy with it.
 

@@ -24,11 +24,9 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.bilinear import kernel
+from cluster_envs.bilinear.config import REWARD_MODES
 from cluster_envs.common.pcg import state_row
 
-SERVICE_MODELS = ("paper", "exclusive")
-ACTION_MODES = ("allocation", "simplex_logits", "server_choice", "job_allocation")
-OBSERVATION_MODES = ("queues", "queues_stats", "full")
 INITIAL_JOB_SLOTS = 64  # waiting-job capacity at reset; doubled whenever an arrival would not fit
 ONE = np.ones(1, dtype=bool)  # the stepping mask of a simulator's one copy
 NO_ACTION = np.zeros((1, 0))  # the kernel's action argument where the allocation is given as y
@@ -142,7 +140,7 @@ class BilinearSimulator:
         self.costs = np.zeros(self.n_job) if costs is None else np.asarray(costs, dtype=np.float64)
         self.exclusive = service_model == "exclusive"
         self.kappa, self.gamma_env, self.max_visible_jobs = float(kappa), float(gamma_env), int(max_visible_jobs)
-        self.reward_mode = kernel.REWARD_MODES.index(reward_mode)
+        self.reward_mode = REWARD_MODES.index(reward_mode)
         self._r_star, self._reward, self._status = np.zeros(1), np.zeros(1), np.zeros(1, dtype=np.int64)
         n, n_i, n_j = self.n_servers, self.n_job, self.n_server_class
         arrivals = np.asarray(arrivals, dtype=np.int64)  # class arriving at the start of slot t (-1: none)
@@ -179,8 +177,8 @@ class BilinearSimulator:
         for name in ARRAYS:
             setattr(self, name, arrays[name][0 if name in SHARED_ARRAYS else row])
         # the kernel's record: the batch arrays, and this simulator's model constants
-        fields = {name: arrays[name] if name in arrays else getattr(self, name) for name in kernel.SLOT_FIELDS}
-        self.record = kernel.slot_record(**fields)
+        fields = {name: arrays[name] if name in arrays else getattr(self, name) for name in kernel.BATCH_FIELDS}
+        self.record = kernel.batch_record(**fields)
 
     def __getstate__(self) -> dict:
         """Without the rows (views, which pickle and deepcopy would turn into copies): :meth:`__setstate__` binds

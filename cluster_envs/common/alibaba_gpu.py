@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -33,6 +34,12 @@ POD_COLUMNS = {"cpu_milli": float, "memory_mib": float, "num_gpu": float, "gpu_m
                "creation_time": float, "deletion_time": float}  # fmt: skip
 RESOURCES = ("cpu", "memory", "gpu")  # the device types k = 0, 1, 2
 START_QUANTILE = 0.01
+# The largest request or capacity field accepted, in the file's own units (milli-cores, MiB, GPUs, milli-GPUs): the
+# public trace's largest is 1,048,576 MiB; a thousand times more is no real node or pod, and keeps every sum finite
+MAX_FIELD = 1e9
+# The amount columns of each file; the first three give RESOURCES (a pod's GPUs are num_gpu · gpu_milli / 1000)
+AMOUNT_COLUMNS = {NODE_FILE: ("cpu_milli", "memory_mib", "gpu"),
+                  POD_FILE: ("cpu_milli", "memory_mib", "num_gpu", "gpu_milli")}  # fmt: skip
 HOW_TO_PASS = f"pass trace_dir=<folder with the Alibaba GPU 2023 CSVs {NODE_FILE} and {POD_FILE}>"
 
 
@@ -45,6 +52,12 @@ class GpuTrace:
     qos: np.ndarray  # (n_pods,) str
     created: np.ndarray  # (n_pods,) seconds
     deleted: np.ndarray  # (n_pods,) seconds
+    folder: Path  # where the files were read, for errors that name a file's line
+
+    def field(self, file: str, resource: int, index: int) -> str:
+        """Where ``file``'s record ``index`` (a node or a pod, 0-based) gives ``RESOURCES[resource]``."""
+        column = "num_gpu × gpu_milli" if (file, resource) == (POD_FILE, 2) else AMOUNT_COLUMNS[file][resource]
+        return f"{str(self.folder / file)!r} line {index + 2} column {column!r}"
 
     def window(self, horizon: int) -> tuple[float, float]:
         """``(start, slot length)`` of the replay in ``horizon`` slots (see the module docstring)."""
@@ -81,22 +94,28 @@ def _alive_integral(times: np.ndarray, weights: np.ndarray, bounds: np.ndarray) 
 
 def load_gpu_trace(trace_dir: str | os.PathLike | None) -> GpuTrace:
     """Read the node and pod CSVs of ``trace_dir``; a ``ValueError`` naming the file and its expected columns
-    when one is missing or malformed (negative requests, a deletion before its creation)."""
+    when one is missing or malformed, and the file, line and column of a request or capacity outside
+    ``[0, MAX_FIELD]`` or of a deletion before its creation."""
     folder = trace_folder(trace_dir, NAME, HOW_TO_PASS)
     nodes = read_columns(folder / NODE_FILE, "trace_dir", NODE_COLUMNS)
     pods = read_columns(folder / POD_FILE, "trace_dir", POD_COLUMNS)
+    for file, table in ((NODE_FILE, nodes), (POD_FILE, pods)):
+        for column in AMOUNT_COLUMNS[file]:
+            bad = np.flatnonzero((table[column] < 0) | (table[column] > MAX_FIELD))
+            if bad.size:
+                raise ValueError(
+                    f"trace_dir: {str(folder / file)!r} line {bad[0] + 2} column {column!r} is "
+                    f"{table[column][bad[0]]:g} ({len(bad)} such row(s)); allowed: [0, {MAX_FIELD:.0e}]"
+                )
     node_capacity = np.stack([nodes["cpu_milli"] / 1000, nodes["memory_mib"] / 1024, nodes["gpu"]])
     pod_request = np.stack(
         [pods["cpu_milli"] / 1000, pods["memory_mib"] / 1024, pods["num_gpu"] * pods["gpu_milli"] / 1000]
     )
-    for file, table, columns in ((NODE_FILE, node_capacity, NODE_COLUMNS), (POD_FILE, pod_request, POD_COLUMNS)):
-        if not np.isfinite(table).all() or (table < 0).any():
-            raise ValueError(f"trace_dir: {file} has negative or non-finite entries in {list(columns)[:4]}")
     created, deleted = pods["creation_time"], pods["deletion_time"]
     late = np.flatnonzero(deleted < created)
-    if late.size or not np.isfinite(created).all():
+    if late.size:  # non-finite times were refused by read_columns
         raise ValueError(
-            f"trace_dir: {POD_FILE} has pods deleted before their creation or non-finite times "
-            f"(rows {late[:5].tolist()}); columns creation_time, deletion_time"
+            f"trace_dir: {str(folder / POD_FILE)!r} has pods deleted before their creation (lines "
+            f"{(late[:5] + 2).tolist()}); columns creation_time, deletion_time; allowed: deletion_time ≥ creation_time"
         )
-    return GpuTrace(node_capacity, pod_request, pods["qos"], created, deleted)
+    return GpuTrace(node_capacity, pod_request, pods["qos"], created, deleted, folder)

@@ -1,15 +1,32 @@
-"""The shell every single env of the suite subclasses, in the style of HighwayEnv's ``AbstractEnv``.
+"""The skeleton every single env of the suite subclasses, in the style of HighwayEnv's ``AbstractEnv``.
 
-:class:`ClusterEnv` does, once for every setting, what is not the model: it builds and validates the config
-(a preset plus keyword overrides), checks ``render_mode``, guards ``step`` and the episode's state before
-``reset`` and after the episode's end, and dispatches ``render``. A setting's env supplies the hooks:
+:class:`ClusterEnv` owns, once for every setting, the order of operations of ``reset`` and ``step``; a setting's
+env fills in the hooks that are its model. ``reset(seed=..., options=...)``:
 
-- ``config_class`` and ``presets`` (class attributes), and ``env_id``, the registered id (for messages);
-- ``_episode_over()`` (True once ``step`` must not be called again) and ``_step(action)``;
-- ``_render_ansi()`` and ``_render_rgb()``;
-- it sets ``self._sim`` at ``reset``; ``simulator`` then returns it;
-- an env with ``observation_mode`` (``"dict"`` or ``"flat"``, :mod:`cluster_envs.common.flat`) declares its Dict
-  space with :meth:`ClusterEnv.set_observation_space` and returns :meth:`ClusterEnv.emit` of its Dict observation.
+1. ``options`` are checked against ``reset_options`` (:func:`~cluster_envs.common.config.check_reset_options`), then
+   :meth:`~ClusterEnv._check_reset` checks everything else that can be checked before the episode exists and
+   returns the episode's plan: a refused reset changes nothing;
+2. the env's generator is seeded (``gymnasium.Env.reset``) and one stream per ``stream_names`` entry is spawned from
+   it (:func:`~cluster_envs.common.seeding.episode_streams`; common random numbers);
+3. :meth:`~ClusterEnv._new_episode` builds the episode (its simulator in ``self._sim``) and returns the reset
+   info; if it refuses the episode (a ``ValueError`` of a resource guard, say), the generator is put back as it was;
+4. the observation: :meth:`~ClusterEnv.emit` of :meth:`~ClusterEnv._observe`.
+
+``step(action)``, after the guards (a ``RuntimeError`` before ``reset`` and after the episode's end):
+
+1. :meth:`~ClusterEnv._read_action`: the action checked and read (a ``ValueError`` from :func:`invalid_action`
+   leaves the env unchanged);
+2. :meth:`~ClusterEnv._advance`: the kernel call that plays the step;
+3. :meth:`~ClusterEnv._episode_end`: ``(terminated, truncated)``;
+4. the info at the config's ``info_level``: :meth:`~ClusterEnv._minimal_info` or :meth:`~ClusterEnv._full_info`;
+5. the reward, :meth:`~ClusterEnv._reward` (it may read the info: a callable reward mode);
+6. at the episode's end, ``info["episode_summary"]`` (:meth:`~ClusterEnv._episode_summary`);
+7. the observation, as at reset.
+
+``render()`` dispatches to ``_render_ansi()`` or ``_render_rgb()`` by ``render_mode``. The class attributes are
+``env_id`` (the registered id, for messages), ``config_class`` and ``presets``, ``reset_options`` and
+``stream_names``. An env with ``observation_mode`` (``"dict"`` or ``"flat"``, :mod:`cluster_envs.common.flat`)
+declares its Dict space with :meth:`ClusterEnv.set_observation_space`; ``emit`` then flattens.
 
 Actions are read with :func:`as_real_array` and rejected with :func:`invalid_action`: one ``ValueError`` form,
 naming the argument and what is allowed, for every env and its batched form.
@@ -22,9 +39,10 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from cluster_envs.common.config import build_config
+from cluster_envs.common.config import build_config, check_reset_options
 from cluster_envs.common.flat import Flattener, observation_space
 from cluster_envs.common.render import check_render_mode, render_metadata
+from cluster_envs.common.seeding import episode_streams
 
 INFO_LEVELS = ("minimal", "full")
 
@@ -52,12 +70,15 @@ def invalid_action(detail: str, name: str = "action") -> ValueError:
 
 
 class ClusterEnv(gym.Env):
-    """The common shell: config, render mode, and the guards of ``step``, ``simulator`` and ``render``."""
+    """The skeleton of ``reset`` and ``step`` (module docstring) and the guards of ``step``, ``simulator`` and
+    ``render``; the hooks raise ``NotImplementedError`` until a setting's env fills them in."""
 
     metadata = render_metadata()
     env_id: ClassVar[str]
     config_class: ClassVar[type]
     presets: ClassVar[dict[str, dict[str, Any]]]
+    reset_options: ClassVar[tuple[str, ...]] = ()
+    stream_names: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, preset: str, render_mode: str | None, overrides: dict[str, Any]):
         self.config = build_config(self.config_class, self.presets, preset, overrides)
@@ -65,6 +86,9 @@ class ClusterEnv(gym.Env):
         self.preset = preset
         self.render_mode = render_mode
         self._sim: Any = None
+        self._ended = False
+        self._info_is_minimal = self.config.info_level == "minimal"
+        self._flatten: Flattener | None = None
 
     @property
     def simulator(self) -> Any:
@@ -79,19 +103,45 @@ class ClusterEnv(gym.Env):
         self.observation_space = observation_space(dict_space, self.config.observation_mode)
         self._flatten = Flattener(dict_space) if self.config.observation_mode == "flat" else None
 
-    def emit(self, observation: dict[str, np.ndarray]) -> Any:
-        """``observation`` (a Dict of ``dict_observation_space``) as ``observation_mode`` gives it: as is, or
-        flattened into one array (``gymnasium.spaces.flatten``). The Dict is kept in ``last_observation``
-        (what a policy saw: the action modes that read it, and the batched envs, use it)."""
+    def emit(self, observation: Any) -> Any:
+        """``observation`` as the env gives it: as is, or, with ``observation_mode="flat"``, a Dict of
+        ``dict_observation_space`` flattened into one array (``gymnasium.spaces.flatten``). It is kept in
+        ``last_observation`` (what a policy saw: the action modes that read it, and the batched envs, use it)."""
         self.last_observation = observation
         return observation if self._flatten is None else self._flatten(observation)
+
+    # -- the skeleton -----------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        plan = self._check_reset(check_reset_options(options, self.reset_options))
+        generator = self._np_random
+        state = None if generator is None else generator.bit_generator.state
+        seeded = self._np_random_seed
+        super().reset(seed=seed)
+        try:
+            info = self._new_episode(episode_streams(self.np_random, self.stream_names), plan)
+        except Exception:  # a refused episode leaves the generator where it was
+            self._np_random, self._np_random_seed = generator, seeded
+            if generator is not None:
+                generator.bit_generator.state = state
+            raise
+        self._ended = False
+        return self.emit(self._observe()), info
 
     def step(self, action: Any):
         if self._sim is None:
             raise RuntimeError(f"{self.env_id}: call reset() before step()")
-        if self._episode_over():
+        if self._ended:
             raise RuntimeError(f"{self.env_id}: the episode ended at t = {self._sim.t}; call reset()")
-        return self._step(action)
+        read = self._read_action(action)
+        self._advance(read)
+        terminated, truncated = self._episode_end()
+        info = self._minimal_info() if self._info_is_minimal else self._full_info(read)
+        reward = self._reward(info)
+        if terminated or truncated:
+            info["episode_summary"] = self._episode_summary()
+            self._ended = True
+        return self.emit(self._observe()), reward, terminated, truncated, info
 
     def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
@@ -101,10 +151,47 @@ class ClusterEnv(gym.Env):
 
     # -- hooks ------------------------------------------------------------------------------------------
 
-    def _episode_over(self) -> bool:
+    def _check_reset(self, options: dict[str, Any]) -> Any:
+        """Check what can be checked before the episode exists (``options`` are known names); the plan that
+        :meth:`_new_episode` receives. Must not change the env."""
+        return options
+
+    def _new_episode(self, streams: dict[str, np.random.Generator], plan: Any) -> dict[str, Any]:
+        """Build the episode from its ``streams`` (one per ``stream_names`` entry) and ``plan``: set ``self._sim``;
+        the reset info. A refusal must come before the env changes."""
         raise NotImplementedError
 
-    def _step(self, action: Any):
+    def _observe(self) -> Any:
+        """The observation of the current state (before :meth:`emit`)."""
+        raise NotImplementedError
+
+    def _read_action(self, action: Any) -> Any:
+        """``action`` checked and read for :meth:`_advance`; a ``ValueError`` (:func:`invalid_action`) changes
+        nothing."""
+        raise NotImplementedError
+
+    def _advance(self, action: Any) -> None:
+        """Play the step with the read ``action`` (the kernel call)."""
+        raise NotImplementedError
+
+    def _episode_end(self) -> tuple[bool, bool]:
+        """``(terminated, truncated)`` after the step."""
+        raise NotImplementedError
+
+    def _minimal_info(self) -> dict[str, Any]:
+        """The step's info at ``info_level="minimal"``."""
+        raise NotImplementedError
+
+    def _full_info(self, action: Any) -> dict[str, Any]:
+        """The step's info at ``info_level="full"`` (``action``: as read)."""
+        raise NotImplementedError
+
+    def _episode_summary(self) -> dict[str, Any]:
+        """``info["episode_summary"]`` at the episode's end."""
+        raise NotImplementedError
+
+    def _reward(self, info: dict[str, Any]) -> float:
+        """The step's reward (``info``: the step's, for a reward computed from it)."""
         raise NotImplementedError
 
     def _render_ansi(self) -> str:

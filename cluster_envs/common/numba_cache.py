@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+import shutil
 from pathlib import Path
 
 from numba.core import caching
@@ -73,7 +75,22 @@ class _SourceTreeStamp:
         return locator
 
     def get_source_stamp(self):
-        return source_tree_stamp(self.stamp_roots)
+        roots = getattr(self, "stamp_roots", None) or _stamp_roots(self._py_file)  # None while numba constructs it
+        return source_tree_stamp(roots)
+
+    def get_cache_path(self):
+        # One folder per source tree: numba unpickles an index before it compares the stamp, so an index written by
+        # other sources (one that names a record type since renamed, say) must never be read.
+        return os.path.join(super().get_cache_path(), f"tree-{self.get_source_stamp()[:16]}")
+
+    def ensure_cache_path(self):
+        path = self.get_cache_path()
+        if not os.path.isdir(path):  # a new source tree: the folders of the earlier ones are stale
+            parent = os.path.dirname(path)
+            for name in os.listdir(parent) if os.path.isdir(parent) else ():
+                if name.startswith("tree-"):
+                    shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+        super().ensure_cache_path()
 
 
 def _install() -> None:

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cluster_envs.common.alibaba_gpu import RESOURCES, GpuTrace, load_gpu_trace
+from cluster_envs.common.alibaba_gpu import NODE_FILE, POD_FILE, RESOURCES, GpuTrace, load_gpu_trace
+from cluster_envs.multiserver.config import MAX_MAGNITUDE
 from cluster_envs.multiserver.gang import GangInstance, GangParams, arms_of, min_task_counts, scaled_capacity
 from cluster_envs.multiserver.model import GeneratorParams, MultiServerInstance, capacity_vector, draw_utility
 
@@ -73,8 +74,11 @@ def trace_workload(trace: GpuTrace, n_ports: int, n_servers: int, horizon: int, 
     if n_servers > n_nodes:
         raise ValueError(f"n_servers={n_servers} exceeds the trace's {n_nodes} nodes")
     nodes = np.sort(rng.choice(n_nodes, size=n_servers, replace=False))
-    requests = np.ceil(requests_real / unit[:, None] - 1e-9).astype(np.int64)
-    node_capacity = np.floor(trace.node_capacity[:, nodes] / unit[:, None] + 1e-9).astype(np.int64)
+    first_pod = np.flatnonzero(replayed)[[np.argmax(type_of.ravel() == shape) for shape in ranked]]
+    requests = _in_units(trace, np.ceil(requests_real / unit[:, None] - 1e-9), unit, POD_FILE, first_pod)
+    capacity = _in_units(trace, np.floor(trace.node_capacity / unit[:, None] + 1e-9), unit, NODE_FILE,
+                         np.arange(n_nodes))  # fmt: skip
+    node_capacity = capacity[:, nodes]
     hosts = (requests[:, :, None] <= node_capacity[:, None, :]).all(axis=0)  # in units: every channel fits alone
     homeless = np.flatnonzero(~hosts.any(axis=1))
     if homeless.size:
@@ -83,6 +87,20 @@ def trace_workload(trace: GpuTrace, n_ports: int, n_servers: int, horizon: int, 
             f"{requests_real[:, homeless].T.tolist()}); raise n_servers or change instance_seed"
         )
     return TraceWorkload(requests, schedule, per_slot.sum(axis=0) / active, node_capacity, hosts)
+
+
+def _in_units(trace: GpuTrace, units: np.ndarray, unit: np.ndarray, file: str, records: np.ndarray) -> np.ndarray:
+    """``units`` (3, n) as int64; a ``ValueError`` naming the file, line and column of the first entry above
+    ``MAX_MAGNITUDE``, the requests' and capacities' bound (``records`` are the 0-based rows of the columns)."""
+    over = np.argwhere(units > MAX_MAGNITUDE)
+    if over.size:
+        k, j = over[0]
+        raise ValueError(
+            f"trace_dir: {trace.field(file, k, records[j])} gives {units[k, j]:.3g} units of {RESOURCES[k]} (one "
+            f"unit = the median request of the replayed pods, {unit[k]:.4g}); allowed: at most {MAX_MAGNITUDE:.0e} "
+            "units per node capacity and pod request"
+        )
+    return units.astype(np.int64)
 
 
 def _adjacency(work: TraceWorkload, edge_prob: float, rng) -> np.ndarray:

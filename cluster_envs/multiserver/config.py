@@ -14,10 +14,14 @@ from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Numb
 from cluster_envs.common.env import INFO_LEVELS
 from cluster_envs.common.flat import OBSERVATION_MODES
 from cluster_envs.multiserver.entity import ENTITY, MAX_DEVICE_TYPES, MAX_SIZES
-from cluster_envs.multiserver.gang import MIN_TASKS, GangParams
-from cluster_envs.multiserver.model import CAPACITY_MODES, NORMALIZATIONS, GeneratorParams
+from cluster_envs.multiserver.gang import GangParams
+from cluster_envs.multiserver.model import GeneratorParams
 
+# The vocabularies of the modes (the one source; the configs' DOMAINS validate them).
 ACTION_MODES = ("binary", "scores")
+NORMALIZATIONS = ("affine_clip", "clip", "none")  # how a utility maps to [0, 1] (spec §3.3)
+CAPACITY_MODES = ("alpha_sum", "per_server_sum")
+MIN_TASKS = ("all", "half")  # ClusterGang-v0's all-or-nothing threshold m_l
 INVALID_ACTIONS = ("repair", "raise")
 REPAIR_ORDERS = ("index", "random")
 UTILITY_DISTS = ("normal",)

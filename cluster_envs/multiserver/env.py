@@ -8,11 +8,9 @@ import numpy as np
 from gymnasium import spaces
 
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
-from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
 from cluster_envs.common.guards import Estimate, check
 from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
-from cluster_envs.common.seeding import episode_streams
 from cluster_envs.multiserver import knapsack
 from cluster_envs.multiserver.alibaba import trace_instance
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
@@ -187,6 +185,7 @@ class ClusterMultiServerEnv(ClusterEnv):
     env_id = "ClusterMultiServer-v0"
     config_class = MultiServerConfig
     presets = PRESETS
+    stream_names = ("arrivals", "utility", "repair")
 
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
@@ -310,36 +309,70 @@ class ClusterMultiServerEnv(ClusterEnv):
             parts["static"] = spaces.Box(0.0, high, shape=(inst.n_device_types + 1, inst.n_edges), dtype=np.float32)
         return spaces.Dict(parts)
 
-    # -- gymnasium API ---------------------------------------------------------------------------------
+    # -- the skeleton's hooks (cluster_envs.common.env) ------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        check_reset_options(options)
-        super().reset(seed=seed)
-        streams = episode_streams(self.np_random, ["arrivals", "utility", "repair"])
+    def _new_episode(self, streams: dict[str, np.random.Generator], plan: dict[str, Any]) -> dict[str, Any]:
         self._sim = MultiServerSimulator(self.instance, streams, self.config.horizon)
         self._last = None
         self._counts[:] = 0.0
         self._utility_sums[:] = 0.0
         self._cum = {"aou": 0.0, "expected": 0.0, "oracle": 0.0, "regret": 0.0, "dropped": 0.0}
-        return self.emit(self._observation()), {"t": 1, "arrivals": self._sim.arrivals.copy()}
+        return {"t": 1, "arrivals": self._sim.arrivals.copy()}
 
-    def _episode_over(self) -> bool:
-        return self._sim.t > self._sim.horizon
+    def _read_action(self, action: Any) -> tuple[np.ndarray, int, int]:
+        return self._feasible_action(action)
 
-    def _step(self, action: Any):
-        sim = self._sim
-        x, n_arrival, n_capacity = self._feasible_action(action)
-        result = sim.execute(x, n_arrival, n_capacity)
-        self._last = result
+    def _advance(self, action: tuple[np.ndarray, int, int]) -> None:
+        result = self._last = self._sim.execute(*action)
         if self.entity is not None:
             self._counts += result.x
             self._utility_sums += result.feedback
-        info = self._info(result)
-        reward = result.utility - self.config.infeasible_penalty * (n_arrival + n_capacity)
-        truncated = sim.t > sim.horizon
-        if truncated:
-            info["episode_summary"] = self.summary_from(self._cum)
-        return self.emit(self._observation()), float(reward), False, truncated, info
+        cum = self._cum
+        cum["aou"] += result.utility
+        cum["dropped"] += result.n_dropped_arrival + result.n_dropped_capacity
+        if self.config.compute_regret:
+            self._oracle_slot = self.oracle.lookup(result.arrivals)
+            oracle_value = self._oracle_slot[1]
+            cum["expected"] += result.expected
+            cum["oracle"] += oracle_value
+            cum["regret"] += oracle_value - result.expected
+
+    def _episode_end(self) -> tuple[bool, bool]:
+        return False, self._sim.t > self._sim.horizon  # a contextual bandit: never terminated
+
+    def _reward(self, info: dict[str, Any]) -> float:
+        r = self._last
+        return float(r.utility - self.config.infeasible_penalty * (r.n_dropped_arrival + r.n_dropped_capacity))
+
+    def _episode_summary(self) -> dict[str, float]:
+        return self.summary_from(self._cum)
+
+    def _minimal_info(self) -> dict[str, Any]:
+        r = self._last
+        info: dict[str, Any] = {
+            "t": self._sim.t - 1,
+            "utility": r.utility,
+            "raw_utility": r.raw_utility,
+            "n_dropped_arrival": r.n_dropped_arrival,
+            "n_dropped_capacity": r.n_dropped_capacity,
+        }
+        if self.config.compute_regret:
+            oracle_value = self._oracle_slot[1]
+            info.update(
+                expected_utility=r.expected,
+                oracle_utility=oracle_value,
+                slot_regret=oracle_value - r.expected,
+                regret=self._cum["regret"],
+                realized_regret=oracle_value - r.utility,
+            )
+        return info
+
+    def _full_info(self, action: tuple[np.ndarray, int, int]) -> dict[str, Any]:
+        r, info = self._last, self._minimal_info()
+        if self.config.compute_regret:
+            info["oracle_x"] = self._oracle_slot[0].copy()
+        info.update(x=r.x.copy(), arrivals=r.arrivals.copy(), capacity_used=self._capacity_used(r.x))
+        return info
 
     def _feasible_action(self, action: Any) -> tuple[np.ndarray, int, int]:
         cfg, sim = self.config, self.simulator
@@ -360,36 +393,6 @@ class ClusterMultiServerEnv(ClusterEnv):
             priority = np.argsort(-arr, kind="stable")
         return self._repair(requested, priority)
 
-    def _info(self, r: SlotResult) -> dict[str, Any]:
-        cum = self._cum
-        cum["aou"] += r.utility
-        cum["dropped"] += r.n_dropped_arrival + r.n_dropped_capacity
-        info: dict[str, Any] = {
-            "t": self.simulator.t - 1,
-            "utility": r.utility,
-            "raw_utility": r.raw_utility,
-            "n_dropped_arrival": r.n_dropped_arrival,
-            "n_dropped_capacity": r.n_dropped_capacity,
-        }
-        if self.config.compute_regret:
-            oracle_x, oracle_value = self.oracle.lookup(r.arrivals)
-            expected = r.expected
-            cum["expected"] += expected
-            cum["oracle"] += oracle_value
-            cum["regret"] += oracle_value - expected
-            info.update(
-                expected_utility=expected,
-                oracle_utility=oracle_value,
-                slot_regret=oracle_value - expected,
-                regret=cum["regret"],
-                realized_regret=oracle_value - r.utility,
-            )
-            if self.config.info_level == "full":
-                info["oracle_x"] = oracle_x.copy()
-        if self.config.info_level == "full":
-            info.update(x=r.x.copy(), arrivals=r.arrivals.copy(), capacity_used=self._capacity_used(r.x))
-        return info
-
     def summary_from(self, cum: dict[str, float]) -> dict[str, float]:
         """The ``episode_summary`` from an episode's running sums ``cum`` (``aou, expected, oracle, regret,
         dropped``: this env's own, or a batch copy's)."""
@@ -404,7 +407,7 @@ class ClusterMultiServerEnv(ClusterEnv):
             summary.update(expected_aou=cum["expected"], oracle_aou=cum["oracle"], regret=cum["regret"])
         return summary
 
-    def _observation(self) -> dict[str, np.ndarray]:
+    def _observe(self) -> dict[str, np.ndarray]:
         sim, inst = self.simulator, self.instance
         last = self._last
         n_e = self._n_edges

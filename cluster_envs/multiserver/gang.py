@@ -18,8 +18,6 @@ from scipy.sparse import csr_array, hstack
 from cluster_envs.common.guards import Estimate
 from cluster_envs.multiserver.model import PatternCache, UtilityModel, draw_utility
 
-MIN_TASKS = ("all", "half")
-
 
 @dataclass(frozen=True)
 class GangParams:

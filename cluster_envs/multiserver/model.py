@@ -21,9 +21,6 @@ from scipy.special import ndtr
 
 from cluster_envs.multiserver import knapsack
 
-NORMALIZATIONS = ("affine_clip", "clip", "none")
-CAPACITY_MODES = ("alpha_sum", "per_server_sum")
-
 
 @dataclass(frozen=True)
 class GeneratorParams:

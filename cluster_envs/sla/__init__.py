@@ -1,1 +1,1 @@
-"""Allocation under SLA constraints (paper 003): ClusterSLA-v0."""
+"""Allocation under SLA constraints (paper 003): ClusterSLA-v1."""

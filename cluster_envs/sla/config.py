@@ -1,4 +1,4 @@
-"""Keyword arguments and presets of ``ClusterSLA-v0`` (spec ``docs/specs/sla_mwu.md`` §3)."""
+"""Keyword arguments and presets of ``ClusterSLA-v1`` (spec ``docs/specs/sla_mwu.md`` §3)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.azure_llm import NAME as AZURE
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Keywords, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
-from cluster_envs.sla.kernel import ACTION_MODES, REWARD_MODES
-from cluster_envs.sla.model import SCENARIOS, SLA_FROM_LOADS
+from cluster_envs.sla.model import SCENARIOS, SLA_FROM_LOADS, default_history
 
+# The vocabularies of the modes (the one source; ``SLAConfig.DOMAINS`` validates them). The kernel reads the
+# action and reward modes by their index here.
+ACTION_MODES = ("normalize", "sub_simplex", "softmax")
+REWARD_MODES = ("work", "work_sla", "work_sla_level", "neg_regret", "neg_regret_sla")
 OBSERVATION_MODES = ("binary", "binary+sla", "full")
 OBS_FORMATS = ("box", "dict")
 MAX_EMPTY_TOL = 1e-6
@@ -28,8 +31,10 @@ PERIODS = {"paper_synthetic": 6, "example_1_1": 3}  # horizon must be a multiple
 _SHAPE = Number(low=1e-2, high=1e8)  # the Gamma shape k: below 10⁻² draws are mostly exact zeros
 # ρ at least 10⁻⁶: ρ = 5e-324 scaled every load to 0, which sla="mean" then divided by (found by the config fuzz)
 _RHO = Number(low=1e-6, high=MAX_RHO)
+# the slots of a replayed trace before the episode's window whose mean load sla="mean" declares (model.py)
+_HISTORY = Number(low=1, integer=True, none=True)
 
-#: The ``scenario_kwargs`` each built-in scenario accepts (its generator's keywords, ``docs/envs/ClusterSLA-v0.md``).
+#: The ``scenario_kwargs`` each built-in scenario accepts (its generator's keywords, ``docs/envs/ClusterSLA-v1.md``).
 SCENARIO_DOMAINS: dict[str, dict[str, Domain]] = {
     "paper_synthetic": {
         "shape": _SHAPE,
@@ -47,6 +52,7 @@ SCENARIO_DOMAINS: dict[str, dict[str, Domain]] = {
         "start": Number(low=0, integer=True),
         "scale": Choice(("rho", "none")),
         "rho": _RHO,
+        "history": _HISTORY,
     },
     "trace_standin": {
         "rho": _RHO,
@@ -55,29 +61,32 @@ SCENARIO_DOMAINS: dict[str, dict[str, Domain]] = {
         "ar_coef": Number(low=-1.0, high=1.0, low_open=True, high_open=True),  # a stationary AR(1)
         "day": Number(low=1.0, high=1e12),  # 2π(t + φ) with φ ~ U[0, day) overflowed to inf at day = 3e307
     },
-    ALIBABA: {"scale": Choice(("rho", "none")), "rho": _RHO},  # the whole replay window, read from trace_dir
-    AZURE: {"scale": Choice(("rho", "none")), "rho": _RHO},  # likewise
+    # the replay span read from trace_dir, cut into history + horizon slots
+    ALIBABA: {"scale": Choice(("rho", "none")), "rho": _RHO, "history": _HISTORY},
+    AZURE: {"scale": Choice(("rho", "none")), "rho": _RHO, "history": _HISTORY},
 }
 # The scenarios that replay a trace from the folder trace_dir, with what to pass
 TRACE_DIR_SCENARIOS = {ALIBABA: alibaba_gpu.HOW_TO_PASS, AZURE: azure_llm.HOW_TO_PASS}
 SCENARIO_JOINT = (
     "`sec_3_4`: user 3 starts at `t0` ≤ horizon, or at ⌈1/(η ε)⌉ ≤ horizon (η ε ≥ 1/horizon); `paper_synthetic`: "
     "β_b + β_s > 0 for the (burst, stream) pair of each of periods 0-2; `trace`: the window [start, start + "
-    "horizon) lies in the file, its total load is finite, and positive with `scale='rho'` or `sla='mean'`; "
+    "horizon) lies in the file, its total load is finite, and positive with `scale='rho'`; with `sla='mean'`, the "
+    "history window [start − history, start) (`history` defaults to `start`) lies in the file and has load; "
     f"`{AZURE}`: an even `n_users` (each of the two services split into `n_users / 2` size classes)"
 )
 
 
 @dataclass(frozen=True)
 class SLAConfig:
-    """Keyword arguments of ``ClusterSLA-v0`` (defaults of the ``default`` preset).
+    """Keyword arguments of ``ClusterSLA-v1`` (defaults of the ``default`` preset).
 
     Domains: ``DOMAINS`` (one per keyword, ``SCENARIO_DOMAINS`` per ``scenario_kwargs`` entry); joint
     constraints: ``JOINT``.
     """
 
     JOINT: ClassVar[str] = (
-        "`sla` has `n_users` entries and a positive sum, and is `'mean'` only with a trace scenario; the 3-user "
+        "`sla` has `n_users` entries and a positive sum, and is `'mean'` only with a scenario with public mean shares "
+        "(a replayed trace's history window, the stand-in's tenant weights); the 3-user "
         "scenarios (`paper_synthetic`, `example_1_1`, `sec_3_4`) need `n_users=3`, `paper_synthetic` a horizon "
         f"divisible by 6 and `example_1_1` by 3; `n_users` × `horizon` ≤ {MAX_LOAD_CELLS:.0e}; " + SCENARIO_JOINT
     )
@@ -153,7 +162,19 @@ def check_scenario(scenario: str, kwargs: dict, n_users: int, horizon: int, sla:
     """Check a built-in scenario against the env's size and ``kwargs`` (already checked against their domains)
     against ``SCENARIO_JOINT``; the trace file's own checks come when it is read."""
     if sla == "mean" and scenario not in SLA_FROM_LOADS:
-        raise ValueError(f"sla='mean' needs a trace scenario {list(SLA_FROM_LOADS)}, got scenario={scenario!r}")
+        raise ValueError(
+            f"sla='mean' needs a scenario with public mean shares {list(SLA_FROM_LOADS)}, got scenario={scenario!r}"
+        )
+    if (
+        sla == "mean"
+        and scenario == "trace"
+        and not 1 <= default_history(scenario, kwargs, horizon) <= kwargs.get("start", 0)
+    ):
+        raise ValueError(
+            f"sla='mean' with scenario='trace' takes the shares from the history window [start − history, start) "
+            f"before the replayed one; scenario_kwargs start={kwargs.get('start', 0)}, "
+            f"history={kwargs.get('history')} do not fit: allowed 1 ≤ history ≤ start (history defaults to start)"
+        )
     if scenario in THREE_USER_SCENARIOS and n_users != 3:
         raise ValueError(f"n_users={n_users} is not allowed with scenario={scenario!r}, which has exactly 3 users")
     if horizon % PERIODS.get(scenario, 1):
@@ -216,7 +237,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "proportionality_3_4": {"sla": (0.5, 0.3, 0.2), "horizon": 60_000, "scenario": "sec_3_4", "eps_ref": 0.1},
     # tenants = the trace's 4 QoS classes, load = their GPU demand (cluster_envs.sla.model.alibaba_gpu_loads)
     ALIBABA: {"n_users": 4, "sla": "mean", "horizon": 10_000, "scenario": ALIBABA, "eps_ref": 0.01},
-    # tenants = the trace's 2 services, load = tokens arriving per 1.004-s slot (cluster_envs.sla.model.azure_llm_loads)
+    # tenants = the trace's 2 services, load = tokens arriving per 0.5-s slot (cluster_envs.sla.model.azure_llm_loads)
     AZURE: {"n_users": 2, "sla": "mean", "horizon": 3_500, "scenario": AZURE, "eps_ref": 0.01},
     # 6 tenants like the paper's Sec. 4.2: each service's requests split into terciles of their tokens
     f"{AZURE}_sizes": {"n_users": 6, "sla": "mean", "horizon": 3_500, "scenario": AZURE, "eps_ref": 0.01},

@@ -1,4 +1,4 @@
-"""``ClusterSLA-v0``: SLA-constrained sharing of one resource with binary feedback (paper 003)."""
+"""``ClusterSLA-v1``: SLA-constrained sharing of one resource with binary feedback (paper 003)."""
 
 from __future__ import annotations
 
@@ -8,31 +8,23 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from cluster_envs.common.config import check_reset_options
 from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
-from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.render import BLUE, RED, bar_chart, log_levels
-from cluster_envs.common.seeding import episode_streams
-from cluster_envs.sla.config import PRESETS, SLAConfig
+from cluster_envs.sla.config import ACTION_MODES, PRESETS, REWARD_MODES, SLAConfig
 from cluster_envs.sla.kernel import (
-    ACTION_MODES,
     DEFICIT,
     LOAD,
     QUEUE,
-    REWARD_MODES,
     STATIC_CUM,
     WORK,
-    Copies,
-    copies_record,
-    step_copies,
 )
-from cluster_envs.sla.model import SLAProblem, make_load_generator
+from cluster_envs.sla.model import SLAProblem, make_scenario
 from cluster_envs.sla.simulator import SLASimulator, feedback_vector
 
 MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
-class ClusterSLAEnv(HoldsRecord, ClusterEnv):
+class ClusterSLAEnv(ClusterEnv):
     """N tenants share one divisible resource of capacity 1; the allocator sees only which queues are non-empty.
 
     Paper: Perez-Salazar, Menache, Singh, Toriello, "Dynamic Resource Allocation in the Cloud with
@@ -43,8 +35,8 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     User i has an SLA share β_i (Σβ may exceed 1: over-commitment) and the static share β̄_i = β_i / max(1, Σβ).
     Queues start empty; a queue ≤ ``empty_tol`` (a floating-point tolerance, 1e-9 by default, at most 1e-6) is set
     to 0 and counts as empty (spec A2). ``reset(options=...)``: ``"loads"``, an (N, T) array used instead of the
-    scenario, or ``"scenario_kwargs"``, merged over the config's for this episode. Reset info: ``sla, horizon,
-    scenario, opt_total_work, opt_eps_total_work``.
+    scenario (β stays the scenario's), or ``"scenario_kwargs"``, merged over the config's for this episode. Reset
+    info: ``sla, horizon, scenario, opt_total_work, opt_eps_total_work``.
 
     **Loads** come from ``scenario`` and are drawn at reset from the ``loads`` stream (common random numbers: the
     same seed gives every policy the same loads): ``paper_synthetic`` (Sec. 4.1: six periods, two users loaded in
@@ -55,6 +47,14 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     with ``start``, ``scale``, ``rho``; ``n_users`` must be the trace's number of users and ``horizon`` at most its
     length from ``start``), ``alibaba_gpu_2023`` and ``azure_llm_2023`` (see Presets), or a callable
     ``(rng, N, T, sla) -> L (N, T)``.
+
+    **``sla="mean"``** gives each user its normalised mean load as SLA, as the paper's Sec. 4.2 did, from public
+    data only (the information rule: the paper averaged the very window it replayed, which an online allocator
+    cannot know): a replayed trace's mean over a *history window* before the replayed one, not replayed
+    (``trace``: the ``history`` slots before ``start``, by default all of them; ``alibaba_gpu_2023`` and
+    ``azure_llm_2023``: the replay span is cut into ``history`` + T equal slots, ``history`` = T by default, the
+    previous period, and the episode replays the last T), or the stand-in's tenant weights w (each user's expected
+    share of the load), drawn from the public ``tenants`` stream while the loads come from the ``loads`` stream.
 
     **Oracle quantities**, computed in closed form at reset from the episode's loads (spec §2.3): the SLA deficit
     D_t(i) = W'_t(i) - W_t(i), the cumulative work the static policy h = β̄ would have done for user i (on its own
@@ -95,7 +95,7 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     ``paper_synthetic``, 0.02; Sec. 4.1), ``paper_synthetic_a16`` (the same with spec A16's P2/P3 users,
     ``p23_pairs=((1, 2), (1, 2))``, the reading closest to the paper's Static numbers; ours is P2 = (1, 2),
     P3 = (1, 3)), ``default`` (the same at T = 6000), ``paper_real_standin`` (6, the
-    normalised mean loads ``sla="mean"``, 14,628, ``trace_standin``, 0.01; Sec. 4.2), ``example_1_1`` (3,
+    tenant weights ``sla="mean"``, 14,628, ``trace_standin``, 0.01; Sec. 4.2), ``example_1_1`` (3,
     (0.5, 0.2, 0.3), 3000, ``example_1_1``, 0.02), ``proportionality_3_4`` (3, (0.5, 0.3, 0.2), 60,000,
     ``sec_3_4``, 0.1), ``production`` (128, 1/128 each, 6000, ``gamma_iid`` at ρ = 0.99, 0.02: an order of
     magnitude past the papers' 3-6 tenants), ``alibaba_gpu_2023`` (4, ``sla="mean"``, 10,000, ``alibaba_gpu_2023``,
@@ -103,24 +103,26 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     likewise).
     ``alibaba_gpu_2023`` needs ``trace_dir``, the folder of the Alibaba GPU 2023 CSVs (Weng et al., USENIX ATC '23;
     not shipped; the ClusterMultiServer-v0 sheet lists the files and columns read). The users are the trace's four
-    QoS classes in descending order of demand (LS, Burstable, BE, Guaranteed); the pods' creation times from their
-    1 % quantile to the last are cut into T equal slots, and user i's load in step t is the GPUs its pods hold on
-    average over slot t (``num_gpu · gpu_milli / 1000`` per pod, between creation and deletion). The loads are the
-    same in every episode, rescaled to a mean total load ρ = 0.99 (``scenario_kwargs={"scale": "none"}`` keeps
-    GPUs, ``{"rho": ...}`` another level); β is the normalised mean load.
+    QoS classes in descending order of their history demand (LS, Burstable, BE, Guaranteed); the pods' creation
+    times from their 1 % quantile to the last are cut into ``history`` + T equal slots (2T by default), and user
+    i's load in step t is the GPUs its pods hold on average over slot ``history`` + t (``num_gpu · gpu_milli /
+    1000`` per pod, between creation and deletion). The loads are the same in every episode, rescaled to a mean
+    total load ρ = 0.99 (``scenario_kwargs={"scale": "none"}`` keeps GPUs, ``{"rho": ...}`` another level); β is
+    the normalised mean load of the history slots.
     ``azure_llm_2023`` and ``azure_llm_2023_sizes`` need ``trace_dir``, the folder of Azure's public LLM inference
     trace of November 2023 (Patel et al., *Splitwise*, ISCA 2024; CC-BY 4.0, cite the paper; not shipped):
     ``AzureLLMInferenceTrace_code.csv`` and ``AzureLLMInferenceTrace_conv.csv``, one row per request with
     ``TIMESTAMP``, ``ContextTokens`` and ``GeneratedTokens``. Paper 003's Sec. 4.2 ran on Azure production traces
     that are not public; this is Azure's own public one, one hour of two LLM services. The hour from the first
-    request to the last is cut into T equal slots (T = 3500: about one second each) and a tenant's load in step t
-    is the tokens (context + generated) of its requests arriving in slot t. The tenants are the services (code,
+    request to the last is cut into ``history`` + T equal slots (2T by default; T = 3500: about half a second each)
+    and a tenant's load in step t is the tokens (context + generated) of its requests arriving in slot
+    ``history`` + t. The tenants are the services (code,
     conversation), or with ``n_users = 2k`` each service's requests split into k size classes at the quantiles of
     their tokens (``azure_llm_2023_sizes``: terciles, six tenants like the paper's; users 1-3 code small to
     large, 4-6 conversation). Rescaled to utilization ρ = 0.99 (mean total load per step; ``scale``, ``rho`` as
-    above), the same in every episode; β is the normalised mean load. Errors name the file, line and column. The
-    share of steps in which capacity binds (``cluster_envs.sla.model.binding_share``) and the paper's algorithm
-    against the heuristics there: ``cluster-envs reproduce traces``.
+    above), the same in every episode; β is the normalised mean load of the history slots. Errors name the file,
+    line and column. The share of steps in which capacity binds (``cluster_envs.sla.model.binding_share``) and the
+    paper's algorithm against the heuristics there: ``cluster-envs reproduce traces``.
 
     **Public data**: ``problem`` (``n_users``, ``sla``, ``horizon``). **Privileged state** (offline oracles and
     evaluation only): ``loads`` (N, T), ``queue``, ``next_load`` (a ``RuntimeError`` after the last step),
@@ -134,18 +136,22 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
     **Long horizons**: ``cluster_envs.sla.runner.simulate(agent, env)`` steps the same compiled dynamics without
     Gymnasium's overhead (results equal env stepping) and records a ``Trajectory`` every ``record_every`` steps.
 
-    **Batched**: ``gym.make_vec("ClusterSLA-v0", num_envs=B, vectorization_mode="vector_entry_point")`` steps
+    **Batched**: ``gym.make_vec("ClusterSLA-v1", num_envs=B, vectorization_mode="vector_entry_point")`` steps
     B copies in one compiled call (``vector_env.ClusterSLAVectorEnv``; paper observation, built-in rewards).
     """
 
-    env_id = "ClusterSLA-v0"
+    env_id = "ClusterSLA-v1"
     config_class = SLAConfig
     presets = PRESETS
+    reset_options = ("loads", "scenario_kwargs")
+    # the hidden loads, and the public draws of the tenants (the stand-in's mean shares); "loads" first, so adding
+    # "tenants" left every scenario's loads unchanged
+    stream_names = ("loads", "tenants")
 
     def __init__(self, preset: str = "default", render_mode: str | None = None, **overrides: Any):
         super().__init__(preset, render_mode, overrides)
         config = self.config
-        self._generate_loads = make_load_generator(
+        self._scenario = make_scenario(
             config.scenario, config.n_users, config.horizon, config.sla, config.scenario_kwargs, config.trace_dir
         )
         n = config.n_users
@@ -158,9 +164,8 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         self._sla_bar = np.zeros(n)
         self._action_mode = ACTION_MODES.index(config.action_mode)
         self._reward_mode = -1 if callable(config.reward_mode) else REWARD_MODES.index(config.reward_mode)
-        self._minimal_info = config.info_level == "minimal"
-        # step_copies' t, stepping mask and reward for this env as a batch of one
-        self._batch_of_one = (np.zeros(1, dtype=np.int64), np.ones(1, dtype=bool), np.zeros(1))
+        self._feedback = np.zeros((1, 3 * n), dtype=np.float32)  # the kernel's a_t, h_t, β̄ (paper observation)
+        self._reward_value = 0.0
         self._paper_observation = (config.observation_mode, config.obs_format, config.include_time) == (
             "binary",
             "box",
@@ -208,35 +213,46 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         """Privileged: the load L_t of the next step."""
         return self.simulator.next_load
 
-    # -- gymnasium API ---------------------------------------------------------------------------------
+    # -- the skeleton's hooks (cluster_envs.common.env) ------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        options = check_reset_options(options, allowed=("loads", "scenario_kwargs"))
+    def _check_reset(self, options: dict[str, Any]) -> tuple[Any, np.ndarray | None]:
+        """This episode's scenario (``options["scenario_kwargs"]`` merged over the config's) and the given
+        ``options["loads"]``, checked before anything changes."""
         cfg = self.config
-        generate_loads = self._generate_loads
-        if "scenario_kwargs" in options:  # this episode's generator, checked before anything changes
+        scenario = self._scenario
+        if "scenario_kwargs" in options:
             if "loads" in options:
                 raise ValueError("options: give either 'loads' or 'scenario_kwargs', not both")
             if not isinstance(options["scenario_kwargs"], dict):
                 raise ValueError(f"options['scenario_kwargs'] must be a dict, got {type(options['scenario_kwargs'])}")
             episode_kwargs = {**cfg.scenario_kwargs, **options["scenario_kwargs"]}
             dataclasses.replace(cfg, scenario_kwargs=episode_kwargs)  # the config's checks, for this episode
-            generate_loads = make_load_generator(
-                cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs, cfg.trace_dir
-            )
-        given = self._checked_loads(options["loads"]) if "loads" in options else None  # before the seed is used
-        super().reset(seed=seed)
-        if given is not None:
-            loads = given
-        else:
-            loads = np.asarray(generate_loads(episode_streams(self.np_random, ["loads"])["loads"]), dtype=np.float64)
-            loads = self._checked_loads(loads, name="scenario output")
-        sla = tuple(loads.mean(axis=1) / loads.mean(axis=1).sum()) if cfg.sla == "mean" else cfg.sla
+            scenario = make_scenario(cfg.scenario, cfg.n_users, cfg.horizon, cfg.sla, episode_kwargs, cfg.trace_dir)
+        given = self._checked_loads(options["loads"]) if "loads" in options else None
+        return scenario, given
+
+    def _new_episode(self, streams: dict[str, np.random.Generator], plan: tuple[Any, np.ndarray | None]):
+        cfg = self.config
+        scenario, loads = plan
+        shares = scenario.shares(streams["tenants"])  # public: known before the episode's loads
+        if loads is None:
+            loads = self._checked_loads(np.asarray(scenario.loads(streams["loads"], shares), dtype=np.float64),
+                                        name="scenario output")  # fmt: skip
+        sla = tuple(shares) if cfg.sla == "mean" else cfg.sla
         problem = SLAProblem(n_users=cfg.n_users, sla=tuple(float(b) for b in sla), horizon=cfg.horizon)
-        self._sim = SLASimulator(problem, loads, empty_tol=cfg.empty_tol, eps_ref=cfg.eps_ref, sla_tol=cfg.sla_tol)
+        self._sim = SLASimulator(
+            problem,
+            loads,
+            empty_tol=cfg.empty_tol,
+            eps_ref=cfg.eps_ref,
+            sla_tol=cfg.sla_tol,
+            action_mode=self._action_mode,
+            reward_mode=self._reward_mode,
+            kappa=cfg.reward_kappa,
+        )
         self._sla_bar = problem.static_share
-        self.record = self.make_record()
-        info = {
+        self._feedback[0] = feedback_vector(self._sim.active, self._sim.alloc, self._sla_bar)
+        return {
             "sla": problem.sla_array,
             "horizon": cfg.horizon,
             "scenario": cfg.scenario
@@ -245,19 +261,6 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             "opt_total_work": float(self._sim.opt_cum_work[-1]),
             "opt_eps_total_work": float(self._sim.opt_eps_cum_work[-1]),
         }
-        return self._observation(), info
-
-    def make_record(self) -> Copies | None:
-        """:func:`~cluster_envs.sla.kernel.step_copies`' record of this env's episode as a batch of one (None
-        before the first reset)."""
-        sim, cfg = getattr(self, "_sim", None), self.config
-        if sim is None:
-            return None
-        return copies_record(
-            states=sim.states, stats=sim.statistics, series=sim.series, opt_cum=sim.opt_series,
-            ts=self._batch_of_one[0], sla_bar=self._sla_bar[None], mode=self._action_mode,
-            reward_mode=self._reward_mode, kappa=cfg.reward_kappa, empty_tol=cfg.empty_tol, sla_tol=cfg.sla_tol,
-        )  # fmt: skip
 
     def _checked_loads(self, loads: Any, name: str = "options['loads']") -> np.ndarray:
         loads = as_real_array(loads, name=name).astype(np.float64)  # refuses complex values and numeric strings
@@ -270,38 +273,32 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             total = loads.sum()
         if not np.isfinite(total):  # queues and cumulative work would overflow to inf
             raise ValueError(f"{name} is too large: its total load overflows float64 (rescale the loads)")
-        if self.config.sla == "mean" and not loads.mean(axis=1).sum() > 0:  # β = normalised mean load
-            raise ValueError(f"{name} has zero total load, which sla='mean' divides by; give loads or explicit sla")
         return loads
 
-    def _episode_over(self) -> bool:
-        return self._sim.t >= self.config.horizon
+    def _read_action(self, action: Any) -> np.ndarray:
+        return as_real_array(action, self.action_space.shape).astype(np.float64, copy=False)
 
-    def _step(self, action: Any):
-        sim, cfg = self._sim, self.config
-        action = as_real_array(action, self.action_space.shape).astype(np.float64, copy=False)
-        obs = np.empty((1, 3 * cfg.n_users), dtype=np.float32)
-        ts, stepping, rewards = self._batch_of_one
-        ts[0] = sim.t
-        step_copies(self.record, action[None], stepping, obs, rewards)
-        reward = float(rewards[0])
-        if reward != reward:  # NaN: the kernel rejected the action before changing anything
+    def _advance(self, action: np.ndarray) -> None:
+        self._reward_value = self._sim.step_action(action, self._feedback)
+        if self._reward_value != self._reward_value:  # NaN: the kernel rejected the action, nothing changed
             raise invalid_action(f"must be finite (no NaN or inf), got {action}")
-        sim.t += 1
-        info = self._info(action)
-        if self._reward_mode < 0:
-            reward = float(cfg.reward_mode(info))
-        truncated = sim.t == cfg.horizon
-        if truncated:
-            info["episode_summary"] = sim.summary()
-        return (obs[0] if self._paper_observation else self._observation()), reward, False, truncated, info
 
-    def _info(self, action: np.ndarray) -> dict[str, Any]:
-        sim = self.simulator
-        work, queue, deficit = sim.state.take(MINIMAL_INFO_ROWS, axis=0)  # one copy, three views
-        info: dict[str, Any] = {"work": work, "active": queue > 0.0, "queue": queue, "sla_deficit": deficit}
-        if self._minimal_info:
-            return info
+    def _episode_end(self) -> tuple[bool, bool]:
+        return False, self._sim.t == self.config.horizon  # the queues go on: never terminated
+
+    def _reward(self, info: dict[str, Any]) -> float:
+        return float(self.config.reward_mode(info)) if self._reward_mode < 0 else self._reward_value
+
+    def _episode_summary(self) -> dict[str, Any]:
+        return self._sim.summary()
+
+    def _minimal_info(self) -> dict[str, Any]:
+        work, queue, deficit = self._sim.state.take(MINIMAL_INFO_ROWS, axis=0)  # one copy, three views
+        return {"work": work, "active": queue > 0.0, "queue": queue, "sla_deficit": deficit}
+
+    def _full_info(self, action: np.ndarray) -> dict[str, Any]:
+        sim = self._sim
+        info = self._minimal_info()
         projected = self.config.action_mode != "softmax" and float(np.abs(sim.alloc - action).max()) > 1e-6
         now = sim.series[sim.t - 1, 0]  # this step's load and static SLA references (one row per series)
         static_cum = now[STATIC_CUM]
@@ -324,6 +321,11 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
         )
         return info
 
+    def _observe(self) -> np.ndarray | dict[str, np.ndarray]:
+        if self._paper_observation:  # the kernel's feedback (written by feedback_vector at reset)
+            return self._feedback[0].copy()
+        return self._observation()
+
     def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
         sim, cfg = self.simulator, self.config
         parts = {"active": sim.active, "alloc": sim.alloc, "sla": self._sla_bar}
@@ -340,8 +342,6 @@ class ClusterSLAEnv(HoldsRecord, ClusterEnv):
             obs = {k: v.astype(np.float32) for k, v in parts.items()}
             obs["active"] = sim.active.astype(np.int8)
             return obs
-        if len(parts) == 3:
-            return feedback_vector(sim.active, sim.alloc, self._sla_bar)
         return np.concatenate(list(parts.values())).astype(np.float32)
 
     def _render_ansi(self) -> str:

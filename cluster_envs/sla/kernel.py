@@ -5,8 +5,8 @@ load L_t arrives, and each user is served w_t = min(h_t, Q_t + L_t) (D1); the re
 Q_{t+1} = Q_t + L_t - w_t (D2). The allocator's feedback is a_t = 1[Q_{t+1} > 0] (convention A1 of
 docs/specs/sla_mwu.md). The env (env.py), the batched env (vector_env.py) and the long-horizon runner
 (runner.py) all step through the compiled :func:`advance`, so there is one implementation of the physics.
-The env and the batched env step through :func:`step_copies`, which takes their state as one record,
-:class:`Copies` (fields :data:`COPIES_FIELDS`, by name).
+The simulator (a batch of one) and the batched env step through :func:`step_copies`, which takes their state as
+one record, :class:`Batch` (fields :data:`BATCH_FIELDS`, by name).
 """
 
 from __future__ import annotations
@@ -18,9 +18,6 @@ from numba import njit
 
 from cluster_envs.common.record import declare_record
 
-ACTION_MODES = ("normalize", "sub_simplex", "softmax")
-REWARD_MODES = ("work", "work_sla", "work_sla_level", "neg_regret", "neg_regret_sla")
-
 # Rows of the simulator's state matrix (one column per user) and entries of its statistics vector.
 QUEUE, CUM_LOAD, CUM_WORK, WORK, ALLOC, ACTIVE, DEFICIT, PREVIOUS_DEFICIT, MAX_DEFICIT, MAX_RELAXED_DEFICIT = range(10)
 STATE_ROWS = 10
@@ -31,25 +28,25 @@ LOAD, STATIC_CUM, STATIC_RELAXED_CUM = range(3)
 
 # The record of the copies that :func:`step_copies` steps: their ``states`` (B, STATE_ROWS, N), ``stats`` (B, 4),
 # per-step ``series`` (T, B, 3, N), ``opt_cum`` OPT(t) (T, B), step counts ``ts`` (B,) and static shares
-# ``sla_bar`` (B, N); and the step's parameters: ``mode`` and ``reward_mode`` (indices of ACTION_MODES and
-# REWARD_MODES, -1: a callable reward), ``kappa``, ``empty_tol``, ``sla_tol``.
-COPIES_FIELDS = ("states", "stats", "series", "opt_cum", "ts", "sla_bar", "mode", "reward_mode", "kappa", "empty_tol",
+# ``sla_bar`` (B, N); and the step's parameters: ``mode`` and ``reward_mode`` (indices of config.ACTION_MODES and
+# config.REWARD_MODES, -1: a callable reward), ``kappa``, ``empty_tol``, ``sla_tol``.
+BATCH_FIELDS = ("states", "stats", "series", "opt_cum", "ts", "sla_bar", "mode", "reward_mode", "kappa", "empty_tol",
                  "sla_tol")  # fmt: skip
 
 
-CopiesType, Copies, _copies_record = declare_record(
-    __name__, "Copies", COPIES_FIELDS,
-    "The record of the copies :func:`step_copies` steps (fields :data:`COPIES_FIELDS`); made by :func:`copies_record`.",
+BatchType, Batch, _batch_record = declare_record(
+    __name__, "Batch", BATCH_FIELDS,
+    "The record of the copies :func:`step_copies` steps (fields :data:`BATCH_FIELDS`); made by :func:`batch_record`.",
 )  # fmt: skip
 
 
-def copies_record(**fields) -> Copies:
-    """The :class:`Copies` of ``fields`` (every name of :data:`COPIES_FIELDS`): the arrays are shared, not copied;
+def batch_record(**fields) -> Batch:
+    """The :class:`Batch` of ``fields`` (every name of :data:`BATCH_FIELDS`): the arrays are shared, not copied;
     the scalar parameters are stored as int64 (modes) and float64."""
     fields = {**fields, "mode": int(fields["mode"]), "reward_mode": int(fields["reward_mode"])}
     for name in ("kappa", "empty_tol", "sla_tol"):
         fields[name] = float(fields[name])
-    return _copies_record(**fields)
+    return _batch_record(**fields)
 
 
 # The step functions below index batch arrays with a copy index b: per-copy state (B, ...), per-step series
@@ -61,7 +58,7 @@ def copies_record(**fields) -> Copies:
 def to_allocation(action: np.ndarray, mode: int) -> np.ndarray:
     """Map a finite float64 action of shape (N,) to an allocation h ≥ 0 with Σh ≤ 1 (spec §3.3).
 
-    ``mode`` indexes ``ACTION_MODES``: 0 normalize (a⁺/Σa⁺, uniform if Σa⁺ = 0), 1 sub_simplex (clip to
+    ``mode`` indexes ``config.ACTION_MODES``: 0 normalize (a⁺/Σa⁺, uniform if Σa⁺ = 0), 1 sub_simplex (clip to
     [0, 1], rescale only if Σ > 1: idle capacity allowed), 2 softmax.
     """
     states = np.empty((1, STATE_ROWS, action.size))
@@ -150,7 +147,7 @@ def advance(states, stats, b, series, t, empty_tol, sla_tol) -> None:
 @njit(cache=True, inline="always")
 def step_reward(states, b, opt_cum, t, reward_mode, sla_bar, kappa, sla_tol) -> float:
     """The built-in reward of copy b's step t (1-based, after :func:`advance`); ``reward_mode`` indexes
-    ``REWARD_MODES``.
+    ``config.REWARD_MODES``.
 
     Σw_t, minus OPT(t) - OPT(t-1) for the ``neg_regret`` modes, minus κ Σ([D_t]⁺ - [D_{t-1}]⁺) for
     ``work_sla``/``neg_regret_sla`` or κ Σ_i s_i 1[D_t(i) > sla_tol] for ``work_sla_level``.
@@ -178,8 +175,8 @@ def step_reward(states, b, opt_cum, t, reward_mode, sla_bar, kappa, sla_tol) -> 
 
 
 @njit(cache=True)
-def step_copies(copies, actions, stepping, obs, rewards) -> None:
-    """One env step of every copy b with ``stepping[b]`` (of the record ``copies``), fused: allocation,
+def step_copies(batch, actions, stepping, obs, rewards) -> None:
+    """One env step of every copy b with ``stepping[b]`` (of the record ``batch``), fused: allocation,
     :func:`advance`, the paper's observation into ``obs[b]``, the reward into ``rewards[b]``, and ``ts[b] += 1``.
 
     The single env calls it with a batch of one, the vector env with its B copies: one implementation of the
@@ -188,9 +185,9 @@ def step_copies(copies, actions, stepping, obs, rewards) -> None:
     per-copy function: inlining a function with this many array arguments costs about three times the step
     (reference counting per argument).
     """
-    states, stats, series, opt_cum, ts = copies.states, copies.stats, copies.series, copies.opt_cum, copies.ts
-    sla_bar, mode, reward_mode, kappa = copies.sla_bar, copies.mode, copies.reward_mode, copies.kappa
-    empty_tol, sla_tol = copies.empty_tol, copies.sla_tol
+    states, stats, series, opt_cum, ts = batch.states, batch.stats, batch.series, batch.opt_cum, batch.ts
+    sla_bar, mode, reward_mode, kappa = batch.sla_bar, batch.mode, batch.reward_mode, batch.kappa
+    empty_tol, sla_tol = batch.empty_tol, batch.sla_tol
     n = states.shape[2]
     for b in range(states.shape[0]):
         if not stepping[b]:

@@ -4,9 +4,18 @@ experiments, a trace loader, a synthetic stand-in for the proprietary Azure trac
 Alibaba GPU 2023 trace's QoS classes and the token arrivals of the public Azure LLM inference 2023 trace), and
 the offline optimum and static SLA reference in closed form (:func:`capped_cumulative_work`, Proposition 2).
 
-``make_load_generator(name, n_users, horizon, sla, kwargs, trace_dir)`` returns a picklable
-``generate(rng) -> loads`` with loads of shape (N, T), for arguments the config has checked
-(``SCENARIO_DOMAINS`` in ``sla/config.py``).
+``make_scenario(name, n_users, horizon, sla, kwargs, trace_dir)`` returns a picklable :class:`Scenario`, for
+arguments the config has checked (``SCENARIO_DOMAINS`` in ``sla/config.py``): the tenants' public mean shares
+(what ``sla="mean"`` declares) and the hidden loads of shape (N, T), each drawn from its own stream.
+
+**Public mean shares.** ``sla="mean"`` gives each user its normalised mean load as SLA, the paper's Sec. 4.2 choice
+[L436]. The paper took the mean over the very window it replayed, which an online decision maker cannot know: the
+observation would carry a function of the future loads. Here the shares come from what is known before the
+episode: a replayed trace's mean over a *history window* of ``history`` slots that precedes the replayed window and
+is not replayed (``trace``: the file's slots before ``start``; ``alibaba_gpu_2023``, ``azure_llm_2023``: the
+replay span is cut into ``history`` + T slots, by default 2T, and the episode replays the last T), and the
+stand-in's tenant weights w, the expected share of each user's load, drawn from the public ``tenants`` stream while
+the load trajectory comes from the hidden ``loads`` stream.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from cluster_envs.common.azure_llm import SERVICES, load_llm_trace
 from cluster_envs.common.config import check_choice
 from cluster_envs.common.traces import read_table
 
-LoadGenerator = Callable[[np.random.Generator], np.ndarray]
+LoadGenerator = Callable[..., np.ndarray]  # generate(rng, shares) -> loads (N, T)
 
 
 def paper_synthetic(
@@ -95,10 +104,16 @@ def gamma_iid(
     return rng.gamma(shape, (rho * share / shape)[:, None], size=(n_users, horizon))
 
 
+def standin_shares(rng: np.random.Generator, n_users: int) -> np.ndarray:
+    """The stand-in tenants' weights w ~ Dirichlet(2·1_N), each user's expected share of the load: drawn from the
+    public ``tenants`` stream, known before the episode (``sla="mean"`` declares them)."""
+    return rng.dirichlet(np.full(n_users, 2.0))
+
+
 def trace_standin(
     rng: np.random.Generator,
     *,
-    n_users: int,
+    shares: np.ndarray,
     horizon: int,
     rho: float = 0.99,
     sigma: float = 0.15,
@@ -108,10 +123,12 @@ def trace_standin(
 ) -> np.ndarray:
     """S6 [ours]: diurnal, log-normal AR(1) CPU demands standing in for the proprietary Azure traces.
 
-    L_t(i) = w_i (1 + a sin(2π(t + φ_i)/day)) exp(σ Z_{i,t} - σ²/2), w ~ Dirichlet(2), φ ~ U[0, day),
-    Z a unit-variance AR(1); rescaled so that the mean total load per step is ρ.
+    L_t(i) = w_i (1 + a sin(2π(t + φ_i)/day)) exp(σ Z_{i,t} - σ²/2), w = ``shares`` (:func:`standin_shares`, public),
+    φ ~ U[0, day), Z a unit-variance AR(1) (both hidden, from ``rng``); rescaled so that the mean total load per step
+    is ρ. E L_t(i) ∝ w_i: the diurnal factor averages to 1 over a day and the log-normal factor has mean 1.
     """
-    weights = rng.dirichlet(np.full(n_users, 2.0))
+    weights = np.asarray(shares, dtype=np.float64)
+    n_users = weights.size
     phase = rng.uniform(0.0, day, size=n_users)
     steps = np.arange(horizon)
     diurnal = 1.0 + amplitude * np.sin(2 * np.pi * (steps[None, :] + phase[:, None]) / day)
@@ -156,11 +173,12 @@ def read_trace(path: str | Path, n_users: int) -> np.ndarray:
     return np.ascontiguousarray(data)
 
 
-def alibaba_gpu_loads(trace_dir, n_users: int, horizon: int) -> np.ndarray:
+def alibaba_gpu_loads(trace_dir, n_users: int, horizon: int, history: int = 0) -> np.ndarray:
     """S7 [ours]: the Alibaba GPU 2023 trace's QoS classes as tenants, (N, T): user i's load in step t is the
     GPUs its pods hold on average over slot t (:meth:`GpuTrace.running_demand`, ``horizon`` equal slots of the
-    replay window). Users are the classes in descending order of total demand (LS, Burstable, BE, Guaranteed
-    in the public trace); ``n_users`` must be their number."""
+    replay window). Users are the classes in descending order of demand over the first ``history`` slots (all slots
+    if 0), the part known before an episode that replays the rest (LS, Burstable, BE, Guaranteed in the public
+    trace); ``n_users`` must be their number."""
     gpu_trace = load_gpu_trace(trace_dir)
     classes, of_pod = np.unique(gpu_trace.qos, return_inverse=True)
     if len(classes) != n_users:
@@ -170,7 +188,7 @@ def alibaba_gpu_loads(trace_dir, n_users: int, horizon: int) -> np.ndarray:
         )
     gpus = gpu_trace.pod_request[RESOURCES.index("gpu")]
     demand = np.stack([gpu_trace.running_demand(np.where(of_pod == i, gpus, 0.0), horizon) for i in range(n_users)])
-    demand = demand[np.argsort(-demand.sum(axis=1), kind="stable")]
+    demand = demand[np.argsort(-demand[:, : history or horizon].sum(axis=1), kind="stable")]
     if (demand.sum(axis=1) <= 0).any():
         raise ValueError(f"trace_dir: a QoS class of {POD_FILE} has no GPU demand in the replay window")
     return demand
@@ -188,64 +206,117 @@ def azure_llm_loads(trace_dir, n_users: int, horizon: int) -> np.ndarray:
 
 TRACE_LOADS = {ALIBABA: alibaba_gpu_loads, AZURE: azure_llm_loads}  # scenarios replayed from the folder trace_dir
 SCENARIOS = ("paper_synthetic", "example_1_1", "sec_3_4", "gamma_iid", "trace", "trace_standin", *TRACE_LOADS)
-SLA_FROM_LOADS = ("trace", "trace_standin", *TRACE_LOADS)  # scenarios with which sla="mean" (normalised mean load)
+REPLAYS = ("trace", *TRACE_LOADS)  # scenarios that replay a trace window: their history window gives sla="mean"
+SLA_FROM_LOADS = (*REPLAYS, "trace_standin")  # scenarios with public mean shares, which sla="mean" declares
 
 
-def make_load_generator(
+def _read_replay(scenario: str, trace_dir, n_users: int, slots: int, history: int) -> np.ndarray:
+    if scenario == ALIBABA:
+        return alibaba_gpu_loads(trace_dir, n_users, slots, history)
+    return TRACE_LOADS[scenario](trace_dir, n_users, slots)
+
+
+def default_history(scenario: str, kwargs: dict, horizon: int) -> int:
+    """The history window's length in slots: ``scenario_kwargs["history"]``, else every slot of the file before
+    ``start`` (``trace``) or the horizon (``TRACE_LOADS``: the replay span is cut into history + horizon slots, so the
+    shares are the previous period's, as a provider sets an SLA from last period's usage)."""
+    if kwargs.get("history") is not None:
+        return int(kwargs["history"])
+    return int(kwargs.get("start", 0)) if scenario == "trace" else horizon
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """An episode's draws: ``shares(rng)``, the users' public mean shares (what ``sla="mean"`` declares; None where
+    the scenario has none), from the ``tenants`` stream (``draw_shares``) or a replay's history window
+    (``history_shares``); then ``loads(rng, shares)``, the hidden load matrix (N, T) from the ``loads`` stream."""
+
+    draw_loads: LoadGenerator
+    draw_shares: Callable[[np.random.Generator], np.ndarray] | None = None  # the loads follow these shares
+    history_shares: np.ndarray | None = None
+
+    def shares(self, rng: np.random.Generator) -> np.ndarray | None:
+        return self.draw_shares(rng) if self.draw_shares is not None else self.history_shares
+
+    def loads(self, rng: np.random.Generator, shares: np.ndarray | None) -> np.ndarray:
+        return self.draw_loads(rng, shares=shares) if self.draw_shares is not None else self.draw_loads(rng)
+
+
+def make_scenario(
     scenario: str | Callable,
     n_users: int,
     horizon: int,
     sla: tuple[float, ...] | str,
     kwargs: dict,
     trace_dir: str | Path | None = None,
-) -> LoadGenerator:
-    """Return ``generate(rng) -> loads (N, T)`` for arguments checked by the config (``sla.config.check_scenario``,
-    ``check_trace_dir``); a trace file is read and checked here. ``trace_dir`` is the folder of the
-    ``TRACE_LOADS`` scenarios (``alibaba_gpu_2023``, ``azure_llm_2023``)."""
+) -> Scenario:
+    """The :class:`Scenario` of arguments checked by the config (``sla.config.check_scenario``, ``check_trace_dir``);
+    a trace file is read and checked here. ``trace_dir`` is the folder of the ``TRACE_LOADS`` scenarios
+    (``alibaba_gpu_2023``, ``azure_llm_2023``)."""
     if callable(scenario):
-        return functools.partial(
+        user = functools.partial(
             _call_user_scenario, scenario, n_users=n_users, horizon=horizon, sla=sla, kwargs=kwargs
         )
+        return Scenario(user)
     kwargs = dict(kwargs)
-    if scenario == "trace":
-        kwargs["data"] = trace_window(read_trace(kwargs.pop("path"), n_users), horizon, sla, **kwargs)
-        kwargs["start"] = 0
-    if scenario in TRACE_LOADS:  # replayed through the trace scenario: rescaled to mean total load ρ, or scale="none"
-        kwargs["data"] = trace_window(TRACE_LOADS[scenario](trace_dir, n_users, horizon), horizon, sla, **kwargs)
-    function = trace if scenario in TRACE_LOADS else globals()[scenario]
+    history_shares = None
+    if scenario in REPLAYS:  # replayed through the trace scenario: rescaled to mean total load ρ, or scale="none"
+        history = default_history(scenario, kwargs, horizon)
+        kwargs.pop("history", None)
+        if scenario == "trace":
+            data = read_trace(kwargs.pop("path"), n_users)
+        else:
+            data, kwargs["start"] = _read_replay(scenario, trace_dir, n_users, history + horizon, history), history
+        start = kwargs.get("start", 0)
+        kwargs["data"], kwargs["start"] = trace_window(data, horizon, **kwargs), 0
+        if sla == "mean":
+            history_shares = window_shares(data, start - history, start)
+    function = trace if scenario in REPLAYS else globals()[scenario]
     context = {"n_users": n_users, "horizon": horizon, "sla": sla}
     accepted = inspect.signature(function).parameters
-    return functools.partial(function, **{k: v for k, v in context.items() if k in accepted}, **kwargs)
+    draw = functools.partial(function, **{k: v for k, v in context.items() if k in accepted}, **kwargs)
+    draw_shares = functools.partial(standin_shares, n_users=n_users) if scenario == "trace_standin" else None
+    return Scenario(draw, draw_shares, history_shares)
 
 
-def trace_window(
-    data: np.ndarray, horizon: int, sla: tuple[float, ...] | str, start: int = 0, scale: str = "rho", rho: float = 0.99
-) -> np.ndarray:
-    """The episode's window ``data[:, start:start + horizon]``, refused when it would give non-finite loads or
-    shares: a window beyond the file, a total load that overflows float64, or a zero total load that ``scale="rho"``
-    or ``sla="mean"`` would divide by."""
+def trace_window(data: np.ndarray, horizon: int, start: int = 0, scale: str = "rho", rho: float = 0.99) -> np.ndarray:
+    """The episode's window ``data[:, start:start + horizon]``, refused when it would give non-finite loads: a window
+    beyond the file, a total load that overflows float64, or a zero total load that ``scale="rho"`` divides by."""
     if start + horizon > data.shape[1]:
         raise ValueError(
             f"horizon={horizon} from scenario_kwargs['start']={start} exceeds the trace length {data.shape[1]}"
         )
     window = np.ascontiguousarray(data[:, start : start + horizon])
     with np.errstate(all="ignore"):
-        total, factor, means = window.sum(), rho / window.sum(axis=0).mean(), window.mean(axis=1)
+        total, factor = window.sum(), rho / window.sum(axis=0).mean()
     if not np.isfinite(total):
         raise ValueError(
             f"scenario_kwargs['path']: the trace window's total load {total} overflows float64; rescale the file"
         )
     if scale == "rho" and not np.isfinite(factor):
-        raise _zero_window(start, horizon, "scale='rho'")
-    if sla == "mean" and not means.sum() > 0:
-        raise _zero_window(start, horizon, "sla='mean'")
+        raise _zero_window(start, start + horizon, "scale='rho'")
     return window
 
 
-def _zero_window(start: int, horizon: int, divider: str) -> ValueError:
+def window_shares(data: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The users' normalised mean load over the history window ``data[:, start:stop]`` (``sla="mean"``), refused
+    when that window is empty, starts before the trace or has no load."""
+    with np.errstate(all="ignore"):
+        means = data[:, start:stop].mean(axis=1) if 0 <= start < stop else np.zeros(data.shape[0])
+        shares = means / means.sum()
+    if not np.isfinite(shares).all():
+        raise ValueError(
+            f"sla='mean' takes the shares from the history window [{start}, {stop}) before the replayed one, which "
+            "is empty, starts before the trace or has (next to) zero load; allowed: scenario_kwargs 'start' ≥ "
+            "'history' ≥ 1 (scenario 'trace') with load in that window, or explicit sla shares"
+        )
+    return shares
+
+
+def _zero_window(start: int, stop: int, divider: str) -> ValueError:
     return ValueError(
-        f"scenario_kwargs['path']: the trace window [{start}, {start + horizon}) has (next to) zero total load, which "
-        f"{divider} divides by; allowed: a window with load, or scale='none' with explicit sla shares"
+        f"scenario_kwargs['path']: the trace window [{start}, {stop}) has (next to) zero total load, which "
+        f"{divider} divides by; allowed: a window with load, or scale='none'"
     )
 
 

@@ -1,6 +1,6 @@
 """Long-horizon runner (spec §3.7): steps an env's simulator directly, without Gymnasium's per-step overhead.
 
-It feeds the agent exactly what ``ClusterSLA-v0`` would (paper observation mode), maps its actions with
+It feeds the agent exactly what ``ClusterSLA-v1`` would (paper observation mode), maps its actions with
 the env's action mode and steps the same compiled :func:`advance`, so its results equal env stepping.
 Agents that expose a compiled decision rule (``kernel``, ``params``, ``memory``) run entirely in one
 compiled loop (the T = 3·10⁶ experiment takes seconds per policy); other agents run in a Python loop.
@@ -18,9 +18,9 @@ import gymnasium as gym
 import numpy as np
 from numba import njit
 
+from cluster_envs.sla.config import ACTION_MODES
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.kernel import (
-    ACTION_MODES,
     ACTIVE,
     CUM_WORK,
     DEFICIT,
@@ -94,10 +94,10 @@ def _run_compiled(kernel, params, memory, privileged, sim_arrays, mode, empty_to
 
 def simulate(agent, env: gym.Env, *, record_every: int = 1000) -> Trajectory:
     """Run ``agent`` (already reset) on ``env`` (already reset, at t = 0) until the horizon. ``env`` is a
-    ``ClusterSLAEnv`` or ``gym.make("ClusterSLA-v0", ...)``: the runner steps the simulator under the wrappers."""
+    ``ClusterSLAEnv`` or ``gym.make("ClusterSLA-v1", ...)``: the runner steps the simulator under the wrappers."""
     env = getattr(env, "unwrapped", env)
     if not isinstance(env, ClusterSLAEnv):
-        raise ValueError(f"env must be a ClusterSLA-v0 env (gym.make or ClusterSLAEnv), got {env!r}")
+        raise ValueError(f"env must be a ClusterSLA-v1 env (gym.make or ClusterSLAEnv), got {env!r}")
     cfg = env.config
     if cfg.observation_mode != "binary" or cfg.obs_format != "box" or cfg.include_time:
         raise ValueError("simulate() supports observation_mode='binary', obs_format='box', include_time=False only")

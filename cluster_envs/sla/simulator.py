@@ -1,10 +1,13 @@
-"""One episode of the SLA-sharing model (paper 003): :class:`SLASimulator` holds its state and steps it through
-the compiled :func:`~cluster_envs.sla.kernel.advance`; the env and the long-horizon runner both use it."""
+"""One episode of the SLA-sharing model (paper 003): :class:`SLASimulator` holds its state and the kernel's record
+of it (:class:`~cluster_envs.sla.kernel.Batch`, a batch of one) and steps it through the compiled
+:func:`~cluster_envs.sla.kernel.step_copies` (the env) or :func:`~cluster_envs.sla.kernel.advance` (the
+long-horizon runner)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from cluster_envs.common.record import HoldsRecord
 from cluster_envs.sla.kernel import (
     ACTIVE,
     ALLOC,
@@ -24,7 +27,10 @@ from cluster_envs.sla.kernel import (
     STATIC_RELAXED_CUM,
     VIOLATION_STEPS,
     WORK,
+    Batch,
     advance,
+    batch_record,
+    step_copies,
 )
 from cluster_envs.sla.model import SLAProblem, capped_cumulative_work
 
@@ -34,19 +40,25 @@ def feedback_vector(active: np.ndarray, alloc: np.ndarray, sla_bar: np.ndarray) 
     return np.concatenate([active, alloc, sla_bar]).astype(np.float32)
 
 
-class SLASimulator:
+class SLASimulator(HoldsRecord):
     """State of one episode: queues, cumulative work and the evaluation trackers, stepped by allocations.
 
     The offline optimum OPT_c(t) and the static SLA reference W'_t are precomputed in closed form from the
     whole load matrix at construction, so that a step costs O(N). The arrays the compiled step reads are a
     batch of one (``states`` (1, rows, N), ``statistics`` (1, 4), the time-major ``series`` (T, 1, 3, N) and
-    ``opt_series`` (T, 1)); the (N, T) properties below are views of them.
+    ``opt_series`` (T, 1)); the (N, T) properties below are views of them. ``record`` is the kernel's record of
+    them with the step's parameters: ``action_mode`` and ``reward_mode`` (indices of the kernel's modes; -1: a
+    callable reward, which the env computes) and ``kappa``.
     """
 
-    def __init__(self, problem: SLAProblem, loads: np.ndarray, *, empty_tol: float, eps_ref: float, sla_tol: float):
+    def __init__(self, problem: SLAProblem, loads: np.ndarray, *, empty_tol: float, eps_ref: float, sla_tol: float,
+                 action_mode: int = 0, reward_mode: int = 0, kappa: float = 1.0):  # fmt: skip
         self.problem = problem
         self.empty_tol = empty_tol
         self.sla_tol = sla_tol
+        self.action_mode, self.reward_mode, self.kappa = action_mode, reward_mode, kappa
+        # step_copies' t, stepping mask and reward for this episode as a batch of one
+        self._batch_of_one = (np.zeros(1, dtype=np.int64), np.ones(1, dtype=bool), np.zeros(1))
         share = problem.static_share
         aggregate = loads.sum(axis=0)
         stacked = (
@@ -63,9 +75,30 @@ class SLASimulator:
         self.bind(states, np.zeros((1, 4)), series, opt_series)
 
     def bind(self, states: np.ndarray, statistics: np.ndarray, series: np.ndarray, opt_series: np.ndarray) -> None:
-        """Make these arrays (a batch of one, shaped as above) the simulator's: the vector env binds each copy's
-        simulator to its slice of the batch."""
+        """Make these arrays (a batch of one, shaped as above) the simulator's, and its record theirs: the vector
+        env binds each copy's simulator to its slice of the batch."""
         self.states, self.statistics, self.series, self.opt_series = states, statistics, series, opt_series
+        self.record = self.make_record()
+
+    def make_record(self) -> Batch:
+        """:func:`~cluster_envs.sla.kernel.step_copies`' record of this episode's arrays (a batch of one)."""
+        return batch_record(
+            states=self.states, stats=self.statistics, series=self.series, opt_cum=self.opt_series,
+            ts=self._batch_of_one[0], sla_bar=self.problem.static_share[None], mode=self.action_mode,
+            reward_mode=self.reward_mode, kappa=self.kappa, empty_tol=self.empty_tol, sla_tol=self.sla_tol,
+        )  # fmt: skip
+
+    def step_action(self, action: np.ndarray, feedback: np.ndarray) -> float:
+        """Play step t with a float64 action (N,), read by ``action_mode``: the paper's feedback [a_t, h_t, β̄]
+        into ``feedback[0]``; the built-in reward (0 for a callable one). NaN if the action is not finite: then
+        nothing changed but ``feedback``."""
+        ts, stepping, rewards = self._batch_of_one
+        ts[0] = self.t
+        step_copies(self.record, action[None], stepping, feedback, rewards)
+        reward = float(rewards[0])
+        if reward == reward:
+            self.t += 1
+        return reward
 
     # Views made on access, not stored: a stored view would stop being one in a pickled or deep-copied simulator.
     state = property(lambda self: self.states[0], doc="the state matrix (rows QUEUE, CUM_LOAD, ...; N columns)")

@@ -1,4 +1,4 @@
-"""``ClusterSLA-v0`` batched: B copies stepped by one compiled call (``gym.make_vec(..., "vector_entry_point")``)."""
+"""``ClusterSLA-v1`` batched: B copies stepped by one compiled call (``gym.make_vec(..., "vector_entry_point")``)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,18 @@ import numpy as np
 
 from cluster_envs.common.record import HoldsRecord
 from cluster_envs.common.vector import BatchedCopies
+from cluster_envs.sla.config import ACTION_MODES, REWARD_MODES
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.kernel import (
-    ACTION_MODES,
     ACTIVE,
     ALLOC,
     DEFICIT,
     LOAD,
     QUEUE,
-    REWARD_MODES,
     STATE_ROWS,
     WORK,
-    Copies,
-    copies_record,
+    Batch,
+    batch_record,
     step_copies,
 )
 from cluster_envs.sla.simulator import feedback_vector
@@ -29,7 +28,7 @@ MINIMAL_INFO_ROWS = np.array([WORK, QUEUE, DEFICIT])
 
 
 class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
-    """``num_envs`` copies of ``ClusterSLA-v0`` with the same keyword arguments, stepped together.
+    """``num_envs`` copies of ``ClusterSLA-v1`` with the same keyword arguments, stepped together.
 
     Each copy is reset by its own :class:`ClusterSLAEnv` (copy i of ``reset(seed=s)`` is seeded s + i, as
     in ``SyncVectorEnv``), whose simulator arrays then become slices of batch arrays that
@@ -45,7 +44,7 @@ class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
 
     def __init__(self, num_envs: int, preset: str = "default", render_mode: str | None = None,
                  **overrides: Any):  # fmt: skip
-        super().__init__(num_envs, lambda **kw: ClusterSLAEnv(preset, **kw), overrides, render_mode, "ClusterSLA-v0")
+        super().__init__(num_envs, lambda **kw: ClusterSLAEnv(preset, **kw), overrides, render_mode, "ClusterSLA-v1")
         cfg = self.config
         self._paper_observation = (cfg.observation_mode, cfg.obs_format, cfg.include_time) == ("binary", "box", False)
         if callable(cfg.reward_mode):
@@ -61,10 +60,10 @@ class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
         self._obs = np.zeros((num_envs, 3 * n), dtype=np.float32)
         self.record = self.make_record()
 
-    def make_record(self) -> Copies:
+    def make_record(self) -> Batch:
         """:func:`~cluster_envs.sla.kernel.step_copies`' record of the batch arrays."""
         cfg = self.config
-        return copies_record(
+        return batch_record(
             states=self._states, stats=self._stats, series=self._series, opt_cum=self._opt_cum, ts=self._ts,
             sla_bar=self._sla_bar, mode=ACTION_MODES.index(cfg.action_mode),
             reward_mode=REWARD_MODES.index(cfg.reward_mode), kappa=cfg.reward_kappa, empty_tol=cfg.empty_tol,

@@ -42,7 +42,7 @@ class Agent(nn.Module):
 
 
 if __name__ == "__main__":
-    env_id, total_timesteps = sys.argv[1], int(sys.argv[2])  # e.g. cluster_envs:ClusterSLARL-v0 1000000
+    env_id, total_timesteps = sys.argv[1], int(sys.argv[2])  # e.g. cluster_envs:ClusterSLARL-v1 1000000
     num_envs, num_steps, gamma, gae_lambda, clip_coef, lr = 2, 256, 0.99, 0.95, 0.2, 3e-4
     torch.set_num_threads(1)
     envs = gym.vector.SyncVectorEnv([make_env(env_id, gamma) for _ in range(num_envs)])

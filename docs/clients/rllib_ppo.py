@@ -5,7 +5,7 @@ import sys
 from ray.rllib.algorithms.ppo import PPOConfig
 
 if __name__ == "__main__":
-    env_id, steps = sys.argv[1], int(sys.argv[2])  # e.g. cluster_envs:ClusterSLARL-v0 200000
+    env_id, steps = sys.argv[1], int(sys.argv[2])  # e.g. cluster_envs:ClusterSLARL-v1 200000
     config = (
         PPOConfig()
         .environment(env_id)

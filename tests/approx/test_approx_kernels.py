@@ -75,8 +75,8 @@ def test_slot_work_and_cost_are_numpys_matrix_vector_products(n_rows):
             si[kernel.SLOT_JOB] = np.arange(n_rows)  # every slot holds a job; no budget check (p = 0)
             sf, c, f = np.zeros((kernel.SF_ROWS, n_rows)), np.zeros(kernel.C_SIZE, np.int64), np.zeros(kernel.F_SIZE)
             state = (np.zeros((n_rows, m), dtype=bool), np.zeros((n_rows, m), dtype=np.uint8), jf, ji, mf, mi, si, sf)
-            one = dict(zip(kernel.STATE_FIELDS[:-1], [a[None] for a in (*state, c, f)], strict=True))  # a batch of one
-            record = kernel.state_record(**one, p=np.zeros(kernel.P_SIZE, np.int64))
+            one = dict(zip(kernel.BATCH_FIELDS[:-1], [a[None] for a in (*state, c, f)], strict=True))  # a batch of one
+            record = kernel.batch_record(**one, p=np.zeros(kernel.P_SIZE, np.int64))
             count = kernel.step_begin(executed.reshape(-1).astype(np.float64), kernel.DECODE_MATRIX, rates, record,
                                       np.zeros(2 * n_rows))  # fmt: skip
             assert count >= 0
@@ -112,8 +112,8 @@ def _slot_state(n_rows, m, rng, hard):
     )
     p = np.zeros(kernel.P_SIZE, np.int64)
     p[kernel.P_HARD] = hard
-    one = dict(zip(kernel.STATE_FIELDS[:-1], [a[None] for a in arrays], strict=True))
-    return arrays, kernel.state_record(**one, p=p)
+    one = dict(zip(kernel.BATCH_FIELDS[:-1], [a[None] for a in arrays], strict=True))
+    return arrays, kernel.batch_record(**one, p=p)
 
 
 @pytest.mark.parametrize("hard", [0, 1])
@@ -133,7 +133,7 @@ def test_an_occupant_step_equals_the_matrix_step_of_its_assignment_bit_for_bit(h
                 kernel.step_begin(occupant if mode == kernel.DECODE_OCCUPANT else matrix, mode, rates, sparse[1],
                                   np.zeros(2 * n_rows))  # fmt: skip
                 kernel.step_begin(matrix, kernel.DECODE_MATRIX, rates, dense[1], np.zeros(2 * n_rows))
-                for name, a, b in zip(kernel.STATE_FIELDS[1:-3], sparse[0][1:], dense[0][1:], strict=False):
+                for name, a, b in zip(kernel.BATCH_FIELDS[1:-3], sparse[0][1:], dense[0][1:], strict=False):
                     if name == "mi":
                         a, b = a[: kernel.EXEC_SLOT], b[: kernel.EXEC_SLOT]  # EXEC_SLOT: the sparse path's own row
                     assert np.array_equal(a, b), f"{name}: {n_rows} x {m}, step {step}"

@@ -63,8 +63,8 @@ def test_the_table_averages_evaluation_seeds_within_a_training_seed():
 @pytest.mark.parametrize(
     ("env_id", "env_kwargs", "algo"),
     [
-        ("ClusterSLA-v0", {"horizon": 48}, "ppo"),
-        ("ClusterSLA-v0", {"horizon": 48}, "ppo_lstm"),  # the recurrent state over the batch
+        ("ClusterSLA-v1", {"horizon": 48}, "ppo"),
+        ("ClusterSLA-v1", {"horizon": 48}, "ppo_lstm"),  # the recurrent state over the batch
         ("ClusterBilinear-v0", {"horizon": 40}, "ppo"),
         ("ClusterApproxSingleJob-v0", {"horizon": 30}, "ppo"),  # a flattened Dict observation
         ("ClusterApprox-v1", {"horizon": 30, "action_mode": "paced_priority"}, "ppo"),  # a Box read on the observation
@@ -75,7 +75,7 @@ def test_batched_evaluation_equals_one_episode_at_a_time(env_id, env_kwargs, alg
     """Copy i of the batched env plays evaluation seed i as the single env reset with seed i does, with the
     normalizer and a recurrent policy's state, so a curve's values do not depend on the evaluation path."""
     from baselines.rl.train import make_vec_env
-    from baselines.tuning.ablation import Variant, evaluate_batched, evaluate_episodes, native, new_model
+    from baselines.tuning.ablation import Variant, headline_values, native, new_model
 
     s = setup(
         env_id,
@@ -88,12 +88,27 @@ def test_batched_evaluation_equals_one_episode_at_a_time(env_id, env_kwargs, alg
     model.learn(total_timesteps=64)  # moves the normalizer's statistics off their start, if there is one
     normalizer = model.get_vec_normalize_env()
     seeds = [0, 3, 5]
-    masked = algo == "ppo_mask"
-    batched = evaluate_batched(s, model, normalizer, seeds, masked)
+    batched = headline_values(s, model, normalizer, seeds, batched=True)
     # equal up to float32 rounding: the network runs on a batch of rows instead of one row
-    assert batched == pytest.approx(evaluate_episodes(s, model, normalizer, seeds, masked), rel=1e-5)
+    assert batched == pytest.approx(headline_values(s, model, normalizer, seeds, batched=False), rel=1e-5)
     assert len(set(batched)) > 1  # the seeds are different episodes
     vec_env.close()
+
+
+def test_the_policy_agent_plays_mask_and_observation_wrappers_and_refuses_others():
+    from stable_baselines3 import PPO
+
+    from baselines.tuning.ablation import Variant, policy_agent
+
+    env_id, variants = STUDIES["approx_action"]
+    (masked,) = [v for v in variants if v.algo == "ppo_mask"]
+    s = setup(env_id, masked)
+    model = PPO("MlpPolicy", make_env(s), n_steps=16, batch_size=16, device="cpu")
+    agent = policy_agent(s, model, None)
+    assert agent.wrappers == ("gymnasium.wrappers.FlattenObservation",) and agent.action_mask is not None
+    other = setup(env_id, Variant("v", wrappers=("gymnasium.wrappers.ClipReward",)))
+    with pytest.raises(ValueError, match="mask wrappers .* followed by observation wrappers only"):
+        policy_agent(other, model, None)
 
 
 def test_plateau_is_the_first_checkpoint_inside_the_best_interval():
@@ -121,14 +136,14 @@ def test_the_study_file_loads_and_a_bad_one_names_the_file_and_the_key(tmp_path)
     _, variants = studies["approx_single_learning"]
     fast = next(v for v in variants if v.name == "fast update, gamma 0.9")
     assert {**FAST, "gamma": 0.9}.items() <= dict(fast.hyperparams).items()  # fast_update: FAST under its own
-    good = {"env_id": "ClusterSLA-v0", "variants": [{"name": "shipped"}]}
+    good = {"env_id": "ClusterSLA-v1", "variants": [{"name": "shipped"}]}
     for study, message in [
         ({**good, "variants": [{"name": "a", "hyperparam": {}}]}, "s.variants[0]: unknown key 'hyperparam'"),
         ({**good, "variants": [{"name": "a", "wrappers": "x.Y"}]}, "s.variants[0].wrappers: must be a list"),
         ({**good, "variants": [{"algo": "ppo"}]}, "s.variants[0]: missing required key 'name'"),
         ({**good, "env_id": "ClusterNone-v0"}, "s.env_id: 'ClusterNone-v0' has no protocol entry"),
         ({**good, "variants": [{"name": "a"}, {"name": "a"}]}, "s.variants: names must be distinct"),
-        ({"env_id": "ClusterSLA-v0"}, "s: a study must be a mapping with exactly the keys"),
+        ({"env_id": "ClusterSLA-v1"}, "s: a study must be a mapping with exactly the keys"),
     ]:
         path = tmp_path / "studies.yml"
         path.write_text(yaml.safe_dump({"s": study}))

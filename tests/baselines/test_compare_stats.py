@@ -12,13 +12,13 @@ import pytest
 from scipy import stats
 
 from baselines.eval import protocol as settings
-from baselines.eval.backends import Task, run_tasks
+from baselines.eval.backends import run_tasks
 from baselines.eval.compare import Comparison, compare
-from baselines.eval.harness import Episode, rollout
+from baselines.eval.harness import Episode, Task, rollout
 from baselines.eval.report import markdown, to_json, write_report
 from baselines.eval.stats import aggregate_iqm, improvement_indicator, iqm, mean_interval, normalized, normalized_score
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 SMALL = {"horizon": 240}
 
 
@@ -212,7 +212,7 @@ def test_the_report_says_why_the_benchmarks_env_kwargs_and_when_the_caller_chang
 
 
 def synthetic(values: dict[str, list[float]], seeds: list[int] | None = None) -> Comparison:
-    """A ClusterSLA-v0 comparison (regret, lower is better; naive `static`, clairvoyant `pg`) of given regrets."""
+    """A ClusterSLA-v1 comparison (regret, lower is better; naive `static`, clairvoyant `pg`) of given regrets."""
     setting = settings.SETTINGS[ENV]
     seeds = seeds or list(range(len(next(iter(values.values())))))
     episodes = [
@@ -302,7 +302,7 @@ def test_the_paper_column_says_per_row_whose_algorithm_it_is():
     """Each entry states its paper's-algorithm reading; a reading outside the three forms is refused."""
     labels = {env_id: s.paper_label for env_id, s in settings.SETTINGS.items()}
     assert labels["ClusterGang-v0"] == "ours, after the paper" and settings.SETTINGS["ClusterGang-v0"].paper_is_ours
-    assert labels["ClusterSLA-v0"] == "paper (as printed)"
+    assert labels["ClusterSLA-v1"] == "paper (as printed)"
     assert labels["ClusterMultiServer-v0"].startswith("paper (our reading: P3 solved over Ω(t)")
     assert all(label == "ours, after the paper" or label.startswith("paper (") for label in labels.values())
     assert "reading not stated" not in "".join(labels.values())

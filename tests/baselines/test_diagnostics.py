@@ -88,7 +88,7 @@ def test_the_last_row_is_the_models_rollout_buffer_and_normalizer(tmp_path):
 
 
 def test_a_box_action_reports_its_bounds_not_discrete_shares(tmp_path):
-    _, vec_env, row = _trained("ClusterSLA-v0", {"horizon": 48}, tmp_path / "diag.csv")
+    _, vec_env, row = _trained("ClusterSLA-v1", {"horizon": 48}, tmp_path / "diag.csv")
     assert 0 <= float(row["action_low_share"]) <= 1 and 0 <= float(row["action_high_share"]) <= 1
     assert np.isnan(float(row["action0_share"])) and np.isfinite(float(row["train/std"]))
     vec_env.close()

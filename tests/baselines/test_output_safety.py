@@ -16,7 +16,7 @@ from baselines.cli import main
 from baselines.eval import outputs
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPARE = ["compare", "ClusterSLA-v0", "--agents", "owm", "--seeds", "0", "--set", "horizon=60", "--quiet"]
+COMPARE = ["compare", "ClusterSLA-v1", "--agents", "owm", "--seeds", "0", "--set", "horizon=60", "--quiet"]
 
 
 def _python(code: str) -> subprocess.CompletedProcess:

@@ -31,7 +31,7 @@ def test_write_report_refuses_a_reproductions_folder(tmp_path):
     """The docs once wrote a comparison into `cluster-envs reproduce sla`'s folder, next to its figures."""
     out = outputs.claim(tmp_path / "sla", "reproduce sla")
     (out / "report.md").write_text("the reproduction")
-    comparison = compare("ClusterSLA-v0", "owm", seeds=[0], env_kwargs=SMALL, progress=False)
+    comparison = compare("ClusterSLA-v1", "owm", seeds=[0], env_kwargs=SMALL, progress=False)
     with pytest.raises(FileExistsError, match="reproduce sla"):
         write_report(comparison, out)
     assert (out / "report.md").read_text() == "the reproduction"
@@ -47,19 +47,19 @@ def test_python_and_command_line_share_the_model_cache(tmp_path, monkeypatch, ca
     from baselines.cli import main
 
     monkeypatch.chdir(tmp_path)
-    comparison = compare("ClusterSLA-v0", "owm", rl=["ppo"], seeds=[0], env_kwargs=SMALL, rl_steps=256, rl_seeds=1,
+    comparison = compare("ClusterSLA-v1", "owm", rl=["ppo"], seeds=[0], env_kwargs=SMALL, rl_steps=256, rl_seeds=1,
                          progress=False)  # fmt: skip
     assert not comparison.rl_runs["ppo"]["runs"][0]["reused"]
-    assert (tmp_path / "results" / "models" / "ppo-ClusterSLA-v0" / "seed0" / "model.zip").is_file()
-    argv = ["compare", "ClusterSLA-v0", "--agents", "owm", "--rl", "ppo", "--rl-steps", "256", "--rl-seeds", "1",
+    assert (tmp_path / "results" / "models" / "ppo-ClusterSLA-v1" / "seed0" / "model.zip").is_file()
+    argv = ["compare", "ClusterSLA-v1", "--agents", "owm", "--rl", "ppo", "--rl-steps", "256", "--rl-seeds", "1",
             "--seeds", "0", "--set", "horizon=60", "--quiet"]  # fmt: skip
     assert main(argv) == 0
-    result = json.loads((tmp_path / "results" / "compare" / "ClusterSLA-v0" / "results.json").read_text())
+    result = json.loads((tmp_path / "results" / "compare" / "ClusterSLA-v1" / "results.json").read_text())
     assert [run["reused"] for run in result["rl_runs"]["ppo"]["runs"]] == [True]
 
 
 def test_default_folders_are_one_per_command():
     from baselines.reproduce import sla
 
-    assert outputs.default_out("compare", "ClusterSLA-v0").as_posix() == "results/compare/ClusterSLA-v0"
+    assert outputs.default_out("compare", "ClusterSLA-v1").as_posix() == "results/compare/ClusterSLA-v1"
     assert inspect.signature(sla.run).parameters["out_dir"].default == "results/reproduce/sla"

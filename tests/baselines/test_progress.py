@@ -41,7 +41,7 @@ def test_a_long_episode_of_run_shows_a_step_bar_with_its_horizon(monkeypatch, ca
     from baselines.eval import harness
 
     monkeypatch.setattr(harness, "STEP_BAR_DELAY", 0.0)
-    argv = ["run", "ClusterSLA-v0", "--agent", "owm", "--seeds", "0", "--set", "preset=example_1_1", "--set",
+    argv = ["run", "ClusterSLA-v1", "--agent", "owm", "--seeds", "0", "--set", "preset=example_1_1", "--set",
             "horizon=300"]  # fmt: skip
     assert main(argv) == 0
     err = capsys.readouterr().err  # pytest's capture is not a terminal: plain lines

@@ -8,9 +8,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from baselines.eval.backends import Task, run_tasks  # noqa: E402
+from baselines.eval.backends import run_tasks  # noqa: E402
+from baselines.eval.harness import Task  # noqa: E402
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 SMALL = {"horizon": 240}
 
 

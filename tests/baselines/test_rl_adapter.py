@@ -21,7 +21,7 @@ from baselines.rl.runs import save_run  # noqa: E402
 from baselines.rl.train import make_vec_env, train  # noqa: E402
 from cluster_envs import env_ids  # noqa: E402
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 SHORT = {"horizon": 300}
 
 
@@ -282,7 +282,7 @@ def test_the_action_mask_is_public_data(env_id):
         obs, *_ = env.step(rng.integers(0, 2, env.action_space.shape))
     assert len(seen) > 1  # the arrivals change the mask
     with pytest.raises(ValueError, match="action_mask_from"):
-        action_mask_function("ClusterSLA-v0")
+        action_mask_function("ClusterSLA-v1")
 
 
 def test_maskable_ppo_never_requests_a_masked_edge(tmp_path):

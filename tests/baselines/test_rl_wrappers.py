@@ -48,6 +48,16 @@ def test_bandit_stats_are_the_empirical_means_and_widths(env_id):
 
 def test_the_wrappers_refuse_an_env_they_do_not_fit():
     with pytest.raises(ValueError, match="n_obs and sum_obs"):
-        BanditStatsObservation(gym.make("ClusterSLA-v0"))
+        BanditStatsObservation(gym.make("ClusterSLA-v1"))
     with pytest.raises(ValueError, match="ClusterApprox-v1"):
         SlotMaskAction(gym.make("ClusterApproxSingleJob-v0", **SMALL))
+
+
+def test_the_slot_mask_is_computed_from_the_problem_and_the_observation_alone():
+    """What a masked policy acting outside the wrapper gets (``SlotMaskAction.action_mask_from``) is the wrapper's
+    ``action_masks()`` at every step: the information rule for the evaluation of a masked variant."""
+    env = SlotMaskAction(gym.make("ClusterApprox-v1", **SMALL))
+    obs, _ = env.reset(seed=3)
+    for _ in range(20):
+        np.testing.assert_array_equal(SlotMaskAction.action_mask_from(env.unwrapped.problem, obs), env.action_masks())
+        obs, *_ = env.step(env.action_space.sample())

@@ -16,7 +16,7 @@ from baselines.rl import agent, manifest, runs, store  # noqa: E402  # noqa: E40
 from baselines.rl.config import RunConfig  # noqa: E402
 from baselines.rl.manifest import DamagedRunError  # noqa: E402
 
-ENV, ALGO = "ClusterSLA-v0", "ppo"
+ENV, ALGO = "ClusterSLA-v1", "ppo"
 SHIPPED = runs.SHIPPED_MODELS_DIR / ENV / ALGO
 
 
@@ -81,7 +81,7 @@ def test_every_shipped_run_verifies_and_serves_its_benchmark_entry():
 
 def test_a_manifest_states_the_runs_identity():
     stated = json.loads((SHIPPED / "seed0" / "manifest.json").read_text())
-    assert stated["identity"] == {"env_id": ENV, "env_version": 0, "env_kwargs": {"action_mode": "normalize"},
+    assert stated["identity"] == {"env_id": ENV, "env_version": 1, "env_kwargs": {"action_mode": "normalize"},
                                   "algo": ALGO, "training_seed": 0, "total_timesteps": 200_192}  # fmt: skip
     assert set(stated["files"]) == {"model.zip", "vecnormalize.pkl", "config.yml", "meta.json", "training.csv"}
 
@@ -111,7 +111,7 @@ def test_a_damaged_run_falls_back_to_the_shipped_one_saying_so(models, damage, c
 
 
 def test_the_shipped_runs_serve_compare_by_default_not_the_cache(models, monkeypatch, capsys):
-    """`compare ClusterSLA-v0 --rl ppo` without --models: the shipped runs (the entry's rl_steps), not the YAML's
+    """`compare ClusterSLA-v1 --rl ppo` without --models: the shipped runs (the entry's rl_steps), not the YAML's
     n_timesteps trained, and not what a cache holds (here: seed 1's run copied over seed 0's)."""
     monkeypatch.chdir(models.parent)
     cache = store.cache_run(None, ENV, ALGO, 0)
@@ -158,3 +158,34 @@ def test_exact_steps_is_what_training_for_them_gives():
     assert store.mismatches(SHIPPED / "seed0", config, 200_193, 0) != []  # 392 rollouts
     assert store.mismatches(SHIPPED / "seed0", config, 150_000, 0) != []
     assert store.mismatches(SHIPPED / "seed0", config, 150_000, 0, at_least=True) == []  # benchmark --quick
+
+
+def test_repoint_moves_a_verified_run_to_the_new_version_and_rewrites_its_manifest(tmp_path):
+    run = tmp_path / ENV / ALGO / "seed0"
+    shutil.copytree(SHIPPED / "seed0", run)
+    with pytest.raises(ValueError, match="another version of the run's id"):
+        manifest.repoint(run, "ClusterApprox-v2")
+    assert manifest.problems(run) == []  # refused before anything changed
+    out = manifest.repoint(run, "ClusterSLA-v9")
+    assert out == tmp_path / "ClusterSLA-v9" / ALGO / "seed0" and not (tmp_path / ENV).exists()
+    assert manifest.problems(out) == []
+    stated = json.loads((out / "manifest.json").read_text())["identity"]
+    assert (stated["env_id"], stated["env_version"]) == ("ClusterSLA-v9", 9)
+    assert list(runs.saved_config(out)) == ["ClusterSLA-v9"]
+    for name in ("model.zip", "vecnormalize.pkl", "training.csv"):  # the weights and their record are untouched
+        assert (out / name).read_bytes() == (SHIPPED / "seed0" / name).read_bytes()
+    (out / "model.zip").write_bytes(b"junk")
+    with pytest.raises(DamagedRunError, match="model.zip differs"):
+        manifest.repoint(out, "ClusterSLA-v10")
+
+
+def test_the_manifest_command_writes_the_manifest_of_every_run_under_a_folder(models, capsys):
+    from baselines.cli import main
+
+    run = store.cache_run(models, ENV, ALGO, 0)
+    (run / manifest.MANIFEST_FILE).unlink()
+    assert manifest.problems(run)
+    assert main(["manifest", str(models)]) == 0
+    assert manifest.problems(run) == [] and f"wrote {run / manifest.MANIFEST_FILE}" in capsys.readouterr().out
+    assert main(["manifest", str(models / "no such folder")]) == 2
+    assert "not found" in capsys.readouterr().err

@@ -123,7 +123,7 @@ def test_a_failure_of_the_ray_backend_is_one_error_line(failure, cause, monkeypa
     monkeypatch.setattr(ray, "init", init)
     monkeypatch.setattr(ray, "remote", lambda **kwargs: lambda function: SimpleNamespace(remote=lambda task: task))
     monkeypatch.setattr(ray, "get", get)
-    argv = ["compare", "ClusterSLA-v0", "--agents", "owm", "--seeds", "0", "--set", "horizon=60", "--quiet",
+    argv = ["compare", "ClusterSLA-v1", "--agents", "owm", "--seeds", "0", "--set", "horizon=60", "--quiet",
             "--backend", "ray", "--address", "127.0.0.1:6379", "--out", str(tmp_path / "out")]  # fmt: skip
     assert main(argv) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()

@@ -16,8 +16,8 @@ from baselines.eval.record import check_declaration, read_record, write_record
 from baselines.eval.submission import AgentError, agent_spec, score
 from baselines.eval.validate import validate
 
-ENV = "ClusterSLA-v0"  # the cheapest protocol env to score (three anchors, 6000 steps an episode)
-RL_ENV = "ClusterSLARL-v0"  # its RL-ready id: a flat Box observation of 9 values, a Box(0, 1, (3,)) action
+ENV = "ClusterSLA-v1"  # the cheapest protocol env to score (three anchors, 6000 steps an episode)
+RL_ENV = "ClusterSLARL-v1"  # its RL-ready id: a flat Box observation of 9 values, a Box(0, 1, (3,)) action
 DECLARATION = {
     "privileged": False,
     "training_env_steps": 0,
@@ -96,7 +96,7 @@ def test_validate_refuses_another_package_or_env_version(scored, tmp_path):
     record = json.loads((out / "record.json").read_text())
     record["results"][0]["env_id"], record["results"][0]["env_version"] = "ClusterSLA-v7", "v7"
     write_record(record, tmp_path / "env.json")
-    with pytest.raises(ValueError, match=r"made on ClusterSLA-v7 \(v7\); this package has ClusterSLA-v0 \(v0\)"):
+    with pytest.raises(ValueError, match=r"made on ClusterSLA-v7 \(v7\); this package has ClusterSLA-v1 \(v0\)"):
         validate(tmp_path / "env.json", f"{path}:policy")
 
 
@@ -145,7 +145,7 @@ def test_a_policy_trained_with_plain_pytorch_and_exported_to_onnx_reaches_the_le
         (entries / "static.json").write_bytes(shipped.read_bytes())
     main(["leaderboard", "--entries", str(entries), "--out", str(tmp_path / "docs")])
     page = (tmp_path / "docs" / "index.md").read_text()
-    assert "`tiny`" in page and "### ClusterSLA-v0 (held-out instances)" in page
+    assert "`tiny`" in page and "### ClusterSLA-v1 (held-out instances)" in page
     assert (tmp_path / "docs" / "envs.png").is_file()
 
 
@@ -171,7 +171,7 @@ def test_a_failing_agent_ends_with_one_line_and_writes_no_record(tmp_path, capsy
     assert main(argv) == 2
     error = capsys.readouterr().err.strip()
     assert len(error.splitlines()) == 1, error
-    assert "agent 'policy' on ClusterSLA-v0 seed 0" in error
+    assert "agent 'policy' on ClusterSLA-v1 seed 0" in error
     import re
 
     assert re.search(message, error), error

@@ -22,7 +22,7 @@ from baselines.rl import store as rl_store  # noqa: E402
 from baselines.rl import train as rl  # noqa: E402
 from baselines.rl.store import obtain_policies  # noqa: E402
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 STEPS = 512
 
 
@@ -220,7 +220,7 @@ def test_ship_from_a_folder_of_seed_runs(tiny_run_files, three_seeds, tmp_path, 
         ({"meta": {"env_kwargs": {"action_mode": "softmax"}}}, "its env kwargs are"),
         ({"meta": {"total_timesteps": 100}}, "it trained 100 steps, not the 512 asked for"),
         ({"config": ("n_epochs: 10", "n_epochs: 3")}, "config.yml differs"),
-        ({"meta": {"algo": "a2c"}}, "it is a2c on ClusterSLA-v0, not ppo"),
+        ({"meta": {"algo": "a2c"}}, "it is a2c on ClusterSLA-v1, not ppo"),
     ],
 )
 def test_ship_refuses_a_run_that_does_not_serve_the_benchmark(tiny_run_files, three_seeds, tmp_path, capsys, edit,

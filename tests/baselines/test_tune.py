@@ -4,6 +4,7 @@ that section (and only there) in a form the trainer and rl-zoo3 read."""
 from __future__ import annotations
 
 import shutil
+from unittest import mock
 
 import pytest
 
@@ -28,7 +29,7 @@ CONVERTED = {  # what rl-zoo3's convert_onpolicy_params returns
 
 
 def _section(text: str) -> str:
-    return text.split("ClusterSLA-v0:\n", 1)[1].split("\n\n", 1)[0]
+    return text.split("ClusterSLA-v1:\n", 1)[1].split("\n\n", 1)[0]
 
 
 def test_the_best_trial_replaces_its_keys_in_one_section_only(tmp_path):
@@ -37,7 +38,7 @@ def test_the_best_trial_replaces_its_keys_in_one_section_only(tmp_path):
     original = path.read_text()
     before = yaml.safe_load(original)
     for _ in range(2):  # a second tuning replaces the first one's comment and values
-        tune.write_section(path, "ClusterSLA-v0", tune.yaml_values(CONVERTED), "python -m rl_zoo3.train ...")
+        tune.write_section(path, "ClusterSLA-v1", tune.yaml_values(CONVERTED), "python -m rl_zoo3.train ...")
     text = path.read_text()
     after = yaml.safe_load(text)
     # one comment in the section; the other sections keep theirs (ClusterApproxSingleJob-v0's tuning)
@@ -45,17 +46,17 @@ def test_the_best_trial_replaces_its_keys_in_one_section_only(tmp_path):
     assert text.count(tune.TUNED_MARK) - 1 == original.count(tune.TUNED_MARK) - _section(original).count(
         tune.TUNED_MARK
     )
-    assert {k: v for k, v in after.items() if k != "ClusterSLA-v0"} == {
-        k: v for k, v in before.items() if k != "ClusterSLA-v0"
+    assert {k: v for k, v in after.items() if k != "ClusterSLA-v1"} == {
+        k: v for k, v in before.items() if k != "ClusterSLA-v1"
     }
-    section = after["ClusterSLA-v0"]
+    section = after["ClusterSLA-v1"]
     assert {k: section[k] for k in CONVERTED if k != "policy_kwargs"} == pytest.approx(
         {k: v for k, v in CONVERTED.items() if k != "policy_kwargs"}
     )
     assert {k: v for k, v in section.items() if k not in CONVERTED} == {
-        k: v for k, v in before["ClusterSLA-v0"].items() if k not in CONVERTED
+        k: v for k, v in before["ClusterSLA-v1"].items() if k not in CONVERTED
     }
-    config = RunConfig.resolve("ppo", "ClusterSLA-v0", path=path)
+    config = RunConfig.resolve("ppo", "ClusterSLA-v1", path=path)
     assert config.model_kwargs["policy_kwargs"] == CONVERTED["policy_kwargs"]
     assert config.model_kwargs["n_steps"] == 128
 
@@ -66,11 +67,11 @@ def test_an_unknown_section_and_bad_budgets_are_refused(tmp_path):
     with pytest.raises(ValueError, match="no section"):
         tune.write_section(path, "CartPole-v1", {"n_steps": 8}, "x")
     with pytest.raises(ValueError, match="trials must be a positive integer"):
-        tune.zoo_command("ClusterSLA-v0", "ppo", 0, 1000, tmp_path)
+        tune.zoo_command("ClusterSLA-v1", "ppo", 0, 1000, tmp_path)
 
 
 def test_the_command_tunes_on_training_seeds_with_one_thread(tmp_path):
-    command = tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path)
+    command = tune.zoo_command("ClusterSLA-v1", "ppo", 3, 1000, tmp_path)
     assert command[command.index("--seed") + 1] == str(training_seed(0))
     assert command[command.index("--num-threads") + 1] == "1"
     assert command[command.index("--n-jobs") + 1] == "1"
@@ -82,38 +83,36 @@ def test_rl_zoo3_optimizes_and_its_best_trial_is_written(tmp_path, monkeypatch):
     monkeypatch.chdir(HYPERPARAMS_DIR.parent.parent)  # the command names the YAML relative to the repository
     out = tmp_path / "tune"
     kwargs = {"action_mode": "normalize", "horizon": 48}  # a short episode: the settings' kwargs and T = 48
-    tune.run(tune.zoo_command("ClusterSLA-v0", "ppo", 2, 512, out, evaluations=1, eval_episodes=1,
+    tune.run(tune.zoo_command("ClusterSLA-v1", "ppo", 2, 512, out, evaluations=1, eval_episodes=1,
                               startup_trials=1, env_kwargs=kwargs))  # fmt: skip
-    params, value, finished = tune.best_trial(tune.storage_path(out, "ClusterSLA-v0", "ppo"), "ppo")
+    params, value, finished = tune.best_trial(tune.storage_path(out, "ClusterSLA-v1", "ppo"), "ppo")
     assert finished >= 1 and value == value  # a finished trial with a number
     path = tmp_path / "ppo.yml"
     shutil.copy(HYPERPARAMS_DIR / "ppo.yml", path)
-    tune.write_section(path, "ClusterSLA-v0", tune.yaml_values(params), "test")
-    assert RunConfig.resolve("ppo", "ClusterSLA-v0", path=path).model_kwargs["n_steps"] == params["n_steps"]
+    tune.write_section(path, "ClusterSLA-v1", tune.yaml_values(params), "test")
+    assert RunConfig.resolve("ppo", "ClusterSLA-v1", path=path).model_kwargs["n_steps"] == params["n_steps"]
 
 
-def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
+def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys_for_the_run_only():
     """`cluster-envs zoo`: rl-zoo3 knows `ppo_mask` (sampled as PPO), held keys leave the sample, and the
-    evaluation callbacks rl-zoo3 builds for a MaskablePPO model evaluate it with its masks, SB3 left unpatched."""
+    evaluation callbacks rl-zoo3 builds for a MaskablePPO model evaluate it with its masks, SB3 left unpatched;
+    once the run is over (or failed), rl-zoo3's tables are as they were."""
     import optuna
     import stable_baselines3.common.callbacks as sb3_callbacks
     from rl_zoo3 import exp_manager, hyperparams_opt
     from rl_zoo3.utils import ALGOS
     from sb3_contrib import MaskablePPO
-    from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
 
     from baselines.rl.config import RunConfig
     from baselines.rl.train import make_vec_env, new_model
     from baselines.tuning import zoo
 
-    samplers = dict(hyperparams_opt.HYPERPARAMS_SAMPLER)
+    before = (dict(ALGOS), dict(hyperparams_opt.HYPERPARAMS_SAMPLER), dict(hyperparams_opt.HYPERPARAMS_CONVERTER),
+              exp_manager.TrialEvalCallback, exp_manager.EvalCallback)  # fmt: skip
     unmasked = sb3_callbacks.evaluate_policy
-    callbacks = exp_manager.TrialEvalCallback, exp_manager.EvalCallback
-    try:
-        zoo.register(["gamma", "gae_lambda"], algo="ppo_mask")
+    with pytest.raises(RuntimeError, match="the run failed"), zoo.extended(["gamma", "gae_lambda"], algo="ppo_mask"):
         assert ALGOS["ppo_mask"] is MaskablePPO
         assert sb3_callbacks.evaluate_policy is unmasked
-        assert exp_manager.EvalCallback is MaskableEvalCallback
         trial = optuna.trial.FixedTrial({"batch_size_pow": 5, "n_steps_pow": 6, "one_minus_gamma": 0.01,
                                          "one_minus_gae_lambda": 0.05, "learning_rate": 1e-3, "ent_coef": 1e-4,
                                          "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5, "net_arch": "small",
@@ -134,11 +133,34 @@ def test_the_zoo_entry_adds_maskable_ppo_and_holds_keys():
         callback = exp_manager.TrialEvalCallback(model.get_env(), trial, n_eval_episodes=1, eval_freq=8)
         model.learn(8, callback=callback)  # one rollout of 8 steps: one evaluation
         assert callback.eval_idx == 1 and masks and all(mask is not None for mask in masks)
-    finally:
-        hyperparams_opt.HYPERPARAMS_SAMPLER.clear()
-        hyperparams_opt.HYPERPARAMS_SAMPLER.update(samplers)
-        exp_manager.TrialEvalCallback, exp_manager.EvalCallback = callbacks
-        ALGOS.pop("ppo_mask", None)
+        raise RuntimeError("the run failed")
+    after = (dict(ALGOS), dict(hyperparams_opt.HYPERPARAMS_SAMPLER), dict(hyperparams_opt.HYPERPARAMS_CONVERTER),
+             exp_manager.TrialEvalCallback, exp_manager.EvalCallback)  # fmt: skip
+    assert after == before and "ppo_mask" not in ALGOS
+
+
+def test_the_zoo_manager_evaluates_a_masked_algorithm_with_its_masks_during_training():
+    """rl-zoo3's training-time ``EvalCallback`` becomes sb3-contrib's masked one, with the same settings."""
+    import gymnasium as gym
+    from rl_zoo3.exp_manager import ExperimentManager
+    from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+    from stable_baselines3.common.callbacks import EvalCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from baselines.tuning import zoo
+
+    manager = object.__new__(zoo.experiment_manager())
+    manager.algo, manager.callbacks = "ppo_mask", []
+    env = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+
+    def create_callbacks(self):  # what rl-zoo3's builds, without its envs
+        self.callbacks.append(EvalCallback(env, n_eval_episodes=3, eval_freq=7, log_path="logs", deterministic=True))
+
+    with mock.patch.object(ExperimentManager, "create_callbacks", create_callbacks):
+        manager.create_callbacks()
+    (callback,) = manager.callbacks
+    assert type(callback) is MaskableEvalCallback and callback.eval_env is env
+    assert (callback.n_eval_episodes, callback.eval_freq, callback.log_path) == (3, 7, "logs/evaluations")
 
 
 def test_the_evaluation_env_gets_the_sections_env_kwargs(tmp_path):
@@ -161,7 +183,7 @@ def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tm
 
 
 def test_the_native_command_asks_for_the_native_path_and_caps_each_trials_cpu(tmp_path):
-    command = tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, eval_episodes=3, native=True,
+    command = tune.zoo_command("ClusterSLA-v1", "ppo", 3, 1000, tmp_path, eval_episodes=3, native=True,
                                trial_cpu_seconds=12.5)  # fmt: skip
     assert command[:2] == ["cluster-envs", "zoo"] and "--native" in command[2 : command.index("--algo")]
     packages = command[command.index("--gym-packages") + 1 : command.index("-conf")]
@@ -169,15 +191,15 @@ def test_the_native_command_asks_for_the_native_path_and_caps_each_trials_cpu(tm
     assert command[command.index("--n-eval-envs") + 1] == "3"
     assert "{'seconds': 12.5}" in command[command.index("--hyperparams") + 1]
     with pytest.raises(ValueError, match="trial_cpu_seconds"):
-        tune.zoo_command("ClusterSLA-v0", "ppo", 3, 1000, tmp_path, trial_cpu_seconds=0)
+        tune.zoo_command("ClusterSLA-v1", "ppo", 3, 1000, tmp_path, trial_cpu_seconds=0)
 
 
 def test_the_trials_table_shows_each_trials_evaluations_and_converted_values(tmp_path):
     import optuna
 
-    storage = tune.storage_path(tmp_path, "ClusterSLA-v0", "ppo")
+    storage = tune.storage_path(tmp_path, "ClusterSLA-v1", "ppo")
     backend = optuna.storages.journal.JournalFileBackend(str(storage))
-    study = optuna.create_study(study_name=tune.study_name("ClusterSLA-v0", "ppo"), direction="maximize",
+    study = optuna.create_study(study_name=tune.study_name("ClusterSLA-v1", "ppo"), direction="maximize",
                                 storage=optuna.storages.JournalStorage(backend))  # fmt: skip
     sampled = {"batch_size_pow": 6, "n_steps_pow": 7, "one_minus_gamma": 0.01, "one_minus_gae_lambda": 0.05,
                "learning_rate": 3e-4, "ent_coef": 1e-6, "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5,

@@ -13,7 +13,7 @@ from baselines.rl.vec_env import NativeVecEnv, flatten_batch  # noqa: E402
 
 # Short episodes, so that every copy ends (and is reset) within the test's steps.
 SHORT = {
-    "ClusterSLA-v0": {"horizon": 12},
+    "ClusterSLA-v1": {"horizon": 12},
     "ClusterBilinear-v0": {"horizon": 7},
     "ClusterApprox-v1": {"horizon": 7},
     "ClusterApproxSingleJob-v0": {"horizon": 7},
@@ -99,7 +99,7 @@ def test_refuses_what_it_cannot_convert():
     with pytest.raises(ValueError, match="wrapper"):
         NativeVecEnv(gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"), "gymnasium.wrappers.ClipReward")
     with pytest.raises(ValueError, match="vectorization"):
-        make_vec_env(_config("ClusterSLA-v0"), 0, "subproc")
+        make_vec_env(_config("ClusterSLA-v1"), 0, "subproc")
 
 
 @pytest.mark.parametrize("env_id", ["ClusterMultiServer-v0", "ClusterGang-v0"])

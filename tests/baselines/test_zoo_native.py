@@ -24,7 +24,7 @@ KWARGS = {"action_mode": "normalize", "horizon": 36}
 def _vec_env(cls, seed=7):
     import gymnasium as gym
 
-    return make_vec_env(lambda **kw: gym.make("ClusterSLA-v0", **kw), n_envs=3, seed=seed, env_kwargs=KWARGS,
+    return make_vec_env(lambda **kw: gym.make("ClusterSLA-v1", **kw), n_envs=3, seed=seed, env_kwargs=KWARGS,
                         vec_env_cls=cls)  # fmt: skip
 
 

@@ -16,13 +16,13 @@ from baselines.eval.protocol import VALIDATION_SEEDS  # noqa: E402
 from baselines.rl.config import RunConfig  # noqa: E402
 from baselines.rl.train import make_vec_env, new_model  # noqa: E402
 from baselines.tuning import tune, zoo  # noqa: E402
-from baselines.tuning.ablation import evaluate_episodes  # noqa: E402
+from baselines.tuning.ablation import headline_values  # noqa: E402
 from baselines.tuning.objective import HeadlineTrialEvalCallback  # noqa: E402
 
-KWARGS = {"action_mode": "normalize", "horizon": 48}  # ClusterSLA-v0 with the settings' kwargs, T = 48
+KWARGS = {"action_mode": "normalize", "horizon": 48}  # ClusterSLA-v1 with the settings' kwargs, T = 48
 
 
-def _callback(env_id="ClusterSLA-v0", kwargs=KWARGS, seeds=(100, 101, 102)):
+def _callback(env_id="ClusterSLA-v1", kwargs=KWARGS, seeds=(100, 101, 102)):
     config = RunConfig.resolve("ppo", env_id, kwargs)
     config.n_envs = 2
     env, _ = make_vec_env(config, 10**9)
@@ -44,7 +44,7 @@ def test_two_evaluations_of_the_same_policy_give_the_same_value_the_headline_on_
     callback.on_step()
     assert callback.last_mean_reward == first
     # the value is -regret, averaged over the seeds, computed here episode by episode on single envs
-    regret = evaluate_episodes(callback.setup, model, model.get_vec_normalize_env(), (100, 101, 102), False)
+    regret = headline_values(callback.setup, model, model.get_vec_normalize_env(), (100, 101, 102), batched=False)
     assert first == pytest.approx(-np.mean(regret), rel=1e-9)
     assert callback.last_values == pytest.approx(regret, rel=1e-9)
     assert callback.trial.study.trials[0].intermediate_values == {1: first, 2: first}  # what the pruner sees
@@ -60,26 +60,26 @@ def test_a_higher_is_better_headline_is_not_negated_and_empty_seeds_are_refused(
 
 
 def test_the_headline_objective_is_the_default_and_names_its_own_study(tmp_path):
-    command = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path)
+    command = tune.zoo_command("ClusterSLA-v1", "ppo", 2, 1000, tmp_path)
     assert command[2:4] == ["--objective-seeds", ",".join(map(str, VALIDATION_SEEDS))]
-    assert command[command.index("--study-name") + 1] == "ClusterSLA-v0-ppo-headline"
-    old = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, objective="return")
-    assert "--objective-seeds" not in old and old[old.index("--study-name") + 1] == "ClusterSLA-v0-ppo"
+    assert command[command.index("--study-name") + 1] == "ClusterSLA-v1-ppo-headline"
+    old = tune.zoo_command("ClusterSLA-v1", "ppo", 2, 1000, tmp_path, objective="return")
+    assert "--objective-seeds" not in old and old[old.index("--study-name") + 1] == "ClusterSLA-v1-ppo"
     with pytest.raises(ValueError, match="seeds"):  # a training seed is no validation seed
-        tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, seeds=[10**9])
-    second = tune.zoo_command("ClusterSLA-v0", "ppo", 2, 1000, tmp_path, worker=1)  # another process, same study
+        tune.zoo_command("ClusterSLA-v1", "ppo", 2, 1000, tmp_path, seeds=[10**9])
+    second = tune.zoo_command("ClusterSLA-v1", "ppo", 2, 1000, tmp_path, worker=1)  # another process, same study
     assert second[second.index("--seed") + 1] != command[command.index("--seed") + 1]
     assert second[second.index("--storage") + 1] == command[command.index("--storage") + 1]
     target = zoo.zoo_target(command[4:])  # what cluster-envs zoo reads of rl-zoo3's arguments
-    assert target == {"env_id": "ClusterSLA-v0", "algo": "ppo", "env_kwargs": {"action_mode": "normalize"}}
+    assert target == {"env_id": "ClusterSLA-v1", "algo": "ppo", "env_kwargs": {"action_mode": "normalize"}}
 
 
 def test_two_tiny_trials_are_scored_by_the_headline_end_to_end(tmp_path, monkeypatch):
     monkeypatch.chdir(tune.HYPERPARAMS_DIR.parent.parent)  # the command names the YAML relative to the repository
     hold = ["n_steps", "batch_size", "n_epochs"]  # the section's one 2,048-step rollout per trial
-    tune.run(tune.zoo_command("ClusterSLA-v0", "ppo", 2, 256, tmp_path, evaluations=2, startup_trials=1,
+    tune.run(tune.zoo_command("ClusterSLA-v1", "ppo", 2, 256, tmp_path, evaluations=2, startup_trials=1,
                               env_kwargs=KWARGS, hold=hold))  # fmt: skip
-    storage = tune.storage_path(tmp_path, "ClusterSLA-v0", "ppo")
+    storage = tune.storage_path(tmp_path, "ClusterSLA-v1", "ppo")
     trials = tune._load_study(storage).trials
     assert len(trials) == 2
     for trial in trials:  # each evaluation is -mean regret on the 5 validation seeds
@@ -89,7 +89,7 @@ def test_two_tiny_trials_are_scored_by_the_headline_end_to_end(tmp_path, monkeyp
             assert trial.value == values[-1]
     params, value, finished = tune.best_trial(storage, "ppo", hold)
     assert finished >= 1 and not set(hold) & set(params)
-    assert "regret" in tune.objective_text("ClusterSLA-v0", "headline", value, VALIDATION_SEEDS)
+    assert "regret" in tune.objective_text("ClusterSLA-v1", "headline", value, VALIDATION_SEEDS)
 
 
 class _Manager:
@@ -158,12 +158,12 @@ def test_one_training_seed_is_rl_zoo3s_objective_and_a_pruned_model_prunes_the_t
 def test_a_tiny_study_over_two_training_seeds_scores_each_model_by_the_headline_end_to_end(tmp_path, monkeypatch):
     monkeypatch.chdir(tune.HYPERPARAMS_DIR.parent.parent)
     hold = ["n_steps", "batch_size", "n_epochs"]
-    command = tune.zoo_command("ClusterSLA-v0", "ppo", 1, 256, tmp_path, evaluations=2, startup_trials=1,
+    command = tune.zoo_command("ClusterSLA-v1", "ppo", 1, 256, tmp_path, evaluations=2, startup_trials=1,
                                env_kwargs=KWARGS, hold=hold, trial_seeds=2)  # fmt: skip
     assert command[command.index("--trial-seeds") + 1] == "2"
     tune.run(command)
-    storage = tune.storage_path(tmp_path, "ClusterSLA-v0", "ppo", trial_seeds=2)
-    assert storage.name == "ClusterSLA-v0-ppo-headline-seeds2.log"
+    storage = tune.storage_path(tmp_path, "ClusterSLA-v1", "ppo", trial_seeds=2)
+    assert storage.name == "ClusterSLA-v1-ppo-headline-seeds2.log"
     (trial,) = tune._load_study(storage).trials
     values, seeds = trial.user_attrs["model_values"], trial.user_attrs["model_seeds"]
     assert len(values) == 2 and len(set(seeds)) == 2
@@ -172,4 +172,4 @@ def test_a_tiny_study_over_two_training_seeds_scores_each_model_by_the_headline_
     assert trial.value == pytest.approx(np.mean(values)) == pytest.approx(steps[-1])
     table = tune.trials_table(storage, hold).splitlines()
     assert "per training seed" in table[0] and f"{values[0]:.4g}, {values[1]:.4g}" in table[2]
-    assert "mean of 2 training seeds" in tune.objective_text("ClusterSLA-v0", "headline", trial.value, (100,), 2)
+    assert "mean of 2 training seeds" in tune.objective_text("ClusterSLA-v1", "headline", trial.value, (100,), 2)

@@ -38,7 +38,7 @@ def test_single_env_ratio_to_cartpole_is_at_least_half_the_target(env_id):
 
 
 def test_bench_command_writes_markdown_and_json(tmp_path, capsys):
-    argv = ["bench", "--ids", "ClusterSLA-v0", "--steps", "200", "--repeats", "2", "--sizes", "1", "4",
+    argv = ["bench", "--ids", "ClusterSLA-v1", "--steps", "200", "--repeats", "2", "--sizes", "1", "4",
             "--batch-env-steps", "200", "--long-horizon", "0", "--no-training", "--out", str(tmp_path)]  # fmt: skip
     assert main(argv) == 0
     result = json.loads((tmp_path / "bench.json").read_text())
@@ -47,8 +47,8 @@ def test_bench_command_writes_markdown_and_json(tmp_path, capsys):
     for m in result["single"] + result["batched"]:
         assert m["rate"] > 0 and m["reference_rate"] > 0 and len(m["rates"]) == 2
     markdown = (tmp_path / "bench.md").read_text()
-    assert "| ClusterSLA-v0 | batched x4 |" in markdown and "ClusterSLA-v0 single ≥ 1.0x CartPole-v1" in markdown
-    assert "| ClusterSLA-v0 | batched x4 |" in capsys.readouterr().out
+    assert "| ClusterSLA-v1 | batched x4 |" in markdown and "ClusterSLA-v1 single ≥ 1.0x CartPole-v1" in markdown
+    assert "| ClusterSLA-v1 | batched x4 |" in capsys.readouterr().out
 
 
 def test_bench_rejects_unknown_ids(capsys):
@@ -67,10 +67,10 @@ def test_sla_paper_scale_synthetic_experiment_within_a_minute():
 def test_bench_episode_runs_in_a_fresh_process_and_reports_its_peak_memory():
     from baselines.perf.steps import bench_episode, targets
 
-    run = bench_episode("ClusterSLA-v0", "static", {"horizon": 600})
+    run = bench_episode("ClusterSLA-v1", "static", {"horizon": 600})
     assert run["steps"] == 600 and run["seconds"] > 0 and 10 < run["peak_rss_mb"] < 2048
     result = {"single": [], "batched": [], "missing_vector_entry_point": [],
-              "paper_episodes": {"ClusterSLA-v0": {"agent": "static", "env_kwargs": {"horizon": 600},
+              "paper_episodes": {"ClusterSLA-v1": {"agent": "static", "env_kwargs": {"horizon": 600},
                                                    "target_seconds": 0.0, **run}}}  # fmt: skip
     assert [row["met"] for row in targets(result)] == [False, True]  # over a 0 s target, under the memory target
 
@@ -78,8 +78,8 @@ def test_bench_episode_runs_in_a_fresh_process_and_reports_its_peak_memory():
 def test_bench_episode_failure_names_the_run():
     from baselines.perf.steps import bench_episode
 
-    with pytest.raises(RuntimeError, match="ClusterSLA-v0 with static"):
-        bench_episode("ClusterSLA-v0", "static", {"horizon": 601})
+    with pytest.raises(RuntimeError, match="ClusterSLA-v1 with static"):
+        bench_episode("ClusterSLA-v1", "static", {"horizon": 601})
 
 
 def test_approx_slot_bench_times_each_scheme_and_writes_its_table():

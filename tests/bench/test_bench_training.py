@@ -92,7 +92,7 @@ def test_the_fast_update_is_timed_once_where_it_is_the_shipped_update():
         bench_training.variants(config, copies=4)
 
 
-@pytest.mark.parametrize("env_id", ["ClusterGang-v0", "ClusterSLA-v0"])
+@pytest.mark.parametrize("env_id", ["ClusterGang-v0", "ClusterSLA-v1"])
 def test_the_null_env_has_the_spaces_ppo_sees_on_the_native_path(env_id):
     config = RunConfig.resolve("ppo", env_id)
     config.n_envs = 2
@@ -136,8 +136,8 @@ def test_maskable_ppo_is_timed_on_the_ids_of_its_file_with_the_batched_masks(mon
     (tmp_path / "ppo_mask.yml").write_text(yaml.safe_dump(sections))
     monkeypatch.setattr(rl_config, "HYPERPARAMS_DIR", tmp_path)
     monkeypatch.setattr(bench_training, "FAST_UPDATE", {"rollout": 16, "batch_size": 16, "n_epochs": 1})
-    section = bench_training.run(["ClusterSLA-v0", ENV], copies=8, iterations=1, repeats=1, algo="ppo_mask")
-    assert section["algo"] == "ppo_mask" and list(section["ids"]) == [ENV]  # ClusterSLA-v0 has no MaskablePPO section
+    section = bench_training.run(["ClusterSLA-v1", ENV], copies=8, iterations=1, repeats=1, algo="ppo_mask")
+    assert section["algo"] == "ppo_mask" and list(section["ids"]) == [ENV]  # ClusterSLA-v1 has no MaskablePPO section
     rows = section["ids"][ENV]["rows"]
     assert [(r["variant"], r["vectorization"]) for r in rows][:3] == [
         ("dummy x4", "dummy"), ("native x4", "native"), ("native x2", "native")]  # fmt: skip

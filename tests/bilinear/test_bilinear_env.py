@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from cluster_envs.bilinear.config import ACTION_MODES, OBSERVATION_MODES
 from cluster_envs.bilinear.model import mean_rewards, oracle_lp, pair_features, sample_instance
 from cluster_envs.bilinear.simulator import (
-    ACTION_MODES,
-    OBSERVATION_MODES,
     BilinearSimulator,
     departure_mean,
     project_allocation,

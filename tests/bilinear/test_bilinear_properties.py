@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster_envs.bilinear.simulator import ACTION_MODES, OBSERVATION_MODES, SERVICE_MODELS
+from cluster_envs.bilinear.config import ACTION_MODES, OBSERVATION_MODES, SERVICE_MODELS
 
 
 @st.composite

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from cluster_envs.approx.model import RATE_PROCESSES, UTILITIES
-from cluster_envs.bilinear.simulator import OBSERVATION_MODES, SERVICE_MODELS
-from cluster_envs.multiserver.model import NORMALIZATIONS
+from cluster_envs.approx.config import RATE_PROCESSES, UTILITIES
+from cluster_envs.bilinear.config import OBSERVATION_MODES, SERVICE_MODELS
+from cluster_envs.multiserver.config import NORMALIZATIONS
 
 few = st.integers(1, 3)
 
@@ -19,7 +19,7 @@ def _size(draw, large: bool, top: int, low: int = 1) -> int:
     return draw(st.one_of(st.integers(low, low + 2), st.integers(low + 3, top)) if large else st.integers(low, low + 2))
 
 
-# ---------------------------------------------------------------------------------------------- ClusterSLA-v0
+# ---------------------------------------------------------------------------------------------- ClusterSLA-v1
 @st.composite
 def sla_instances(draw, large: bool = True) -> tuple[dict, np.ndarray]:
     """(kwargs, loads for ``reset(options={"loads": ...})``): SLA zeros, over-commitment, zero to 1e12 loads."""

@@ -31,24 +31,24 @@ FAST, SLOW = 20, 400  # examples per (id, single or batched)
 # (env id, preset, overrides) of configurations that once broke the invariant (found by this fuzz or by the probe of
 # issue 19); each must now be refused at construction or run.
 REGRESSIONS = [
-    ("ClusterSLA-v0", "proportionality_3_4", {"scenario_kwargs": {"eta": 1e-300}}),
-    ("ClusterSLA-v0", "proportionality_3_4", {"scenario_kwargs": {"eta": 1e-310}}),
-    ("ClusterSLA-v0", "proportionality_3_4", {"scenario_kwargs": {"t0": 2.5}}),
-    ("ClusterSLA-v0", "proportionality_3_4", {"scenario_kwargs": {"t0": -5}}),
-    ("ClusterSLA-v0", "default", {"scenario_kwargs": {"p23_pairs": ((1, 9), (1, 3))}}),
-    ("ClusterSLA-v0", "default", {"sla": (0.0, 1.0, 0.0)}),
-    ("ClusterSLA-v0", "paper_real_standin", {"scenario_kwargs": {"ar_coef": 1.5}}),
-    ("ClusterSLA-v0", "paper_real_standin", {"scenario_kwargs": {"ar_coef": 1.0}}),
-    ("ClusterSLA-v0", "paper_real_standin", {"scenario_kwargs": {"amplitude": 2.0}}),
-    ("ClusterSLA-v0", "paper_real_standin", {"scenario_kwargs": {"sigma": 50.0}}),
+    ("ClusterSLA-v1", "proportionality_3_4", {"scenario_kwargs": {"eta": 1e-300}}),
+    ("ClusterSLA-v1", "proportionality_3_4", {"scenario_kwargs": {"eta": 1e-310}}),
+    ("ClusterSLA-v1", "proportionality_3_4", {"scenario_kwargs": {"t0": 2.5}}),
+    ("ClusterSLA-v1", "proportionality_3_4", {"scenario_kwargs": {"t0": -5}}),
+    ("ClusterSLA-v1", "default", {"scenario_kwargs": {"p23_pairs": ((1, 9), (1, 3))}}),
+    ("ClusterSLA-v1", "default", {"sla": (0.0, 1.0, 0.0)}),
+    ("ClusterSLA-v1", "paper_real_standin", {"scenario_kwargs": {"ar_coef": 1.5}}),
+    ("ClusterSLA-v1", "paper_real_standin", {"scenario_kwargs": {"ar_coef": 1.0}}),
+    ("ClusterSLA-v1", "paper_real_standin", {"scenario_kwargs": {"amplitude": 2.0}}),
+    ("ClusterSLA-v1", "paper_real_standin", {"scenario_kwargs": {"sigma": 50.0}}),
     ("ClusterApprox-v1", "default", {"price_factor": 1e300}),
     ("ClusterApprox-v1", "default", {"q_range": (1e-300, 1e-300)}),
     ("ClusterGang-v0", "default", {"mu_low": 1e-300, "mu_high": 1e-300, "sigma_ratio": 1e-300, "cost_mean": 1e6}),
     # found by this fuzz
     ("ClusterBilinear-v0", "default", {"traffic_intensity": 5e-324}),  # λ underflowed to 0: NaN class probabilities
     ("ClusterBilinear-v0", "default", {"servers_per_class": 268435424}),  # 9 GB of per-server arrays
-    ("ClusterSLA-v0", "example_1_1", {"scenario": "trace_standin", "scenario_kwargs": {"day": 3.1e307}}),  # NaN
-    ("ClusterSLA-v0", "paper_real_standin", {"n_users": 3, "scenario_kwargs": {"rho": 5e-324}}),  # all-zero loads
+    ("ClusterSLA-v1", "example_1_1", {"scenario": "trace_standin", "scenario_kwargs": {"day": 3.1e307}}),  # NaN
+    ("ClusterSLA-v1", "paper_real_standin", {"n_users": 3, "scenario_kwargs": {"rho": 5e-324}}),  # all-zero loads
     ("ClusterApprox-v1", "default", {"n_machines": 1, "horizon": 1, "q_range": (5e-324, 5e-324)}),  # 1/0
     ("ClusterApproxSingleJob-v0", "soft", {"horizon": 1, "budget_fraction": 5e-324}),  # budget 0: inf consumed/budget
     ("ClusterMultiServer-v0", "default", {"compute_regret": False, "invalid_action": "raise"}),  # (the fuzz's own bug)

@@ -119,7 +119,7 @@ def _instances(env_id: str, agent):
     def merged(kwargs: dict, options=None) -> tuple[dict, dict | None]:
         return {**kwargs, **needs}, options
 
-    if env_id == "ClusterSLA-v0":
+    if env_id == "ClusterSLA-v1":
         return instances.sla_instances(large=False).map(lambda pair: merged(pair[0], {"loads": pair[1]}))
     if env_id == "ClusterApprox-v1":
         return instances.approx_multi(large=False, generalized="capacity" in needs).map(merged)
@@ -138,7 +138,7 @@ def _assert_feasible(env_id: str, env, obs, action) -> None:
     """Feasibility of an agent's action from the problem data and the observation, for envs without a strict
     ``raise`` mode (ClusterMultiServer/ClusterGang raise themselves)."""
     cfg, a = env.config, np.asarray(action, dtype=np.float64)
-    if env_id == "ClusterSLA-v0":
+    if env_id == "ClusterSLA-v1":
         assert (a >= 0).all(), f"negative allocation {a}"
         if cfg.action_mode == "sub_simplex":
             assert a.sum() <= 1 + 1e-9, f"allocation {a} over capacity 1"

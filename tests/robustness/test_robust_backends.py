@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from agents import agent_names
-from baselines.eval.backends import Task, run_tasks
+from baselines.eval.backends import run_tasks
+from baselines.eval.harness import Task
 
 from .robust_common import IDS, config_fields
 

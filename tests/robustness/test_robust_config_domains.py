@@ -14,7 +14,7 @@ import pytest
 from cluster_envs.registration import ENV_ENTRY_POINTS
 
 ROOT = Path(__file__).resolve().parents[2]
-SLA = "ClusterSLA-v0"
+SLA = "ClusterSLA-v1"
 
 REFUSED = [  # (env id, keyword arguments, the argument the message must name)
     (SLA, {"preset": "proportionality_3_4", "scenario_kwargs": {"eta": 1e-300}}, "eta"),
@@ -67,33 +67,41 @@ def test_a_resets_scenario_kwargs_are_checked_against_the_same_domains():
     np.testing.assert_array_equal(env.unwrapped.loads, before)  # a refused reset changes nothing
 
 
-def _trace_env(tmp_path, data, **kwargs):
+def _trace_env(tmp_path, data, sla=(0.5, 0.5), horizon=10, **kwargs):
     path = tmp_path / "loads.npy"
     np.save(path, data)
-    return gym.make(SLA, n_users=2, horizon=10, scenario="trace", scenario_kwargs={"path": str(path), **kwargs},
-                    **{k: v for k, v in {"sla": "mean"}.items() if "sla" not in kwargs})  # fmt: skip
+    return gym.make(SLA, n_users=2, horizon=horizon, scenario="trace", sla=sla,
+                    scenario_kwargs={"path": str(path), **kwargs})  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("data", "scenario_kwargs", "message"),
     [
-        (np.zeros((2, 10)), {"scale": "none"}, "zero total load.*sla='mean'"),  # NaN shares and observations
         (np.zeros((2, 10)), {}, "zero total load.*scale='rho'"),
         (np.full((2, 10), 1e308), {}, "overflows"),  # silently all-zero loads before
         (np.full((2, 10), 1e308), {"scale": "none"}, "overflows"),
         (np.ones((2, 10)) + 1j, {}, "complex"),  # the imaginary part was dropped with only a warning
     ],
-    ids=["zero-mean", "zero-rho", "overflow-rho", "overflow-none", "complex"],
+    ids=["zero-rho", "overflow-rho", "overflow-none", "complex"],
 )
 def test_degenerate_traces_are_refused_at_construction(tmp_path, data, scenario_kwargs, message):
     with pytest.raises(ValueError, match=rf"scenario_kwargs\['path'\].*{message}"):
         _trace_env(tmp_path, data, **scenario_kwargs)
 
 
-def test_zero_loads_given_at_reset_are_refused_with_sla_mean(tmp_path):
-    env = _trace_env(tmp_path, np.ones((2, 10)))
-    with pytest.raises(ValueError, match=r"options\['loads'\].*zero total load"):
-        env.reset(seed=0, options={"loads": np.zeros((2, 10))})
+def test_sla_mean_needs_a_history_window_with_load(tmp_path):
+    data = np.concatenate([np.zeros((2, 10)), np.ones((2, 10))], axis=1)
+    with pytest.raises(ValueError, match=r"history window \[0, 10\).*zero load"):  # NaN shares and observations
+        _trace_env(tmp_path, data, sla="mean", start=10)
+    for start, history in ((0, None), (5, 6)):  # none before the replayed window; longer than what precedes it
+        with pytest.raises(ValueError, match=r"sla='mean' with scenario='trace'.*1 ≤ history ≤ start"):
+            _trace_env(tmp_path, data, sla="mean", start=start, history=history)
+
+
+def test_loads_given_at_reset_keep_the_public_shares(tmp_path):
+    env = _trace_env(tmp_path, np.arange(1.0, 41.0).reshape(2, 20), sla="mean", start=10)
+    _, info = env.reset(seed=0, options={"loads": np.zeros((2, 10))})  # β = the history window's, not the loads'
+    np.testing.assert_allclose(info["sla"], [55 / 310, 255 / 310])
 
 
 @pytest.mark.parametrize("env_id", list(ENV_ENTRY_POINTS))

@@ -65,7 +65,7 @@ def test_minus_zero_and_an_int_for_a_real_are_stored_as_floats(env_id):
         ("ClusterBilinear-v0", {"num_server_classes": 10**9}, "num_server_classes"),
         ("ClusterBilinear-v0", {"horizon": 10**8}, "horizon"),
         ("ClusterApprox-v1", {"horizon": np.int64(2**63 - 1)}, "horizon"),
-        ("ClusterSLA-v0", {"n_users": 10**400}, "n_users"),
+        ("ClusterSLA-v1", {"n_users": 10**400}, "n_users"),
     ],
 )
 def test_a_size_that_would_exhaust_memory_is_refused_at_construction_by_name(env_id, kwargs, keyword):

@@ -49,7 +49,7 @@ def test_a_refused_reset_leaves_the_next_episode_unchanged(env_id):
 
 @pytest.mark.parametrize("bad", [1 + 1j, "0.5", "1"])
 def test_sla_loads_refuse_complex_values_and_numeric_strings(bad):
-    env = gym.make("ClusterSLA-v0")
+    env = gym.make("ClusterSLA-v1")
     shape = (env.unwrapped.config.n_users, env.unwrapped.config.horizon)
     for loads in (np.full(shape, bad), np.full(shape, bad).tolist()):
         with pytest.raises(ValueError, match=r"options\['loads'\] must hold real numbers"):

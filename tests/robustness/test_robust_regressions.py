@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from cluster_envs.bilinear.simulator import logits_to_allocation, simplex_cap
-from cluster_envs.sla.kernel import ACTION_MODES, to_allocation
+from cluster_envs.sla.config import ACTION_MODES
+from cluster_envs.sla.kernel import to_allocation
 
 
 def test_sla_normalize_is_scale_invariant_up_to_the_float_max():
@@ -18,13 +19,13 @@ def test_sla_normalize_is_scale_invariant_up_to_the_float_max():
     normalize = ACTION_MODES.index("normalize")
     for scale in (1.0, 1e300, 8e307, np.finfo(np.float64).max / 2):  # largest entry stays finite
         np.testing.assert_allclose(to_allocation(np.array([1.0, 1.0, 2.0]) * scale, normalize), [0.25, 0.25, 0.5])
-    env = gym.make("ClusterSLA-v0").unwrapped
+    env = gym.make("ClusterSLA-v1").unwrapped
     env.reset(seed=0)
     twin = copy.deepcopy(env)
     np.testing.assert_array_equal(env.step(np.full(3, 1e308))[0], twin.step(np.ones(3))[0])
 
 
-@pytest.mark.parametrize("env_id", ["ClusterSLA-v0", "ClusterBilinear-v0", "ClusterMultiServer-v0", "ClusterGang-v0"])
+@pytest.mark.parametrize("env_id", ["ClusterSLA-v1", "ClusterBilinear-v0", "ClusterMultiServer-v0", "ClusterGang-v0"])
 @pytest.mark.parametrize("kind", ["complex", "dict", "strings"])
 def test_non_real_actions_raise_a_value_error_naming_the_action(env_id, kind):
     """Complex actions lost their imaginary part with only a warning (SLA, Bilinear, MultiServer, Gang); dicts

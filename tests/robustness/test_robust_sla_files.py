@@ -1,4 +1,4 @@
-"""ClusterSLA-v0's load traces (``scenario="trace"`` files and ``reset(options={"loads": ...})``): every broken
+"""ClusterSLA-v1's load traces (``scenario="trace"`` files and ``reset(options={"loads": ...})``): every broken
 input gets an error naming where it came from, never a silent wrong episode."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ BROKEN = {
 
 def _make(path) -> gym.Env:
     env = gym.make(
-        "ClusterSLA-v0", scenario="trace", horizon=HORIZON, scenario_kwargs={"path": str(path), "scale": "none"}
+        "ClusterSLA-v1", scenario="trace", horizon=HORIZON, scenario_kwargs={"path": str(path), "scale": "none"}
     )
     env.reset(seed=0)
     return env
@@ -76,6 +76,6 @@ def test_huge_but_summable_trace_runs_with_finite_values(tmp_path):
     ids=["overflowing total", "nan", "negative", "truncated", "empty"],
 )
 def test_bad_loads_option_is_a_clear_error(loads, message):
-    env = gym.make("ClusterSLA-v0", horizon=HORIZON, scenario="gamma_iid")
+    env = gym.make("ClusterSLA-v1", horizon=HORIZON, scenario="gamma_iid")
     with pytest.raises(ValueError, match=rf"options\['loads'\].*{message}"):
         env.reset(seed=0, options={"loads": loads})

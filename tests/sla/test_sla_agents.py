@@ -1,4 +1,4 @@
-"""Reference agents of ClusterSLA-v0: invariants, the paper's lemmas, Example 1.1, Sec. 3.4, hyperparameter checks."""
+"""Reference agents of ClusterSLA-v1: invariants, the paper's lemmas, Example 1.1, Sec. 3.4, hyperparameter checks."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.model import SLAProblem
 from cluster_envs.sla.runner import simulate
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 
 
 @pytest.mark.parametrize("name", ["mwu", "mwu_extended"])
@@ -259,5 +259,5 @@ def test_simulate_accepts_a_wrapped_env_as_on_its_env_page():
 def test_simulate_refuses_an_env_of_another_id():
     env = gym.make("ClusterBilinear-v0")
     env.reset(seed=0)
-    with pytest.raises(ValueError, match="env must be a ClusterSLA-v0 env"):
+    with pytest.raises(ValueError, match="env must be a ClusterSLA-v1 env"):
         simulate(make_agent(ENV, "mwu"), env)

@@ -1,4 +1,4 @@
-"""ClusterSLA-v0 as a Gymnasium env: spaces and modes (observations rebuilt from info, check_env in every mode), info
+"""ClusterSLA-v1 as a Gymnasium env: spaces and modes (observations rebuilt from info, check_env in every mode), info
 consistency, the episode summary, info levels, rewards, bad input, trace files."""
 
 from __future__ import annotations
@@ -11,13 +11,16 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from cluster_envs.common.seeding import episode_streams
 from cluster_envs.sla.config import TRACE_PRESETS
 from cluster_envs.sla.env import PRESETS, ClusterSLAEnv
+from cluster_envs.sla.model import standin_shares
 
-ENV = "ClusterSLA-v0"
+ENV = "ClusterSLA-v1"
 
 
-# β of each preset as documented in the spec's preset table (§3.1); "mean": the normalised mean load of the trace.
+# β of each preset as documented in the spec's preset table (§3.1); "mean": the public mean shares (the stand-in's
+# tenant weights, a replay's history window: cluster_envs.sla.model).
 PRESET_SLA = {
     "paper_synthetic": (0.2, 0.3, 0.5),
     "paper_synthetic_a16": (0.2, 0.3, 0.5),
@@ -47,10 +50,12 @@ def test_every_preset_builds_with_the_documented_size_and_sla(preset):
         return
     env.reset(seed=0)
     assert env.loads.shape == (expected_n, env.config.horizon)
-    if expected_sla == "mean":
+    if expected_sla == "mean":  # the stand-in: its tenant weights, the users' expected shares of the load
+        expected_sla = standin_shares(
+            episode_streams(np.random.default_rng(0), ClusterSLAEnv.stream_names)["tenants"], expected_n
+        )
         means = env.loads.mean(axis=1)
-        expected_sla = means / means.sum()
-        assert sum(env.problem.sla) == pytest.approx(1.0)
+        np.testing.assert_allclose(env.problem.sla, means / means.sum(), atol=0.02)  # what the loads realise
     np.testing.assert_allclose(env.problem.sla, expected_sla, rtol=1e-12)
 
 
@@ -498,7 +503,7 @@ def test_trace_files_load_in_either_orientation(tmp_path, suffix, transpose):
                    scenario_kwargs={"path": str(path), "start": 5, "scale": "none"}).unwrapped  # fmt: skip
     env.reset(seed=0)
     np.testing.assert_allclose(env.loads, data[:, 5:45], rtol=1e-12)
-    means = data[:, 5:45].mean(axis=1)
+    means = data[:, :5].mean(axis=1)  # the history window before the replayed one
     np.testing.assert_allclose(env.problem.sla, means / means.sum())
 
 

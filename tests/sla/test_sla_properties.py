@@ -1,4 +1,4 @@
-"""Property-based checks of ClusterSLA-v0: the model's invariants on every step over random instances."""
+"""Property-based checks of ClusterSLA-v1: the model's invariants on every step over random instances."""
 
 from __future__ import annotations
 

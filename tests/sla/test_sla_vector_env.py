@@ -1,4 +1,4 @@
-"""The batched ClusterSLA-v0 equals B single envs (SyncVectorEnv, copy i seeded s + i), step for step."""
+"""The batched ClusterSLA-v1 equals B single envs (SyncVectorEnv, copy i seeded s + i), step for step."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from cluster_envs.sla.env import REWARD_MODES
+from cluster_envs.sla.config import REWARD_MODES
 
 B = 5
 KWARGS = {"horizon": 48}
@@ -14,7 +14,7 @@ STEPS = 2 * 48 + 7  # through two autoresets
 
 
 def _pair(**kwargs):
-    make = lambda mode: gym.make_vec("ClusterSLA-v0", num_envs=B, vectorization_mode=mode, **KWARGS, **kwargs)  # noqa: E731
+    make = lambda mode: gym.make_vec("ClusterSLA-v1", num_envs=B, vectorization_mode=mode, **KWARGS, **kwargs)  # noqa: E731
     return make("vector_entry_point"), make("sync")
 
 
