@@ -37,7 +37,7 @@ def test_comparison_alone_covers_every_esdp_reading(tmp_path, monkeypatch):
 
 
 def test_normalization_study_writes_every_reading_and_resumes_from_its_episodes(tmp_path, monkeypatch):
-    from cluster_envs.multiserver.model import NORMALIZATIONS
+    from cluster_envs.multiserver.config import NORMALIZATIONS
 
     report = multiserver.normalization_sensitivity(tmp_path, horizon=20, seeds=[0], cost_scales=(1.0,), workers=1,
                                                    progress=False)  # fmt: skip
