@@ -48,7 +48,7 @@ SEED = 7
 
 
 def _redraw_streams(hidden: tuple[str, ...], hidden_seed: int, monkeypatch) -> None:
-    """``episode_streams`` as the env skeleton's reset calls it, with the ``hidden`` streams drawn from
+    """``episode_streams`` as the env base class calls it at reset, with the ``hidden`` streams drawn from
     ``hidden_seed``."""
 
     def streams(np_random, names):

@@ -79,17 +79,25 @@ def test_an_id_only_client_trains_sb3_ppo(env_id):
     assert model.get_env().envs[0].action_space.contains(action)
 
 
-@pytest.mark.parametrize("env_id", [i for i in rl_ids() if RL_IDS[i][1].get("observation_mode") in ("flat", "scaled")])
+# the Dict contents in a one-Box form (the entity rows are one Box of their own)
+FLATTENED_DICT_IDS = [
+    i
+    for i in rl_ids()
+    if RL_IDS[i][1].get("observation_format") in ("flat", "scaled") and RL_IDS[i][1].get("observation_mode") != "entity"
+]
+
+
+@pytest.mark.parametrize("env_id", FLATTENED_DICT_IDS)
 def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
-    """``observation_mode="flat"`` is ``gymnasium.spaces.flatten`` of the Dict the base id shows with the same
+    """``observation_format="flat"`` is ``gymnasium.spaces.flatten`` of the Dict the base id shows with the same
     action reading, step for step (so a policy trained through ``FlattenObservation`` reads it unchanged);
     ``"scaled"`` (the ClusterApprox RL ids) is that array divided by the flat Box's public upper bounds, as float32,
     so every entry lies in [low/high, 1]."""
     base, kwargs = RL_IDS[env_id]
     mine = gym.make(env_id, horizon=40)
-    theirs = gym.make(base, **{**kwargs, "observation_mode": "dict", "horizon": 40})
+    theirs = gym.make(base, **{**kwargs, "observation_format": "dict", "horizon": 40})
     flat_space = gym.spaces.flatten_space(theirs.observation_space)
-    scaled = kwargs["observation_mode"] == "scaled"
+    scaled = kwargs["observation_format"] == "scaled"
     if scaled:
         assert mine.observation_space.dtype == np.float32 and mine.observation_space.high.max() == 1.0
     flat, _ = mine.reset(seed=4)
@@ -109,7 +117,7 @@ def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
 @pytest.mark.parametrize("env_id", BENCHMARKED)
 def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id):
     """The protocol entry's env kwargs (what the headline scores: reward, service model, horizon, preset) and PPO's
-    kwargs (rl_needs, its FlattenObservation wrapper read as observation_mode="flat"), with the minimal info. The
+    kwargs (rl_needs, its FlattenObservation wrapper read as observation_format="flat"), with the minimal info. The
     ClusterApprox RL ids show the flat observation scaled (``"scaled"``, float32 of O(1)) where the benchmark's PPO
     trains on ``"flat"`` through VecNormalize (the shipped models): the one difference, in the observation's
     units only."""
@@ -119,10 +127,10 @@ def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id)
     setting = require_setting(base)
     trained = {**setting.env_kwargs, **setting.rl_needs("ppo")}
     if setting.rl_wrapper == FLATTEN:
-        trained["observation_mode"] = "flat"
-    if kwargs.get("observation_mode") == "scaled":
-        assert trained["observation_mode"] == "flat"
-        trained["observation_mode"] = "scaled"
+        trained["observation_format"] = "flat"
+    if kwargs.get("observation_format") == "scaled":
+        assert trained["observation_format"] == "flat"
+        trained["observation_format"] = "scaled"
     assert kwargs == {**trained, "info_level": "minimal"}
 
 

@@ -33,7 +33,6 @@ from cluster_envs.approx.kernel import (
     SUM_OBS,
     UTILITY_APPROX,
     UTILITY_TRUE,
-    occupants,
     write_flat_observation,
 )
 from cluster_envs.approx.model import (
@@ -114,8 +113,8 @@ class _ApproxEnvCore(ClusterEnv):
             raise ValueError(f"action_mode={config.action_mode!r} needs the base model (capacity=None): the Sec. V-C "
                              "mode reads MultiBinary((K, M)) assignments")  # fmt: skip
         self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
-        if config.compute_regret:  # on the instance of instance_seed (every episode's with fixed_instance)
-            rng = np.random.default_rng(config.instance_seed)
+        if config.compute_regret:  # on the instance of instance_seed (of seed 0 when each reset draws its own)
+            rng = np.random.default_rng(0 if config.instance_seed is None else config.instance_seed)
             self._check_oracle(self._draw_instance(rng, np.random.default_rng(0)).jobs)
         m, k = config.n_machines, config.max_visible_jobs
         self._generalized = config.capacity is not None
@@ -155,7 +154,7 @@ class _ApproxEnvCore(ClusterEnv):
                     else spaces.MultiDiscrete(np.full(m, k + 1))
                 )
         self.set_observation_space(spaces.Dict(obs), writes_box=True)
-        self._flat_output(config.observation_mode)
+        self._flat_output(config.observation_format)
         self._action_shape = self.action_space.shape
         self._reads_observation = config.action_mode in ("work_conserving", "paced_priority")
         # how the kernel reads an action and which of its rewards is the env's (the batched env steps with them)
@@ -229,7 +228,8 @@ class _ApproxEnvCore(ClusterEnv):
     # ------------------------------------------------------- the skeleton's hooks (cluster_envs.common.env)
     def _new_episode(self, streams: dict[str, np.random.Generator], plan: dict[str, Any]) -> dict[str, Any]:
         cfg = self.config
-        instance_rng = np.random.default_rng(cfg.instance_seed) if cfg.fixed_instance else streams["instance"]
+        fixed = cfg.instance_seed is not None
+        instance_rng = np.random.default_rng(cfg.instance_seed) if fixed else streams["instance"]
         instance = self._draw_instance(instance_rng, streams["rates"])
         if cfg.compute_regret:
             self._check_oracle(instance.jobs)  # before the episode's state changes
@@ -355,11 +355,10 @@ class _ApproxEnvCore(ClusterEnv):
     def _full_info(self, action: np.ndarray) -> dict[str, Any]:
         sim = self._sim
         s = sim.slot_details()
-        executed = s["executed"]
         if self.single_job or self._generalized:
-            executed_out = executed.astype(np.int8) if self._generalized else executed[0].astype(np.int8)
+            executed_out = sim.executed.astype(np.int8) if self._generalized else sim.executed[0].astype(np.int8)
         else:
-            executed_out = occupants(executed)
+            executed_out = sim.occupants()
         info: dict[str, Any] = {
             "t": sim.t,
             "work": s["slot_work"].copy(),
@@ -387,7 +386,7 @@ class _ApproxEnvCore(ClusterEnv):
         return info
 
     def _observe(self) -> Any:
-        """The Dict of the state, or in ``observation_mode`` ``"flat"`` and ``"scaled"`` the Box written straight from
+        """The Dict of the state, or in ``observation_format`` ``"flat"`` and ``"scaled"`` the Box written straight from
         the state arrays; keeps in ``_seen`` the parts the action readings that read the observation use (the job rows
         and prices the policy saw, batched as one)."""
         sim = self.simulator
@@ -403,7 +402,7 @@ class _ApproxEnvCore(ClusterEnv):
         if self._generalized:
             last = ("last_assignment", sim.executed.astype(np.int8))
         else:
-            last = ("last_occupant", occupants(sim.executed))
+            last = ("last_occupant", sim.occupants())
         return observation_from(sim.c[0], self._horizon, sim.mf, sim.mi, rows, self.single_job, last)
 
     def _render_ansi(self) -> str:
@@ -474,7 +473,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
 
       `"soft"` skips the check and measures Fit instead.
     - The rates and the instance are drawn from their own seeded streams. So every policy sees the same θ_i^t and the
-      same jobs for a given seed (common random numbers).
+      same jobs for a given seed (common random numbers). The instance (jobs, prices, machine speeds) comes from the
+      reset seed (`instance_seed=None`, the default) or, with an integer `instance_seed`, is the same in every episode
+      (the rate trajectory still comes from the reset seed).
     - The light load (`job_keep_fraction=0.5`) keeps a seeded subset of the heavy-load jobs.
 
     ## Observation (Dict; Boxes are float64)
@@ -516,8 +517,8 @@ class ClusterApproxEnv(_ApproxEnvCore):
       starts, so the clipping of its actions to the bounds ties few of them. NaN or inf raise `ValueError` naming
       `action`.
 
-    `observation_mode="flat"` gives the same observation as one float64 `Box`: `gymnasium.spaces.flatten` of the Dict
-    (what `FlattenObservation` gives; `last_occupant` one-hot). `observation_mode="scaled"` gives it as a float32
+    `observation_format="flat"` gives the same observation as one float64 `Box`: `gymnasium.spaces.flatten` of the Dict
+    (what `FlattenObservation` gives; `last_occupant` one-hot). `observation_format="scaled"` gives it as a float32
     `Box` in [low/high, 1]: each entry divided by its upper bound in the flat `Box` (prices by the price bound, counts
     and slots by T, budgets by the config's largest budget), bounds that the config alone fixes, so the scaling
     reveals nothing hidden (`tests/test_information_rule.py`).
@@ -525,7 +526,7 @@ class ClusterApproxEnv(_ApproxEnvCore):
     ## RL-ready id: ClusterApproxRL-v3
 
     `gym.make("cluster_envs:ClusterApproxRL-v3")` is this env with `action_mode="paced_priority",
-    observation_mode="scaled", info_level="minimal"`: one `Box` observation and a `Box(-1, 1, (K + M,))` action, so
+    observation_format="scaled", info_level="minimal"`: one `Box` observation and a `Box(-1, 1, (K + M,))` action, so
     SB3's `PPO("MlpPolicy", "cluster_envs:ClusterApproxRL-v3")` (or any client that takes only an id,
     docs/clients.md) trains with no wrapper. The kwargs change only how the action is read, how the observation is
     laid out and which `info` keys are kept: the episodes, rewards and metrics are those of `ClusterApprox-v1`
@@ -570,8 +571,8 @@ class ClusterApproxEnv(_ApproxEnvCore):
       - `oracle_kind` selects the offline optimum: `"eq6"` (default), `"p1"` or `"thm3"`;
       - the oracle is the fractional offline optimum with the true means, from scipy's SLSQP over the segment-aggregated
         program. It is meant for small instances: its memory and time are estimated at construction (instance of
-        `instance_seed`) and at each reset (the drawn instance), and a `ValueError` naming the keywords refuses it above
-        2 GiB or 600 s (docs/robustness.md, "Resource guards").
+        `instance_seed`, or of seed 0) and at each reset (the drawn instance), and a `ValueError` naming the keywords
+        refuses it above 2 GiB or 600 s (docs/robustness.md, "Resource guards").
     - `oracle` (true θ^t and θ_i) appears only with `expose_oracle=True`, for evaluation.
     - `info_level="minimal"` keeps only `t`, `utility_true`, `utility_approx` (and `regret` with `compute_regret=True`)
       per step, plus `episode_summary` at the end; the trajectory is the same. Use it for speed (training, the bench):
@@ -646,15 +647,15 @@ class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     `action_mode="paced_priority"`: `Box(0, 1, (M,))`, a priority per machine. The machines run in descending priority
     while the slot's cost stays within the paced budget (B − C)/(T − t) and below B − C (the pacing of `greedy_ucb`): a
     policy cannot spend the budget early and leave the job idle afterwards, and what it learns is which machines to
-    prefer. The dynamics after the reading are the same. `observation_mode="flat"` gives the observation as one float64
-    `Box` (`gymnasium.spaces.flatten` of the Dict), `"scaled"` as a float32 `Box` divided by its public bounds (as in
-    `ClusterApprox-v1`).
+    prefer. The dynamics after the reading are the same. `observation_format="flat"` gives the observation as one
+    float64 `Box` (`gymnasium.spaces.flatten` of the Dict), `"scaled"` as a float32 `Box` divided by its public bounds
+    (as in `ClusterApprox-v1`).
 
     ## RL-ready id: ClusterApproxSingleJobRL-v2
 
     `gym.make("cluster_envs:ClusterApproxSingleJobRL-v2")` is this env with the benchmark row's training kwargs:
     `reward_mode="approx"` (Eq. 6, what the headline scores), `action_mode="paced_priority",
-    observation_mode="scaled"` and `info_level="minimal"`: one `Box` observation and a `Box` action, so an id-only
+    observation_format="scaled"` and `info_level="minimal"`: one `Box` observation and a `Box` action, so an id-only
     client (docs/clients.md) trains the benchmark's task with no wrapper (`tests/test_rl_ids.py`).
 
     ## Reward
