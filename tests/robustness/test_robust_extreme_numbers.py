@@ -98,4 +98,5 @@ def test_an_int_for_a_real_compiles_no_second_kernel():
         env.step(env.action_space.sample())
         if noise_std == 1.0:
             after_float = _compiled_signatures()
-    assert _compiled_signatures() == after_float
+    after_int = _compiled_signatures()  # (dispatchers of closures other tests built may be collected meanwhile)
+    assert {k: (n, after_int[k]) for k, n in after_float.items() if after_int.get(k, n) > n} == {}
