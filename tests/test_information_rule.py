@@ -48,8 +48,8 @@ SEED = 7
 
 
 def _redraw_streams(hidden: tuple[str, ...], hidden_seed: int, monkeypatch) -> None:
-    """``episode_streams`` as the env skeleton (``cluster_envs.common.env``) calls it for every env, with the
-    ``hidden`` streams drawn from ``hidden_seed``."""
+    """``episode_streams`` as the env base class calls it at reset, with the ``hidden`` streams drawn from
+    ``hidden_seed``."""
 
     def streams(np_random, names):
         out = episode_streams(np_random, names)  # the env's generator advances exactly as without the patch

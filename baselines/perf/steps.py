@@ -25,6 +25,7 @@ import numpy as np
 
 import cluster_envs
 from baselines.eval import harness
+from baselines.eval.outputs import write_text
 from baselines.perf import training as bench_training
 from baselines.rl.config import ALGOS
 
@@ -520,20 +521,25 @@ def run_from_args(args) -> Path:
 
 
 def _scaling_from_args(args) -> Path:
-    """``--scaling-only``: the scaling table of ``baselines.perf.scaling`` into ``scaling.md`` and ``scaling.json``."""
+    """``--scaling-only``: the scaling table of ``baselines.perf.scaling`` into ``scaling.md`` and ``scaling.json``.
+    With ``--ids``, the ids measured replace their blocks in the folder's ``scaling.json`` and the others are kept,
+    so the table of every id can be built by one run per id."""
     from baselines.perf import scaling
 
     unknown = sorted(set(args.ids or []) - set(scaling.SCALING))
     if unknown:
         raise ValueError(f"--ids: no size knob for {unknown} in the scaling section; allowed: {list(scaling.SCALING)}")
-    result = scaling.run(args.ids, repeats=args.repeats, progress=lambda message: print(message, file=sys.stderr))
     command = "cluster-envs bench --scaling-only" + (f" --ids {' '.join(args.ids)}" if args.ids else "")
     command += f" --repeats {args.repeats}" if args.repeats != 5 else ""
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     md, js = out / "scaling.md", out / "scaling.json"
-    md.write_text(scaling.to_markdown(result, command))
-    js.write_text(json.dumps(result, indent=2))
+    previous = json.loads(js.read_text()) if args.ids and js.is_file() else {}
+    result = scaling.run(args.ids, repeats=args.repeats, command=command,
+                         progress=lambda message: print(message, file=sys.stderr))  # fmt: skip
+    result = scaling.merge(previous, result)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(md, scaling.to_markdown(result, command))
+    write_text(js, json.dumps(result, indent=2))
     print(md.read_text())
     print(f"written {md} and {js}")
     return md

@@ -32,7 +32,6 @@ from cluster_envs.approx.kernel import (
     SUM_OBS,
     UTILITY_APPROX,
     UTILITY_TRUE,
-    occupants,
 )
 from cluster_envs.approx.model import (
     ApproxProblem,
@@ -332,11 +331,10 @@ class _ApproxEnvCore(ClusterEnv):
     def _full_info(self, action: np.ndarray) -> dict[str, Any]:
         sim = self._sim
         s = sim.slot_details()
-        executed = s["executed"]
         if self.single_job or self._generalized:
-            executed_out = executed.astype(np.int8) if self._generalized else executed[0].astype(np.int8)
+            executed_out = sim.executed.astype(np.int8) if self._generalized else sim.executed[0].astype(np.int8)
         else:
-            executed_out = occupants(executed)
+            executed_out = sim.occupants()
         info: dict[str, Any] = {
             "t": sim.t,
             "work": s["slot_work"].copy(),
@@ -369,7 +367,7 @@ class _ApproxEnvCore(ClusterEnv):
         if self._generalized:
             last = ("last_assignment", sim.executed.astype(np.int8))
         else:
-            last = ("last_occupant", occupants(sim.executed))
+            last = ("last_occupant", sim.occupants())
         return observation_from(sim.c[0], self._horizon, sim.mf, sim.mi, rows, self.single_job, last)
 
     def _render_ansi(self) -> str:

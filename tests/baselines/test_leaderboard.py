@@ -35,16 +35,16 @@ def episode_envs(record: dict) -> list[str]:
 
 
 def ci_sample() -> list:
-    """The replays of the default run (a few seconds each): every entry that is not a reference agent (the shipped
-    RL runs and the outside submissions) on its shortest episode, and per env its first episode of the first
-    reference entry (by name) that covers it, so that every env is replayed."""
+    """The replays of the default run (about a second each): every entry that is not a reference agent (the shipped
+    RL runs and the outside submissions) on its shortest episode, and per env the first episode of its naive anchor's
+    entry (a cheap agent: the env's dynamics are what it checks), so that every env is replayed."""
     records = {path: read_record(path) for path in ENTRIES}
     sample = [(path, shortest_episode(r)) for path, r in records.items() if r["entry"]["kind"] != "registered"]
-    envs = list(dict.fromkeys(env for r in records.values() for env in episode_envs(r)))
-    for env_id in envs:
-        path = next((p for p, r in records.items() if r["entry"]["kind"] == "registered" and env_id in episode_envs(r)),
-                    None)  # fmt: skip
-        if path is not None:
+    naive = {res["env_id"]: res["anchors"]["naive"] for r in records.values() for res in r["results"]}
+    by_name = {r["entry"]["name"]: path for path, r in records.items() if r["entry"]["kind"] == "registered"}
+    for env_id, anchor in naive.items():
+        path = by_name.get(anchor)
+        if path is not None and env_id in episode_envs(records[path]):
             sample.append((path, episode_envs(records[path]).index(env_id)))
     return [pytest.param(path, index, id=f"{path.stem}-{episode_envs(records[path])[index]}") for path, index in sample]
 
