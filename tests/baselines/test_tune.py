@@ -194,7 +194,8 @@ def test_the_native_command_asks_for_the_native_path_and_caps_each_trials_cpu(tm
         tune.zoo_command("ClusterSLA-v1", "ppo", 3, 1000, tmp_path, trial_cpu_seconds=0)
 
 
-def test_the_trials_table_shows_each_trials_evaluations_and_converted_values(tmp_path):
+def _one_trial_study(tmp_path, **trial):
+    """The journal of ClusterSLA-v1's PPO study holding one finished trial (``trial``: its value and evaluations)."""
     import optuna
 
     storage = tune.storage_path(tmp_path, "ClusterSLA-v1", "ppo")
@@ -205,8 +206,12 @@ def test_the_trials_table_shows_each_trials_evaluations_and_converted_values(tmp
                "learning_rate": 3e-4, "ent_coef": 1e-6, "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5,
                "net_arch": "tiny", "activation_fn": "relu"}  # fmt: skip
     distributions = {k: optuna.distributions.CategoricalDistribution([v]) for k, v in sampled.items()}
-    study.add_trial(optuna.trial.create_trial(params=sampled, distributions=distributions, value=-12.5,
-                                              intermediate_values={1: -30.0, 2: -12.5}))  # fmt: skip
+    study.add_trial(optuna.trial.create_trial(params=sampled, distributions=distributions, **trial))
+    return storage
+
+
+def test_the_trials_table_shows_each_trials_evaluations_and_converted_values(tmp_path):
+    storage = _one_trial_study(tmp_path, value=-12.5, intermediate_values={1: -30.0, 2: -12.5})
     rows = tune.trials_table(storage).splitlines()
     assert len(rows) == 3
     assert rows[2].startswith("| 0 | complete | -12.5 | -30, -12.5 |")
@@ -246,19 +251,9 @@ def test_each_trial_normalizes_rewards_with_the_gamma_its_model_trains_with(monk
 
 def test_write_puts_the_command_in_the_yaml_and_prints_the_best_value(tmp_path, capsys):
     """A measured value lives in the study (``tune trials``), not in the hyperparameter file."""
-    import optuna
-
     from baselines.cli import main
 
-    storage = tune.storage_path(tmp_path, "ClusterSLA-v1", "ppo")
-    backend = optuna.storages.journal.JournalFileBackend(str(storage))
-    study = optuna.create_study(study_name=tune.study_name("ClusterSLA-v1", "ppo"), direction="maximize",
-                                storage=optuna.storages.JournalStorage(backend))  # fmt: skip
-    sampled = {"batch_size_pow": 6, "n_steps_pow": 7, "one_minus_gamma": 0.01, "one_minus_gae_lambda": 0.05,
-               "learning_rate": 3e-4, "ent_coef": 1e-6, "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5,
-               "net_arch": "tiny", "activation_fn": "relu"}  # fmt: skip
-    distributions = {k: optuna.distributions.CategoricalDistribution([v]) for k, v in sampled.items()}
-    study.add_trial(optuna.trial.create_trial(params=sampled, distributions=distributions, value=-12.5))
+    _one_trial_study(tmp_path, value=-12.5)
     to = tmp_path / "ppo.yml"
     assert main(["tune", "write", "ClusterSLA-v1", "--out", str(tmp_path), "--trials", "1", "--to", str(to)]) == 0
     assert "regret 12.5 on validation seeds 100-104" in capsys.readouterr().out
