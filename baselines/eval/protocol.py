@@ -72,7 +72,8 @@ class EnvSetting:
     oracle_value_name: str = "the env's offline benchmark"  # what oracle_value is the headline value of
     instance_kwarg: str | None = None  # the env kwarg fixing the instance; None: the reset seed draws it
     ablations: Mapping[str, str] = field(default_factory=dict)  # agent -> which reading of the paper it is
-    # a sanity flag (baselines.eval.sanity) or a horizons page's surprise (regime:dominates|level:<row>) -> why
+    # a sanity flag (baselines.eval.sanity), a horizons page's surprise (regime:dominates|level:<row>) or its note on
+    # where a row stands at t = T (regime:note:<row>) -> why
     explanations: Mapping[str, str] = field(default_factory=dict)
     rl_algo: str = "ppo"  # the benchmark's RL row (a baselines.rl.config.ALGOS name; its interface: rl_needs(rl_algo))
     rl_steps: int = 200_000  # training steps of the benchmark's RL row

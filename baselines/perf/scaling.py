@@ -6,7 +6,13 @@ machines, edges, job classes). Times are medians of ``repeats`` CPU-time measure
 machine is shared: CPU time is what the code costs, wall time mostly waiting); memory is the peak of Python's
 traced allocations (numpy's arrays included) while the env is built and reset. The slope is
 ``numpy.polyfit(log entities, log seconds, 1)``: 1 is linear. An agent's decision is timed until a size whose
-decision exceeds ``DECISION_BUDGET_S``; the larger sizes are then reported as impractical, not run.
+decision exceeds ``DECISION_BUDGET_S``; the larger sizes are then reported as impractical, not run. A decision
+whose memory is predictable (ESDP's dynamic program: ``knapsack.estimate``) is not run where the prediction exceeds
+the project's memory limit (``cluster_envs.common.guards.MEMORY_LIMIT``): the row gives the prediction instead.
+
+Each id's block records the command, commit and date that measured it (``measured``), so that a run of some ids
+(``--ids``) can replace their blocks in an earlier result and keep the others (``merge``): the table of every id
+is then built by one short run per id instead of one long one.
 """
 
 from __future__ import annotations
@@ -22,12 +28,14 @@ import gymnasium as gym
 import numpy as np
 
 from baselines.eval import harness
-from baselines.eval.outputs import provenance
+from baselines.eval.outputs import provenance, run_facts
+from cluster_envs.common.guards import MEMORY_LIMIT
 
 DECISION_BUDGET_S = 2.0  # per decision: beyond, an episode of thousands of slots takes hours
 BATCH = 16  # copies of the batched env at every size
 STEP_SECONDS = 0.3  # CPU time each step timing aims at (at least 5 steps)
 MAX_SLOPE = 1.1  # the issue's bound on an env step's growth in its entities
+SLOPE_KEYS = ("step_s", "batched_step_s", "reset_s", "memory_mb", "decision_s")
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,17 @@ class Knob:
     kwargs: Callable[[int], dict[str, Any]]
     entities: Callable[[Any], int]
     agent: str
+    decision_memory: Callable[[Any, int], float] | None = None  # (reset agent, slots) -> predicted peak bytes
+
+
+def _esdp_memory(agent, slots: int) -> float:
+    """Bytes of ESDP's DP table in the largest of its first ``slots`` slots (ξ(t)·m budget rows, every edge usable
+    and of the largest budget weight ξ: an upper bound), by the knapsack's own estimate."""
+    from cluster_envs.multiserver import knapsack
+
+    xi, _ = agent.schedule(slots)
+    weights = np.full(agent.problem.n_edges, xi)
+    return knapsack.estimate(agent.A, agent.c, budget_weights=weights, s_max=xi * agent.m).memory
 
 
 def _sla(n: int) -> dict[str, Any]:
@@ -69,7 +88,7 @@ SCALING: dict[str, Knob] = {
         "machines", (300, 1000, 3000, 10_000), _approx, lambda env: env.config.n_machines, "opm"
     ),  # fmt: skip
     "ClusterMultiServer-v0": Knob(
-        "edges", (1, 2, 4, 8, 16), _multiserver, lambda env: len(env.instance.edges), "esdp_aa"
+        "edges", (1, 2, 4, 8, 16), _multiserver, lambda env: len(env.instance.edges), "esdp_aa", _esdp_memory
     ),  # fmt: skip
     "ClusterGang-v0": Knob("arms", (1, 2, 4, 8, 16), _gang, lambda env: len(env.instance.arms), "esdp_gang"),
     "ClusterBilinear-v0": Knob(
@@ -126,19 +145,28 @@ def measure_env(env_id: str, kwargs: dict[str, Any], knob: Knob, repeats: int) -
     return row
 
 
-def measure_decision(env_id: str, kwargs: dict[str, Any], agent: str, steps: int = 20) -> float:
-    """Median CPU seconds of the agent's decision over ``steps`` slots of an episode from reset."""
-    env, built, observation = harness.start(env_id, agent, 0, env_kwargs=kwargs)
-    seconds = []
+def measure_decision(env_id: str, kwargs: dict[str, Any], knob: Knob, *, timed: bool, steps: int = 20) -> dict:
+    """``decision_s``: median CPU seconds of the agent's decision over ``steps`` slots of an episode from reset
+    (with ``timed``, and only where the knob's predicted memory is within ``MEMORY_LIMIT``); and, for a knob that
+    predicts its decision's memory, ``decision_memory_gib``."""
+    env, built, observation = harness.start(env_id, knob.agent, 0, env_kwargs=kwargs)
+    row: dict[str, float] = {}
     with env:
-        for _ in range(steps):
+        if knob.decision_memory is not None:
+            predicted = knob.decision_memory(built, steps)
+            row["decision_memory_gib"] = predicted / 2**30
+            timed = timed and predicted <= MEMORY_LIMIT
+        seconds = []
+        for _ in range(steps if timed else 0):
             start = time.process_time()
             action = built.act(observation)
             seconds.append(time.process_time() - start)
             observation, _, terminated, truncated, _ = env.step(action)
             if terminated or truncated:
                 break
-    return median(seconds)
+    if seconds:
+        row["decision_s"] = median(seconds)
+    return row
 
 
 def slope(entities: list[int], seconds: list[float]) -> float | None:
@@ -150,8 +178,9 @@ def slope(entities: list[int], seconds: list[float]) -> float | None:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def run(env_ids=None, *, repeats: int = 3, progress=None) -> dict[str, Any]:
-    """Every size of every id's knob: env rows and the agent's decision, with the slopes."""
+def run(env_ids=None, *, repeats: int = 3, progress=None, command: str = "") -> dict[str, Any]:
+    """Every size of every id's knob: env rows and the agent's decision, with the slopes; each id's block records
+    ``command`` and the commit and date of its measurement (``measured``)."""
     say = progress or (lambda message: None)
     result: dict[str, Any] = {}
     for env_id in env_ids or SCALING:
@@ -162,15 +191,40 @@ def run(env_ids=None, *, repeats: int = 3, progress=None) -> dict[str, Any]:
             kwargs = knob.kwargs(scale)
             say(f"{env_id}: scale {scale} of {knob.unit}")
             row = {"scale": scale, **measure_env(env_id, kwargs, knob, repeats)}
-            if practical:
-                row["decision_s"] = measure_decision(env_id, kwargs, knob.agent)
-                practical = row["decision_s"] <= DECISION_BUDGET_S
+            if practical or knob.decision_memory is not None:
+                row.update(measure_decision(env_id, kwargs, knob, timed=practical))
+                practical = row.get("decision_s", np.inf) <= DECISION_BUDGET_S
             rows.append(row)
         entities = [r["entities"] for r in rows]
-        slopes = {key: slope(entities, [r.get(key) for r in rows])
-                  for key in ("step_s", "batched_step_s", "reset_s", "memory_mb", "decision_s")}  # fmt: skip
-        result[env_id] = {"unit": knob.unit, "agent": knob.agent, "rows": rows, "slopes": slopes}
+        keys = (*SLOPE_KEYS, "decision_memory_gib") if knob.decision_memory else SLOPE_KEYS
+        slopes = {key: slope(entities, [r.get(key) for r in rows]) for key in keys}
+        result[env_id] = {"unit": knob.unit, "agent": knob.agent, "rows": rows, "slopes": slopes,
+                          "measured": {"command": command, **run_facts()}}  # fmt: skip
     return result
+
+
+def merge(previous: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``previous`` with the blocks of ``new`` replacing or adding theirs, in ``SCALING``'s order (ids no longer in
+    ``SCALING`` are dropped: their knob is gone)."""
+    blocks = {**previous, **new}
+    return {env_id: blocks[env_id] for env_id in SCALING if env_id in blocks}
+
+
+def verdict(block: dict[str, Any]) -> str:
+    """The sentence under an id's table: whether its steps stay within ``MAX_SLOPE`` and where its decision stopped."""
+    s, unit = block["slopes"], block["unit"]
+    steps = [f"{name} {s[key]:.2f}" for name, key in (("single", "step_s"), ("batched", "batched_step_s"))
+             if s.get(key) is not None]  # fmt: skip
+    within = all(s[key] <= MAX_SLOPE for key in ("step_s", "batched_step_s") if s.get(key) is not None)
+    text = f"Step slopes {', '.join(steps)}: {'within' if within else '**above**'} the bound {MAX_SLOPE}."
+    stopped = next((r for r in block["rows"] if r.get("decision_s") is None), None)
+    if stopped is None:
+        return text + f" The {block['agent']} decision ran at every size."
+    if stopped.get("decision_memory_gib", 0) > MEMORY_LIMIT / 2**30:
+        why = f"its predicted memory, {stopped['decision_memory_gib']:.3g} GiB, exceeds the limit"
+    else:
+        why = f"the decision before it exceeded {DECISION_BUDGET_S:g} s"
+    return text + f" The {block['agent']} decision was not run from {stopped['entities']:,} {unit}: {why}."
 
 
 def _cell(value: float | None, scale: float = 1e3, digits: str = ".3g") -> str:
@@ -181,20 +235,27 @@ def to_markdown(result: dict[str, Any], command: str) -> str:
     lines = [provenance(command), "",
              f"CPU ms per call (median of the repeats), batched per copy at B = {BATCH}; memory: peak traced MB while "
              f"the env is built and reset; decision: the paper's algorithm, skipped (—) beyond the first size whose "
-             f"decision exceeds {DECISION_BUDGET_S:g} s. Slope: numpy.polyfit of log time on log entities (1 = "
+             f"decision exceeds {DECISION_BUDGET_S:g} s or whose predicted memory (where the column is given: the "
+             f"dynamic program's table over the first slots, an upper bound) exceeds the project's limit of "
+             f"{MEMORY_LIMIT / 2**30:g} GiB. Slope: numpy.polyfit of log time (or memory) on log entities (1 = "
              f"linear; the bound on an env step is {MAX_SLOPE}).", ""]  # fmt: skip
     for env_id, block in result.items():
         s = block["slopes"]
-        lines += [f"### {env_id}: {block['unit']}", "",
-                  f"| {block['unit']} | step (ms) | batched step (ms/copy) | reset (ms) | memory (MB) | "
-                  f"{block['agent']} decision (ms) |",
-                  "|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+        keys = [k for k in (*SLOPE_KEYS, "decision_memory_gib") if k in s]
+        predicted = "decision_memory_gib" in keys
+        measured = block.get("measured")
+        lines += [f"### {env_id}: {block['unit']}", ""]
+        if measured:
+            lines += [f"Measured by `{measured['command']}` on commit {measured['commit']}, {measured['date']}.", ""]
+        lines += [f"| {block['unit']} | step (ms) | batched step (ms/copy) | reset (ms) | memory (MB) | "
+                  f"{block['agent']} decision (ms) |" + (" predicted decision memory (GiB) |" if predicted else ""),
+                  "|---:|---:|---:|---:|---:|---:|" + ("---:|" if predicted else "")]  # fmt: skip
         for r in block["rows"]:
             batched = _cell(r.get("batched_step_s")) if "batched_error" not in r else "no batched env"
             lines.append(f"| {r['entities']:,} | {_cell(r['step_s'])} | {batched} | {_cell(r['reset_s'])} | "
-                         f"{_cell(r['memory_mb'], 1, '.1f')} | {_cell(r.get('decision_s'))} |")  # fmt: skip
-        keys = ("step_s", "batched_step_s", "reset_s", "memory_mb", "decision_s")
+                         f"{_cell(r['memory_mb'], 1, '.1f')} | {_cell(r.get('decision_s'))} |"
+                         + (f" {_cell(r.get('decision_memory_gib'), 1)} |" if predicted else ""))  # fmt: skip
         fitted = [_cell(None if s[k] is None else round(s[k], 2) + 0.0, 1, ".2f") for k in keys]  # no "-0.00"
         lines.append("| **slope** | **" + "** | **".join(fitted) + "** |")
-        lines.append("")
+        lines += ["", verdict(block), ""]
     return "\n".join(lines) + "\n"

@@ -9,8 +9,6 @@ unavailable trace, so compare relative improvements, not absolute utilities (spe
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import pickle
 import time
@@ -27,6 +25,7 @@ import numpy as np  # noqa: E402
 from baselines.eval import harness  # noqa: E402
 from baselines.eval.outputs import provenance  # noqa: E402
 from baselines.eval.progress import progress_bar  # noqa: E402
+from baselines.reproduce import episodes  # noqa: E402
 from cluster_envs.approx.model import utility  # noqa: E402
 
 SCHEMES = ("opm", "opm_no_estimation", "fair", "deadline_aware")
@@ -95,25 +94,17 @@ def run_one(task: tuple) -> Run:
 
 def episode_name(task: tuple) -> str:
     """The file name of ``task``'s episode: a hash of what decides the episode (env id, agent and its keywords, env
-    keywords, seed) in a canonical form (sorted keys), not of the task's key, so parts that label the same episode
-    differently (Table I's heavy-load episodes inside Fig. 2) share its file, whatever the keywords' order."""
+    keywords, seed), not of the task's key, so parts that label the same episode differently (Table I's heavy-load
+    episodes inside Fig. 2) share its file, whatever the keywords' order."""
     _, env_id, agent_name, agent_kwargs, env_kwargs, seed = task
-    episode = json.dumps([env_id, agent_name, agent_kwargs, env_kwargs, seed], sort_keys=True, default=repr)
-    return f"{hashlib.sha1(episode.encode()).hexdigest()}.pkl"
+    return episodes.episode_name(env_id, agent_name, agent_kwargs, env_kwargs, seed)
 
 
 def run_cached(job: tuple) -> Run:
     """``run_one`` through an episode file ``(task, path)``: an episode already on disk is read back (under the
     task's key), not rerun, so a long run that stops resumes where it was, and its finished episodes survive."""
     task, path = job
-    if path is not None and path.exists():
-        return replace(pickle.loads(path.read_bytes()), key=task[0])
-    run = run_one(task)
-    if path is not None:
-        partial = path.with_suffix(".part")
-        partial.write_bytes(pickle.dumps(run))
-        partial.replace(path)
-    return run
+    return replace(episodes.cached(path, lambda: run_one(task)), key=task[0])
 
 
 def run_tasks(

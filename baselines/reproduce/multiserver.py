@@ -11,6 +11,7 @@ Sweep grids are ours except the points the text names (ρ 0.8 and 1.0; |R| 60 an
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -24,6 +25,7 @@ from baselines.eval import harness
 from baselines.eval.outputs import provenance
 from baselines.eval.progress import progress_bar
 from baselines.eval.stats import mean_interval
+from baselines.reproduce import episodes
 
 ENV_ID = "ClusterMultiServer-v0"
 BASELINES = ("hauf", "lcf", "lwtf")
@@ -405,6 +407,30 @@ def _peak_and_final(numerator: np.ndarray, denominator: np.ndarray, skip: int) -
     return 100 * (ratio[skip:].max() - 1), 100 * (ratio[-1] - 1)
 
 
+def _normalization_episode(job: tuple) -> Run:
+    """One episode of the sensitivity study through its episode file ``(task, path)`` (picklable, for pools)."""
+    task, path = job
+    return episodes.cached(path, lambda: run_one(*task))
+
+
+def normalization_verdict(peak_of: dict[tuple, float], configs: list[tuple]) -> list[str]:
+    """Which readings reach the paper's three "up to" gains and, per heuristic, the reading that comes closest."""
+    lines = []
+    for learner in ("esdp", "esdp_aa"):
+        reaching = [f"`{n}` × {c:g}" for n, c in configs
+                    if all(peak_of[n, c, learner, b] >= PAPER_IMPROVEMENT[b] for b in BASELINES)]  # fmt: skip
+        closest = []
+        for b in BASELINES:
+            n, c = max(configs, key=lambda nc, b=b: peak_of[nc[0], nc[1], learner, b])
+            closest.append(
+                f"over {b} {peak_of[n, c, learner, b]:+.1f} % (`{n}` × {c:g}; paper {PAPER_IMPROVEMENT[b]:g} %)"
+            )
+        lines.append(f"- `{learner}`: " + (f"the readings {', '.join(reaching)} reach all three of the paper's gains"
+                     if reaching else "no reading reaches all three of the paper's gains")
+                     + "; the largest “up to” gain " + ", ".join(closest) + ".")  # fmt: skip
+    return lines
+
+
 def normalization_sensitivity(
     out_dir: str | Path = "results/reproduce/multiserver-normalization",
     *,
@@ -416,25 +442,38 @@ def normalization_sensitivity(
 ) -> Path:
     """ESDP's and ESDP-AA's improvement over each heuristic on the paper-scale instance (preset ``default``) under
     every utility normalization of ``NORMALIZATIONS`` and each cost scale; writes ``normalization.md`` into
-    ``out_dir`` and returns its path."""
+    ``out_dir`` and returns its path. Every finished episode is kept in ``out_dir/episodes`` and read back by the
+    next call, so a run stopped by a time limit resumes where it was."""
     from cluster_envs.multiserver.config import NORMALIZATIONS
 
-    _, out, workers = _setup("paper", out_dir, workers)
+    if horizon < 10:
+        raise ValueError(f"horizon={horizon} is not allowed; give at least 10 slots")
+    if not cost_scales or not all(c > 0 for c in cost_scales):
+        raise ValueError(f"cost_scales={cost_scales!r} is not allowed; give one or more positive factors")
     seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds: give at least one seed")
+    _, out, workers = _setup("paper", out_dir, workers)
     start = time.perf_counter()
     configs = [(n, c) for n in NORMALIZATIONS for c in cost_scales]
     tasks = [(agent, seed, {"preset": "default", "horizon": horizon, "normalization": n, "cost_mean": 0.5 * c,
                             "cost_std": 0.1 * c}, {})
-             for n, c in configs for agent in NORMALIZATION_AGENTS for seed in seeds]  # fmt: skip
-    runs = run_many(tasks, workers, progress, "normalization × cost scale")
+             for n, c in configs for seed in seeds for agent in NORMALIZATION_AGENTS]  # fmt: skip
+    (out / "episodes").mkdir(exist_ok=True)
+    jobs = [(t, out / "episodes" / episodes.episode_name(ENV_ID, *t)) for t in tasks]
+    with ProcessPoolExecutor(max_workers=workers) if workers > 1 else contextlib.nullcontext() as pool:
+        mapped = pool.map(_normalization_episode, jobs, chunksize=1) if pool else map(_normalization_episode, jobs)
+        runs = list(progress_bar(mapped, total=len(jobs), desc="normalization × cost scale", unit="episode",
+                                 enabled=progress))  # fmt: skip
     by = {
         (t[2]["normalization"], t[2]["cost_mean"] / 0.5, r.agent, r.seed): r for t, r in zip(tasks, runs, strict=True)
     }
     skip = min(200, horizon // 10)
     header = " | ".join(f"{learner} vs {b}" for learner in ("esdp", "esdp_aa") for b in BASELINES)
+    costs = "" if tuple(cost_scales) == COST_SCALES else " --costs " + " ".join(f"{c:g}" for c in cost_scales)
     lines = [
         provenance(
-            f"python -m baselines.reproduce.multiserver normalization --horizon {horizon} --seeds {len(seeds)}"
+            f"python -m baselines.reproduce.multiserver normalization --horizon {horizon} --seeds {len(seeds)}{costs}"
         ),  # fmt: skip
         "",
         "# Paper 001: ESDP's gains over the heuristics against the utility normalization and the cost scale",
@@ -449,16 +488,20 @@ def normalization_sensitivity(
         f"| normalization | cost × | {header} | reaches the paper's three |",
         "|---|---:|" + "---:|" * (2 * len(BASELINES)) + "---|",
     ]
+    peak_of: dict[tuple, float] = {}  # (normalization, cost scale, learner, heuristic) -> "up to" gain in %
     for n, c in configs:
         cum = {a: np.array([np.cumsum(by[n, c, a, s].utility) for s in seeds]) for a in NORMALIZATION_AGENTS}
         cells, reaches = [], []
         for learner in ("esdp", "esdp_aa"):
             peaks = {b: _peak_and_final(cum[learner], cum[b], skip) for b in BASELINES}
+            peak_of.update({(n, c, learner, b): peaks[b][0] for b in BASELINES})
             cells += [f"{peaks[b][0]:+.1f} / {peaks[b][1]:+.1f}" for b in BASELINES]
             if all(peaks[b][0] >= PAPER_IMPROVEMENT[b] for b in BASELINES):
                 reaches.append(learner)
         lines.append(f"| `{n}` | {c:g} | " + " | ".join(cells) + f" | {', '.join(reaches) or 'no'} |")
-    lines += ["", f"Wall time: {time.perf_counter() - start:.0f} s with {workers} worker(s), {len(tasks)} episodes."]
+    lines += ["", *normalization_verdict(peak_of, configs)]
+    lines += ["", f"Wall time: {time.perf_counter() - start:.0f} s with {workers} worker(s), {len(tasks)} episodes "
+              "(episodes kept from an earlier, stopped run are read back, not rerun)."]  # fmt: skip
     report = out / "normalization.md"
     report.write_text("\n".join(lines) + "\n")
     return report
@@ -489,11 +532,36 @@ def run(
     return report
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str] | None = None) -> None:
+    """``python -m baselines.reproduce.multiserver [small|paper]`` (the whole reproduction) or
+    ``python -m baselines.reproduce.multiserver normalization [--horizon T] [--seeds N] [--costs C ...]
+    [--workers W] [--out DIR]`` (the sensitivity study)."""
+    import argparse
 
-    if sys.argv[1:2] == ["normalization"]:  # python -m baselines.reproduce.multiserver normalization [T] [seeds]
-        horizon, n_seeds = (int(v) for v in (sys.argv[2:3] or ["1000"]) + (sys.argv[3:4] or ["3"]))
-        print(normalization_sensitivity(horizon=horizon, seeds=range(n_seeds)))
-    else:
-        print(run(*sys.argv[1:2]))
+    parser = argparse.ArgumentParser(prog="python -m baselines.reproduce.multiserver")
+    parser.add_argument("study", nargs="?", default="small", choices=(*SCALES, "normalization"),
+                        help="a scale of the whole reproduction, or the normalization study")  # fmt: skip
+    parser.add_argument("--horizon", type=int, default=1000, help="normalization: slots per episode")
+    parser.add_argument("--seeds", type=int, default=3, help="normalization: seeds 0..N-1")
+    parser.add_argument("--costs", type=float, nargs="+", default=list(COST_SCALES),
+                        help="normalization: cost scales (× the generator's cost mean and sd)")  # fmt: skip
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: 2 or the cores)")
+    parser.add_argument("--out", default=None,
+                        help="output folder (default: results/reproduce/multiserver[-normalization])")  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.study != "normalization":
+        print(run(args.study, args.out or "results/reproduce/multiserver", workers=args.workers))
+        return
+    if args.seeds < 1:
+        parser.error(f"--seeds must be a positive integer, got {args.seeds}")
+    report = normalization_sensitivity(args.out or "results/reproduce/multiserver-normalization",
+                                       horizon=args.horizon, seeds=range(args.seeds), cost_scales=tuple(args.costs),
+                                       workers=args.workers)  # fmt: skip
+    print(f"report written to {report}")
+
+
+if __name__ == "__main__":
+    # through the imported module, so that pickled runs name baselines.reproduce.multiserver.Run, not __main__.Run
+    from baselines.reproduce.multiserver import main as module_main
+
+    module_main()

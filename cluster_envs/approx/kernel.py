@@ -29,8 +29,8 @@ JI_ROWS = 8
 # Rows of the float machine matrix ``mf`` and of the int machine matrix ``mi``.
 PRICE, N_OBS, SUM_OBS, LAST_RATE, CAPACITY = range(5)
 MF_ROWS = 5
-LAST_MASK, LAST_JOB, NOW_JOB = range(3)
-MI_ROWS = 3
+LAST_MASK, LAST_JOB, NOW_JOB, EXEC_SLOT = range(4)  # EXEC_SLOT: the slot machine i ran (-1: none), if EXEC_SPARSE
+MI_ROWS = 4
 # Rows of the int slot matrix ``si`` and of the float slot matrix ``sf``.
 SLOT_JOB, IS_NEW, EXHAUSTED_NOW, CHANGED = range(4)
 SI_ROWS = 4
@@ -39,8 +39,9 @@ SF_ROWS = 2
 # Entries of the int counters ``c``.
 (T, NEXT_ARRIVAL, NEXT_DEPARTURE, NEXT_ACTIVATE, N_WAITING, N_ACTIVE, N_CHANGED, TOTAL_INVALID, TOTAL_BLOCKED,
  TOTAL_REPAIRED, MAX_CONCURRENCY, N_WAITED, N_INVALID, N_BLOCKED, N_REPAIRED, ARRIVALS_FROM,
- DEPARTURES_FROM, N_JOBS, RATES_FROM) = range(19)  # fmt: skip
-C_SIZE = 19  # N_JOBS: the instance's job count (a batch pads the job axis); RATES_FROM: slot of batch_begin's rates[0]
+ DEPARTURES_FROM, N_JOBS, RATES_FROM, EXEC_SPARSE) = range(20)  # fmt: skip
+C_SIZE = 20  # N_JOBS: the instance's job count (a batch pads the job axis); RATES_FROM: slot of batch_begin's rates[0]
+# EXEC_SPARSE: 1 if the last slot was stepped by _occupant_slot, so ``executed``'s ones are those of mi[EXEC_SLOT]
 # Entries of the float statistics ``f``.
 (UTILITY_TRUE, UTILITY_APPROX, ORACLE_ACCRUED, FIT_SIGNED, FIT_POSITIVE, MIGRATION_SUM, MIGRATIONS, REWARD_TRUE,
  REWARD_APPROX, REWARD_SPARSE) = range(10)  # fmt: skip
@@ -174,6 +175,72 @@ def _executed_dot_blas(executed, b, x, out, orow) -> None:
     out[b, orow, 0] = dot
 
 
+@njit(cache=True, inline="always")
+def _occupant_slot(actions, b, rates, state, body, two_from, two_to):
+    """:func:`batch_begin`'s decode, validity and budget checks and work and cost products for an occupant action
+    (one slot per machine) on K ≥ 2 slots, in O(M + K): ``executed`` is cleared where the last slot set it (all of
+    it after a reset or a matrix step) and set where this one runs; each slot's products add its machines' terms in
+    increasing machine order into the lanes of batch_begin's loops (i % 4, or i % 2 in its block of two rows, and
+    the last M % 4 terms as one group). Below M = 2048 that is the dense path bit for bit (the terms it skips are
+    +0.0); from M = 2048, where the dense path calls BLAS, whose blocking it does not follow, the two agree to
+    rounding. Marks the jobs that ran as scheduled; returns (n_invalid, n_blocked)."""
+    executed, jf, ji, mf, mi, si, sf, c, p = (state.executed, state.jf, state.ji, state.mf, state.mi, state.si,
+                                             state.sf, state.c, state.p)  # fmt: skip
+    n_slots, m = executed.shape[1], executed.shape[2]
+    if c[b, EXEC_SPARSE]:
+        for i in range(m):
+            if mi[b, EXEC_SLOT, i] >= 0:
+                executed[b, mi[b, EXEC_SLOT, i], i] = 0
+    else:
+        for k in range(n_slots):
+            for i in range(m):
+                executed[b, k, i] = 0
+        c[b, EXEC_SPARSE] = 1
+    lanes = np.zeros((2, n_slots, 4))  # work and cost lanes per slot
+    tails = np.zeros((2, n_slots))
+    cumulative = np.zeros(n_slots)  # the budget check's running spend per slot
+    for k in range(n_slots):
+        si[b, EXHAUSTED_NOW, k] = 0
+    n_invalid = n_blocked = 0
+    for i in range(m):
+        mi[b, NOW_JOB, i] = -1
+        mi[b, EXEC_SLOT, i] = -1
+        k = int(actions[b, i]) - 1
+        if k < 0:
+            continue
+        j = si[b, SLOT_JOB, k]
+        if j < 0:  # a proposal to an empty slot
+            n_invalid += 1
+            continue
+        if p[P_HARD]:
+            cumulative[k] += mf[b, PRICE, i]
+            if not jf[b, SPENT, j] + cumulative[k] < jf[b, BUDGET, j]:
+                n_blocked += 1
+                si[b, EXHAUSTED_NOW, k] = 1
+                continue
+        executed[b, k, i] = 1
+        mi[b, NOW_JOB, i] = j
+        mi[b, EXEC_SLOT, i] = k
+        ji[b, SCHEDULED, j] = 1
+        if i < body:
+            lane = i & 1 if two_from <= k < two_to else i & 3
+            lanes[0, k, lane] += rates[i]
+            lanes[1, k, lane] += mf[b, PRICE, i]
+        else:
+            tails[0, k] += rates[i]
+            tails[1, k] += mf[b, PRICE, i]
+    for k in range(n_slots):
+        for q in range(2):
+            w = lanes[q, k]
+            total = 0.0
+            if body:
+                total = 0.0 + (w[0] + w[1]) if two_from <= k < two_to else 0.0 + ((w[0] + w[2]) + (w[1] + w[3]))
+            if body < m:
+                total = total + tails[q, k]
+            sf[b, SLOT_WORK if q == 0 else SLOT_COST, k] = total
+    return n_invalid, n_blocked
+
+
 @njit(cache=True, inline="always")  # into the single env's step_begin / step_end: no call
 def batch_begin(actions, mode, rates, stepping, state, power_in, offsets) -> int:
     """First half of slot t = c[b, T] + 1 of every stepping copy b (leading axis of the state arrays; the single
@@ -211,91 +278,97 @@ def batch_begin(actions, mode, rates, stepping, state, power_in, offsets) -> int
                 continue
         t = c[b, T] + 1
         row = t - c[b, RATES_FROM]
-        for k in range(n_slots):
-            for i in range(m):
-                assign[b, k, i] = False
-        if mode == DECODE_OCCUPANT:
-            for i in range(m):
-                if actions[b, i] > 0:
-                    assign[b, int(actions[b, i]) - 1, i] = True
-        elif mode == DECODE_SINGLE:
-            for i in range(m):
-                assign[b, 0, i] = actions[b, i] != 0
+        sparse = mode == DECODE_OCCUPANT and n_slots > 1 and not p[P_GENERALIZED]
+        if sparse:  # one slot per machine: O(M + K) instead of the (K, M) matrices' O(K·M)
+            n_invalid, n_blocked = _occupant_slot(actions, b, rates[row, b], state, body, two_from, two_to)
+            n_repaired = 0
         else:
+            c[b, EXEC_SPARSE] = 0
             for k in range(n_slots):
                 for i in range(m):
-                    assign[b, k, i] = actions[b, k * m + i] != 0
-        n_invalid = 0
-        for k in range(n_slots):
-            if si[b, SLOT_JOB, k] < 0:
-                for i in range(m):
-                    n_invalid += assign[b, k, i]
                     assign[b, k, i] = False
-        n_repaired = _repair(assign, b, si, jf, ji, mf, sf) if p[P_GENERALIZED] else 0
-        n_blocked = 0
-        for i in range(m):
-            mi[b, NOW_JOB, i] = -1
-        for k in range(n_slots):
-            j = si[b, SLOT_JOB, k]
-            spent = jf[b, SPENT, j] if j >= 0 else 0.0
-            budget = jf[b, BUDGET, j] if j >= 0 else np.inf
-            cumulative = 0.0
-            si[b, EXHAUSTED_NOW, k] = 0
-            for i in range(m):
-                run = assign[b, k, i]
-                if run and p[P_HARD]:
-                    cumulative += mf[b, PRICE, i]
-                    if not spent + cumulative < budget:
-                        run = False
-                        n_blocked += 1
-                        si[b, EXHAUSTED_NOW, k] = 1
-                executed[b, k, i] = 1 if run else 0
-                if run:
-                    mi[b, NOW_JOB, i] = j  # the last executed slot wins, as numpy's fancy assignment
-        if not looped:
-            _executed_dot_blas(executed, b, rates[row, b], sf, SLOT_WORK)
-            _executed_dot_blas(executed, b, mf[b, PRICE], sf, SLOT_COST)
-        for k in range(n_slots if looped else 0):
-            work = cost = 0.0
-            if n_slots == 1:
+            if mode == DECODE_OCCUPANT:
                 for i in range(m):
-                    work += executed[b, 0, i] * rates[row, b, i]
-                    cost += executed[b, 0, i] * mf[b, PRICE, i]
+                    if actions[b, i] > 0:
+                        assign[b, int(actions[b, i]) - 1, i] = True
+            elif mode == DECODE_SINGLE:
+                for i in range(m):
+                    assign[b, 0, i] = actions[b, i] != 0
             else:
-                if body:
-                    w0 = w1 = w2 = w3 = c0 = c1 = c2 = c3 = 0.0
-                    i = 0
-                    if two_from <= k < two_to:
-                        while i < body:
-                            w0 += executed[b, k, i] * rates[row, b, i]
-                            w1 += executed[b, k, i + 1] * rates[row, b, i + 1]
-                            c0 += executed[b, k, i] * mf[b, PRICE, i]
-                            c1 += executed[b, k, i + 1] * mf[b, PRICE, i + 1]
-                            i += 2
-                        work, cost = 0.0 + (w0 + w1), 0.0 + (c0 + c1)
-                    else:
-                        while i < body:
-                            w0 += executed[b, k, i] * rates[row, b, i]
-                            w1 += executed[b, k, i + 1] * rates[row, b, i + 1]
-                            w2 += executed[b, k, i + 2] * rates[row, b, i + 2]
-                            w3 += executed[b, k, i + 3] * rates[row, b, i + 3]
-                            c0 += executed[b, k, i] * mf[b, PRICE, i]
-                            c1 += executed[b, k, i + 1] * mf[b, PRICE, i + 1]
-                            c2 += executed[b, k, i + 2] * mf[b, PRICE, i + 2]
-                            c3 += executed[b, k, i + 3] * mf[b, PRICE, i + 3]
-                            i += 4
-                        work, cost = 0.0 + ((w0 + w2) + (w1 + w3)), 0.0 + ((c0 + c2) + (c1 + c3))
-                if body < m:
-                    work_tail = executed[b, k, body] * rates[row, b, body]
-                    cost_tail = executed[b, k, body] * mf[b, PRICE, body]
-                    i = body + 1
-                    while i < m:
-                        work_tail = work_tail + executed[b, k, i] * rates[row, b, i]
-                        cost_tail = cost_tail + executed[b, k, i] * mf[b, PRICE, i]
-                        i += 1
-                    work, cost = work + work_tail, cost + cost_tail
-            sf[b, SLOT_WORK, k] = work
-            sf[b, SLOT_COST, k] = cost
+                for k in range(n_slots):
+                    for i in range(m):
+                        assign[b, k, i] = actions[b, k * m + i] != 0
+            n_invalid = 0
+            for k in range(n_slots):
+                if si[b, SLOT_JOB, k] < 0:
+                    for i in range(m):
+                        n_invalid += assign[b, k, i]
+                        assign[b, k, i] = False
+            n_repaired = _repair(assign, b, si, jf, ji, mf, sf) if p[P_GENERALIZED] else 0
+            n_blocked = 0
+            for i in range(m):
+                mi[b, NOW_JOB, i] = -1
+            for k in range(n_slots):
+                j = si[b, SLOT_JOB, k]
+                spent = jf[b, SPENT, j] if j >= 0 else 0.0
+                budget = jf[b, BUDGET, j] if j >= 0 else np.inf
+                cumulative = 0.0
+                si[b, EXHAUSTED_NOW, k] = 0
+                for i in range(m):
+                    run = assign[b, k, i]
+                    if run and p[P_HARD]:
+                        cumulative += mf[b, PRICE, i]
+                        if not spent + cumulative < budget:
+                            run = False
+                            n_blocked += 1
+                            si[b, EXHAUSTED_NOW, k] = 1
+                    executed[b, k, i] = 1 if run else 0
+                    if run:
+                        mi[b, NOW_JOB, i] = j  # the last executed slot wins, as numpy's fancy assignment
+            if not looped:
+                _executed_dot_blas(executed, b, rates[row, b], sf, SLOT_WORK)
+                _executed_dot_blas(executed, b, mf[b, PRICE], sf, SLOT_COST)
+            for k in range(n_slots if looped else 0):
+                work = cost = 0.0
+                if n_slots == 1:
+                    for i in range(m):
+                        work += executed[b, 0, i] * rates[row, b, i]
+                        cost += executed[b, 0, i] * mf[b, PRICE, i]
+                else:
+                    if body:
+                        w0 = w1 = w2 = w3 = c0 = c1 = c2 = c3 = 0.0
+                        i = 0
+                        if two_from <= k < two_to:
+                            while i < body:
+                                w0 += executed[b, k, i] * rates[row, b, i]
+                                w1 += executed[b, k, i + 1] * rates[row, b, i + 1]
+                                c0 += executed[b, k, i] * mf[b, PRICE, i]
+                                c1 += executed[b, k, i + 1] * mf[b, PRICE, i + 1]
+                                i += 2
+                            work, cost = 0.0 + (w0 + w1), 0.0 + (c0 + c1)
+                        else:
+                            while i < body:
+                                w0 += executed[b, k, i] * rates[row, b, i]
+                                w1 += executed[b, k, i + 1] * rates[row, b, i + 1]
+                                w2 += executed[b, k, i + 2] * rates[row, b, i + 2]
+                                w3 += executed[b, k, i + 3] * rates[row, b, i + 3]
+                                c0 += executed[b, k, i] * mf[b, PRICE, i]
+                                c1 += executed[b, k, i + 1] * mf[b, PRICE, i + 1]
+                                c2 += executed[b, k, i + 2] * mf[b, PRICE, i + 2]
+                                c3 += executed[b, k, i + 3] * mf[b, PRICE, i + 3]
+                                i += 4
+                            work, cost = 0.0 + ((w0 + w2) + (w1 + w3)), 0.0 + ((c0 + c2) + (c1 + c3))
+                    if body < m:
+                        work_tail = executed[b, k, body] * rates[row, b, body]
+                        cost_tail = executed[b, k, body] * mf[b, PRICE, body]
+                        i = body + 1
+                        while i < m:
+                            work_tail = work_tail + executed[b, k, i] * rates[row, b, i]
+                            cost_tail = cost_tail + executed[b, k, i] * mf[b, PRICE, i]
+                            i += 1
+                        work, cost = work + work_tail, cost + cost_tail
+                sf[b, SLOT_WORK, k] = work
+                sf[b, SLOT_COST, k] = cost
         # migrations: machines whose previous, still-running occupant changed (before this slot's exhaustions)
         moved = 0
         for i in range(m):
@@ -322,7 +395,7 @@ def batch_begin(actions, mode, rates, stepping, state, power_in, offsets) -> int
             jf[b, SPENT, j] += sf[b, SLOT_COST, k]
             if si[b, EXHAUSTED_NOW, k]:
                 ji[b, EXHAUSTED, j] = 1
-            for i in range(m):
+            for i in range(0 if sparse else m):  # (the sparse slot has marked its jobs scheduled)
                 if executed[b, k, i] > 0:
                     ji[b, SCHEDULED, j] = 1
                     break
@@ -451,7 +524,10 @@ def batch_end(power_out, offsets, stepping, state, beta, horizon, obs):
                 last_rate[b, i] = mf[b, LAST_RATE, i]
                 last_mask[b, i] = mi[b, LAST_MASK, i]
             _job_rows(jobs, b, beta, False, jf, ji, si, t)
-            if occupant.shape[1]:
+            if occupant.shape[1] and c[b, EXEC_SPARSE]:
+                for i in range(m):
+                    occupant[b, i] = mi[b, EXEC_SLOT, i] + 1
+            elif occupant.shape[1]:
                 for i in range(m):
                     slot = 0
                     for k in range(n_slots):
@@ -534,6 +610,43 @@ def write_job_rows(rows, beta, generalized, state, t) -> None:
     """The observation's ``jobs`` matrix (K, F) of one env (``state`` a batch of one): one row per visible job
     slot, zeros for an empty slot."""
     _job_rows(rows[None], 0, beta, generalized, state.jf, state.ji, state.si, t)
+
+
+# The keys of the flat observation's layout (:func:`write_flat_observation`), in gymnasium's (sorted) Dict order.
+FLAT_KEYS = ("job", "jobs", "last_assignment", "last_mask", "last_occupant", "last_rate", "n_obs", "price", "sum_obs",
+             "time")  # fmt: skip
+
+
+@njit(cache=True)
+def write_flat_observation(out, starts, scale, t, horizon, mf, mi, rows, executed) -> None:
+    """One env's observation as ``gymnasium.spaces.flatten`` of its Dict gives it, each entry divided by ``scale``
+    (ones: the flat observation; the public bounds: the scaled one), into ``out`` (float64 or float32): the
+    Dict's parts written at ``starts`` (one per ``FLAT_KEYS`` entry, -1 where the env has no such key) straight
+    from the state arrays, instead of building the Dict and flattening it part by part."""
+    m, n_slots = mf.shape[1], executed.shape[0]
+    values = np.zeros(out.size)
+    if starts[0] >= 0:
+        values[starts[0] : starts[0] + rows.shape[1]] = rows[0]
+    if starts[1] >= 0:
+        values[starts[1] : starts[1] + rows.size] = rows.ravel()
+    if starts[2] >= 0:
+        values[starts[2] : starts[2] + executed.size] = executed.ravel()
+    for i in range(m):
+        values[starts[3] + i] = mi[LAST_MASK, i]
+        if starts[4] >= 0:  # one-hot of the occupant slot 1..K (0: idle) per machine
+            occupant = 0
+            for k in range(n_slots):
+                if executed[k, i]:
+                    occupant += k + 1
+            values[starts[4] + i * (n_slots + 1) + occupant] = 1.0
+        values[starts[5] + i] = mf[LAST_RATE, i]
+        values[starts[6] + i] = mf[N_OBS, i]
+        values[starts[7] + i] = mf[PRICE, i]
+        values[starts[8] + i] = mf[SUM_OBS, i]
+    values[starts[9]] = t / horizon
+    values[starts[9] + 1] = (horizon - t) / horizon
+    for q in range(out.size):
+        out[q] = values[q] / scale[q]
 
 
 @njit(cache=True)

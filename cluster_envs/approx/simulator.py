@@ -147,15 +147,20 @@ class ApproxSimulator(HoldsRecord):
             self.power_out[:count] = self.power_in[:count]
         kernel.step_end(self.power_out, self.record)
 
+    def occupants(self) -> np.ndarray:
+        """(M,) the job slot 1..K each machine ran in the last slot (0: idle) of a one-slot-per-machine step: read
+        from the kernel's per-machine record where it kept one, in O(M), else summed from ``executed``."""
+        if self.c[kernel.EXEC_SPARSE]:
+            return self.mi[kernel.EXEC_SLOT] + 1
+        return kernel.occupants(self.executed)
+
     def slot_details(self) -> dict:
-        """Per-slot detail of the last step (the env's full ``info``)."""
+        """Per-slot detail of the last step (the env's full ``info``; the executed tasks are ``executed``)."""
         c = self.c
-        executed = self.executed > 0
         ran = self.mi[kernel.LAST_MASK].astype(bool)
         return {
             "slot_work": self.sf[kernel.SLOT_WORK].copy(),
             "slot_cost": self.sf[kernel.SLOT_COST].copy(),
-            "executed": executed,
             "rates": self.rates_now,
             "ran": ran,
             "n_invalid": int(c[kernel.N_INVALID]),

@@ -32,7 +32,7 @@ import numpy as np
 
 from cluster_envs.common.alibaba_gpu import NODE_FILE, POD_FILE, RESOURCES, GpuTrace, load_gpu_trace
 from cluster_envs.multiserver.config import MAX_MAGNITUDE
-from cluster_envs.multiserver.gang import GangInstance, GangParams, arms_of, min_task_counts
+from cluster_envs.multiserver.gang import GangInstance, GangParams, arms_of, min_task_counts, scaled_capacity
 from cluster_envs.multiserver.model import GeneratorParams, MultiServerInstance, capacity_vector, draw_utility
 
 
@@ -138,7 +138,8 @@ def trace_gang_instance(params: GangParams, trace_dir, horizon: int, rng) -> Gan
     utility = draw_utility(params, len(RESOURCES), len(arms), rng)
     return GangInstance(
         params.n_ports, params.n_servers, arms, task_port, min_task_counts(n_tasks, params.min_tasks),
-        work.requests[:, task_port], work.node_capacity, utility=utility, rho=_rho(work), schedule=work.schedule,
+        work.requests[:, task_port], scaled_capacity(work.node_capacity, params), utility=utility, rho=_rho(work),
+        schedule=work.schedule,
     )  # fmt: skip
 
 

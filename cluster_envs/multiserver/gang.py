@@ -33,6 +33,7 @@ class GangParams:
     req_high: int = 2
     c_low: int = 1
     c_high: int = 2
+    capacity_scale: float = 1.0  # each server's capacity × this, floored (the trace's binding preset: 0.2)
     mu_low: float = 0.1
     mu_high: float = 1.0
     sigma_ratio: float = 0.5
@@ -108,7 +109,7 @@ def generate_gang_instance(p: GangParams, rng: np.random.Generator) -> GangInsta
     n_tasks = rng.integers(p.tasks_low, p.tasks_high + 1, size=p.n_ports)
     task_port = np.repeat(np.arange(p.n_ports), n_tasks)
     task_req = rng.integers(p.req_low, p.req_high + 1, size=(p.n_device_types, task_port.size))
-    server_cap = rng.integers(p.c_low, p.c_high + 1, size=(p.n_device_types, p.n_servers))
+    server_cap = scaled_capacity(rng.integers(p.c_low, p.c_high + 1, size=(p.n_device_types, p.n_servers)), p)
     arms = arms_of(task_port, adj)
     utility = draw_utility(p, p.n_device_types, len(arms), rng)
     rho = np.broadcast_to(np.asarray(p.arrival_prob, dtype=float), (p.n_ports,)).copy()
@@ -123,6 +124,33 @@ def generate_gang_instance(p: GangParams, rng: np.random.Generator) -> GangInsta
         utility=utility,
         rho=rho,
     )
+
+
+def scaled_capacity(server_cap: np.ndarray, p: GangParams) -> np.ndarray:
+    """Per-server capacities (K, |R|) in units × ``capacity_scale``, floored (1: unchanged)."""
+    if p.capacity_scale == 1.0:
+        return server_cap
+    return np.floor(server_cap * p.capacity_scale + 1e-9).astype(np.int64)
+
+
+def binding_share(inst: GangInstance) -> float:
+    """The share of slots in which capacity binds: no feasible placement runs every task of the arrived jobs that
+    could each run alone (the most tasks a placement runs, ``gang_milp`` with unit values, falls short of their
+    count). A job that fits nowhere even alone is not contention and is not counted. One MILP per port and per
+    distinct arrival pattern of ``inst.schedule``."""
+    if inst.schedule is None:
+        raise ValueError("binding_share needs replayed arrivals (a trace preset's instance.schedule)")
+    ones = np.ones(inst.n_edges)
+
+    def most_tasks(ports: np.ndarray) -> int:
+        x = gang_milp(ones, inst, ports.astype(bool))
+        return 0 if x is None else int(x.sum())
+
+    tasks = inst.n_tasks_of_port
+    alone = np.array([most_tasks(np.eye(inst.n_ports)[l]) == tasks[l] for l in range(inst.n_ports)])
+    patterns, slot_pattern = np.unique(inst.schedule, axis=0, return_inverse=True)
+    binds = np.array([most_tasks(p) < tasks @ (p * alone) for p in patterns])
+    return float(binds[slot_pattern.ravel()].mean())
 
 
 def arms_of(task_port: np.ndarray, adj: np.ndarray) -> np.ndarray:

@@ -97,6 +97,16 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     - `alibaba_gpu_2023`: |L| 4; |R| 10; K 3; edge_prob 0.3; tasks per job from the trace, 2–4
     - `production`: |L| 100; |R| 1523 (the Alibaba trace's node count); K 3; edge_prob 0.002; tasks per job 2–4;
       `compute_regret=False`: the oracle's MILP is refused by the guards at this size
+    - `alibaba_gpu_2023_binding`: the same trace where capacity binds: T = 200 (time compressed 10×, slots of 4
+      hours), `edge_prob=1.0` (every node that can host a job type is adjacent to its port) and
+      `capacity_scale=0.2` (each node's capacity a fifth, floored in units). At `alibaba_gpu_2023` no slot binds:
+      four ports hold at most one job each on ten nodes sized for dozens of pods, and with `edge_prob=0.3` a
+      smaller capacity only leaves jobs that fit nowhere even alone (not contention). *Binds*
+      (`cluster_envs.multiserver.gang.binding_share`): no feasible placement runs every task of the arrived jobs
+      that could each run alone. Chosen by measuring that share over T in {200, 400, 2,000}, `edge_prob` in
+      {0.3, 0.5, 1.0} and `capacity_scale` in {0.15, 0.2, 0.25, 0.3, 0.5, 1}: the mildest scaling of that grid
+      that binds in at least half of the slots. The measured share and the agents there are on the generated
+      page [Real traces where capacity binds](../results/traces/report.md).
 
     `alibaba_gpu_2023` needs `trace_dir`, the folder of the Alibaba GPU 2023 CSVs. It is ClusterMultiServer-v0's [trace
     workload](ClusterMultiServer-v0.md#trace-driven-preset-alibaba_gpu_2023) (device types, job types, replayed
@@ -105,7 +115,8 @@ class ClusterGangEnv(ClusterMultiServerEnv):
     created in a slot that has one. The batched env refuses it (replayed arrivals).
 
     Other keyword arguments: `arrival_prob`, `horizon`, `tasks_low`/`tasks_high`, `min_tasks`, `req_low`/`req_high`,
-    `c_low`/`c_high`, the utility parameters, `normalization`, `instance_seed`, `action_mode`, `invalid_action`,
+    `c_low`/`c_high`, `capacity_scale` (each server's capacity × this factor, floored to whole units; default
+    1), the utility parameters, `normalization`, `instance_seed`, `action_mode`, `invalid_action`,
     `binary_repair_order`, `infeasible_penalty`, `compute_regret`, `info_level`, `workload` and `trace_dir`.
 
     ## Rendering

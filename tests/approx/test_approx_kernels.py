@@ -87,6 +87,60 @@ def test_slot_work_and_cost_are_numpys_matrix_vector_products(n_rows):
                                            err_msg=f"{n_rows} x {m}")  # fmt: skip
 
 
+def _slot_state(n_rows, m, rng, hard):
+    """A batch of one with jobs in some slots (others empty), budgets that bind part of the time with ``hard``."""
+    jf, ji = np.zeros((kernel.JF_ROWS, n_rows)), np.zeros((kernel.JI_ROWS, n_rows), dtype=np.int64)
+    ji[kernel.DEADLINE] = 10
+    jf[kernel.BUDGET] = rng.uniform(0.0, 0.6 * m, n_rows)
+    jf[kernel.SPENT] = rng.uniform(0.0, 0.2 * m, n_rows)
+    mf = np.zeros((kernel.MF_ROWS, m))
+    mf[kernel.PRICE] = rng.random(m) * 10.0 ** rng.uniform(-2, 1, m)
+    mi = np.full((kernel.MI_ROWS, m), -1, dtype=np.int64)
+    si = np.zeros((kernel.SI_ROWS, n_rows), dtype=np.int64)
+    si[kernel.SLOT_JOB] = np.where(rng.random(n_rows) < 0.8, np.arange(n_rows), -1)
+    arrays = (
+        np.zeros((n_rows, m), dtype=bool),
+        np.zeros((n_rows, m), dtype=np.uint8),
+        jf,
+        ji,
+        mf,
+        mi,
+        si,
+        np.zeros((kernel.SF_ROWS, n_rows)),
+        np.zeros(kernel.C_SIZE, np.int64),
+        np.zeros(kernel.F_SIZE),
+    )
+    p = np.zeros(kernel.P_SIZE, np.int64)
+    p[kernel.P_HARD] = hard
+    one = dict(zip(kernel.BATCH_FIELDS[:-1], [a[None] for a in arrays], strict=True))
+    return arrays, kernel.batch_record(**one, p=p)
+
+
+@pytest.mark.parametrize("hard", [0, 1])
+def test_an_occupant_step_equals_the_matrix_step_of_its_assignment_bit_for_bit(hard):
+    """The occupant decode's O(M + K) path (``_occupant_slot``) against the dense (K, M) path on the same
+    assignment, over three slots in a row (the sparse path clears only what it set) and after a matrix step."""
+    rng = np.random.default_rng(hard)
+    for n_rows in (2, 3, 4, 5, 6, 7, 9, 64):
+        for m in [*range(1, 24), 64, 203, 1000]:
+            seed = int(rng.integers(2**32))
+            sparse, dense = (_slot_state(n_rows, m, np.random.default_rng(seed), hard) for _ in range(2))
+            for step in range(4):
+                occupant = rng.integers(0, n_rows + 1, m).astype(np.float64)
+                matrix = (occupant[None, :] == np.arange(1, n_rows + 1)[:, None]).astype(np.float64).reshape(-1)
+                mode = kernel.DECODE_MATRIX if step == 2 else kernel.DECODE_OCCUPANT  # a matrix step in between
+                rates = rng.random(m) * 10.0 ** rng.uniform(-3, 3, m)
+                kernel.step_begin(occupant if mode == kernel.DECODE_OCCUPANT else matrix, mode, rates, sparse[1],
+                                  np.zeros(2 * n_rows))  # fmt: skip
+                kernel.step_begin(matrix, kernel.DECODE_MATRIX, rates, dense[1], np.zeros(2 * n_rows))
+                for name, a, b in zip(kernel.BATCH_FIELDS[1:-3], sparse[0][1:], dense[0][1:], strict=False):
+                    if name == "mi":
+                        a, b = a[: kernel.EXEC_SLOT], b[: kernel.EXEC_SLOT]  # EXEC_SLOT: the sparse path's own row
+                    assert np.array_equal(a, b), f"{name}: {n_rows} x {m}, step {step}"
+                counters = [kernel.N_INVALID, kernel.N_BLOCKED, kernel.TOTAL_INVALID, kernel.TOTAL_BLOCKED]
+                assert np.array_equal(sparse[0][8][counters], dense[0][8][counters])
+
+
 def _numpy_ap_time(ends, is_ap, times):
     """The vectorized formulation the compiled ap_time replaced (reference)."""
     n_machines, n_periods = ends.shape

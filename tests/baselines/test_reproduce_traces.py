@@ -19,3 +19,15 @@ def test_traces_is_refused_by_the_other_reproductions(tmp_path, capsys):
     assert main(["reproduce", "sla", "--traces", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     assert "--traces is read by `reproduce traces` only" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_rerun_reads_the_finished_sections_back(tmp_path, monkeypatch):
+    for folder, probe in traces.TRACE_FOLDERS.values():
+        (tmp_path / "traces" / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "traces" / folder / probe).write_text("")
+    calls = []
+    monkeypatch.setattr(traces, "row_report", lambda row, *_: calls.append(row) or [f"### {row.preset}", ""])
+    for _ in range(2):
+        text = traces.run(out_dir=tmp_path / "out", traces=tmp_path / "traces", progress=False).read_text()
+    assert len(calls) == len(traces.ROWS)  # the second run ran none
+    assert all(f"### {row.preset}" in text for row in traces.ROWS)

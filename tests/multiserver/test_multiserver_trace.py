@@ -15,7 +15,9 @@ import cluster_envs  # noqa: F401
 from baselines.eval.harness import rollout
 from cluster_envs.common.alibaba_gpu import NODE_FILE, POD_FILE, load_gpu_trace
 from cluster_envs.multiserver.alibaba import binding_share, trace_workload
-from cluster_envs.multiserver.model import MultiServerInstance
+from cluster_envs.multiserver.gang import GangInstance
+from cluster_envs.multiserver.gang import binding_share as gang_binding_share
+from cluster_envs.multiserver.model import MultiServerInstance, UtilityModel
 
 PRESET = "alibaba_gpu_2023"
 IDS = ("ClusterMultiServer-v0", "ClusterGang-v0")
@@ -155,3 +157,35 @@ def test_binding_share_counts_the_slots_whose_arrivals_exceed_capacity():  # no 
                                            sigma=[0.1, 0.1], cost=[0.0], rho=[0.5, 0.5])  # fmt: skip
     inst = dataclasses.replace(inst, schedule=schedule)
     assert binding_share(inst) == 0.25
+
+
+def test_the_gang_binding_preset_binds_in_at_least_half_of_the_slots(alibaba_trace_dir):
+    """``ClusterGang-v0``'s ``alibaba_gpu_2023_binding`` (at least half, as its page states; the share itself is on
+    the generated traces page) against the unscaled preset (never)."""
+    shares = {
+        preset: gang_binding_share(gym.make(IDS[1], preset=preset, trace_dir=alibaba_trace_dir).unwrapped.instance)
+        for preset in (PRESET, f"{PRESET}_binding")
+    }
+    assert shares[PRESET] == 0.0
+    assert shares[f"{PRESET}_binding"] >= 0.5
+
+
+def test_gang_binding_share_counts_contention_not_jobs_that_fit_nowhere():  # no trace needed
+    """One server of capacity 2; port 0 asks 1 + 1 units, port 1 asks 2, port 2 asks 3 (fits nowhere even alone):
+    only the slots where ports 0 and 1 both arrive bind."""
+    task_port = np.array([0, 0, 1, 2])
+    arms = np.array([(0, 0, 0), (0, 1, 0), (1, 2, 0), (2, 3, 0)])
+    utility = UtilityModel.build(np.full(4, 0.5), np.full(4, 0.1), np.zeros((1, 4)), "affine_clip")
+    schedule = np.array([[1, 0, 0], [0, 1, 1], [1, 1, 0], [1, 1, 1], [0, 0, 1]], np.int8)
+    inst = GangInstance(3, 1, arms, task_port, np.array([2, 1, 1]), np.array([[1, 1, 2, 3]]), np.array([[2]]),
+                        utility=utility, rho=np.full(3, 0.5), schedule=schedule)  # fmt: skip
+    assert gang_binding_share(inst) == pytest.approx(2 / 5)
+
+
+def test_capacity_scale_scales_every_server_and_is_validated():
+    base = gym.make(IDS[1]).unwrapped.instance.server_cap
+    assert np.array_equal(gym.make(IDS[1], capacity_scale=1.0).unwrapped.instance.server_cap, base)
+    assert np.array_equal(gym.make(IDS[1], capacity_scale=2.5).unwrapped.instance.server_cap, np.floor(2.5 * base))
+    for bad in (0.0, -1.0, float("nan"), "half"):
+        with pytest.raises(ValueError, match="capacity_scale"):
+            gym.make(IDS[1], capacity_scale=bad)
