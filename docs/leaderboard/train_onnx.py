@@ -29,8 +29,8 @@ import torch
 # The RL-ready ids with one flat Box observation (docs/envs: the RL-ready ids; the entity ids take a set of jobs).
 RL_READY = (
     "ClusterSLARL-v1",
-    "ClusterApproxRL-v2",
-    "ClusterApproxSingleJobRL-v1",
+    "ClusterApproxRL-v3",
+    "ClusterApproxSingleJobRL-v2",
     "ClusterBilinearRL-v1",
     "ClusterMultiServerRL-v1",
     "ClusterGangRL-v1",
