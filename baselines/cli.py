@@ -164,14 +164,15 @@ def _agent_source(args: argparse.Namespace) -> str | None:
 
 def _cmd_evaluate(args: argparse.Namespace) -> None:
     from baselines.eval.report import headline
-    from baselines.eval.submission import score
+    from baselines.eval.submission import score, templated_name
 
     source = _agent_source(args)
     if source is None:
         raise ValueError("give the agent: --agent MODULE:NAME (an agent, class, factory or function) or --policy PATH")
     if bool(args.env_id) == args.all_envs:
         raise ValueError("give one env id or --all-envs (every env of the protocol), not both or neither")
-    out = args.out or f"results/evaluate/{args.name or source.rsplit(':', 1)[-1].rsplit('/', 1)[-1]}"
+    name = args.name or templated_name(source) or source.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
+    out = args.out or f"results/evaluate/{name}"
     evaluation = score(source, None if args.all_envs else args.env_id, declaration=args.declaration, name=args.name,
                        quick=not args.full, reference=args.reference, step_limit=args.step_limit, algo=args.algo,
                        out=out, force=args.force, workers=args.workers, rl_interface=args.rl_interface or None,
@@ -192,9 +193,11 @@ def _cmd_validate(args: argparse.Namespace) -> None:
 def _cmd_leaderboard(args: argparse.Namespace) -> None:
     from baselines.eval.leaderboard import reference_records, render
 
+    if args.env and not args.reference_entries:
+        raise ValueError("--env chooses the envs of --reference-entries; give --reference-entries too")
     if args.reference_entries:
-        for path in reference_records(args.entries, progress=True):
-            print(f"entry written to {path}")
+        for path in reference_records(args.entries, args.env or None, progress=True):
+            print(f"entry written to {path}", flush=True)
     print(f"leaderboard written to {render(args.entries, args.out)}")
 
 
@@ -212,7 +215,8 @@ def _add_agent_source(parser: argparse.ArgumentParser) -> None:
                              "path)")  # fmt: skip
     parser.add_argument("--policy", default=None, metavar="PATH",
                         help="an ONNX file or a stable-baselines3 .zip (VecNormalize statistics beside it are used); "
-                             "{env} in PATH is replaced by each env id")  # fmt: skip
+                             "{env} in PATH is replaced by each env id, or by its RL-ready id where only that file "
+                             "exists")  # fmt: skip
     parser.add_argument("--algo", default=None, help="the SB3 algorithm of a .zip policy (default: ppo)")
 
 
@@ -432,7 +436,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     board.add_argument("--out", default="docs/leaderboard", help="where index.md and its figures go")
     board.add_argument("--reference-entries", action="store_true",
                        help="first (re)write the entries of the reference agents and the shipped PPO runs (quick "
-                            "protocol) into --entries")  # fmt: skip
+                            "protocol) into --entries, each env's as soon as it is done")  # fmt: skip
+    board.add_argument("--env", action="append", default=[], metavar="ENV_ID",
+                       help="with --reference-entries: only this env (repeatable; default every env of the "
+                            "protocol); the records' other envs are kept")  # fmt: skip
     board.set_defaults(func=_cmd_leaderboard)
 
     prog = command("program-score", "score a Python file's policy function and print JSON (program search, LLM-"

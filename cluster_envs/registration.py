@@ -10,7 +10,7 @@ observation and a ``Box``, ``Discrete`` or ``MultiDiscrete`` action, chosen by t
 docs/appendix/rl_ablations.md) and ``info_level="minimal"`` (info keys of fixed shapes, what replay buffers
 store), so that
 a client that takes only an id (CleanRL, RLlib, TorchRL, Tianshou, ``PPO("MlpPolicy", gym.make(id))``) trains the
-benchmark's task with no user code. Any other kwarg passes as to the base id. ``observation_mode="flat"`` is
+benchmark's task with no user code. Any other kwarg passes as to the base id. ``observation_format="flat"`` is
 ``gymnasium.spaces.flatten`` of the base id's Dict observation (what ``FlattenObservation`` gives), so the base
 id's batched env is the RL-ready id's batched env too.
 
@@ -53,12 +53,12 @@ RL_IDS: dict[str, tuple[str, dict[str, str | int]]] = {
     # paced priorities (v2: the base id's prices no longer leak, CHANGELOG)
     "ClusterApproxRL-v2": (
         "ClusterApprox-v1",
-        {"action_mode": "paced_priority", "observation_mode": "flat", **MINIMAL_INFO},
+        {"action_mode": "paced_priority", "observation_format": "flat", **MINIMAL_INFO},
     ),
     # the headline scores Eq. 6 (reward_mode="approx"); paced priority
     "ClusterApproxSingleJobRL-v1": (
         "ClusterApproxSingleJob-v0",
-        {"reward_mode": "approx", "action_mode": "paced_priority", "observation_mode": "flat", **MINIMAL_INFO},
+        {"reward_mode": "approx", "action_mode": "paced_priority", "observation_format": "flat", **MINIMAL_INFO},
     ),
     # the benchmark's exclusive service at T = 2000; simplex logits; the full observation
     # (queues and the bandit's statistics) is one Box
@@ -75,23 +75,23 @@ RL_IDS: dict[str, tuple[str, dict[str, str | int]]] = {
     # the benchmark's small preset; scores
     "ClusterMultiServerRL-v1": (
         "ClusterMultiServer-v0",
-        {"preset": "small", "action_mode": "scores", "observation_mode": "flat", **MINIMAL_INFO},
+        {"preset": "small", "action_mode": "scores", "observation_format": "flat", **MINIMAL_INFO},
     ),
     # the benchmark's T = 200; PPO's interface (a Box action cannot carry MaskablePPO's mask: the benchmark's
     # MaskablePPO uses the base id)
     "ClusterGangRL-v1": (
         "ClusterGang-v0",
-        {"horizon": 200, "action_mode": "scores", "observation_mode": "flat", **MINIMAL_INFO},
+        {"horizon": 200, "action_mode": "scores", "observation_format": "flat", **MINIMAL_INFO},
     ),
     # instance-independent spaces (issue #32): padded edge rows, one score per padded edge, the same for every
     # instance_seed and preset up to the paper's sizes (cluster_envs.multiserver.entity)
     "ClusterMultiServerEntityRL-v0": (
         "ClusterMultiServer-v0",
-        {"action_mode": "scores", "observation_mode": "entity", **MINIMAL_INFO},
+        {"action_mode": "scores", "observation_mode": "entity", "observation_format": "flat", **MINIMAL_INFO},
     ),
     "ClusterGangEntityRL-v0": (
         "ClusterGang-v0",
-        {"action_mode": "scores", "observation_mode": "entity", **MINIMAL_INFO},
+        {"action_mode": "scores", "observation_mode": "entity", "observation_format": "flat", **MINIMAL_INFO},
     ),
 }
 

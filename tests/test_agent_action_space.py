@@ -31,7 +31,7 @@ from cluster_envs.sla.config import ACTION_MODES as SLA_ACTIONS
 from cluster_envs.sla.config import OBSERVATION_MODES as SLA_OBSERVATIONS
 
 STEPS = 8  # per episode (horizons are drawn short too, so that episode ends are reached)
-FAST, SLOW = 2, 30
+FAST, SLOW = 2, 10  # per (id, agent) on small sizes; per (id, agent, preset) with its own sizes too (-m slow)
 ATTEMPTS = 4  # configurations drawn per configuration wanted, before giving up on finding enough the env accepts
 
 
@@ -60,7 +60,7 @@ def sla(rng, base, large):
         "horizon": horizon,
         "action_mode": _pick(rng, SLA_ACTIONS),
         "observation_mode": _pick(rng, SLA_OBSERVATIONS),
-        "obs_format": _pick(rng, ["box", "dict"]),
+        "observation_format": _pick(rng, ["flat", "dict"]),
         "include_time": bool(rng.random() < 0.5),
     }
     if base.scenario == "sec_3_4":  # its default start ⌈1/(η ε)⌉ = 30 lies beyond these horizons: user 3 starts
@@ -237,3 +237,22 @@ SLOW_CASES = [(env_id, name, p) for env_id, name in CASES for p in presets(env_i
 @pytest.mark.parametrize(("env_id", "name", "preset"), SLOW_CASES, ids=[f"{e}-{n}-{p}" for e, n, p in SLOW_CASES])
 def test_agent_actions_inside_the_space_on_generated_configurations_long(env_id, name, preset):
     run_configurations(env_id, name, [preset], SLOW, large=True)
+
+
+PRESET_CASES = [(env_id, p) for env_id in cluster_envs.env_ids() for p in presets(env_id)]
+
+
+@pytest.mark.parametrize(("env_id", "preset"), PRESET_CASES, ids=[f"{e}-{p}" for e, p in PRESET_CASES])
+def test_every_preset_gets_configurations_the_env_builds(env_id, preset):
+    """The samplers draw, for each preset, configurations the env accepts: the slow profile's cases of
+    ClusterSLA's proportionality_3_4 constructed none (user 3's default start lay beyond the drawn horizons)."""
+    rng = np.random.default_rng(zlib.crc32(f"{env_id}/{preset}".encode()))
+    base = gym.make(env_id, preset=preset).unwrapped.config
+    refused = []
+    for _ in range(ATTEMPTS):
+        try:
+            gym.make(env_id, preset=preset, **SAMPLERS[env_id](rng, base, True)).reset(seed=0)
+            return
+        except ValueError as error:
+            refused.append(str(error)[:120])
+    pytest.fail(f"{env_id}, preset={preset!r}: no drawn configuration was accepted: {refused}")

@@ -21,8 +21,7 @@ import pytest
 
 import cluster_envs.approx.env as approx_env
 import cluster_envs.bilinear.env as bilinear_env
-import cluster_envs.multiserver.env as multiserver_env
-import cluster_envs.sla.env as sla_env
+import cluster_envs.common.env as common_env
 import cluster_envs.sla.model as sla_model
 from cluster_envs import env_ids, rl_ids
 from cluster_envs.approx.env import ClusterApproxEnv, ClusterApproxSingleJobEnv
@@ -48,15 +47,16 @@ STEPS_OF = {ClusterSLAEnv: 3000}
 SEED = 7
 
 
-def _redraw_streams(module, hidden: tuple[str, ...], hidden_seed: int, monkeypatch) -> None:
-    """``module.episode_streams`` as the env calls it, with the ``hidden`` streams drawn from ``hidden_seed``."""
+def _redraw_streams(hidden: tuple[str, ...], hidden_seed: int, monkeypatch) -> None:
+    """``episode_streams`` as the env base class calls it at reset, with the ``hidden`` streams drawn from
+    ``hidden_seed``."""
 
     def streams(np_random, names):
         out = episode_streams(np_random, names)  # the env's generator advances exactly as without the patch
         alternative = episode_streams(np.random.default_rng(hidden_seed), names)
         return {name: alternative[name] if name in hidden else out[name] for name in names}
 
-    monkeypatch.setattr(module, "episode_streams", streams)
+    monkeypatch.setattr(common_env, "episode_streams", streams)
 
 
 def _hidden_approx(hidden_seed: int, monkeypatch) -> None:
@@ -83,14 +83,14 @@ def _hidden_bilinear(hidden_seed: int, monkeypatch) -> None:
         return u, v, sample(np.random.default_rng(hidden_seed), n_i, n_j, d)[2]
 
     monkeypatch.setattr(bilinear_env, "sample_instance", sample_instance)
-    _redraw_streams(bilinear_env, ("service", "noise"), hidden_seed, monkeypatch)
+    _redraw_streams(("service", "noise"), hidden_seed, monkeypatch)
 
 
 def _hidden_sla(hidden_seed: int, monkeypatch) -> None:
     """Other loads: the ``loads`` stream redrawn, and a replayed trace's window rescaled per user and shuffled in
     time (another mean load per user); the ``tenants`` stream (the stand-in's weights) and a replay's history window
     stay."""
-    _redraw_streams(sla_env, ("loads",), hidden_seed, monkeypatch)
+    _redraw_streams(("loads",), hidden_seed, monkeypatch)
     window = sla_model.trace_window
 
     def trace_window(*args, **kwargs):
@@ -108,7 +108,7 @@ HIDDEN: dict[type, Callable[[int, pytest.MonkeyPatch], None]] = {
     ClusterApproxSingleJobEnv: _hidden_approx,
     ClusterSLAEnv: _hidden_sla,
     ClusterBilinearEnv: _hidden_bilinear,
-    ClusterMultiServerEnv: lambda seed, mp: _redraw_streams(multiserver_env, ("utility",), seed, mp),
+    ClusterMultiServerEnv: lambda seed, mp: _redraw_streams(("utility",), seed, mp),
 }
 
 # Env class -> the agent's feedback of the step just taken, from its info (what the paper's decision maker is

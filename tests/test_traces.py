@@ -57,7 +57,7 @@ def test_a_non_finite_field_is_refused_by_file_line_and_column(tmp_path, field):
         read_columns(path, "trace_dir", {"creation_time": float, "deletion_time": float})
 
 
-# A four-node, four-pod trace in the Alibaba GPU 2023 schema (one QoS class per pod: ClusterSLA-v0's preset has a
+# A four-node, four-pod trace in the Alibaba GPU 2023 schema (one QoS class per pod: ClusterSLA-v1's preset has a
 # user per class); each id's preset is built on it with sizes that fit.
 NODES = [{"sn": f"node-{i}", "cpu_milli": "32000", "memory_mib": "262144", "gpu": "8"} for i in range(4)]
 PODS = [
@@ -68,7 +68,7 @@ PODS = [
 TRACE_IDS = {
     "ClusterMultiServer-v0": {"n_ports": 1, "n_servers": 2},
     "ClusterGang-v0": {"n_ports": 1, "n_servers": 2},
-    "ClusterSLA-v0": {},
+    "ClusterSLA-v1": {},
 }
 
 

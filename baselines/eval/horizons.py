@@ -13,11 +13,15 @@ The command writes a generated page, ``docs/results/learning_curves/<ID>.md``.
 gives, at t = T, each row's mean with its paired interval (``baselines.eval.stats``: the rows share the seeds) and
 its paired difference from the paper's algorithm; a setting with two criteria (ClusterSLA-v1: work regret and max
 SLA deficit) gets a Pareto figure of the two at t = T, every point labelled (``<page>-pareto.png`` beside the page).
+The per-seed values go to ``<ID>.json`` beside the page (with the command, commit and date of the run), and
+``--render`` rewrites the page and figure from it without playing an episode (e.g. after the protocol entry's
+explanations changed); the page then names both the run and the render.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,7 +32,7 @@ import numpy as np
 from agents import make_agent
 from baselines.eval import stats
 from baselines.eval.harness import LONG_HORIZON_RUNNERS, rollout, simulate
-from baselines.eval.outputs import provenance
+from baselines.eval.outputs import run_facts
 from baselines.eval.protocol import VALIDATION_SEEDS, parse_seeds, require_setting
 
 PAGES = Path("docs") / "results" / "learning_curves"
@@ -87,13 +91,14 @@ def learning_curves(env_id: str, horizon: int, agents: Sequence[str] = (),
     return points, out
 
 
-def page(env_id: str, horizon: int, points, curves, command: str, seeds=VALIDATION_SEEDS,
+def page(env_id: str, horizon: int, points, curves, origin: str, seeds=VALIDATION_SEEDS,
          pareto: Path | None = None) -> str:  # fmt: skip
+    """The generated page; ``origin`` is its provenance line (:func:`origin_line`)."""
     setting = require_setting(env_id)
     lines = [
         f"# Learning curves on {env_id}",
         "",
-        provenance(command),
+        origin,
         "",
         f"One episode of {horizon} slots per seed ({_seed_text(seeds)}), the protocol's env kwargs; each entry is the "
         "mean over the seeds at step t. The protocol's horizon is read from the paper algorithm's column (on the "
@@ -126,12 +131,15 @@ def final_table(env_id: str, horizon: int, curves: Curves, n_seeds: int, paper: 
     """At t = T, per row and curve: the mean over the seeds and its interval, the paired difference from the paper's
     algorithm (row − paper on each seed) and its interval, every interval the package's rule; then how each online
     row stands to the paper's algorithm, and the surprises (a row that dominates it or is level with it) with the
-    protocol entry's explanation (``explanations``, keyed ``regime:dominates:<row>`` / ``regime:level:<row>``)."""
+    protocol entry's explanation (``explanations``, keyed ``regime:dominates:<row>`` / ``regime:level:<row>``), and
+    the entry's notes on where each row stands (``regime:note:<row>``)."""
     names = list(next(iter(curves.values())))
     lines = [
         f"## At t = T = {horizon}",
         "",
-        f"Mean over the seeds [{stats.interval_over(n_seeds)}]; Δ = row − `{paper}` on the same seed, its mean "
+        # the package's interval sentence; the seeds are the page's (validation or evaluation), named above
+        f"Mean over the seeds [{stats.interval_over(n_seeds).replace('evaluation seed', 'seed')}]; Δ = row − "
+        f"`{paper}` on the same seed, its mean "
         "[interval]. Lower is better for every column. *Privileged*: the agent reads the loads before they arrive "
         "(an offline reference, not an online competitor).",
         "",
@@ -152,12 +160,16 @@ def final_table(env_id: str, horizon: int, curves: Curves, n_seeds: int, paper: 
             flags.append((f"regime:{'dominates' if relation == 'dominates it' else 'level'}:{row}", row, relation))
         label = f"`{row}`" + (" (privileged)" if _privileged(env_id, row) else "")
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {relation} |")
+    explanations = require_setting(env_id).explanations
     if flags:
-        explanations = require_setting(env_id).explanations
         lines += ["", "Surprises (an online row that dominates the paper's algorithm, or is level with it):", ""]
         for key, row, relation in flags:
             why = explanations.get(key, f"unexplained: add `{key}` to the protocol entry's explanations")
             lines.append(f"- `{row}` {relation}: {why}")
+    notes = [(row, explanations[f"regime:note:{row}"]) for row in curves if f"regime:note:{row}" in explanations]
+    if notes:
+        lines += ["", "Why the rows stand where they do (the protocol entry's explanations):", ""]
+        lines += [f"- `{row}`: {why}" for row, why in notes]
     return lines
 
 
@@ -205,8 +217,13 @@ def pareto_figure(path: Path, env_id: str, horizon: int, curves: Curves) -> None
             labels.append((x.mean(), y.mean(), [name], f"C{k}"))
         else:
             near[2].append(name)
-    for x, y, names, color in labels:
-        ax.annotate(" = ".join(names), (x, y), textcoords="offset points", xytext=(6, 6), fontsize=9, color=color)
+    placed: list[tuple[float, float]] = []
+    for x, y, names, color in labels:  # a label near an earlier one (within 10 %) goes one line lower
+        below = sum(np.isclose(x, px, rtol=0.1, atol=1e-9) and np.isclose(y, py, rtol=0.1, atol=1e-9)
+                    for px, py in placed)  # fmt: skip
+        placed.append((x, y))
+        ax.annotate(" = ".join(names), (x, y), textcoords="offset points", xytext=(6, 6 - 13 * below), fontsize=9,
+                    color=color)  # fmt: skip
     ax.set_xscale("symlog", linthresh=1e-4)
     ax.set_yscale("symlog", linthresh=1.0)
     ax.set(xlabel=f"{x_name} at t = T (lower is better)", ylabel=f"{y_name} at t = T (lower is better)",
@@ -229,21 +246,71 @@ def _agent_sets(values: Sequence[str]) -> dict[str, dict[str, float]]:
     return out
 
 
+def origin_line(run: dict[str, Any], render: str | None = None) -> str:
+    """The page's provenance: the command, commit and date of the run (and of the render, if it was re-rendered)."""
+    line = f"Generated by `{run['command']}` on commit {run['commit']}, {run['date']}"
+    if render is not None:
+        facts = run_facts()
+        line += f"; rendered by `{render}` on commit {facts['commit']}, {facts['date']}"
+    return line + ". Do not edit by hand."
+
+
+def save_run(path: Path, command: str, horizon: int, seeds: Sequence[int], points, curves: Curves) -> dict:
+    """Write the run's per-seed values with its command, commit and date to ``path`` (JSON); return the record."""
+    facts = run_facts()
+    run = {"command": command, "commit": facts["commit"], "date": facts["date"], "horizon": horizon,
+           "seeds": list(seeds), "points": [int(t) for t in points],
+           "curves": {row: {c: v.tolist() for c, v in by.items()} for row, by in curves.items()}}  # fmt: skip
+    path.write_text(json.dumps(run, indent=1) + "\n")
+    return run
+
+
+def load_run(path: Path) -> tuple[dict, np.ndarray, Curves]:
+    if not path.is_file():
+        raise ValueError(f"--render needs the run's data {path}; run the command without --render first")
+    run = json.loads(path.read_text())
+    curves = {row: {c: np.asarray(v) for c, v in by.items()} for row, by in run["curves"].items()}
+    return run, np.asarray(run["points"]), curves
+
+
+def write_page(env_id: str, out: Path, run: dict, points, curves: Curves, render: str | None = None) -> Path:
+    """The page (and, for two criteria over several seeds, the Pareto figure) of ``run`` in ``out``."""
+    path, seeds, horizon = out / f"{env_id}.md", run["seeds"], run["horizon"]
+    pareto = None
+    if len(next(iter(curves.values()))) == 2 and len(seeds) >= 2:  # two criteria: their trade-off at T
+        pareto = path.with_name(f"{env_id}-pareto.png")
+        pareto_figure(pareto, env_id, horizon, curves)
+    path.write_text(page(env_id, horizon, points, curves, origin_line(run, render), seeds, pareto))
+    return path
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``cluster-envs horizons``."""
     parser.add_argument("env_id", help="an id with a protocol entry")
-    parser.add_argument("--horizon", type=int, required=True, help="the episode length T to play (slots)")
+    parser.add_argument("--horizon", type=int, help="the episode length T to play (slots; required unless --render)")
     parser.add_argument("--agents", default="", help="more agents, comma-separated")
     parser.add_argument("--agent-set", action="append", default=[], metavar="AGENT:KEY=VALUE",
                         help="a variant row of an agent with one constant changed")  # fmt: skip
     parser.add_argument("--seeds", type=parse_seeds, default=list(VALIDATION_SEEDS),
                         help="seeds, e.g. 0-9 (default: the validation seeds 100-104)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=PAGES, help=f"the pages' folder (default {PAGES})")
+    parser.add_argument("--render", action="store_true",
+                        help="rewrite the page from the run's data in --out (<ID>.json), playing nothing")  # fmt: skip
 
 
 def run_from_args(args: argparse.Namespace) -> Path:
-    """``cluster-envs horizons``: the learning curves of ``args.env_id``, written as its generated page."""
-    if args.horizon < 1:
+    """``cluster-envs horizons``: the learning curves of ``args.env_id``, written as its generated page (and the
+    run's per-seed values as ``<ID>.json`` beside it); ``--render`` rewrites the page from those values."""
+    words = ["cluster-envs horizons", args.env_id] + (
+        [f"--out {shlex.quote(str(args.out))}"] if args.out != PAGES else []
+    )
+    data = args.out / f"{args.env_id}.json"
+    if args.render:
+        run, points, curves = load_run(data)
+        path = write_page(args.env_id, args.out, run, points, curves, render=" ".join([*words, "--render"]))
+        print(f"written {path}")
+        return path
+    if args.horizon is None or args.horizon < 1:
         raise ValueError(f"--horizon must be a positive number of slots, got {args.horizon}")
     agents = [a for a in args.agents.split(",") if a]
     points, curves = learning_curves(args.env_id, args.horizon, agents, _agent_sets(args.agent_set), args.seeds)
@@ -255,11 +322,7 @@ def run_from_args(args: argparse.Namespace) -> Path:
         + ([f"--out {shlex.quote(str(args.out))}"] if args.out != PAGES else [])
     )
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{args.env_id}.md"
-    pareto = None
-    if len(next(iter(curves.values()))) == 2 and len(args.seeds) >= 2:  # two criteria: their trade-off at T
-        pareto = path.with_name(f"{args.env_id}-pareto.png")
-        pareto_figure(pareto, args.env_id, args.horizon, curves)
-    path.write_text(page(args.env_id, args.horizon, points, curves, command, args.seeds, pareto))
+    run = save_run(data, command, args.horizon, args.seeds, points, curves)
+    path = write_page(args.env_id, args.out, run, points, curves)
     print(f"written {path}")
     return path

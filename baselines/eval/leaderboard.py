@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.eval.record import build_record, package_facts, read_record, write_record
+from baselines.eval.record import budget_track, build_record, package_facts, read_record, write_record
 
 TAUS = np.linspace(-0.5, 1.5, 81)
 HEADLINE = "held-out instances"
@@ -27,46 +27,92 @@ HEADLINE = "held-out instances"
 
 def reference_records(out_dir: str | Path = "leaderboard", env_ids: Sequence[str] | None = None,
                       progress: bool = False) -> list[Path]:  # fmt: skip
-    """Run every env's reference agents and its shipped RL runs on the quick protocol and write one record per agent
-    (an agent name shared by several envs is one entry covering them)."""
-    from agents.registry import agent_class
-    from baselines.benchmark import SEEDS
-    from baselines.eval.compare import compare
-    from baselines.eval.protocol import env_setting
+    """Run each env's reference agents and its shipped RL runs on the quick protocol and merge their results into
+    one record per agent (an agent name shared by several envs is one entry covering them), written as soon as that
+    env is done: ``env_ids`` (default every env of the protocol) can be run one at a time, each replacing only its
+    own results in the records. Returns the paths written, in order."""
+    import fcntl
+    import os
+
     from baselines.eval.submission import protocol_envs
 
-    by_agent: dict[str, list[Any]] = {}
-    facts: dict[str, dict[str, Any]] = {}
-    for env_id in env_ids or protocol_envs():
-        setting = env_setting(env_id)
-        fixed = setting.instance_kwarg is not None
-        for held_out in (True, False) if fixed else (True,):
-            comparison = compare(env_id, "all", rl=[] if held_out and fixed else [setting.rl_algo],
-                                 seeds=SEEDS["quick"], rl_steps=setting.rl_steps_quick, train_missing=False,
-                                 held_out=held_out, progress=progress)  # fmt: skip
-            for agent in comparison.agents:
-                rl = agent in comparison.rl_runs
-                name = "ppo" if rl else agent  # ppo and ppo_mask are one entry: the benchmark's RL row
-                if rl:
-                    comparison = _renamed(comparison, agent, name)
-                by_agent.setdefault(name, []).append(comparison)
-                entry = facts.setdefault(name, _reference_entry(name, rl, env_id, agent_class, comparison))
-                if rl:
-                    runs = comparison.rl_runs[name]["runs"]
-                    steps = max(run["total_timesteps"] for run in runs)
-                    entry["declaration"]["training_env_steps"] = max(entry["declaration"]["training_env_steps"], steps)
-                    hours = sum(run.get("train_seconds", 0.0) for run in runs) / 3600
-                    entry["declaration"]["training_cpu_hours"] += hours
     out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, comparisons in by_agent.items():
-        entry = facts[name]
-        record = build_record(entry, entry["declaration"], comparisons, "quick")
-        paths.append(write_record(record, out / f"{name}.json"))
+    for env_id in env_ids or protocol_envs():
+        by_agent = _reference_comparisons(env_id, progress)
+        folder = os.open(out, os.O_RDONLY)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)  # runs on other envs merge into the same records: one at a time
+            for name, comparisons in by_agent.items():
+                path = out / f"{name}.json"
+                paths.append(write_record(_merged(path, name, env_id, comparisons), path))
+        finally:
+            os.close(folder)  # releases the lock
     return paths
 
 
-def _reference_entry(name: str, rl: bool, env_id: str, agent_class: Any, comparison: Any) -> dict[str, Any]:
+def _reference_comparisons(env_id: str, progress: bool) -> dict[str, list[Any]]:
+    """Agent name -> its comparisons on ``env_id`` (one per track): every reference agent and the RL row."""
+    from baselines.benchmark import SEEDS
+    from baselines.eval.compare import compare
+    from baselines.eval.protocol import env_setting
+
+    setting = env_setting(env_id)
+    if setting is None:
+        from baselines.eval.submission import protocol_envs
+
+        raise ValueError(f"env_id={env_id!r} has no protocol entry; ids with one: {protocol_envs()}")
+    fixed = setting.instance_kwarg is not None
+    by_agent: dict[str, list[Any]] = {}
+    for held_out in (True, False) if fixed else (True,):
+        comparison = compare(env_id, "all", rl=[] if held_out and fixed else [setting.rl_algo], seeds=SEEDS["quick"],
+                             rl_steps=setting.rl_steps_quick, train_missing=False, held_out=held_out,
+                             progress=progress)  # fmt: skip
+        for agent in comparison.agents:
+            rl = agent in comparison.rl_runs
+            name = RL_ENTRY if rl else agent  # ppo and ppo_mask are one entry: the benchmark's RL row
+            by_agent.setdefault(name, []).append(_renamed(comparison, agent, name) if rl else comparison)
+    return by_agent
+
+
+RL_ENTRY = "ppo"
+
+
+def _merged(path: Path, name: str, env_id: str, comparisons: Sequence[Any]) -> dict[str, Any]:
+    """The record of reference entry ``name`` with its results on ``env_id`` from ``comparisons``, beside the other
+    envs' results of the record at ``path`` (kept when it was made with this package version and protocol; a result
+    on another version of ``env_id`` is replaced)."""
+    rl = name == RL_ENTRY and any(name in c.rl_runs for c in comparisons)
+    new = build_record(_reference_entry(name, rl, [env_id]), _reference_entry(name, rl, [env_id])["declaration"],
+                       comparisons, "quick")  # fmt: skip
+    kept: list[dict[str, Any]] = []
+    if path.is_file():
+        old = read_record(path)
+        if old["package"]["version"] == new["package"]["version"] and old["protocol"] == "quick":
+            family = env_id.rpartition("-")[0]
+            kept = [r for r in old["results"] if r["env_id"].rpartition("-")[0] != family]
+    results = sorted(kept + new["results"], key=_result_order)
+    entry = _reference_entry(name, rl, [r["env_id"] for r in results])
+    if rl:
+        runs = [run for r in results for run in r["rl_runs"]]
+        entry["declaration"]["training_env_steps"] = max(run["total_timesteps"] for run in runs)
+        entry["declaration"]["training_cpu_hours"] = sum(run.get("train_seconds") or 0.0 for run in runs) / 3600
+    return {**new, "entry": {k: entry[k] for k in ("name", "kind", "source", "algo")},
+            "declaration": entry["declaration"], "budget_track": budget_track(entry["declaration"]),
+            "results": results}  # fmt: skip
+
+
+def _result_order(result: Mapping[str, Any]) -> tuple[int, bool]:
+    from baselines.eval.submission import protocol_envs
+
+    envs = [env_id.rpartition("-")[0] for env_id in protocol_envs()]
+    family = result["env_id"].rpartition("-")[0]
+    return (envs.index(family) if family in envs else len(envs), result["track"] != HEADLINE)
+
+
+def _reference_entry(name: str, rl: bool, env_ids: Sequence[str]) -> dict[str, Any]:
+    """The entry and declaration of a reference agent (its modules on ``env_ids``) or of the RL row."""
     if rl:
         return {
             "name": name, "kind": "rl", "source": "the benchmark's RL row: the shipped runs (baselines/rl/models)",
@@ -75,11 +121,15 @@ def _reference_entry(name: str, rl: bool, env_id: str, agent_class: Any, compari
                             "training_gpu_hours": 0, "source": "stable-baselines3 PPO (MaskablePPO on ClusterGang-v0), "
                             "hyperparameters in baselines/rl/hyperparams/ppo.yml", "tuned_on_validation_seeds": True},
         }  # fmt: skip
-    cls = agent_class(env_id, name)
+    from agents.registry import agent_class
+
+    classes = [agent_class(env_id, name) for env_id in env_ids]
+    modules = ", ".join(dict.fromkeys(cls.__module__ for cls in classes))
+    source = f"cluster-envs reference agent ({modules})"
     return {
-        "name": name, "kind": "registered", "source": f"cluster-envs reference agent ({cls.__module__})",
-        "declaration": {"privileged": bool(cls.privileged), "training_env_steps": 0, "training_cpu_hours": 0,
-                        "training_gpu_hours": 0, "source": f"cluster-envs reference agent ({cls.__module__})",
+        "name": name, "kind": "registered", "source": source, "algo": None,
+        "declaration": {"privileged": any(bool(cls.privileged) for cls in classes), "training_env_steps": 0,
+                        "training_cpu_hours": 0, "training_gpu_hours": 0, "source": source,
                         "tuned_on_validation_seeds": False},
     }  # fmt: skip
 
@@ -107,6 +157,52 @@ def read_entries(folder: str | Path) -> list[dict[str, Any]]:
         record["path"] = path
         records.append(record)
     return records
+
+
+NOTES = "notes.yml"  # in the entries' folder: env id -> sanity flag -> why (for flags the protocol does not explain)
+
+
+def read_notes(path: Path) -> dict[str, dict[str, str]]:
+    """The leaderboard's explanations of its entries' sanity flags (``env id: {flag: text}``), {} without a file."""
+    if not path.is_file():
+        return {}
+    import yaml
+
+    from baselines.eval.submission import protocol_envs
+
+    notes = yaml.safe_load(path.read_text()) or {}
+    envs = protocol_envs()
+    for env_id, texts in notes.items():
+        if env_id not in envs:
+            raise ValueError(f"{path}: {env_id!r} is no env of the protocol; allowed: {envs}")
+        if not isinstance(texts, dict) or not all(isinstance(t, str) and t.strip() for t in texts.values()):
+            raise ValueError(f"{path}: {env_id} must map each sanity flag (e.g. below_naive:NAME) to a text")
+    return notes
+
+
+def _protocol_notes(env_id: str) -> str:
+    from baselines.eval.protocol import env_setting
+
+    setting = env_setting(env_id)
+    return " ".join((setting.notes or "").split()) if setting is not None else ""
+
+
+def surprises(env_id: str, results: Sequence[Mapping[str, Any]], notes: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """The page's lines on a track's sanity flags (``baselines.eval.sanity``): each with the protocol's explanation
+    (``protocol.yml``) or the leaderboard's (``notes.yml``), or a loud "not explained"."""
+    from baselines.eval.protocol import env_setting
+
+    keys = list(dict.fromkeys(flag for result in results for flag in result["flags"]))
+    if not keys:
+        return []
+    setting = env_setting(env_id)
+    known = {**(setting.explanations if setting is not None else {}), **notes.get(env_id, {})}
+    by_text: dict[str, list[str]] = {}
+    for key in keys:
+        by_text.setdefault(" ".join(known.get(key, "**Not explained yet.**").split()), []).append(key)
+    lines = ["Sanity flags (surprises a reader must have explained, `docs/benchmark.md`):", ""]
+    lines += [f"- {', '.join(f'`{k}`' for k in flagged)}: {text}" for text, flagged in by_text.items()]
+    return [*lines, ""]
 
 
 def columns(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -159,6 +255,7 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
     from baselines.eval.stats import aggregate_iqm
 
     records = read_entries(entries)
+    notes = read_notes(Path(entries) / NOTES)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cols = columns(records)
@@ -216,17 +313,20 @@ def render(entries: str | Path = "leaderboard", out_dir: str | Path = "docs/lead
             res = present[0][1]
             lines += [f"Headline `{res['headline']}`; 0-anchor `{res['anchors']['naive']}`, 1-anchor "
                       f"{res['anchors']['clairvoyant']}.", ""]  # fmt: skip
-        lines += ["| group | entry | score | 95% CI | over | flags | source |", "|---|---|---:|---|---|---|---|"]
+        if column == next(c for c in cols if c[0] == env_id) and _protocol_notes(env_id):
+            lines += [f"The protocol's note (`baselines/eval/protocol.yml`): {_protocol_notes(env_id)}", ""]
+        lines += ["| group | entry | score | 95% CI | interval | flags | source |", "|---|---|---:|---|---|---|---|"]
         for rec, res in sorted(present, key=lambda x: (_group_order(group(x[0])), -x[1]["normalized"]["mean"])):
             norm = res["normalized"]
             flags = ", ".join(f"`{f}`" for f in res["flags"]) or "—"
             lines.append(f"| {group(rec)} | `{rec['entry']['name']}` | {fmt(norm['mean'])} "
-                         f"| {interval(norm['ci_low'], norm['ci_high'])} | {len(norm['scores'])} {norm['over']} "
+                         f"| {interval(norm['ci_low'], norm['ci_high'])} | {norm['over']} "
                          f"| {flags} | {rec['declaration']['source']} |")  # fmt: skip
         missing = [r["entry"]["name"] for r in records if r["entry"]["name"] in matrices and cell(r, column) is None]
         if missing:
             lines.append(f"| — | {', '.join(f'`{m}`' for m in missing)} | not evaluated on this track | | | | |")
         lines.append("")
+        lines += surprises(env_id, [res for _, res in present], notes)
     lines += [
         "## Entries",
         "",
@@ -286,15 +386,17 @@ def plot_envs(records: Sequence[Mapping[str, Any]], cols: Sequence[tuple[str, st
         shown.sort(key=lambda x: -np.inf if x[1] is None else x[1]["mean"])
         for y, (_, norm, kind) in enumerate(shown):
             if norm is None:
-                ax.text(0.5, y, "not evaluated", va="center", ha="center", fontsize=7, color="grey",
+                ax.text(0.5, y, "not evaluated", va="center", ha="center", fontsize=7, color="grey", style="italic",
                         transform=ax.get_yaxis_transform())  # fmt: skip
                 continue
             mean = norm["mean"]
             low, high = norm["ci_low"], norm["ci_high"]
             err = None if not np.isfinite(low) else [[mean - low], [high - mean]]
             ax.barh(y, mean, xerr=err, color=GROUP_COLORS[kind], capsize=2, height=0.7)
+            ax.plot([mean], [y], marker="|", color="black", markersize=9)  # a score of 0 shows too
             used.add(kind)
         ax.set_yticks(range(len(shown)), [name for name, _, _ in shown], fontsize=7)
+        ax.set_ylim(-0.6, len(shown) - 0.4)  # every row, "not evaluated" ones too, on the panel
         ax.axvline(0, color="grey", lw=0.8)
         ax.axvline(1, color="grey", lw=0.8, ls="--")
         ax.set_title(f"{column[0]}\n({column[1]})", fontsize=9)

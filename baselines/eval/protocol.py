@@ -8,7 +8,8 @@ and closed-form, its headline value (``oracle_value``, e.g. regret 0 of Lemma 4'
 instance is drawn (``instance_kwarg``: the env kwarg that fixes it, which the held-out track sets per evaluation
 seed; None when the reset seed draws it), which agents are ablations of the paper's algorithm (another reading of
 the printed text), and explains each sanity flag of the benchmark's table
-(``explanations``, keyed as ``baselines.eval.sanity`` names the flags; the report prints them). It also gives
+(``explanations``, keyed as ``baselines.eval.sanity`` names the flags; the report prints them) and each surprise of
+a learning-curve page (``regime:dominates:<row>``, ``regime:level:<row>``: ``baselines.eval.horizons``). It also gives
 the metrics to report with their direction,
 the per-step ``info`` keys to plot as curves, the env kwargs every agent runs with (where the default
 preset's metrics would not compare RL and the papers' agents fairly) and the env kwargs that make RL
@@ -46,7 +47,7 @@ AS_PRINTED, OUR_READING, OURS = "as printed", "our reading: ", "ours, after the 
 # needing any other kwarg at a value the comparison does not use faces a different problem (e.g. opm_gc's
 # capacities on ClusterApprox-v1), so `compare` does not put it next to the others.
 # ClusterBilinear-v0's max_visible_jobs only sizes the per-job view; ClusterApprox-v1's sets which jobs can run.
-FORMAT_KWARGS = frozenset({"action_mode", "observation_mode", "invalid_action"})
+FORMAT_KWARGS = frozenset({"action_mode", "observation_mode", "observation_format", "invalid_action"})
 ENV_FORMAT_KWARGS = {"ClusterBilinear-v0": frozenset({"max_visible_jobs"})}
 
 
@@ -71,7 +72,9 @@ class EnvSetting:
     oracle_value_name: str = "the env's offline benchmark"  # what oracle_value is the headline value of
     instance_kwarg: str | None = None  # the env kwarg fixing the instance; None: the reset seed draws it
     ablations: Mapping[str, str] = field(default_factory=dict)  # agent -> which reading of the paper it is
-    explanations: Mapping[str, str] = field(default_factory=dict)  # sanity flag -> its explanation
+    # a sanity flag (baselines.eval.sanity), a horizons page's surprise (regime:dominates|level:<row>) or its note on
+    # where a row stands at t = T (regime:note:<row>) -> why
+    explanations: Mapping[str, str] = field(default_factory=dict)
     rl_algo: str = "ppo"  # the benchmark's RL row (a baselines.rl.config.ALGOS name; its interface: rl_needs(rl_algo))
     rl_steps: int = 200_000  # training steps of the benchmark's RL row
     rl_steps_quick: int = 50_000  # ... and of `benchmark --quick`

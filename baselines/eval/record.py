@@ -134,7 +134,7 @@ def build_record(
                            "mean": score["mean"], "ci_low": score["ci_low"], "ci_high": score["ci_high"]},
             "flags": [f.key for f in sanity.flags(comparison) if name in f.key.partition(":")[2].split("=")],
             "rl_runs": [{**{k: run[k] for k in ("training_seed", "total_timesteps", "source")},
-                         "path": _relative(run["path"])} for run in runs],
+                         "train_seconds": run.get("train_seconds"), "path": _relative(run["path"])} for run in runs],
             "episodes": [
                 {"seed": e.seed, "training_seed": e.training_seed, "metrics": e.metrics,
                  "actions": e.actions.to_json()}

@@ -3,7 +3,8 @@
 An agent comes from outside the package's registry in one of these forms (:func:`agent_spec`):
 
 - an object following the agent protocol of ``agents/base.py`` (``reset(problem, seed)``, ``act(observation)``);
-- a class or a factory of one (called with no argument), or a plain function ``observation -> action``;
+- a class or a factory of one (called with no argument), or a plain function ``observation -> action`` (or
+  ``(observation, action_space) -> action``: it is given the env's action space);
 - ``"MODULE:NAME"`` naming any of those (``MODULE`` a module name or a file path ``path/to/file.py``);
 - a path to a stable-baselines3 model archive (``.zip``; its VecNormalize statistics ``vecnormalize.pkl`` or
   ``<stem>_vecnormalize.pkl`` beside it are applied when present; ``algo`` names its class, default PPO);
@@ -56,11 +57,33 @@ def interface(env_id: str, model: bool) -> tuple[str, dict[str, Any]]:
     if env_id in RL_IDS:
         base, kwargs = RL_IDS[env_id]
         return base, _format_only(base, kwargs)
-    if model:
-        for rl_id, (base, kwargs) in RL_IDS.items():
-            if base == env_id and rl_id not in ENTITY_RL_IDS:  # the benchmark's PPO interface
-                return base, _format_only(base, kwargs)
+    if model and rl_id(env_id) is not None:
+        return env_id, _format_only(env_id, RL_IDS[rl_id(env_id)][1])
     return env_id, {}
+
+
+def rl_id(env_id: str) -> str | None:
+    """The RL-ready id of base id ``env_id`` that models act through (the benchmark's PPO interface), if any."""
+    return next((k for k, (base, _) in RL_IDS.items() if base == env_id and k not in ENTITY_RL_IDS), None)
+
+
+def templated_name(agent: Any) -> str | None:
+    """The default entry name of a policy path with ``{env}`` (one model per env): its folder's name."""
+    if isinstance(agent, str) and "{env}" in agent:
+        return Path(agent).parent.name or "policy"
+    return None
+
+
+def for_env(agent: Any, env_id: str) -> Any:
+    """``agent`` with ``{env}`` replaced for base id ``env_id``: by the base id, or, where no such file exists and
+    the file named by the env's RL-ready id does, by that id (``ClusterSLARL-v1.onnx``, trained on that id)."""
+    if not isinstance(agent, str) or "{env}" not in agent:
+        return agent
+    base = agent.replace("{env}", env_id)
+    ready = rl_id(env_id)
+    if not Path(base).exists() and ready is not None and Path(agent.replace("{env}", ready)).exists():
+        return agent.replace("{env}", ready)
+    return base
 
 
 def _format_only(base: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -176,7 +199,8 @@ def as_agent(obj: Any, where: str) -> Any:
     """An agent from an agent, a class or factory of one, or a function ``observation -> action``."""
     expected = (
         "an agent (an object with reset(problem, seed) and act(observation), agents/base.py), a class or a factory "
-        "of one (called with no argument), or a function observation -> action"
+        "of one (called with no argument), or a function observation -> action (or (observation, action_space) "
+        "-> action)"
     )
     if _is_agent(obj):
         return obj
@@ -198,27 +222,32 @@ def as_agent(obj: Any, where: str) -> Any:
             if not _is_agent(made):
                 raise TypeError(f"{where}: factory returned a {type(made).__name__}, not an agent; expected {expected}")
             return made
-        if len(required) == 1:
-            return FunctionAgent(obj)
+        if len(required) in (1, 2):
+            return FunctionAgent(obj, with_space=len(required) == 2)
         raise TypeError(f"{where}: function takes {len(required)} arguments; expected {expected}")
     raise TypeError(f"{where} is a {type(obj).__name__}; expected {expected}")
 
 
 class FunctionAgent:
-    """A plain function ``observation -> action`` as an agent (it keeps no state across steps)."""
+    """A plain function ``observation -> action`` as an agent (it keeps no state across steps); ``with_space``: it
+    takes ``(observation, action_space)``, for a policy whose action size depends on the env or its instance."""
 
     privileged = False
     env_kwargs: dict[str, Any] = {}
 
-    def __init__(self, policy: Callable[[Any], Any]) -> None:
-        self.policy = policy
+    def __init__(self, policy: Callable[..., Any], with_space: bool = False) -> None:
+        self.policy, self.with_space = policy, with_space
         self.name = getattr(policy, "__name__", "policy")
+        self.action_space: gym.Space | None = None
+
+    def check_spaces(self, observation_space: gym.Space, action_space: gym.Space) -> None:
+        self.action_space = action_space
 
     def reset(self, problem: Any, seed: int | None = None) -> None:
         pass
 
     def act(self, observation: Any) -> Any:
-        return self.policy(observation)
+        return self.policy(observation, self.action_space) if self.with_space else self.policy(observation)
 
 
 class Guarded:
@@ -452,13 +481,14 @@ def score(
     rl_interface: bool | None = None,
 ) -> Evaluation:
     """Score ``agent`` (anything :func:`agent_spec` takes; ``"MODULE:NAME"`` or a policy path; a model path may hold
-    ``{env}``, replaced by each env id) under the benchmark's protocol on ``env_ids`` (one id, several, or None: the
-    whole row), next to the reference agents (``reference="all"``, or ``"anchors"``: the paper's algorithm and the
-    two anchors only). ``quick``: the quick protocol's seeds (else the full one's); ``seeds`` replaces them (a record
-    then says so, and the leaderboard does not rank it). Held-out instances, except a model on an env whose instance
-    fixes its spaces (the fixed-instance track, as the benchmark's PPO). With ``out``, each env's report goes to
-    ``out/<env_id>/`` and the record to ``out/record.json``; nothing is written when an episode fails.
-    ``rl_interface``: a function or agent acts through the RL-ready ids' flat observations too (see ``agent_spec``)."""
+    ``{env}``, replaced by each env id or its RL-ready id: ``for_env``, the entry then named by its folder) under
+    the benchmark's protocol on ``env_ids`` (one id, several, or None: the whole row), next to the reference agents
+    (``reference="all"``, or ``"anchors"``: the paper's algorithm and the two anchors only). ``quick``: the quick
+    protocol's seeds (else the full one's); ``seeds`` replaces them (a record then says so, and the leaderboard
+    does not rank it). Held-out instances, except a model on an env whose instance fixes its spaces (the
+    fixed-instance track, as the benchmark's PPO). With ``out``, each env's report goes to ``out/<env_id>/`` and
+    the record to ``out/record.json``; nothing is written when an episode fails. ``rl_interface``: a function or
+    agent acts through the RL-ready ids' flat observations too (see ``agent_spec``)."""
     from baselines.benchmark import SEEDS
     from baselines.eval.compare import compare
     from baselines.eval.outputs import check, claim
@@ -472,9 +502,11 @@ def score(
     if out is not None:
         check(out, "evaluate", force=force)
     specs: dict[str, AgentSpec] = {}
+    name = name or templated_name(agent)
     for env_id in ids:
-        source = agent.replace("{env}", env_id) if isinstance(agent, str) else agent
-        spec = agent_spec(source, env_id, name=name, step_limit=step_limit, algo=algo, rl_interface=rl_interface)
+        spec = agent_spec(
+            for_env(agent, env_id), env_id, name=name, step_limit=step_limit, algo=algo, rl_interface=rl_interface
+        )
         if env_setting(spec.env_id) is None:
             raise ValueError(f"env_id={env_id!r} has no protocol entry; ids with one: {protocol_envs()}")
         if spec.privileged != declared["privileged"]:
@@ -491,6 +523,9 @@ def score(
     spec = next(iter(specs.values()))
     entry = {"name": spec.name, "kind": spec.kind, "source": source_name(agent, spec), "algo": spec.algo}
     record = build_record(entry, declared, comparisons, protocol)
+    if spec.kind in ("onnx", "sb3"):  # the file each env's model was, so that a replay finds it after an id bump
+        for result in record["results"]:
+            result["policy_file"] = Path(specs[result["env_id"]].source).name
     target = None
     if out is not None:
         target = claim(out, "evaluate", force=force)

@@ -5,7 +5,7 @@ versions named."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from baselines.eval.harness import ActionDigest, Task
 from baselines.eval.record import check_versions, read_record
-from baselines.eval.submission import agent_spec
+from baselines.eval.submission import agent_spec, for_env
 
 METRIC_RTOL = 1e-9  # replayed metrics equal the recorded ones up to float formatting
 
@@ -41,25 +41,45 @@ def _players(record: Mapping[str, Any], result: Mapping[str, Any], agent: Any, a
     if agent is None:
         raise ValueError(f"entry {entry['name']!r} ({entry['kind']}: {entry['source']}) is replayed with its agent: "
                          "pass --agent MODULE:NAME or --policy PATH (agent= in Python)")  # fmt: skip
-    source = agent.replace("{env}", result["env_id"]) if isinstance(agent, str) else agent
+    source = for_env(agent, result["env_id"])
+    if isinstance(agent, str) and "{env}" in agent and result.get("policy_file"):
+        recorded = Path(agent).parent / result["policy_file"]  # the model this result was made with
+        source = str(recorded) if recorded.exists() else source
     spec = agent_spec(source, result["env_id"], name=entry["name"], algo=algo or entry.get("algo") or "ppo")
     format_kwargs = {k: v for k, v in result["env_kwargs"].items() if k in dict(spec.env_kwargs)}
     return {None: dataclasses.replace(spec, env_kwargs=tuple(sorted(format_kwargs.items())))}
 
 
+def shortest_episode(record: Mapping[str, Any]) -> int:
+    """The index (over every result's episodes, in record order) of the first of the record's shortest episodes
+    (fewest steps): the cheapest replay of an entry, which CI makes on every run."""
+    steps = [episode["metrics"]["steps"] for result in record["results"] for episode in result["episodes"]]
+    return int(np.argmin(steps))
+
+
 def validate(
-    record_path: str | Path, agent: Any = None, *, sample: int | None = None, algo: str | None = None
+    record_path: str | Path,
+    agent: Any = None,
+    *,
+    sample: int | None = None,
+    algo: str | None = None,
+    indices: Sequence[int] | None = None,
 ) -> list[str]:
-    """Replay the record's episodes (``sample``: that many, evenly spaced over all of them) with ``agent`` (needed
-    unless the entry is a registered agent or a shipped RL run) and check every metric and action digest. Returns
-    one line per episode checked; a mismatch is a ``ValueError`` naming the first episode, step and metric."""
+    """Replay the record's episodes (``sample``: that many, evenly spaced over all of them; ``indices``: these, over
+    every result's episodes in record order) with ``agent`` (needed unless the entry is a registered agent or a
+    shipped RL run) and check every metric and action digest. Returns one line per episode checked; a mismatch is a
+    ``ValueError`` naming the first episode, step and metric."""
     where = f"record {str(record_path)!r}"
     record = read_record(record_path)
     check_versions(record, where)
     episodes = [(result, episode) for result in record["results"] for episode in result["episodes"]]
+    if sample is not None and indices is not None:
+        raise ValueError("give sample (K evenly spaced episodes) or indices (these episodes), not both")
+    if indices is not None and not all(0 <= i < len(episodes) for i in indices):
+        raise ValueError(f"indices must lie in 0..{len(episodes) - 1} (the record's episodes), got {list(indices)}")
     checked = []
     players: dict[int, dict] = {}
-    for index in sample_indices(len(episodes), sample):
+    for index in sample_indices(len(episodes), sample) if indices is None else list(indices):
         result, stored = episodes[index]
         key = id(result)
         if key not in players:

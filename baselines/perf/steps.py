@@ -180,7 +180,7 @@ def bench_sla_long_horizon(horizon: int = 3_000_000, seed: int = 0, policies=SLA
     seconds = {}
     for name in policies:
         start = time.perf_counter()
-        harness.simulate("ClusterSLA-v1", name, seed, env_kwargs={"preset": "paper_synthetic", "horizon": horizon},
+        harness.simulate("ClusterSLA-v1", name, seed, env_kwargs={"preset": "paper", "horizon": horizon},
                  record_every=max(1, horizon // 1000))  # fmt: skip
         seconds[name] = time.perf_counter() - start
     return seconds

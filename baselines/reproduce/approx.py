@@ -1,11 +1,10 @@
 """Paper 000 (ClusterApprox-v1): Table I, Figs. 1-3 of Sec. VI (E1-E4 of spec §5.4) and the theory checks (E5).
 
-``scale="small"`` runs M = 50 machines, T = 2000 slots, 3 seeds (a few minutes on two cores);
-``scale="medium"`` (Python API only) M = 100, T = 3600, 5 seeds; ``scale="paper"`` the paper preset
-(M = 1000, T = 36 000, 5 seeds): hours on two cores for everything, while ``table_one_and_fig_two`` runs Table I
-and Fig. 1 alone in 41 CPU-minutes (measured; docs/reproductions/approx.md). Every configuration is paired by seed
-(common random numbers); the synthetic Google-like jobs stand in for the unavailable trace, so compare
-relative improvements, not absolute utilities (spec §5.6).
+``scale="small"`` runs M = 50 machines, T = 2000 slots, 3 seeds; ``scale="medium"`` (Python API only) M = 100,
+T = 3600, 5 seeds; ``scale="paper"`` the paper preset (M = 1000, T = 36 000, 5 seeds), where
+``table_one_and_fig_two`` runs Table I and Fig. 1 alone (their cost: docs/reproductions/approx.md). Every
+configuration is paired by seed (common random numbers); the synthetic Google-like jobs stand in for the
+unavailable trace, so compare relative improvements, not absolute utilities (spec §5.6).
 """
 
 from __future__ import annotations

@@ -36,9 +36,9 @@ PAPER_TABLE_1 = [(-31.1, 21.7, -4.6, 13.8), (-122.3, 46.9, -31.2, 49.2), (-90.8,
 ONLINE_AND_ORACLES = ("mwu", "mwu_extended", "static", "proportional", "owm", "pg", "rest_pg")
 EPS_AGENTS = ("mwu", "mwu_extended", "rest_pg")
 READING_AGENTS = ("mwu_extended", "static", "pg", "rest_pg", "proportional", "owm")  # those the paper gives numbers for
-DEFAULT_PAIRS = ((1, 2), (1, 3))  # our reading of the generator's P2/P3 (burst, stream) users (preset paper_synthetic)
-A16_PAIRS = PRESETS["paper_synthetic_a16"]["scenario_kwargs"]["p23_pairs"]  # spec A16's: the closest to the paper's
-READING_PRESETS = {DEFAULT_PAIRS: "paper_synthetic", A16_PAIRS: "paper_synthetic_a16"}
+DEFAULT_PAIRS = ((1, 2), (1, 3))  # our reading of the generator's P2/P3 (burst, stream) users (preset paper)
+A16_PAIRS = PRESETS["paper_a16"]["scenario_kwargs"]["p23_pairs"]  # spec A16's: the closest to the paper's
+READING_PRESETS = {DEFAULT_PAIRS: "paper", A16_PAIRS: "paper_a16"}
 
 
 @dataclass
@@ -382,7 +382,7 @@ def run(
     horizon = 3_000_000 if scale == "paper" else 60_000
     eps_values = (0.01, 0.02)
     start = time.perf_counter()
-    synthetic_kwargs = {"preset": "paper_synthetic", "horizon": horizon}
+    synthetic_kwargs = {"preset": "paper", "horizon": horizon}
     runs = run_experiment(synthetic_kwargs, list(seeds), eps_values, workers=workers, progress=progress)
     lines = ["# Reproduction of paper 003 (ClusterSLA-v1)", ""]
     lines += synthetic_report(runs, list(seeds), eps_values, horizon, out)

@@ -15,7 +15,7 @@ Episode statistics (``info["episode"]``, so SB3 logs ``ep_rew_mean``) come from 
 adapter (:func:`monitored`); ``VecNormalize`` goes around that, so the statistics stay in raw rewards.
 The Dict observations of the envs RL sees through ``FlattenObservation`` are flattened here, on the whole batch,
 exactly as the single-env wrapper flattens each copy (:func:`cluster_envs.common.flat.flatten_batch`); the envs' own
-``observation_mode="flat"`` does the same inside the batched env.
+``observation_format="flat"`` does the same inside the batched env.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ before ``.log`` for ``n`` training seeds per trial), so a second ``run`` with th
 
 ``write`` reads the study's best trial, converts it as rl-zoo3 does (``convert_onpolicy_params``: γ, λ, powers of
 two, network size and activation), drops the held keys and replaces the others in the id's YAML section, under a
-comment giving the tuning command and the best value; the other sections and keys are left as they are. With
+comment giving the tuning command and its budget (the best value is printed; ``trials`` lists every trial's),
+and leaves the other sections and keys as they are. With
 ``--to PATH`` it writes a copy of the YAML file there instead (a candidate to compare over training seeds before
 it replaces the shipped section: ``baselines.tuning.ablation``'s ``Variant(hyperparams_file=...)``).
 """
@@ -319,12 +320,15 @@ def run_from_args(args: argparse.Namespace) -> None:
         run(command)
     else:
         params, value, finished = best_trial(storage, args.algo, hold)
-        comment = f"{text} (budget {args.trials} trials x {args.steps} steps; best of {finished}: "
-        comment += f"{objective_text(args.env_id, args.objective, value, seeds, args.trial_seeds)})"
+        # The YAML names how the values were found; their score is the study's (`trials`), printed, not written.
+        comment = f"{text} (budget {args.trials} trials x {args.steps} steps; best of {finished})"
         path = HYPERPARAMS_DIR / f"{args.algo}.yml"
         if args.to is not None:
             args.to.parent.mkdir(parents=True, exist_ok=True)
             args.to.write_text(path.read_text())
             path = args.to
         write_section(path, args.env_id, yaml_values(params), comment)
-        print(f"wrote {sorted(params)} into {path} [{args.env_id}]")
+        print(
+            f"wrote {sorted(params)} into {path} [{args.env_id}]: the best of {finished} trials, "
+            f"{objective_text(args.env_id, args.objective, value, seeds, args.trial_seeds)}"
+        )

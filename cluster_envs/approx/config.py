@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from cluster_envs.common.config import check_number
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
-from cluster_envs.common.flat import OBSERVATION_MODES
+from cluster_envs.common.flat import OBSERVATION_FORMATS
 
 # The vocabularies of the modes (the one source; ``ApproxConfig.DOMAINS`` validates them).
 RATE_PROCESSES = ("iid_bernoulli", "iid_uniform", "iid_beta", "onoff_gamma")
@@ -103,8 +103,7 @@ class ApproxConfig:
         "reward_mode": Choice(REWARD_MODES),
         "compute_regret": FLAG,
         "oracle_kind": Choice(ORACLE_KINDS),
-        "fixed_instance": FLAG,
-        "instance_seed": Number(low=0, integer=True),
+        "instance_seed": Number(low=0, integer=True, none=True),
         "expose_oracle": FLAG,
         "capacity": AnyOf(
             (Number(low=1, integer=True, none=True), Sequence(Number(low=1, integer=True), length="n_machines"))
@@ -115,7 +114,7 @@ class ApproxConfig:
         "action_mode": Choice(
             tuple(dict.fromkeys(MULTI_ACTION_MODES + SINGLE_ACTION_MODES))
         ),  # per id: the env checks its own
-        "observation_mode": Choice(OBSERVATION_MODES),
+        "observation_format": Choice(OBSERVATION_FORMATS),
     }
 
     n_machines: int = 20
@@ -145,15 +144,14 @@ class ApproxConfig:
     reward_mode: str = "true"
     compute_regret: bool = False
     oracle_kind: str = "eq6"
-    fixed_instance: bool = False
-    instance_seed: int = 0
+    instance_seed: int | None = None  # None: each reset seed draws its instance; an int fixes it across resets
     expose_oracle: bool = False
     capacity: int | tuple[int, ...] | None = None
     demand: float = 1.0
     parallelism: int | None = None
     info_level: str = "full"
     action_mode: str = "occupant"
-    observation_mode: str = "dict"
+    observation_format: str = "dict"
 
     def __post_init__(self) -> None:
         check_domains(self, self.DOMAINS)

@@ -111,8 +111,8 @@ class _ApproxEnvCore(ClusterEnv):
             raise ValueError(f"action_mode={config.action_mode!r} needs the base model (capacity=None): the Sec. V-C "
                              "mode reads MultiBinary((K, M)) assignments")  # fmt: skip
         self._trace = read_job_trace(config.trace_path, config.horizon) if config.job_source == "trace" else None
-        if config.compute_regret:  # on the instance of instance_seed (every episode's with fixed_instance)
-            rng = np.random.default_rng(config.instance_seed)
+        if config.compute_regret:  # on the instance of instance_seed (of seed 0 when each reset draws its own)
+            rng = np.random.default_rng(0 if config.instance_seed is None else config.instance_seed)
             self._check_oracle(self._draw_instance(rng, np.random.default_rng(0)).jobs)
         m, k = config.n_machines, config.max_visible_jobs
         self._generalized = config.capacity is not None
@@ -203,7 +203,8 @@ class _ApproxEnvCore(ClusterEnv):
     # ------------------------------------------------------- the skeleton's hooks (cluster_envs.common.env)
     def _new_episode(self, streams: dict[str, np.random.Generator], plan: dict[str, Any]) -> dict[str, Any]:
         cfg = self.config
-        instance_rng = np.random.default_rng(cfg.instance_seed) if cfg.fixed_instance else streams["instance"]
+        fixed = cfg.instance_seed is not None
+        instance_rng = np.random.default_rng(cfg.instance_seed) if fixed else streams["instance"]
         instance = self._draw_instance(instance_rng, streams["rates"])
         if cfg.compute_regret:
             self._check_oracle(instance.jobs)  # before the episode's state changes
@@ -437,7 +438,9 @@ class ClusterApproxEnv(_ApproxEnvCore):
 
       `"soft"` skips the check and measures Fit instead.
     - The rates and the instance are drawn from their own seeded streams. So every policy sees the same θ_i^t and the
-      same jobs for a given seed (common random numbers).
+      same jobs for a given seed (common random numbers). The instance (jobs, prices, machine speeds) comes from the
+      reset seed (`instance_seed=None`, the default) or, with an integer `instance_seed`, is the same in every episode
+      (the rate trajectory still comes from the reset seed).
     - The light load (`job_keep_fraction=0.5`) keeps a seeded subset of the heavy-load jobs.
 
     ## Observation (Dict; Boxes are float64)
@@ -479,13 +482,13 @@ class ClusterApproxEnv(_ApproxEnvCore):
       starts, so the clipping of its actions to the bounds ties few of them. NaN or inf raise `ValueError` naming
       `action`.
 
-    `observation_mode="flat"` gives the same observation as one float64 `Box`: `gymnasium.spaces.flatten` of the Dict
+    `observation_format="flat"` gives the same observation as one float64 `Box`: `gymnasium.spaces.flatten` of the Dict
     (what `FlattenObservation` gives; `last_occupant` one-hot).
 
     ## RL-ready id: ClusterApproxRL-v2
 
     `gym.make("cluster_envs:ClusterApproxRL-v2")` is this env with `action_mode="paced_priority",
-    observation_mode="flat", info_level="minimal"`: one `Box` observation and a `Box(-1, 1, (K + M,))` action, so
+    observation_format="flat", info_level="minimal"`: one `Box` observation and a `Box(-1, 1, (K + M,))` action, so
     SB3's `PPO("MlpPolicy", "cluster_envs:ClusterApproxRL-v2")` (or any client that takes only an id,
     docs/clients.md) trains with no wrapper. The kwargs change only how the action is read, how the observation is
     laid out and which `info` keys are kept: the episodes, rewards and metrics are those of `ClusterApprox-v1`
@@ -530,8 +533,8 @@ class ClusterApproxEnv(_ApproxEnvCore):
       - `oracle_kind` selects the offline optimum: `"eq6"` (default), `"p1"` or `"thm3"`;
       - the oracle is the fractional offline optimum with the true means, from scipy's SLSQP over the segment-aggregated
         program. It is meant for small instances: its memory and time are estimated at construction (instance of
-        `instance_seed`) and at each reset (the drawn instance), and a `ValueError` naming the keywords refuses it above
-        2 GiB or 600 s (docs/robustness.md, "Resource guards").
+        `instance_seed`, or of seed 0) and at each reset (the drawn instance), and a `ValueError` naming the keywords
+        refuses it above 2 GiB or 600 s (docs/robustness.md, "Resource guards").
     - `oracle` (true θ^t and θ_i) appears only with `expose_oracle=True`, for evaluation.
     - `info_level="minimal"` keeps only `t`, `utility_true`, `utility_approx` (and `regret` with `compute_regret=True`)
       per step, plus `episode_summary` at the end; the trajectory is the same. Use it for speed (training, the bench):
@@ -606,14 +609,14 @@ class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     `action_mode="paced_priority"`: `Box(0, 1, (M,))`, a priority per machine. The machines run in descending priority
     while the slot's cost stays within the paced budget (B − C)/(T − t) and below B − C (the pacing of `greedy_ucb`): a
     policy cannot spend the budget early and leave the job idle afterwards, and what it learns is which machines to
-    prefer. The dynamics after the reading are the same. `observation_mode="flat"` gives the observation as one float64
-    `Box` (`gymnasium.spaces.flatten` of the Dict).
+    prefer. The dynamics after the reading are the same. `observation_format="flat"` gives the observation as one
+    float64 `Box` (`gymnasium.spaces.flatten` of the Dict).
 
     ## RL-ready id: ClusterApproxSingleJobRL-v1
 
     `gym.make("cluster_envs:ClusterApproxSingleJobRL-v1")` is this env with the benchmark row's training kwargs:
     `reward_mode="approx"` (Eq. 6, what the headline scores), `action_mode="paced_priority",
-    observation_mode="flat"` and `info_level="minimal"`: one `Box` observation and a `Box` action, so an id-only
+    observation_format="flat"` and `info_level="minimal"`: one `Box` observation and a `Box` action, so an id-only
     client (docs/clients.md) trains the benchmark's task with no wrapper (`tests/test_rl_ids.py`).
 
     ## Reward

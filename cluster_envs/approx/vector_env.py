@@ -184,7 +184,8 @@ class ClusterApproxVectorEnv(HoldsRecord, BatchedCopies):
 
     def _end(self, stepping: np.ndarray) -> dict[str, np.ndarray]:
         """Finish the slot of the ``stepping`` copies; every copy's observation, written by the kernel straight into
-        fresh arrays (the single env's ``observation_from``, key for key), flattened in ``observation_mode="flat"``."""
+        fresh arrays (the single env's ``observation_from``, key for key), flattened with
+        ``observation_format="flat"``."""
         b, m = self.num_envs, self.config.n_machines
         single = self.env_class.single_job
         obs = {"time": np.empty((b, 2))}
@@ -200,7 +201,7 @@ class ClusterApproxVectorEnv(HoldsRecord, BatchedCopies):
         else:
             obs["jobs"], obs["last_occupant"] = jobs, occupant
         self._seen = obs
-        return flatten_batch(self._dict_space, obs) if self.config.observation_mode == "flat" else obs
+        return flatten_batch(self._dict_space, obs) if self.config.observation_format == "flat" else obs
 
     def _infos(self, stepping: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
         f = self._batch["f"]

@@ -25,7 +25,7 @@ env fills in the hooks that are its model. ``reset(seed=..., options=...)``:
 
 ``render()`` dispatches to ``_render_ansi()`` or ``_render_rgb()`` by ``render_mode``. The class attributes are
 ``env_id`` (the registered id, for messages), ``config_class`` and ``presets``, ``reset_options`` and
-``stream_names``. An env with ``observation_mode`` (``"dict"`` or ``"flat"``, :mod:`cluster_envs.common.flat`)
+``stream_names``. An env with ``observation_format`` (``"dict"`` or ``"flat"``, :mod:`cluster_envs.common.flat`)
 declares its Dict space with :meth:`ClusterEnv.set_observation_space`; ``emit`` then flattens.
 
 Actions are read with :func:`as_real_array` and rejected with :func:`invalid_action`: one ``ValueError`` form,
@@ -98,13 +98,13 @@ class ClusterEnv(gym.Env):
         return self._sim
 
     def set_observation_space(self, dict_space: gym.spaces.Dict) -> None:
-        """Declare the Dict observation (``dict_observation_space``) and the space ``observation_mode`` shows."""
+        """Declare the Dict observation (``dict_observation_space``) and the space ``observation_format`` shows."""
         self.dict_observation_space = dict_space
-        self.observation_space = observation_space(dict_space, self.config.observation_mode)
-        self._flatten = Flattener(dict_space) if self.config.observation_mode == "flat" else None
+        self.observation_space = observation_space(dict_space, self.config.observation_format)
+        self._flatten = Flattener(dict_space) if self.config.observation_format == "flat" else None
 
     def emit(self, observation: Any) -> Any:
-        """``observation`` as the env gives it: as is, or, with ``observation_mode="flat"``, a Dict of
+        """``observation`` as the env gives it: as is, or, with ``observation_format="flat"``, a Dict of
         ``dict_observation_space`` flattened into one array (``gymnasium.spaces.flatten``). It is kept in
         ``last_observation`` (what a policy saw: the action modes that read it, and the batched envs, use it)."""
         self.last_observation = observation

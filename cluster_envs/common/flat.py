@@ -1,4 +1,7 @@
-"""``observation_mode="flat"``: a Dict observation as one Box, for RL clients that take only an id.
+"""``observation_format="flat"``: a Dict observation as one Box, for RL clients that take only an id.
+
+``observation_format`` is the observation's form, ``"dict"`` (the Dict space) or ``"flat"`` (one Box);
+``observation_mode``, where a setting has one, is its content.
 
 The flat observation is ``gymnasium.spaces.flatten(dict_space, observation)``, the vector
 ``gymnasium.wrappers.FlattenObservation`` gives, so a policy trained through that wrapper reads the flat mode
@@ -14,12 +17,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-OBSERVATION_MODES = ("dict", "flat")
+OBSERVATION_FORMATS = ("dict", "flat")
 
 
-def observation_space(dict_space: spaces.Dict, mode: str) -> gym.Space:
-    """The space an env with ``observation_mode=mode`` declares: ``dict_space`` or its flattened Box."""
-    return spaces.flatten_space(dict_space) if mode == "flat" else dict_space
+def observation_space(dict_space: spaces.Dict, observation_format: str) -> gym.Space:
+    """The space an env with ``observation_format`` declares: ``dict_space`` or its flattened Box."""
+    return spaces.flatten_space(dict_space) if observation_format == "flat" else dict_space
 
 
 class Flattener:

@@ -12,13 +12,16 @@ from cluster_envs.common.alibaba_gpu import HOW_TO_PASS, RESOURCES
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
-from cluster_envs.common.flat import OBSERVATION_MODES
+from cluster_envs.common.flat import OBSERVATION_FORMATS
 from cluster_envs.multiserver.entity import ENTITY, MAX_DEVICE_TYPES, MAX_SIZES
 from cluster_envs.multiserver.gang import GangParams
 from cluster_envs.multiserver.model import GeneratorParams
 
 # The vocabularies of the modes (the one source; the configs' DOMAINS validate them).
 ACTION_MODES = ("binary", "scores")
+# the observation's content: the instance's own arrays (spaces sized by its edges), or the instance-independent
+# padded edge rows (cluster_envs.multiserver.entity); its form is observation_format
+OBSERVATION_MODES = ("instance", ENTITY)
 NORMALIZATIONS = ("affine_clip", "clip", "none")  # how a utility maps to [0, 1] (spec §3.3)
 CAPACITY_MODES = ("alpha_sum", "per_server_sum")
 MIN_TASKS = ("all", "half")  # ClusterGang-v0's all-or-nothing threshold m_l
@@ -48,7 +51,8 @@ class EnvOptions:
     info_level: str = "full"
     workload: str = "synthetic"
     trace_dir: Any = None  # the folder of the trace CSVs (workload="alibaba_gpu_2023")
-    observation_mode: str = "dict"
+    observation_mode: str = "instance"
+    observation_format: str = "dict"
     # observation_mode="entity" pads to these (cluster_envs.multiserver.entity); ClusterGang-v0 has its own max_edges
     max_edges: int = MAX_SIZES["ClusterMultiServer-v0"]["max_edges"]
     max_ports: int = MAX_SIZES["ClusterMultiServer-v0"]["max_ports"]
@@ -80,7 +84,8 @@ COMMON_DOMAINS: dict[str, Domain] = {
     "utility_dist": Choice(UTILITY_DISTS),
     "instance_seed": Number(low=0, integer=True),
     "action_mode": Choice(ACTION_MODES),
-    "observation_mode": Choice((*OBSERVATION_MODES, ENTITY)),
+    "observation_mode": Choice(OBSERVATION_MODES),
+    "observation_format": Choice(OBSERVATION_FORMATS),
     "max_edges": _SIZE,
     "max_ports": _SIZE,
     "max_servers": _SIZE,
@@ -97,7 +102,8 @@ COMMON_JOINT = (
     f"`trace_dir` is given exactly when `workload` is {ALIBABA!r} (then `n_device_types` = {len(RESOURCES)}); "
     "`req_low` ≤ `req_high`, `c_low` ≤ `c_high`, `mu_low` ≤ `mu_high`; `arrival_prob` (a tuple) has `n_ports` "
     f"entries; `n_device_types` × `n_ports` × `n_servers` ≤ {MAX_STATE:.0e}; the `max_*` keywords are read only with "
-    "`observation_mode='entity'` (and the instance must fit them)"
+    "`observation_mode='entity'` (and the instance must fit them), whose rows are one Box "
+    "(`observation_format='flat'`)"
 )
 
 
@@ -160,8 +166,12 @@ def check_joint(cfg) -> None:
 
 
 def check_entity_sizes(cfg) -> None:
-    """The ``max_*`` keywords size ``observation_mode="entity"`` and mean nothing in another mode."""
+    """The ``max_*`` keywords size ``observation_mode="entity"`` and mean nothing in another mode; the entity rows
+    are one Box."""
     if cfg.observation_mode == ENTITY:
+        if cfg.observation_format != "flat":
+            raise ValueError(f"observation_mode={ENTITY!r} gives its padded edge rows as one Box; pass observation_"
+                             f"format='flat', got observation_format={cfg.observation_format!r}")  # fmt: skip
         return
     defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
     for name in ("max_edges", "max_ports", "max_servers", "max_device_types"):

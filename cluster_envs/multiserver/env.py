@@ -98,11 +98,12 @@ class ClusterMultiServerEnv(ClusterEnv):
     **Episode end**: never terminated; truncated after `horizon` slots (a contextual bandit: actions do not change
     future observations, so `gamma = 0` is the natural RL setting).
 
-    `observation_mode="flat"` gives the observation as one float32 `Box` (`gymnasium.spaces.flatten` of the Dict, what
-    `FlattenObservation` gives).
+    **Observation content and form**: `observation_mode` is the content, `"instance"` (default: the Dict above) or
+    `"entity"` (below); `observation_format` its form, `"dict"` (default) or `"flat"`, one float32 `Box`
+    (`gymnasium.spaces.flatten` of the Dict, what `FlattenObservation` gives).
 
     **RL-ready id**: `gym.make("cluster_envs:ClusterMultiServerRL-v1")` is this env with the benchmark's
-    `preset="small"` and `action_mode="scores", observation_mode="flat"`, `info_level="minimal"`: one `Box`
+    `preset="small"` and `action_mode="scores", observation_format="flat"`, `info_level="minimal"`: one `Box`
     observation and a `Box` action, so a client that takes only an id (docs/clients.md) trains the benchmark's task
     with no wrapper (`tests/test_rl_ids.py`); override the preset as for the base id.
 
@@ -120,7 +121,8 @@ class ClusterMultiServerEnv(ClusterEnv):
     keywords are refused in another mode. Gymnasium's `Graph` space is not used: its samples have a variable
     number of nodes and edges, which stable-baselines3's rollout buffers cannot hold; the padded `Box` with a validity
     column carries the same graph (the port and server columns). **RL-ready id**:
-    `gym.make("ClusterMultiServerEntityRL-v0")` (`action_mode="scores", observation_mode="entity"`), batched alike;
+    `gym.make("ClusterMultiServerEntityRL-v0")` (`action_mode="scores", observation_mode="entity",
+    observation_format="flat"`), batched alike;
     `baselines.rl.edge_policy.EdgePolicy` is a permutation-equivariant policy for it.
 
     ## info (evaluation only)

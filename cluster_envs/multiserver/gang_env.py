@@ -76,9 +76,9 @@ class ClusterGangEnv(ClusterMultiServerEnv):
       Estimated at construction from the constraint matrix's nonzeros and refused (`ValueError` naming the keywords)
       above 2 GiB or 1 s per solve (docs/robustness.md, "Resource guards").
 
-    `observation_mode="flat"` gives the observation as one float32 `Box`. **RL-ready id**:
+    `observation_format="flat"` gives the observation as one float32 `Box`. **RL-ready id**:
     `gym.make("cluster_envs:ClusterGangRL-v1")` is this env with the benchmark's `horizon=200` and PPO's
-    `action_mode="scores", observation_mode="flat"`, `info_level="minimal"`: one `Box` observation and a `Box`
+    `action_mode="scores", observation_format="flat"`, `info_level="minimal"`: one `Box` observation and a `Box`
     action, so PPO trains the benchmark's task on the id alone (docs/clients.md; `tests/test_rl_ids.py`). A `Box`
     action cannot carry `action_masks()`; MaskablePPO
     users make the base id with `action_mode="binary"`.

@@ -187,12 +187,12 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
         return self._emit({key: value.copy() for key, value in self._obs.items()})
 
     def _emit(self, obs: dict[str, np.ndarray]) -> Any:
-        """The batch's Dict observation as ``observation_mode`` gives it (flattened row by row in ``"flat"``, the
-        padded edge rows in ``"entity"``)."""
+        """The batch's Dict observation as ``observation_format`` gives it (flattened row by row in ``"flat"``), or
+        the padded edge rows of ``observation_mode="entity"``."""
         if self._entity is not None:
             return self._entity.rows(obs["edge_mask"], obs["last_action"], self._counts, self._utility_sums,
                                      obs["time"])  # fmt: skip
-        return flatten_batch(self._dict_space, obs) if self.config.observation_mode == "flat" else obs
+        return flatten_batch(self._dict_space, obs) if self.config.observation_format == "flat" else obs
 
     def _infos(self, stepping: np.ndarray, truncated: np.ndarray, values: np.ndarray, counts: np.ndarray):
         """The step's info: rows of the kernel's fresh outputs, each with its own mask."""

@@ -11,6 +11,7 @@ from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
 from cluster_envs.common.azure_llm import NAME as AZURE
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Keywords, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
+from cluster_envs.common.flat import OBSERVATION_FORMATS
 from cluster_envs.sla.model import SCENARIOS, SLA_FROM_LOADS, default_history
 
 # The vocabularies of the modes (the one source; ``SLAConfig.DOMAINS`` validates them). The kernel reads the
@@ -18,7 +19,6 @@ from cluster_envs.sla.model import SCENARIOS, SLA_FROM_LOADS, default_history
 ACTION_MODES = ("normalize", "sub_simplex", "softmax")
 REWARD_MODES = ("work", "work_sla", "work_sla_level", "neg_regret", "neg_regret_sla")
 OBSERVATION_MODES = ("binary", "binary+sla", "full")
-OBS_FORMATS = ("box", "dict")
 MAX_EMPTY_TOL = 1e-6
 # The load matrix (and the simulator's per-user cumulative arrays) hold n_users × horizon float64 entries: 5·10⁷
 # is 400 MB per array, beyond which a configuration is a mistake rather than an experiment.
@@ -100,7 +100,7 @@ class SLAConfig:
         "scenario_kwargs": Keywords("scenario", SCENARIO_DOMAINS),
         "action_mode": Choice(ACTION_MODES),
         "observation_mode": Choice(OBSERVATION_MODES),
-        "obs_format": Choice(OBS_FORMATS),
+        "observation_format": Choice(OBSERVATION_FORMATS),
         "include_time": FLAG,
         "reward_mode": AnyOf((Choice(REWARD_MODES), Given("a callable f(info) -> float", callable=True))),
         "reward_kappa": Number(low=0.0, high=MAX_KAPPA),
@@ -122,7 +122,7 @@ class SLAConfig:
     scenario_kwargs: dict[str, Any] = field(default_factory=dict)
     action_mode: str = "normalize"
     observation_mode: str = "binary"
-    obs_format: str = "box"
+    observation_format: str = "flat"
     include_time: bool = False
     reward_mode: str | Callable = "work_sla"
     reward_kappa: float = 1.0
@@ -220,9 +220,9 @@ def _check_pairs(pairs: Any, sla: tuple[float, ...]) -> None:
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    "paper_synthetic": {"horizon": 3_000_000},
+    "paper": {"horizon": 3_000_000},  # Sec. 4.1 at the paper's scale
     # spec A16's reading of the unspecified P2/P3 users, the one closest to the paper's Static numbers
-    "paper_synthetic_a16": {"horizon": 3_000_000, "scenario_kwargs": {"p23_pairs": ((1, 2), (1, 2))}},
+    "paper_a16": {"horizon": 3_000_000, "scenario_kwargs": {"p23_pairs": ((1, 2), (1, 2))}},
     "default": {},
     "paper_real_standin": {
         "n_users": 6,

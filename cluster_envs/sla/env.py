@@ -68,7 +68,7 @@ class ClusterSLAEnv(ClusterEnv):
     allocation just applied and β̄ = β / max(1, Σβ). At reset a_0 = 0 and h_0 = 1/N.
     ``include_time=True`` appends t/T. Non-paper ablations: ``"binary+sla"`` appends 1[D_t > sla_tol]
     (whether each user is behind its SLA) and ``"full"`` appends log1p(Q_{t+1}), log1p(L_t) and
-    sign(D_t)·log1p(|D_t|). ``obs_format="dict"`` gives the same pieces as a Dict space.
+    sign(D_t)·log1p(|D_t|). ``observation_format="dict"`` gives the same pieces as a Dict space.
 
     **Action** ``Box(0, 1, (N,))`` (``"softmax"``: ``Box(-10, 10, (N,))`` logits), mapped to h by
     ``action_mode``: ``"normalize"`` h = a⁺/Σa⁺ (uniform if Σa⁺ = 0); ``"sub_simplex"`` clip to [0, 1] and
@@ -91,8 +91,8 @@ class ClusterSLAEnv(ClusterEnv):
     deficits, ``sla_violation_fraction`` and queue norms.
     OPT_c(t) is the offline dynamic optimum with capacity c (Prop. 2), c = 1 and 1 - ``eps_ref``.
 
-    **Presets** (N, β, T, scenario, ``eps_ref``): ``paper_synthetic`` (3, (0.2, 0.3, 0.5), 3·10⁶,
-    ``paper_synthetic``, 0.02; Sec. 4.1), ``paper_synthetic_a16`` (the same with spec A16's P2/P3 users,
+    **Presets** (N, β, T, scenario, ``eps_ref``): ``paper`` (3, (0.2, 0.3, 0.5), 3·10⁶,
+    ``paper_synthetic``, 0.02; Sec. 4.1), ``paper_a16`` (the same with spec A16's P2/P3 users,
     ``p23_pairs=((1, 2), (1, 2))``, the reading closest to the paper's Static numbers; ours is P2 = (1, 2),
     P3 = (1, 3)), ``default`` (the same at T = 6000), ``paper_real_standin`` (6, the
     tenant weights ``sla="mean"``, 14,628, ``trace_standin``, 0.01; Sec. 4.2), ``example_1_1`` (3,
@@ -166,9 +166,9 @@ class ClusterSLAEnv(ClusterEnv):
         self._reward_mode = -1 if callable(config.reward_mode) else REWARD_MODES.index(config.reward_mode)
         self._feedback = np.zeros((1, 3 * n), dtype=np.float32)  # the kernel's a_t, h_t, β̄ (paper observation)
         self._reward_value = 0.0
-        self._paper_observation = (config.observation_mode, config.obs_format, config.include_time) == (
+        self._paper_observation = (config.observation_mode, config.observation_format, config.include_time) == (
             "binary",
-            "box",
+            "flat",
             False,
         )
 
@@ -184,7 +184,7 @@ class ClusterSLAEnv(ClusterEnv):
             parts["signed_log_deficit"] = spaces.Box(-np.inf, np.inf, shape=(n,), dtype=np.float32)
         if cfg.include_time:
             parts["time"] = spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32)
-        if cfg.obs_format == "dict":
+        if cfg.observation_format == "dict":
             parts["active"] = spaces.MultiBinary(n)
             return spaces.Dict(parts)
         low = np.concatenate([p.low for p in parts.values()]).astype(np.float32)
@@ -338,7 +338,7 @@ class ClusterSLAEnv(ClusterEnv):
             parts["signed_log_deficit"] = np.sign(sim.deficit) * np.log1p(np.abs(sim.deficit))
         if cfg.include_time:
             parts["time"] = np.array([sim.t / sim.horizon])
-        if cfg.obs_format == "dict":
+        if cfg.observation_format == "dict":
             obs = {k: v.astype(np.float32) for k, v in parts.items()}
             obs["active"] = sim.active.astype(np.int8)
             return obs

@@ -99,8 +99,10 @@ def simulate(agent, env: gym.Env, *, record_every: int = 1000) -> Trajectory:
     if not isinstance(env, ClusterSLAEnv):
         raise ValueError(f"env must be a ClusterSLA-v1 env (gym.make or ClusterSLAEnv), got {env!r}")
     cfg = env.config
-    if cfg.observation_mode != "binary" or cfg.obs_format != "box" or cfg.include_time:
-        raise ValueError("simulate() supports observation_mode='binary', obs_format='box', include_time=False only")
+    if cfg.observation_mode != "binary" or cfg.observation_format != "flat" or cfg.include_time:
+        raise ValueError(
+            "simulate() supports observation_mode='binary', observation_format='flat', include_time=False only"
+        )
     if not isinstance(record_every, int) or record_every < 1:
         raise ValueError(f"record_every must be a positive integer, got {record_every!r}")
     sim = env.simulator

@@ -36,7 +36,7 @@ class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
     calls with a batch of one) steps all at once, so there is one implementation of the dynamics. Autoreset is
     Gymnasium's ``NEXT_STEP``: the step after a copy's truncation resets it (its action is ignored, its
     reward 0). Supported: every observation (the paper's, written by the kernel, or the ablations'
-    ``observation_mode``, ``obs_format`` and ``include_time``, assembled from the batch's state as
+    ``observation_mode``, ``observation_format`` and ``include_time``, assembled from the batch's state as
     :meth:`ClusterSLAEnv._observation` does per copy) and the built-in reward modes. ``info`` holds the
     ``info_level="minimal"`` keys as (B, N) arrays with ``_key`` masks and, for copies that end,
     ``episode_summary``.
@@ -46,7 +46,11 @@ class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
                  **overrides: Any):  # fmt: skip
         super().__init__(num_envs, lambda **kw: ClusterSLAEnv(preset, **kw), overrides, render_mode, "ClusterSLA-v1")
         cfg = self.config
-        self._paper_observation = (cfg.observation_mode, cfg.obs_format, cfg.include_time) == ("binary", "box", False)
+        self._paper_observation = (cfg.observation_mode, cfg.observation_format, cfg.include_time) == (
+            "binary",
+            "flat",
+            False,
+        )
         if callable(cfg.reward_mode):
             raise ValueError("reward_mode must be a built-in mode for the batched env, not a callable")
         n, horizon = cfg.n_users, cfg.horizon
@@ -102,7 +106,7 @@ class ClusterSLAVectorEnv(HoldsRecord, BatchedCopies):
             parts["signed_log_deficit"] = np.sign(deficit) * np.log1p(np.abs(deficit))
         if cfg.include_time:
             parts["time"] = (t / cfg.horizon)[:, None]
-        if cfg.obs_format == "dict":
+        if cfg.observation_format == "dict":
             parts["active"] = states[:, ACTIVE].astype(np.int8)
             return {key: parts[key].astype(space.dtype) for key, space in self.single_observation_space.items()}
         return np.concatenate(list(parts.values()), axis=1).astype(np.float32)

@@ -1,4 +1,4 @@
-"""ClusterApprox ids' ``action_mode`` and ``observation_mode``: how an action is read from the observation the
+"""ClusterApprox ids' ``action_mode`` and ``observation_format``: how an action is read from the observation the
 policy saw, and that a mode changes nothing else (dynamics, rewards, metrics)."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_the_modes_play_the_base_episode(env_id):
     priority the run set it picks, replayed as binary) gives the same episode: rewards, observations, metrics."""
     mode = "work_conserving" if env_id == "ClusterApprox-v1" else "paced_priority"
     plain = gym.make(env_id, **SMALL)
-    mine = gym.make(env_id, action_mode=mode, observation_mode="flat", **SMALL)
+    mine = gym.make(env_id, action_mode=mode, observation_format="flat", **SMALL)
     obs, _ = plain.reset(seed=1)
     flat, _ = mine.reset(seed=1)
     rng = np.random.default_rng(1)
@@ -121,7 +121,7 @@ def test_the_paced_priority_never_exhausts_the_budget_early():
         ("ClusterApprox-v1", {"action_mode": "binary"}, "occupant"),
         ("ClusterApproxSingleJob-v0", {"action_mode": "work_conserving"}, "paced_priority"),
         ("ClusterApprox-v1", {"action_mode": "work_conserving", "capacity": 2}, "capacity=None"),
-        ("ClusterApprox-v1", {"observation_mode": "box"}, "flat"),
+        ("ClusterApprox-v1", {"observation_format": "box"}, "flat"),
     ],
 )
 def test_bad_modes_are_refused_by_name(env_id, kwargs, allowed):

@@ -38,8 +38,11 @@ def test_an_episode_file_serves_every_task_of_that_episode(tmp_path, monkeypatch
 
 @pytest.mark.slow
 def test_small_reproduction_writes_report_and_figures(tmp_path):
-    report = approx.run(scale="small", out_dir=tmp_path)
-    text = report.read_text()
+    """`cluster-envs reproduce approx --scale small`, as docs/reproductions/approx.md shows it."""
+    from baselines.cli import main
+
+    assert main(["reproduce", "approx", "--scale", "small", "--out", str(tmp_path), "--quiet"]) == 0
+    text = (tmp_path / "report.md").read_text()
     for section in ("E1: Table I", "E2: Fig. 1", "E3: Fig. 2", "E4: Fig. 3", "E5"):
         assert section in text
     for png in ("fig1_cdfs.png", "fig2_utility_vs_beta.png", "fig3_alpha_sweep.png", "e5_regret.png"):

@@ -173,7 +173,7 @@ def test_every_entry_has_a_named_naive_anchor_and_a_clairvoyant_one():
             assert agent_class(env_id, setting.oracle_agent).privileged, env_id
         for online in (setting.naive_agent, setting.paper_agent, *setting.ablations):
             assert not agent_class(env_id, online).privileged, (env_id, online)
-        named = [name for key in setting.explanations for name in key.split(":", 1)[1].split("=")]
+        named = [name for key in setting.explanations for name in key.rsplit(":", 1)[1].split("=")]
         assert set(named) <= set(agent_names(env_id)) | {"ppo"}, env_id
 
 

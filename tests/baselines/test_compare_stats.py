@@ -22,6 +22,9 @@ ENV = "ClusterSLA-v1"
 SMALL = {"horizon": 240}
 
 
+pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
+
+
 @pytest.fixture(scope="module")
 def two_seeds():
     return compare(ENV, "owm", seeds=[3, 7], env_kwargs=SMALL, progress=False)

@@ -15,6 +15,9 @@ ENV = "ClusterSLA-v1"
 SMALL = {"horizon": 240}
 
 
+pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

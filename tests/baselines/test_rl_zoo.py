@@ -22,6 +22,9 @@ RL_IDS = [env_id for env_id in env_ids() if env_id in SETTINGS]
 BOX_ONLY = {"sac", "td3"}  # the others (but MaskablePPO) take Box, MultiBinary and MultiDiscrete actions
 
 
+pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
+
+
 def _usable(algo: str, env: gym.Env) -> bool:
     if algo == "ppo_lstm" and isinstance(env.action_space, gym.spaces.MultiBinary):
         return False  # sb3-contrib 2.9.2's RecurrentPPO fails on int8 (MultiBinary) actions

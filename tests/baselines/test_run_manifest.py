@@ -124,6 +124,20 @@ def test_the_shipped_runs_serve_compare_by_default_not_the_cache(models, monkeyp
     assert capsys.readouterr().err == ""
 
 
+def test_benchmark_quick_evaluates_the_shipped_runs_not_the_cache(models, monkeypatch, capsys):
+    """`benchmark --quick` after a `compare` that filled the default cache with valid runs: the shipped runs serve
+    (the quick table evaluated the cache's runs, and its SLA PPO cell moved, issue 28)."""
+    monkeypatch.chdir(models.parent)
+    for seed in (0, 1):
+        shutil.copytree(SHIPPED / f"seed{seed}", store.cache_run(None, ENV, ALGO, seed))
+    monkeypatch.setattr(store, "run_tasks", _no_training)
+    setting = protocol.require_setting(ENV)
+    runs = store.obtain_policies(ENV, ALGO, setting.env_kwargs, setting.rl_steps_quick, range(2), train_missing=False,
+                                 progress=False)  # fmt: skip
+    assert [(facts["source"], facts["path"]) for _, facts in runs] == [("shipped", str(SHIPPED / f"seed{k}"))
+                                                                       for k in (0, 1)]  # fmt: skip
+
+
 class Trained(Exception):
     pass
 

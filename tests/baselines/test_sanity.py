@@ -91,5 +91,8 @@ def test_the_explanation_comes_from_the_entry_and_an_unexplained_flag_says_so():
 def test_every_explanation_names_a_known_kind_of_flag(env_id):
     for key in SETTINGS[env_id].explanations:
         kind, _, agents = key.partition(":")
-        assert kind in {"below_naive", "above_oracle", "identical", "below_random"} and agents, key
+        if kind == "regime":  # a horizons page's surprise (regime:dominates|level:<row>) or note (regime:note:<row>)
+            relation, _, agents = agents.partition(":")
+            assert relation in {"dominates", "level", "note"}, key
+        assert kind in {"below_naive", "above_oracle", "identical", "below_random", "regime"} and agents, key
         assert ("=" in agents) == (kind == "identical"), key

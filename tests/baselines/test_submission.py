@@ -5,6 +5,8 @@ records refused, and every kind of bad input one clear error that writes no reco
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -28,6 +30,9 @@ DECLARATION = {
 }
 POLICY = """
 import numpy as np
+
+
+pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
 
 
 def policy(observation):
@@ -69,6 +74,26 @@ def test_a_policy_function_in_a_file_is_scored_through_agent(scored, capsys):
     assert 0 < result["normalized"]["mean"] < 1, result["normalized"]
 
 
+def test_a_policy_function_may_take_the_action_space_whose_size_the_instance_sets(tmp_path):
+    """A function of (observation, action_space) is given the env's space: on held-out instances of ClusterGang-v0
+    the action's size changes with the instance."""
+    import gymnasium as gym
+
+    path = write_policy(tmp_path, "def policy(observation, action_space):\n    return action_space.high * 0.5\n")
+    spec = agent_spec(f"{path}:policy", "ClusterGang-v0", rl_interface=True)
+    sizes = set()
+    for instance in (1000, 1003):
+        env = gym.make("ClusterGang-v0", instance_seed=instance, **dict(spec.env_kwargs))
+        agent = spec.build()
+        agent.check_spaces(env.observation_space, env.action_space)
+        observation, _ = env.reset(seed=0)
+        agent.reset(env.unwrapped.problem, seed=0)
+        action = agent.act(observation)
+        assert env.action_space.contains(action) and np.allclose(action, 0.5)
+        sizes.add(action.size)
+    assert len(sizes) == 2
+
+
 def test_a_record_validates_and_a_tampered_one_names_the_episode(scored, tmp_path):
     path, out, _ = scored
     lines = validate(out / "record.json", f"{path}:policy", sample=2)
@@ -96,48 +121,36 @@ def test_validate_refuses_another_package_or_env_version(scored, tmp_path):
     record = json.loads((out / "record.json").read_text())
     record["results"][0]["env_id"], record["results"][0]["env_version"] = "ClusterSLA-v7", "v7"
     write_record(record, tmp_path / "env.json")
-    with pytest.raises(ValueError, match=r"made on ClusterSLA-v7 \(v7\); this package has ClusterSLA-v1 \(v0\)"):
+    with pytest.raises(ValueError, match=r"made on ClusterSLA-v7 \(v7\); this package has ClusterSLA-v1 \(v1\)"):
         validate(tmp_path / "env.json", f"{path}:policy")
 
 
 def test_a_policy_trained_with_plain_pytorch_and_exported_to_onnx_reaches_the_leaderboard(tmp_path):
-    """Trained outside the package (plain PyTorch, no baselines), exported with torch.onnx, scored with `score`,
-    validated by replay, and listed on the leaderboard page next to a shipped entry."""
-    gym = pytest.importorskip("gymnasium")
-    torch = pytest.importorskip("torch")
+    """Trained outside the package by the submit page's script (plain PyTorch, run in its own process, which never
+    imports baselines), exported with torch.onnx, scored with `score` through the `{env}` template, validated by
+    replay, and listed on the leaderboard page next to a shipped entry."""
+    pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")
-    import cluster_envs  # noqa: F401
-
-    env = gym.make(RL_ENV)
-    observations, rewards, actions = [], [], []
-    observation, _ = env.reset(seed=10**9)  # a training seed: never an evaluation seed
-    rng = np.random.default_rng(0)
-    for _ in range(300):
-        action = rng.dirichlet(np.ones(3)).astype(np.float32)
-        next_observation, reward, *_ = env.step(action)
-        observations.append(observation), actions.append(action), rewards.append(reward)
-        observation = next_observation
-    env.close()
-    # a tiny policy fitted to the actions of the better half of the steps (reward-weighted regression)
-    x, y = torch.tensor(np.array(observations), dtype=torch.float32), torch.tensor(np.array(actions))
-    weights = torch.tensor(np.array(rewards) >= np.median(rewards), dtype=torch.float32)
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(9, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3), torch.nn.Softmax(-1))
-    optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
-    for _ in range(50):
-        optimizer.zero_grad()
-        loss = (weights[:, None] * (net(x) - y) ** 2).mean()
-        loss.backward()
-        optimizer.step()
-    path = tmp_path / "tiny.onnx"
-    torch.onnx.export(net.eval(), (torch.zeros(1, 9),), str(path), input_names=["obs"], output_names=["action"])
+    script = Path(__file__).resolve().parents[2] / "docs" / "leaderboard" / "train_onnx.py"
+    models = tmp_path / "models"
+    argv = ["train_onnx.py", "--out", str(models), "--ids", RL_ENV, "--steps", "300", "--epochs", "50"]
+    run = (
+        f"import runpy, sys\nsys.argv = {argv!r}\n"
+        f"runpy.run_path({str(script)!r}, run_name='__main__')\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'baselines'], 'the script imported baselines'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"{RL_ENV}: 300 env steps" in done.stdout and (models / f"{RL_ENV}.onnx").is_file()
+    path = str(models / "{env}.onnx")  # the base id's file is missing: the RL-ready id's is used
 
     declaration = {**DECLARATION, "training_env_steps": 300, "source": "a test: plain PyTorch"}
     entries = tmp_path / "leaderboard"
-    evaluation = score(str(path), RL_ENV, declaration=declaration, reference="anchors", seeds=(0, 1),
+    evaluation = score(path, ENV, declaration=declaration, reference="anchors", seeds=(0, 1),
                        out=tmp_path / "out")  # fmt: skip
     record_path = evaluation.out / "record.json"
-    assert validate(record_path, str(path)) and len(evaluation.record["results"][0]["episodes"]) == 2
+    assert validate(record_path, path) and len(evaluation.record["results"][0]["episodes"]) == 2
+    assert evaluation.record["results"][0]["policy_file"] == f"{RL_ENV}.onnx"  # what a replay loads
     entries.mkdir()
     (entries / "tiny.json").write_bytes(record_path.read_bytes())
     shipped = Path(__file__).resolve().parents[2] / "leaderboard" / "static.json"
@@ -145,7 +158,7 @@ def test_a_policy_trained_with_plain_pytorch_and_exported_to_onnx_reaches_the_le
         (entries / "static.json").write_bytes(shipped.read_bytes())
     main(["leaderboard", "--entries", str(entries), "--out", str(tmp_path / "docs")])
     page = (tmp_path / "docs" / "index.md").read_text()
-    assert "`tiny`" in page and "### ClusterSLA-v1 (held-out instances)" in page
+    assert "`models`" in page and "### ClusterSLA-v1 (held-out instances)" in page
     assert (tmp_path / "docs" / "envs.png").is_file()
 
 

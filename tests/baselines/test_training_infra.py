@@ -26,6 +26,9 @@ ENV = "ClusterSLA-v1"
 STEPS = 512
 
 
+pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
+
+
 @pytest.fixture(scope="module")
 def tiny_run_files():
     """A tiny PPO run of the benchmark's config for ENV, as TrainTask returns it."""

@@ -179,7 +179,7 @@ def test_a_held_tuning_of_the_fast_update_evaluates_on_the_sections_interface(tm
     command = tune.zoo_command("ClusterApproxSingleJob-v0", "ppo", 3, 1000, tmp_path, hold=hold)
     assert command[:4] == ["cluster-envs", "zoo", "--hold", ",".join(hold)]
     at = command.index("--eval-env-kwargs")
-    assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_mode:'flat'"]
+    assert command[at + 1 :] == ["reward_mode:'approx'", "action_mode:'paced_priority'", "observation_format:'flat'"]
 
 
 def test_the_native_command_asks_for_the_native_path_and_caps_each_trials_cpu(tmp_path):
@@ -242,3 +242,25 @@ def test_each_trial_normalizes_rewards_with_the_gamma_its_model_trains_with(monk
     held = zoo._holding(hyperparams_opt.sample_ppo_params, frozenset({"gamma", "gae_lambda"}))
     monkeypatch.setitem(hyperparams_opt.HYPERPARAMS_SAMPLER, "ppo", held)
     assert objective(manager, optuna.trial.FixedTrial(sampled)) == (0.99, 0.99)  # held: the section's gamma
+
+
+def test_write_puts_the_command_in_the_yaml_and_prints_the_best_value(tmp_path, capsys):
+    """A measured value lives in the study (``tune trials``), not in the hyperparameter file."""
+    import optuna
+
+    from baselines.cli import main
+
+    storage = tune.storage_path(tmp_path, "ClusterSLA-v1", "ppo")
+    backend = optuna.storages.journal.JournalFileBackend(str(storage))
+    study = optuna.create_study(study_name=tune.study_name("ClusterSLA-v1", "ppo"), direction="maximize",
+                                storage=optuna.storages.JournalStorage(backend))  # fmt: skip
+    sampled = {"batch_size_pow": 6, "n_steps_pow": 7, "one_minus_gamma": 0.01, "one_minus_gae_lambda": 0.05,
+               "learning_rate": 3e-4, "ent_coef": 1e-6, "clip_range": 0.2, "n_epochs": 5, "max_grad_norm": 0.5,
+               "net_arch": "tiny", "activation_fn": "relu"}  # fmt: skip
+    distributions = {k: optuna.distributions.CategoricalDistribution([v]) for k, v in sampled.items()}
+    study.add_trial(optuna.trial.create_trial(params=sampled, distributions=distributions, value=-12.5))
+    to = tmp_path / "ppo.yml"
+    assert main(["tune", "write", "ClusterSLA-v1", "--out", str(tmp_path), "--trials", "1", "--to", str(to)]) == 0
+    assert "regret 12.5 on validation seeds 100-104" in capsys.readouterr().out
+    (tuned,) = [line for line in _section(to.read_text()).splitlines() if tune.TUNED_MARK in line]
+    assert tuned.endswith("(budget 1 trials x 50000 steps; best of 1)") and "12.5" not in tuned

@@ -136,7 +136,7 @@ def test_falls_back_to_dummy_where_the_batched_env_cannot_run_the_config():
     """An observation wrapper the native adapter does not apply itself: the single envs in a DummyVecEnv."""
     config = RunConfig.resolve("ppo", "ClusterApproxSingleJob-v0")
     config.wrapper = "baselines.rl.wrappers.BanditStatsObservation"
-    config.env_kwargs = {**config.env_kwargs, "observation_mode": "dict"}
+    config.env_kwargs = {**config.env_kwargs, "observation_format": "dict"}
     vec_env, used = make_vec_env(config, 0)
     assert used == "dummy"
     vec_env.close()

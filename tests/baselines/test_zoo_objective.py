@@ -51,7 +51,7 @@ def test_two_evaluations_of_the_same_policy_give_the_same_value_the_headline_on_
 
 
 def test_a_higher_is_better_headline_is_not_negated_and_empty_seeds_are_refused():
-    kwargs = {"action_mode": "work_conserving", "observation_mode": "flat", "horizon": 20}
+    kwargs = {"action_mode": "work_conserving", "observation_format": "flat", "horizon": 20}
     callback, _ = _callback("ClusterApprox-v1", kwargs, seeds=(100,))
     callback.on_step()
     assert callback.last_mean_reward == callback.last_values[0]  # utility: larger is better as it is

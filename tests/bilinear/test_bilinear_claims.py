@@ -14,6 +14,9 @@ from baselines.reproduce.bilinear import loglog_slope, runs
 GAMMA = 1.2
 
 
+pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
+
+
 def _mean(episodes, key):
     return float(np.mean([e.summary[key] for e in episodes]))
 

@@ -15,7 +15,7 @@ from cluster_envs.multiserver.entity import COLUMN, N_FEATURES
 from cluster_envs.multiserver.model import generate_instance
 
 CASES = [("ClusterMultiServer-v0", ("default", "small", "tiny")), ("ClusterGang-v0", ("default", "paper", "tiny"))]
-ENTITY = {"observation_mode": "entity", "action_mode": "scores"}
+ENTITY = {"observation_mode": "entity", "observation_format": "flat", "action_mode": "scores"}
 
 
 @pytest.mark.parametrize(("env_id", "presets"), CASES)
@@ -66,22 +66,26 @@ def test_the_batched_env_gives_the_single_envs_rows(env_id):
             env.reset()[0] if done else env.step(a)[0] for env, a, done in zip(singles, actions, ended, strict=True)
         ]
         ended = truncated
-    masks = gym.make_vec(env_id, 2, vectorization_mode="vector_entry_point", observation_mode="entity")
+    masks = gym.make_vec(
+        env_id, 2, vectorization_mode="vector_entry_point", observation_mode="entity", observation_format="flat"
+    )
     masks.reset(seed=0)
     assert masks.unwrapped.action_masks().shape == (2, 2 * masks.unwrapped.config.max_edges)
 
 
 def test_an_instance_larger_than_the_maximum_is_refused_naming_the_keyword():
     with pytest.raises(ValueError, match=r"max_edges=40 .* raise max_edges"):
-        gym.make("ClusterGang-v0", preset="paper", observation_mode="entity", max_edges=40)
+        gym.make("ClusterGang-v0", preset="paper", **ENTITY, max_edges=40)
     with pytest.raises(ValueError, match=r"max_ports=4 .* raise max_ports"):
-        gym.make("ClusterMultiServer-v0", observation_mode="entity", max_ports=4)
+        gym.make("ClusterMultiServer-v0", **ENTITY, max_ports=4)
     with pytest.raises(ValueError, match="only read with observation_mode='entity'"):
         gym.make("ClusterMultiServer-v0", max_servers=50)
 
 
 def test_padding_in_the_action_is_ignored_and_the_mask_allows_it_value_0_only():
-    env = gym.make("ClusterMultiServer-v0", preset="small", horizon=5, observation_mode="entity")
+    env = gym.make(
+        "ClusterMultiServer-v0", preset="small", horizon=5, observation_mode="entity", observation_format="flat"
+    )
     env.reset(seed=0)
     n_e, mask = env.unwrapped.instance.n_edges, env.unwrapped.action_masks().reshape(-1, 2)
     assert mask.shape[0] == env.unwrapped.config.max_edges and mask[n_e:, 0].all() and not mask[n_e:, 1].any()
@@ -102,3 +106,10 @@ def test_the_rows_do_not_depend_on_the_hidden_means():
         for i in (inst, other)
     ]
     np.testing.assert_array_equal(*firsts)
+
+
+def test_the_entity_rows_come_in_one_form_only():
+    """``observation_mode`` is the content and ``observation_format`` the form: the padded rows are one Box, so the
+    Dict form is refused by name."""
+    with pytest.raises(ValueError, match="observation_format='flat'"):
+        gym.make("ClusterMultiServer-v0", observation_mode="entity", observation_format="dict")

@@ -22,7 +22,7 @@ SMALL_SIZE = 12  # the largest size the fuzz draws above a size's lower bound
 # The oracle flags stay off: their memory and time guards are issue 19 item 2, tested on their own.
 ORACLE_FLAGS = {"compute_regret": False}
 # Presets whose reset alone takes seconds (measured 1.6 s each): only the long profile draws them. ClusterSLA-v1's
-# paper_synthetic (15 s; the default preset at T = 3·10⁶) is left to tests/sla/test_sla_paper_scale.py.
+# paper (15 s; the default preset at T = 3·10⁶) is left to tests/sla/test_sla_paper_scale.py.
 PAPER_SCALE_APPROX = (
     "paper",
     "paper_light",
@@ -34,7 +34,7 @@ PAPER_SCALE = {("ClusterApprox-v1", name) for name in PAPER_SCALE_APPROX} | {
     (env_id, "production")  # the production-scale presets (PRODUCTION_PRESETS): tests/test_production_presets.py
     for env_id in ("ClusterSLA-v1", "ClusterApprox-v1", "ClusterBilinear-v0", "ClusterMultiServer-v0", "ClusterGang-v0")
 }
-NOT_FUZZED = {("ClusterSLA-v1", "paper_synthetic")}
+NOT_FUZZED = {("ClusterSLA-v1", "paper")}
 WRONG_TYPES = (float("nan"), float("inf"), -float("inf"), "1", None, True, 1j, (1,))
 
 

@@ -17,6 +17,9 @@ from .robust_common import IDS, config_fields
 HORIZON = 12
 
 
+pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
+
+
 def _tasks() -> list[Task]:
     tasks = []
     for env_id in IDS:

@@ -75,3 +75,27 @@ def test_a_size_that_would_exhaust_memory_is_refused_at_construction_by_name(env
 
 def _entries(value) -> tuple:
     return tuple(value) if isinstance(value, tuple) else (value,)
+
+
+def _compiled_signatures() -> dict[str, int]:
+    """Compiled (or cache-loaded) signatures per numba dispatcher of cluster_envs alive in this process."""
+    import gc
+
+    from numba.core.registry import CPUDispatcher
+
+    return {
+        f"{d.py_func.__module__}.{d.py_func.__qualname__}": len(d.signatures)
+        for d in gc.get_objects()
+        if isinstance(d, CPUDispatcher) and d.py_func.__module__.startswith("cluster_envs")
+    }
+
+
+def test_an_int_for_a_real_compiles_no_second_kernel():
+    """ClusterBilinear-v0 with ``noise_std=1`` compiled a second kernel for the int (19-25 s, issue 28)."""
+    for noise_std in (1.0, 1):
+        env = gym.make("ClusterBilinear-v0", noise_std=noise_std)
+        env.reset(seed=0)
+        env.step(env.action_space.sample())
+        if noise_std == 1.0:
+            after_float = _compiled_signatures()
+    assert _compiled_signatures() == after_float

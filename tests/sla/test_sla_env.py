@@ -22,8 +22,8 @@ ENV = "ClusterSLA-v1"
 # β of each preset as documented in the spec's preset table (§3.1); "mean": the public mean shares (the stand-in's
 # tenant weights, a replay's history window: cluster_envs.sla.model).
 PRESET_SLA = {
-    "paper_synthetic": (0.2, 0.3, 0.5),
-    "paper_synthetic_a16": (0.2, 0.3, 0.5),
+    "paper": (0.2, 0.3, 0.5),
+    "paper_a16": (0.2, 0.3, 0.5),
     "default": (0.2, 0.3, 0.5),
     "paper_real_standin": "mean",
     "example_1_1": (0.5, 0.2, 0.3),
@@ -45,7 +45,7 @@ def test_every_preset_builds_with_the_documented_size_and_sla(preset):
     expected_n = {"paper_real_standin": 6, "production": 128}.get(preset, 3)
     assert env.observation_space.shape == (3 * expected_n,)
     expected_sla = PRESET_SLA[preset]
-    if preset.startswith("paper_synthetic"):  # 3·10⁶ steps: generating the loads is exercised by the slow tests
+    if preset in ("paper", "paper_a16"):  # 3·10⁶ steps: generating the loads is exercised by the slow tests
         assert env.config.sla == expected_sla
         return
     env.reset(seed=0)
@@ -85,8 +85,8 @@ def _expected_observation(info, sla_bar, obs_mode, sla_tol, time):
     return {key: np.asarray(value, dtype=np.float64) for key, value in parts.items()}
 
 
-def _assert_observation(obs, expected, obs_format):
-    if obs_format == "dict":
+def _assert_observation(obs, expected, observation_format):
+    if observation_format == "dict":
         assert list(obs) == list(expected)
         for key, value in expected.items():
             np.testing.assert_allclose(obs[key], value, rtol=1e-6, atol=0, err_msg=key)
@@ -95,38 +95,40 @@ def _assert_observation(obs, expected, obs_format):
 
 
 @pytest.mark.parametrize("obs_mode", ["binary", "binary+sla", "full"])
-@pytest.mark.parametrize("obs_format", ["box", "dict"])
+@pytest.mark.parametrize("observation_format", ["flat", "dict"])
 @pytest.mark.parametrize("include_time", [False, True])
-def test_observation_modes_stay_in_their_spaces_and_match_the_steps_info(obs_mode, obs_format, include_time):
+def test_observation_modes_stay_in_their_spaces_and_match_the_steps_info(obs_mode, observation_format, include_time):
     """Every piece of the observation is rebuilt from the same step's ``info``: the flag 1[D_t > sla_tol] (with a
     non-zero sla_tol), log1p(Q_{t+1}), log1p(L_t) of the step just executed and sign(D_t)·log1p(|D_t|)."""
     horizon, sla_tol = 600, 0.3
-    env = gym.make(ENV, horizon=horizon, observation_mode=obs_mode, obs_format=obs_format, include_time=include_time,
-                   sla_tol=sla_tol)  # fmt: skip
+    env = gym.make(ENV, horizon=horizon, observation_mode=obs_mode, observation_format=observation_format,
+                   include_time=include_time, sla_tol=sla_tol)  # fmt: skip
     obs, reset_info = env.reset(seed=1)
     sla_bar = reset_info["sla"] / max(1.0, reset_info["sla"].sum())
     at_reset = {"active": np.zeros(3), "alloc": np.full(3, 1 / 3), "queue": np.zeros(3), "load": np.zeros(3),
                 "sla_deficit": np.zeros(3)}  # fmt: skip
     _assert_observation(obs, _expected_observation(at_reset, sla_bar, obs_mode, sla_tol, 0.0 if include_time else None),
-                        obs_format)  # fmt: skip
+                        observation_format)  # fmt: skip
     env.action_space.seed(1)
     threshold_decided = 0  # steps where 1[D > sla_tol] differs from 1[D > 0]
     for _ in range(horizon):
         assert env.observation_space.contains(obs)
         obs, _, _, _, info = env.step(env.action_space.sample())
         time = info["t"] / horizon if include_time else None
-        _assert_observation(obs, _expected_observation(info, sla_bar, obs_mode, sla_tol, time), obs_format)
+        _assert_observation(obs, _expected_observation(info, sla_bar, obs_mode, sla_tol, time), observation_format)
         threshold_decided += bool(((info["sla_deficit"] > 0) & (info["sla_deficit"] <= sla_tol)).any())
     assert env.observation_space.contains(obs)
     assert threshold_decided > 0
 
 
 @pytest.mark.parametrize("obs_mode", ["binary", "binary+sla", "full"])
-@pytest.mark.parametrize("obs_format", ["box", "dict"])
+@pytest.mark.parametrize("observation_format", ["flat", "dict"])
 @pytest.mark.parametrize("action_mode", ["normalize", "sub_simplex", "softmax"])
-def test_gymnasium_env_checker_in_every_mode(obs_mode, obs_format, action_mode):
+def test_gymnasium_env_checker_in_every_mode(obs_mode, observation_format, action_mode):
     """gymnasium's ``check_env`` with warnings as errors, except the two warnings that are by design."""
-    env = gym.make(ENV, horizon=60, observation_mode=obs_mode, obs_format=obs_format, action_mode=action_mode).unwrapped
+    env = gym.make(
+        ENV, horizon=60, observation_mode=obs_mode, observation_format=observation_format, action_mode=action_mode
+    ).unwrapped
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         if obs_mode == "full":  # log1p(Q), log1p(L) and the signed log deficit are unbounded (spec §3.2: high = +inf)
@@ -315,7 +317,8 @@ def test_minimal_info_keeps_only_the_cheap_keys():
 
 @pytest.mark.parametrize("kwargs", [
     {},
-    {"observation_mode": "full", "obs_format": "dict", "action_mode": "softmax", "reward_mode": "neg_regret_sla"},
+    {"observation_mode": "full", "observation_format": "dict", "action_mode": "softmax",
+     "reward_mode": "neg_regret_sla"},
     {"observation_mode": "binary+sla", "include_time": True, "action_mode": "sub_simplex",
      "reward_mode": "work_sla_level"},
 ])  # fmt: skip

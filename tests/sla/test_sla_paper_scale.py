@@ -20,16 +20,16 @@ from baselines.reproduce.sla import A16_PAIRS, PAPER_SYNTHETIC, differences, fin
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.model import windowed_sla_gap
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(__name__)]  # its module fixtures: once, on one worker
 HORIZON = 3_000_000
 SEEDS = (0, 1, 2)
 
 
 @pytest.fixture(scope="module")
 def synthetic():
-    runs = run_experiment({"preset": "paper_synthetic"}, SEEDS, (0.01,), agents=("mwu_extended", "static",
+    runs = run_experiment({"preset": "paper"}, SEEDS, (0.01,), agents=("mwu_extended", "static",
                           "proportional", "owm", "pg", "rest_pg"), progress=False)  # fmt: skip
-    runs += run_experiment({"preset": "paper_synthetic"}, SEEDS[:1], (0.02,), agents=("mwu_extended", "owm",
+    runs += run_experiment({"preset": "paper"}, SEEDS[:1], (0.02,), agents=("mwu_extended", "owm",
                            "rest_pg"), progress=False)  # fmt: skip
     return runs
 
@@ -79,7 +79,7 @@ def test_check_14_alg2_has_a_smaller_sla_deficit_than_owm(synthetic, seed):
 
 def test_a16_reading_brings_static_closer_to_the_paper(synthetic):
     """Spec A16: P2 = P3 = (burst 1, stream 2) widens Static's gap to Alg2 towards the paper's, past ours."""
-    kwargs = {"preset": "paper_synthetic", "scenario_kwargs": {"p23_pairs": A16_PAIRS}}
+    kwargs = {"preset": "paper", "scenario_kwargs": {"p23_pairs": A16_PAIRS}}
     a16 = run_experiment(kwargs, SEEDS[:1], (0.01,), agents=("mwu_extended", "static"), progress=False)
     ours, theirs = differences(synthetic, 0, 0.01)["static"][-1], differences(a16, 0, 0.01)["static"][-1]
     assert theirs < ours  # a larger loss of Static

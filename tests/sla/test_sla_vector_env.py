@@ -65,8 +65,9 @@ def test_seed_list_and_unseeded_reset():
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"observation_mode": "full"}, {"observation_mode": "binary+sla", "include_time": True}, {"obs_format": "dict"},
-    {"observation_mode": "full", "obs_format": "dict", "include_time": True},
+    {"observation_mode": "full"}, {"observation_mode": "binary+sla", "include_time": True},
+    {"observation_format": "dict"},
+    {"observation_mode": "full", "observation_format": "dict", "include_time": True},
 ])  # fmt: skip
 def test_every_observation_equals_the_single_envs(kwargs):
     native, sync = _pair(action_mode="softmax", **kwargs)
