@@ -16,12 +16,10 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 # The Alibaba GPU 2023 trace is never vendored: the trace-preset tests read it from $CLUSTER_ENVS_ALIBABA_GPU_2023,
-# else ../shared/traces/alibaba-gpu-v2023 beside the repository, else the shared folder of the development
-# machine (a clean clone elsewhere still finds it there), and skip with a reason when none holds it.
+# else ../shared/traces/alibaba-gpu-v2023 beside the repository, and skip with a reason when neither holds it.
 ALIBABA_GPU_2023_DIRS = (
     os.environ.get("CLUSTER_ENVS_ALIBABA_GPU_2023"),
     Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "alibaba-gpu-v2023",
-    Path("/work/shared/traces/alibaba-gpu-v2023"),
 )
 
 

@@ -31,7 +31,7 @@ from cluster_envs.sla.config import ACTION_MODES as SLA_ACTIONS
 from cluster_envs.sla.config import OBSERVATION_MODES as SLA_OBSERVATIONS
 
 STEPS = 8  # per episode (horizons are drawn short too, so that episode ends are reached)
-FAST, SLOW = 2, 10  # per (id, agent) on small sizes; per (id, agent, preset) with its own sizes too (-m slow)
+FAST, SLOW = 2, 10  # per (id, agent) on small sizes; per (id, agent, preset), its own sizes too, under -m slow
 ATTEMPTS = 4  # configurations drawn per configuration wanted, before giving up on finding enough the env accepts
 
 

@@ -79,27 +79,36 @@ def test_an_id_only_client_trains_sb3_ppo(env_id):
     assert model.get_env().envs[0].action_space.contains(action)
 
 
-# the Dict contents in the flat form (the entity rows are one Box of their own)
+# the Dict contents in a one-Box form (the entity rows are one Box of their own)
 FLATTENED_DICT_IDS = [
     i
     for i in rl_ids()
-    if RL_IDS[i][1].get("observation_format") == "flat" and RL_IDS[i][1].get("observation_mode") != "entity"
+    if RL_IDS[i][1].get("observation_format") in ("flat", "scaled") and RL_IDS[i][1].get("observation_mode") != "entity"
 ]
 
 
 @pytest.mark.parametrize("env_id", FLATTENED_DICT_IDS)
 def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
     """``observation_format="flat"`` is ``gymnasium.spaces.flatten`` of the Dict the base id shows with the same
-    action reading, step for step (so a policy trained through ``FlattenObservation`` reads it unchanged)."""
+    action reading, step for step (so a policy trained through ``FlattenObservation`` reads it unchanged);
+    ``"scaled"`` (the ClusterApprox RL ids) is that array divided by the flat Box's public upper bounds, as float32,
+    so every entry lies in [low/high, 1]."""
     base, kwargs = RL_IDS[env_id]
     mine = gym.make(env_id, horizon=40)
     theirs = gym.make(base, **{**kwargs, "observation_format": "dict", "horizon": 40})
+    flat_space = gym.spaces.flatten_space(theirs.observation_space)
+    scaled = kwargs["observation_format"] == "scaled"
+    if scaled:
+        assert mine.observation_space.dtype == np.float32 and mine.observation_space.high.max() == 1.0
     flat, _ = mine.reset(seed=4)
     obs, _ = theirs.reset(seed=4)
     mine.action_space.seed(4)
     for _ in range(40):
         assert mine.observation_space.contains(flat)
-        np.testing.assert_array_equal(flat, gym.spaces.flatten(theirs.observation_space, obs))
+        expected = gym.spaces.flatten(theirs.observation_space, obs)
+        if scaled:
+            expected = (expected / np.where(flat_space.high > 0, flat_space.high, 1.0)).astype(np.float32)
+        np.testing.assert_array_equal(flat, expected)
         action = mine.action_space.sample()
         flat, *_ = mine.step(action)
         obs, *_ = theirs.step(action)
@@ -108,7 +117,10 @@ def test_the_flat_observation_is_the_base_ids_dict_flattened(env_id):
 @pytest.mark.parametrize("env_id", BENCHMARKED)
 def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id):
     """The protocol entry's env kwargs (what the headline scores: reward, service model, horizon, preset) and PPO's
-    kwargs (rl_needs, its FlattenObservation wrapper read as observation_format="flat"), with the minimal info."""
+    kwargs (rl_needs, its FlattenObservation wrapper read as observation_format="flat"), with the minimal info. The
+    ClusterApprox RL ids show the flat observation scaled (``"scaled"``, float32 of O(1)) where the benchmark's PPO
+    trains on ``"flat"`` through VecNormalize (the shipped models): the one difference, in the observation's
+    units only."""
     from baselines.eval.protocol import FLATTEN, require_setting
 
     base, kwargs = RL_IDS[env_id]
@@ -116,6 +128,9 @@ def test_an_rl_id_is_the_task_and_interface_the_benchmarks_ppo_trains_on(env_id)
     trained = {**setting.env_kwargs, **setting.rl_needs("ppo")}
     if setting.rl_wrapper == FLATTEN:
         trained["observation_format"] = "flat"
+    if kwargs.get("observation_format") == "scaled":
+        assert trained["observation_format"] == "flat"
+        trained["observation_format"] = "scaled"
     assert kwargs == {**trained, "info_level": "minimal"}
 
 
@@ -152,3 +167,32 @@ def test_an_rl_id_refuses_an_algorithm_whose_interface_it_does_not_fix():
 
     with pytest.raises(ValueError, match="ClusterGangRL-v1, which fixes it"):
         RunConfig.resolve("ppo_mask", "ClusterGangRL-v1")
+
+
+@pytest.mark.parametrize("env_id", rl_ids())
+def test_sb3_trains_on_the_native_batched_env_through_cluster_envs_adapter(env_id):
+    """``gym.make_vec(id, vectorization_mode="vector_entry_point")`` as SB3 takes it, through ``cluster_envs.sb3``
+    (Gymnasium's autoreset mode read from the env's metadata and attribute)."""
+    sb3 = pytest.importorskip("stable_baselines3")
+    from gymnasium.vector import AutoresetMode
+
+    from cluster_envs.sb3 import NativeVecEnv
+
+    vec = gym.make_vec(env_id, num_envs=4, vectorization_mode="vector_entry_point", horizon=48)
+    assert vec.metadata["autoreset_mode"] == vec.unwrapped.autoreset_mode == AutoresetMode.NEXT_STEP
+    model = sb3.PPO("MlpPolicy", NativeVecEnv(vec), n_steps=32, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=256)
+    assert model.num_timesteps == 256
+    model.get_env().close()
+
+
+def test_the_core_package_imports_no_sb3():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gymnasium; gymnasium.make('cluster_envs:ClusterSLARL-v1'); "
+        "print('stable_baselines3' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -1,5 +1,5 @@
 """Every native batched env resets only the copies ``options["reset_mask"]`` selects, as Gymnasium's
-``SyncVectorEnv`` does (the SB3 adapter, baselines/rl/vec_env.py, resets the copies that ended this way)."""
+``SyncVectorEnv`` does (the SB3 adapter, cluster_envs/sb3.py, resets the copies that ended this way)."""
 
 import gymnasium as gym
 import numpy as np

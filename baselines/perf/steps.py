@@ -1,5 +1,9 @@
 """Step-rate benchmark: every registered id next to CartPole-v1 measured in the same process, as ratios.
 
+Each RL-ready id (``Cluster<Name>RL-vN``) is also timed against its base id in the same way: the base id with the
+RL id's problem kwargs (reward, service model, horizon, preset) and the same minimal info, so that the ratio is the
+cost of the RL interface alone (its action reading and one-Box observation).
+
 The machines are shared and noisy, so each rate is timed ``repeats`` times, interleaved with the CartPole
 reference, and a ratio is the median of the paired per-repeat ratios. Actions are drawn before the timed
 loop (``Space.sample()`` costs more than a whole env step). Batched rates use each id's
@@ -28,8 +32,10 @@ from baselines.eval import harness
 from baselines.eval.outputs import write_text
 from baselines.perf import training as bench_training
 from baselines.rl.config import ALGOS
+from cluster_envs.registration import RL_IDS
 
 REFERENCE = "CartPole-v1"
+RL_TARGET = 0.8  # an RL-ready id's single-env rate over its base id's (issue 27)
 BATCH_SIZES = (1, 64, 1024, 4096)
 SLA_POLICIES = ("mwu", "mwu_extended", "static", "proportional", "owm", "pg", "rest_pg")
 
@@ -81,6 +87,7 @@ class Measurement:
     rates: list[float] = field(default_factory=list)
     reference_rates: list[float] = field(default_factory=list)
     reset_seconds: float | None = None
+    reference: str = REFERENCE
 
 
 def _predrawn_actions(space: gym.Space, count: int, seed: int = 0) -> list:
@@ -124,12 +131,31 @@ def _paired(env_id: str, variant: str, run, reference_run, repeats: int, reset_s
 
 def bench_single(env_id: str, steps: int, repeats: int, **env_kwargs: Any) -> Measurement:
     """Steps/s of one env through ``gym.make`` (resets included) against CartPole-v1 through ``gym.make``."""
-    env, reference = gym.make(env_id, **env_kwargs), gym.make(REFERENCE)
+    variant = "single, " + ", ".join(f"{k}={v}" for k, v in env_kwargs.items()) if env_kwargs else "single"
+    return _single_pair(env_id, variant, gym.make(env_id, **env_kwargs), gym.make(REFERENCE), steps, repeats)
+
+
+def base_side(rl_id: str) -> tuple[str, dict[str, Any]]:
+    """The base id and kwargs an RL-ready id is timed against: the kwargs the RL id fixes other than its interface
+    (``action_mode``, ``observation_mode``), with the RL id's minimal info."""
+    base, fixed = RL_IDS[rl_id]
+    return base, {k: v for k, v in fixed.items() if k not in ("action_mode", "observation_mode")}
+
+
+def bench_rl_vs_base(rl_id: str, steps: int, repeats: int) -> Measurement:
+    """Steps/s of an RL-ready id through ``gym.make`` against its base id (:func:`base_side`), interleaved."""
+    base, kwargs = base_side(rl_id)
+    variant = "single, vs " + ", ".join(f"{k}={v}" for k, v in kwargs.items())
+    measured = _single_pair(rl_id, variant, gym.make(rl_id), gym.make(base, **kwargs), steps, repeats)
+    measured.reference = base
+    return measured
+
+
+def _single_pair(env_id: str, variant: str, env: gym.Env, reference: gym.Env, steps: int, repeats: int):
     actions = _predrawn_actions(env.action_space, min(steps, 1024))
     reference_actions = _predrawn_actions(reference.action_space, min(steps, 1024))
     for e, a in ((env, actions), (reference, reference_actions)):  # warm up: first-call compilation, caches
         _single_rate(e, a, min(steps, 100))
-    variant = "single, " + ", ".join(f"{k}={v}" for k, v in env_kwargs.items()) if env_kwargs else "single"
     return _paired(env_id, variant, lambda: _single_rate(env, actions, steps),
                    lambda: _single_rate(reference, reference_actions, steps), repeats)  # fmt: skip
 
@@ -281,7 +307,9 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
     single and batched step rates; ``training`` (the keyword arguments of ``baselines.perf.training.run``: copies,
     iterations, repeats) adds the PPO training section."""
     say = progress or (lambda message: None)
-    env_ids = list(env_ids or cluster_envs.env_ids())
+    requested = list(env_ids or [*cluster_envs.env_ids(), *cluster_envs.rl_ids()])
+    rl_ids = [i for i in requested if i in RL_IDS]  # each timed against its base id (bench_rl_vs_base)
+    env_ids = [i for i in requested if i not in RL_IDS]
     long_horizon_result = None
     if long_horizon and "ClusterSLA-v1" in env_ids:  # first, so that the process's peak memory is this run's
         say(f"ClusterSLA-v1 long horizon T={long_horizon}")
@@ -298,6 +326,10 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
             for size in batch_sizes:
                 say(f"{env_id} batched x{size}")
                 batched.append(bench_batched(env_id, size, min(steps, max(20, batch_env_steps // size)), repeats))
+    rl_vs_base = []
+    for rl_id in rl_ids if step_rates else []:
+        say(f"{rl_id} single against {RL_IDS[rl_id][0]}")
+        rl_vs_base.append(bench_rl_vs_base(rl_id, steps, repeats))
     result: dict[str, Any] = {
         "machine": {
             "python": platform.python_version(),
@@ -308,6 +340,7 @@ def run_bench(env_ids=None, *, steps: int = 20_000, repeats: int = 5, batch_size
         "settings": {"steps": steps, "repeats": repeats, "batch_env_steps": batch_env_steps},
         "single": [asdict(m) for m in single],
         "batched": [asdict(m) for m in batched],
+        "rl_vs_base": [asdict(m) for m in rl_vs_base],
         "missing_vector_entry_point": [i for i in env_ids if step_rates and not has_vector_entry_point(i)],
     }
     if long_horizon_result:
@@ -366,6 +399,9 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         if m["variant"] == f"batched x{BATCH_TARGET_SIZE}":
             rows.append({"target": f"{m['env_id']} x{BATCH_TARGET_SIZE} ≥ {BATCH_TARGET}x batched CartPole",
                          "measured": m["ratio"], "met": m["ratio"] >= BATCH_TARGET})  # fmt: skip
+    for m in result.get("rl_vs_base", []):
+        rows.append({"target": f"{m['env_id']} single ≥ {RL_TARGET}x {m['reference']} (its problem kwargs)",
+                     "measured": m["ratio"], "met": m["ratio"] >= RL_TARGET})  # fmt: skip
     for env_id in result["missing_vector_entry_point"]:
         rows.append({"target": f"{env_id} x{BATCH_TARGET_SIZE} ≥ {BATCH_TARGET}x batched CartPole", "measured": None,
                      "met": False})  # fmt: skip
@@ -403,6 +439,14 @@ def to_markdown(result: dict[str, Any]) -> str:
         reset = "" if row["reset_seconds"] is None else f"{row['reset_seconds']:.2f}"
         lines.append(f"| {row['env_id']} | {row['variant']} | {row['rate']:,.0f} | {row['reference_rate']:,.0f} | "
                      f"{row['ratio']:.3f} | {reset} |")  # fmt: skip
+    if result.get("rl_vs_base"):
+        lines += ["", "RL-ready ids against their base id with the same problem kwargs and minimal info, median of "
+                  f"{result['settings']['repeats']} interleaved repeats:", "",
+                  "| RL id | base id, kwargs | steps/s | base id steps/s (same run) | ratio |",
+                  "|---|---|---:|---:|---:|"]  # fmt: skip
+        lines += [f"| {row['env_id']} | {row['reference']}, {row['variant'].removeprefix('single, vs ')} | "
+                  f"{row['rate']:,.0f} | {row['reference_rate']:,.0f} | {row['ratio']:.3f} |"
+                  for row in result["rl_vs_base"]]  # fmt: skip
     if result["missing_vector_entry_point"]:
         lines += ["", "No vector entry point yet: " + ", ".join(result["missing_vector_entry_point"]) + "."]
     if "sla_long_horizon" in result:
@@ -453,7 +497,8 @@ def write(result: dict[str, Any], out_dir: str | Path) -> tuple[Path, Path]:
 
 def add_arguments(parser) -> None:
     """The options of ``cluster-envs bench``."""
-    parser.add_argument("--ids", nargs="+", default=None, help="env ids (default: every registered id)")
+    parser.add_argument("--ids", nargs="+", default=None,
+                        help="env ids (default: all registered); an RL-ready id is timed against its base")  # fmt: skip
     parser.add_argument("--steps", type=int, default=20_000, help="single-env steps per timing (default: 20000)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats per rate (default: 5)")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(BATCH_SIZES), help="batch sizes")
@@ -503,9 +548,10 @@ def run_from_args(args) -> Path:
     for name in ("steps", "repeats", "batch_env_steps"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {getattr(args, name)}")
-    unknown = sorted(set(args.ids or []) - set(cluster_envs.env_ids()))
+    known = [*cluster_envs.env_ids(), *cluster_envs.rl_ids()]
+    unknown = sorted(set(args.ids or []) - set(known))
     if unknown:
-        raise ValueError(f"--ids: unknown env id(s) {unknown}; registered: {cluster_envs.env_ids()}")
+        raise ValueError(f"--ids: unknown env id(s) {unknown}; registered: {known}")
     if args.scaling_only:
         return _scaling_from_args(args)
     others = not args.training_only

@@ -5,7 +5,7 @@ kwargs of ``baselines/eval/protocol.yml``, read by ``RunConfig.resolve`` when th
 
 - ``dummy x4``: the path before issue 15 (Monitor-wrapped single envs in a ``DummyVecEnv``, 4 copies, ``n_steps``
   = the YAML's rollout (n_envs · n_steps) / 4);
-- ``native x4``: the id's batched env through ``baselines.rl.vec_env.NativeVecEnv`` with the same copies;
+- ``native x4``: the id's batched env through ``cluster_envs.sb3.NativeVecEnv`` with the same copies;
 - ``native xS``: the shipped configuration itself (the YAML's ``n_envs`` and ``n_steps``), where S is neither 4
   nor N;
 - ``native xN``: N copies with ``n_steps`` = the YAML's rollout (n_envs · n_steps) / N, so every PPO update is the

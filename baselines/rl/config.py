@@ -86,6 +86,11 @@ def load_hyperparams(algo: str, env_id: str, path: str | Path | None = None) -> 
     return section
 
 
+# (YAML value, the id's value) pairs that are one interface: the ClusterApprox RL ids' "scaled" observation is the
+# flat one in O(1) units, so they train with their base id's "flat" sections
+SAME_INTERFACE = {("flat", "scaled")}
+
+
 @dataclass
 class RunConfig:
     """Hyperparameters split into what builds the envs and what goes to the algorithm's constructor."""
@@ -114,7 +119,7 @@ class RunConfig:
         base, fixed = rl_base(env_id)
         where = f"{env_id}, which fixes it (train {base} with this algorithm)" if fixed else "settings"
         for key, value in yaml_kwargs.items():
-            if key in table_kwargs and table_kwargs[key] != value:
+            if key in table_kwargs and table_kwargs[key] != value and (value, table_kwargs[key]) not in SAME_INTERFACE:
                 raise ValueError(f"env_kwargs[{key!r}] is {value!r} in the YAML but {table_kwargs[key]!r} in {where}")
         wrapper = raw.pop("env_wrapper", None)
         if wrapper != setting.rl_wrapper:

@@ -32,7 +32,7 @@ VECTORIZATIONS = ("native", "dummy")
 def make_vec_env(config: RunConfig, seed: int, vectorization: str = "native") -> tuple[Any, str]:
     """``n_envs`` copies of the env as an SB3 VecEnv with episode statistics, seeded from ``seed`` (copy i
     with ``seed + i``), and the vectorization used. ``"native"``: the id's batched env (``vector_entry_point``)
-    through ``baselines.rl.vec_env.NativeVecEnv``, which flattens the observation itself; it falls back to
+    through ``cluster_envs.sb3.NativeVecEnv``, which flattens the observation itself; it falls back to
     ``"dummy"`` when the batched env cannot run the config (no vector entry point, env kwargs it refuses, an
     observation wrapper other than FlattenObservation, or an algorithm that needs action masks where the batched
     env does not compute them: ``action_masks()`` for all copies, as ClusterMultiServer-v0's and ClusterGang-v0's
@@ -57,7 +57,7 @@ def make_vec_env(config: RunConfig, seed: int, vectorization: str = "native") ->
 
 def _native_vec_env(config: RunConfig):
     """The native VecEnv of ``config``, or None where the batched env cannot run it (see ``make_vec_env``)."""
-    from baselines.rl.vec_env import make_native
+    from cluster_envs.sb3 import make_native
 
     try:
         vec_env = make_native(config.env_id, config.n_envs, config.env_kwargs, config.wrapper)

@@ -7,7 +7,7 @@ instead of a ``DummyVecEnv`` of single envs.
 ``--vec-env`` choice yields to it), in the subclass ``baselines.tuning.zoo.experiment_manager(native=True)``
 makes. rl-zoo3 still builds its env factories (env kwargs, ``env_wrapper``, Monitor) and seeds the VecEnv;
 :func:`native_vec_env` reads the id and kwargs from one env of them and builds the same copies as one batched env
-(``baselines.rl.vec_env``: step for step the envs a ``DummyVecEnv`` would give), so everything around it
+(``cluster_envs.sb3``: step for step the envs a ``DummyVecEnv`` would give), so everything around it
 (``VecNormalize``, the sampler, the pruner, ``TrialEvalCallback``) is rl-zoo3's. ``cluster-envs tune
 run --native`` uses it, with :class:`TrialCPUBudget` as the trials' callback.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 from stable_baselines3.common.callbacks import BaseCallback
 
-from baselines.rl.vec_env import FLATTEN, make_native
+from cluster_envs.sb3 import FLATTEN, make_native
 
 
 def native_vec_env(env_fns: Sequence[Callable[[], gym.Env]], **_: Any):

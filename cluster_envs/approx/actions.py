@@ -54,21 +54,26 @@ def paced_occupants(slot_priority: Any, machine_priority: Any, prices: np.ndarra
     machine index) while their cumulative price stays ≤ the slot's pace (B_j − C_j)/max(d_j − t, 1) and
     < B_j − C_j; ``rows`` (B, K, F) the job rows (an empty or exhausted slot's budget is 0: it takes nothing),
     ``prices`` (B, M). A ``ValueError`` naming ``name`` for a priority that is not finite."""
-    slot_priority = np.asarray(slot_priority, dtype=np.float64)
-    machine_priority = np.asarray(machine_priority, dtype=np.float64)
-    if not (np.isfinite(slot_priority).all() and np.isfinite(machine_priority).all()):
+
+    def contiguous(array):
+        return np.ascontiguousarray(array, dtype=np.float64)
+
+    out = _paced_occupants(
+        contiguous(slot_priority), contiguous(machine_priority), contiguous(prices), contiguous(rows)
+    )
+    if out is None:
         raise invalid_action("must be finite (no NaN or inf) in action_mode='paced_priority'", name)
-    left = rows[..., REMAINING_BUDGET] * (rows[..., PRESENT] > 0)  # (B, K)
-    pace = left / np.maximum(rows[..., REMAINING_SLOTS], 1.0)
-    prices = np.ascontiguousarray(prices, dtype=np.float64)
-    return _paced_occupants(np.ascontiguousarray(slot_priority), np.ascontiguousarray(machine_priority), prices,
-                            np.ascontiguousarray(left), pace)  # fmt: skip
+    return out
 
 
 @njit(cache=True)
-def _paced_occupants(slot_priority, machine_priority, prices, left, pace):  # pragma: no cover (compiled)
-    """The compiled reading, row by row: stable descending orders, then each slot takes the free machines (in
-    machine order) while their running price sum, summed in that order, stays within its pace and budget."""
+def _paced_occupants(slot_priority, machine_priority, prices, rows):  # pragma: no cover (compiled)
+    """The compiled reading, row by row (None if a priority is not finite): each slot's budget left B_j − C_j (0
+    for an empty slot) and pace (B_j − C_j)/max(d_j − t, 1), stable descending orders, then each slot takes the free
+    machines (in machine order) while their running price sum, summed in that order, stays within its pace and
+    budget."""
+    if not (np.isfinite(slot_priority).all() and np.isfinite(machine_priority).all()):
+        return None
     n_rows, n_machines = machine_priority.shape
     out = np.zeros((n_rows, n_machines), dtype=np.int64)
     free = np.empty(n_machines, dtype=np.bool_)
@@ -76,11 +81,13 @@ def _paced_occupants(slot_priority, machine_priority, prices, left, pace):  # pr
         machines = np.argsort(-machine_priority[b], kind="mergesort")
         free[:] = True
         for slot in np.argsort(-slot_priority[b], kind="mergesort"):
+            left = rows[b, slot, REMAINING_BUDGET] * (1.0 if rows[b, slot, PRESENT] > 0 else 0.0)
+            pace = left / max(rows[b, slot, REMAINING_SLOTS], 1.0)
             cost = 0.0
             for i in range(n_machines):
                 if free[i]:
                     cost += prices[b, machines[i]]
-                    if cost <= pace[b, slot] and cost < left[b, slot]:
+                    if cost <= pace and cost < left:
                         out[b, machines[i]] = slot + 1
                         free[i] = False
     return out

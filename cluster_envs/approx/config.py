@@ -11,7 +11,10 @@ from typing import Any, ClassVar
 from cluster_envs.common.config import check_number
 from cluster_envs.common.domains import FLAG, AnyOf, Choice, Domain, Given, Number, Sequence, check_domains
 from cluster_envs.common.env import INFO_LEVELS
-from cluster_envs.common.flat import OBSERVATION_FORMATS
+from cluster_envs.common.flat import OBSERVATION_FORMATS as FLAT_FORMATS
+
+# "scaled" (the RL-ready ids'): the flat observation as float32, each entry divided by its public bound
+OBSERVATION_FORMATS = (*FLAT_FORMATS, "scaled")
 
 # The vocabularies of the modes (the one source; ``ApproxConfig.DOMAINS`` validates them).
 RATE_PROCESSES = ("iid_bernoulli", "iid_uniform", "iid_beta", "onoff_gamma")

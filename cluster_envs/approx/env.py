@@ -21,6 +21,7 @@ from cluster_envs.approx.kernel import (
     DECODE_MATRIX,
     DECODE_OCCUPANT,
     DECODE_SINGLE,
+    FLAT_KEYS,
     LAST_MASK,
     LAST_RATE,
     N_OBS,
@@ -32,6 +33,7 @@ from cluster_envs.approx.kernel import (
     SUM_OBS,
     UTILITY_APPROX,
     UTILITY_TRUE,
+    write_flat_observation,
 )
 from cluster_envs.approx.model import (
     ApproxProblem,
@@ -151,8 +153,10 @@ class _ApproxEnvCore(ClusterEnv):
                     if config.action_mode == "paced_priority"
                     else spaces.MultiDiscrete(np.full(m, k + 1))
                 )
-        self.set_observation_space(spaces.Dict(obs))
+        self.set_observation_space(spaces.Dict(obs), writes_box=True)
+        self._flat_output(config.observation_format)
         self._action_shape = self.action_space.shape
+        self._reads_observation = config.action_mode in ("work_conserving", "paced_priority")
         # how the kernel reads an action and which of its rewards is the env's (the batched env steps with them)
         self.decode_mode = DECODE_MATRIX if self._generalized else DECODE_OCCUPANT
         if self.single_job:
@@ -161,6 +165,27 @@ class _ApproxEnvCore(ClusterEnv):
         self._horizon = config.horizon
         self.problem: ApproxProblem | None = None
         self.misc_rng: np.random.Generator | None = None
+
+    def _flat_output(self, mode: str) -> None:
+        """The one-Box modes, written by the compiled :func:`write_flat_observation`: ``"flat"`` (float64,
+        ``gymnasium.spaces.flatten`` of the Dict) and ``"scaled"`` (float32, each entry divided by its public upper
+        bound, the flat Box's ``high``: a function of the config alone, so it reveals nothing hidden)."""
+        self._flat_starts = None
+        if mode not in ("flat", "scaled"):
+            return
+        flat = spaces.flatten_space(self.dict_observation_space)
+        starts = dict.fromkeys(FLAT_KEYS, -1)
+        start = 0
+        for key, sub in self.dict_observation_space.spaces.items():  # flatten's layout: the parts in key order
+            starts[key] = start
+            start += spaces.flatdim(sub)
+        self._flat_starts = np.array(list(starts.values()), dtype=np.int64)
+        if mode == "flat":
+            self.flat_scale = np.ones(flat.shape)
+            return
+        self.flat_scale = np.where(flat.high > 0, flat.high, 1.0)
+        low, high = flat.low / self.flat_scale, flat.high / self.flat_scale
+        self.observation_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
 
     def _price_bound(self) -> float:
         cfg = self.config
@@ -323,9 +348,8 @@ class _ApproxEnvCore(ClusterEnv):
         """A well-formed action, read as ``action_mode``, as a flat array for the kernel (which rejects NaN,
         fractions, out-of-range)."""
         action = kernel_array(action, self._action_shape, "action")
-        if self.config.action_mode in ("work_conserving", "paced_priority"):  # the modes that read the observation
-            seen = {key: value[None] for key, value in self.last_observation.items()}
-            action = np.asarray(read_actions(self.config.action_mode, action[None], seen)[0])
+        if self._reads_observation:
+            action = np.asarray(read_actions(self.config.action_mode, action[None], self._seen)[0])
         return action.reshape(-1)
 
     def _full_info(self, action: np.ndarray) -> dict[str, Any]:
@@ -361,9 +385,20 @@ class _ApproxEnvCore(ClusterEnv):
             info["oracle"] = {"rates": s["rates"].copy(), "means": self._instance.means.copy()}
         return info
 
-    def _observe(self) -> dict[str, np.ndarray]:
+    def _observe(self) -> Any:
+        """The Dict of the state, or in ``observation_format`` ``"flat"`` and ``"scaled"`` the Box written straight from
+        the state arrays; keeps in ``_seen`` the parts the action readings that read the observation use (the job rows
+        and prices the policy saw, batched as one)."""
         sim = self.simulator
         rows = sim.job_rows()
+        if self._reads_observation:
+            seen_rows = ("job", rows[None, 0].copy()) if self.single_job else ("jobs", rows[None].copy())
+            self._seen = dict((seen_rows, ("price", sim.mf[None, PRICE].copy())))
+        if self._flat_starts is not None:
+            out = np.empty(self.observation_space.shape, dtype=self.observation_space.dtype)
+            write_flat_observation(out, self._flat_starts, self.flat_scale, sim.c[0], self._horizon, sim.mf, sim.mi,
+                                   rows, sim.executed)  # fmt: skip
+            return out
         if self._generalized:
             last = ("last_assignment", sim.executed.astype(np.int8))
         else:
@@ -483,13 +518,16 @@ class ClusterApproxEnv(_ApproxEnvCore):
       `action`.
 
     `observation_format="flat"` gives the same observation as one float64 `Box`: `gymnasium.spaces.flatten` of the Dict
-    (what `FlattenObservation` gives; `last_occupant` one-hot).
+    (what `FlattenObservation` gives; `last_occupant` one-hot). `observation_format="scaled"` gives it as a float32
+    `Box` in [low/high, 1]: each entry divided by its upper bound in the flat `Box` (prices by the price bound, counts
+    and slots by T, budgets by the config's largest budget), bounds that the config alone fixes, so the scaling
+    reveals nothing hidden (`tests/test_information_rule.py`).
 
-    ## RL-ready id: ClusterApproxRL-v2
+    ## RL-ready id: ClusterApproxRL-v3
 
-    `gym.make("cluster_envs:ClusterApproxRL-v2")` is this env with `action_mode="paced_priority",
-    observation_format="flat", info_level="minimal"`: one `Box` observation and a `Box(-1, 1, (K + M,))` action, so
-    SB3's `PPO("MlpPolicy", "cluster_envs:ClusterApproxRL-v2")` (or any client that takes only an id,
+    `gym.make("cluster_envs:ClusterApproxRL-v3")` is this env with `action_mode="paced_priority",
+    observation_format="scaled", info_level="minimal"`: one `Box` observation and a `Box(-1, 1, (K + M,))` action, so
+    SB3's `PPO("MlpPolicy", "cluster_envs:ClusterApproxRL-v3")` (or any client that takes only an id,
     docs/clients.md) trains with no wrapper. The kwargs change only how the action is read, how the observation is
     laid out and which `info` keys are kept: the episodes, rewards and metrics are those of `ClusterApprox-v1`
     (`tests/test_rl_ids.py`). Its batched env is this id's, with the same kwargs.
@@ -610,13 +648,14 @@ class ClusterApproxSingleJobEnv(_ApproxEnvCore):
     while the slot's cost stays within the paced budget (B − C)/(T − t) and below B − C (the pacing of `greedy_ucb`): a
     policy cannot spend the budget early and leave the job idle afterwards, and what it learns is which machines to
     prefer. The dynamics after the reading are the same. `observation_format="flat"` gives the observation as one
-    float64 `Box` (`gymnasium.spaces.flatten` of the Dict).
+    float64 `Box` (`gymnasium.spaces.flatten` of the Dict), `"scaled"` as a float32 `Box` divided by its public bounds
+    (as in `ClusterApprox-v1`).
 
-    ## RL-ready id: ClusterApproxSingleJobRL-v1
+    ## RL-ready id: ClusterApproxSingleJobRL-v2
 
-    `gym.make("cluster_envs:ClusterApproxSingleJobRL-v1")` is this env with the benchmark row's training kwargs:
+    `gym.make("cluster_envs:ClusterApproxSingleJobRL-v2")` is this env with the benchmark row's training kwargs:
     `reward_mode="approx"` (Eq. 6, what the headline scores), `action_mode="paced_priority",
-    observation_format="flat"` and `info_level="minimal"`: one `Box` observation and a `Box` action, so an id-only
+    observation_format="scaled"` and `info_level="minimal"`: one `Box` observation and a `Box` action, so an id-only
     client (docs/clients.md) trains the benchmark's task with no wrapper (`tests/test_rl_ids.py`).
 
     ## Reward

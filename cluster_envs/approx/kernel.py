@@ -612,6 +612,43 @@ def write_job_rows(rows, beta, generalized, state, t) -> None:
     _job_rows(rows[None], 0, beta, generalized, state.jf, state.ji, state.si, t)
 
 
+# The keys of the flat observation's layout (:func:`write_flat_observation`), in gymnasium's (sorted) Dict order.
+FLAT_KEYS = ("job", "jobs", "last_assignment", "last_mask", "last_occupant", "last_rate", "n_obs", "price", "sum_obs",
+             "time")  # fmt: skip
+
+
+@njit(cache=True)
+def write_flat_observation(out, starts, scale, t, horizon, mf, mi, rows, executed) -> None:
+    """One env's observation as ``gymnasium.spaces.flatten`` of its Dict gives it, each entry divided by ``scale``
+    (ones: the flat observation; the public bounds: the scaled one), into ``out`` (float64 or float32): the
+    Dict's parts written at ``starts`` (one per ``FLAT_KEYS`` entry, -1 where the env has no such key) straight
+    from the state arrays, instead of building the Dict and flattening it part by part."""
+    m, n_slots = mf.shape[1], executed.shape[0]
+    values = np.zeros(out.size)
+    if starts[0] >= 0:
+        values[starts[0] : starts[0] + rows.shape[1]] = rows[0]
+    if starts[1] >= 0:
+        values[starts[1] : starts[1] + rows.size] = rows.ravel()
+    if starts[2] >= 0:
+        values[starts[2] : starts[2] + executed.size] = executed.ravel()
+    for i in range(m):
+        values[starts[3] + i] = mi[LAST_MASK, i]
+        if starts[4] >= 0:  # one-hot of the occupant slot 1..K (0: idle) per machine
+            occupant = 0
+            for k in range(n_slots):
+                if executed[k, i]:
+                    occupant += k + 1
+            values[starts[4] + i * (n_slots + 1) + occupant] = 1.0
+        values[starts[5] + i] = mf[LAST_RATE, i]
+        values[starts[6] + i] = mf[N_OBS, i]
+        values[starts[7] + i] = mf[PRICE, i]
+        values[starts[8] + i] = mf[SUM_OBS, i]
+    values[starts[9]] = t / horizon
+    values[starts[9] + 1] = (horizon - t) / horizon
+    for q in range(out.size):
+        out[q] = values[q] / scale[q]
+
+
 @njit(cache=True)
 def occupants(assign):
     """Σ_k (k + 1) assign[k, i] per machine: the occupant slot 1..K of a one-job-per-machine assignment (0 idle)."""

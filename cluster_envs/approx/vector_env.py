@@ -184,8 +184,8 @@ class ClusterApproxVectorEnv(HoldsRecord, BatchedCopies):
 
     def _end(self, stepping: np.ndarray) -> dict[str, np.ndarray]:
         """Finish the slot of the ``stepping`` copies; every copy's observation, written by the kernel straight into
-        fresh arrays (the single env's ``observation_from``, key for key), flattened with
-        ``observation_format="flat"``."""
+        fresh arrays (the single env's ``observation_from``, key for key), flattened with ``observation_format="flat"``
+        (and scaled with ``"scaled"``)."""
         b, m = self.num_envs, self.config.n_machines
         single = self.env_class.single_job
         obs = {"time": np.empty((b, 2))}
@@ -201,7 +201,11 @@ class ClusterApproxVectorEnv(HoldsRecord, BatchedCopies):
         else:
             obs["jobs"], obs["last_occupant"] = jobs, occupant
         self._seen = obs
-        return flatten_batch(self._dict_space, obs) if self.config.observation_format == "flat" else obs
+        if self.config.observation_format == "dict":
+            return obs
+        flat = flatten_batch(self._dict_space, obs)
+        # "scaled": the single env's division by the public bounds, then float32
+        return flat if self.config.observation_format == "flat" else (flat / self.envs[0].flat_scale).astype(np.float32)
 
     def _infos(self, stepping: np.ndarray, ended: np.ndarray) -> dict[str, Any]:
         f = self._batch["f"]

@@ -7,7 +7,7 @@ machine from (z_1..z_K, 1 − Σz) with the env's ``misc`` stream, so E[x̃] = z
 The wrapper records its construction in the env's spec (``gymnasium.utils.RecordConstructorArgs``), so
 ``gym.make(env.spec)`` rebuilds the wrapped env, as gymnasium's ``check_env`` requires. The action is float32
 (what SB3's continuous-action algorithms emit). For an id-only RL client, the RL-ready ids
-(``ClusterApproxRL-v2``, ``ClusterApproxSingleJobRL-v1``) give one Box observation and an action SB3 trains on.
+(``ClusterApproxRL-v3``, ``ClusterApproxSingleJobRL-v2``) give one Box observation and an action SB3 trains on.
 """
 
 from __future__ import annotations

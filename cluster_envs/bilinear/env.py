@@ -249,6 +249,8 @@ class ClusterBilinearEnv(ClusterEnv):
             include_server_counts=cfg.include_server_counts,
             noise_std=float(cfg.noise_std),
         )
+        # u and v as the "full" observation ends with them (fixed for the episode)
+        self._features = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in (u, v)])
         self._lp_cache = {}
         self._sim = BilinearSimulator(
             mean_rewards(u, v, self._theta),
@@ -313,8 +315,7 @@ class ClusterBilinearEnv(ClusterEnv):
             projected = sim.slot_stats[kernel.Y]
         elif mode == "simplex_logits":
             logits = a.reshape(len(caps), -1)
-            sim.step_classes(logits_to_allocation(logits, sim.queue() > 0, caps.astype(np.float64), LOGIT_SCALE),
-                             r_star)  # fmt: skip
+            sim.run_classes(logits_to_allocation(logits, sim.queue() > 0, caps, LOGIT_SCALE), r_star)
         elif mode == "server_choice":
             sim.step_servers(a.astype(np.int64), r_star)
         else:
@@ -421,12 +422,11 @@ class ClusterBilinearEnv(ClusterEnv):
     def _observation(self) -> np.ndarray:
         sim, prob = self.simulator, self.problem
         parts = [sim.obs]  # Q(t), the last slot's N and Σξ, written by the kernel
-        if prob.observation_mode in ("queues_stats", "full"):
+        if prob.observation_mode in ("queues_stats", "full"):  # with t/T, log1p(N), the means and (full) u, v
             total_counts, total_sums = sim.slot_stats[kernel.TOTAL_COUNTS], sim.slot_stats[kernel.TOTAL_SUMS]
-            means = np.divide(total_sums, total_counts, out=np.zeros_like(total_sums), where=total_counts > 0)
-            parts += [[sim.t / prob.horizon], np.log1p(total_counts).ravel(), means.ravel()]
-        if prob.observation_mode == "full":
-            parts += [prob.job_features.ravel(), prob.server_features.ravel()]
+            features = self._features if prob.observation_mode == "full" else np.zeros(0)
+            parts = [kernel.stats_observation(sim.obs, sim.t, prob.horizon, total_counts, np.log1p(total_counts),
+                                              total_sums, features)]  # fmt: skip
         if prob.action_mode == "job_allocation":
             k, n_j = prob.max_visible_jobs, prob.n_server_classes
             shown = min(k, len(sim.job_class))
@@ -436,6 +436,8 @@ class ClusterBilinearEnv(ClusterEnv):
             parts += [cls, counts.ravel(), sums.ravel()]
         if prob.include_server_counts:
             parts += [sim.caps_now()]  # n_j(t) of the slot the next action decides
+        if len(parts) == 1:
+            return parts[0].astype(np.float32)
         return np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts]).astype(np.float32)
 
     def _render_ansi(self) -> str:

@@ -470,6 +470,55 @@ def write_observation(jobs, counters, slot_stats, obs, b):
 
 
 @njit(cache=True)
+def shifted_logits(logits, active, scale):
+    """``scale · (z − max z)`` per row of (n, J, I + 1) logits, with ``z`` the logits of the active classes (n, I)
+    and the idle one, −inf elsewhere: the exponent of ``simulator.logits_to_allocation``'s softmax, as a fresh
+    array (the exponential stays numpy's, whose SIMD result libm's can differ from in the last bit)."""
+    z = np.empty(logits.shape)
+    n_cls = active.shape[1]
+    for b in range(logits.shape[0]):
+        for j in range(logits.shape[1]):
+            top = -np.inf
+            for i in range(n_cls + 1):
+                z[b, j, i] = logits[b, j, i] if i == n_cls or active[b, i] else -np.inf
+                top = max(top, z[b, j, i])
+            for i in range(n_cls + 1):
+                z[b, j, i] = scale * (z[b, j, i] - top)
+    return z
+
+
+@njit(cache=True)
+def softmax_allocation(weights, totals, caps):
+    """y (n, I, J) with y_ij = n_j · weights[j, i] / totals[j] from the softmax's (n, J, I + 1) exponentials and
+    their (n, J) row sums (the last, idle entry dropped)."""
+    n_rows, n_cols, width = weights.shape
+    y = np.empty((n_rows, width - 1, n_cols))
+    for b in range(n_rows):
+        for j in range(n_cols):
+            for i in range(width - 1):
+                y[b, i, j] = weights[b, j, i] / totals[b, j] * caps[j]
+    return y
+
+
+@njit(cache=True)
+def stats_observation(obs, t, horizon, total_counts, log_counts, total_sums, features):
+    """The ``queues_stats`` / ``full`` observation as float64: the kernel's ``obs`` (Q, N, Σξ), t/T, log1p of the
+    episode's selections (``log_counts``, numpy's), the empirical means Σξ/N (0 where N = 0), then ``features``
+    (u and v; empty for ``queues_stats``)."""
+    counts, sums = total_counts.ravel(), total_sums.ravel()
+    out = np.empty(obs.size + 1 + 2 * counts.size + features.size)
+    out[: obs.size] = obs
+    at = obs.size
+    out[at] = t / horizon
+    out[at + 1 : at + 1 + counts.size] = log_counts.ravel()
+    at += 1 + counts.size
+    for q in range(counts.size):
+        out[at + q] = sums[q] / counts[q] if counts[q] > 0 else 0.0
+    out[at + counts.size :] = features
+    return out
+
+
+@njit(cache=True)
 def slot_batch(kind, actions, stepping, r_star, rewards, status, record):
     """One slot of every copy b of ``record`` (a :class:`Batch`) with ``stepping[b]`` (server counts
     ``schedule[min(t, len - 1)]``): its status into ``status[b]`` and, when done, its reward into ``rewards[b]``

@@ -72,12 +72,12 @@ def logits_to_allocation(logits: np.ndarray, active: np.ndarray, caps: np.ndarra
 
     ``scale`` multiplies after the max is subtracted, so finite logits of any size cannot overflow to NaN.
     """
-    mask = np.concatenate([active, np.ones((*active.shape[:-1], 1), dtype=bool)], axis=-1)
-    z = np.where(mask[..., None, :], logits, -np.inf)
-    with np.errstate(over="ignore"):  # a gap beyond the float max is exp(-inf) = 0, as it should be
-        z = np.exp(scale * (z - z.max(axis=-1, keepdims=True)))
-    pi = z / z.sum(axis=-1, keepdims=True)
-    return np.swapaxes(pi[..., :-1] * caps[:, None], -1, -2)
+    logits = np.ascontiguousarray(logits, dtype=np.float64)
+    lead, (n_cols, width) = logits.shape[:-2], logits.shape[-2:]
+    z = kernel.shifted_logits(logits.reshape(-1, n_cols, width), np.asarray(active).reshape(-1, width - 1), scale)
+    np.exp(z, out=z)  # ≤ 0 exponents: no overflow; a gap beyond the float max was -inf, exp(-inf) = 0
+    y = kernel.softmax_allocation(z, z.sum(axis=-1), np.asarray(caps, dtype=np.float64))
+    return y.reshape(*lead, width - 1, n_cols)
 
 
 @dataclass
@@ -262,9 +262,13 @@ class BilinearSimulator:
 
     def step_classes(self, y: np.ndarray, r_star: float = 0.0) -> SlotResult:
         """Run one slot with a feasible class-level expected allocation y (I, J)."""
+        self.run_classes(y, r_star)
+        return self.result()
+
+    def run_classes(self, y: np.ndarray, r_star: float = 0.0) -> None:
+        """:meth:`step_classes` without building its :class:`SlotResult` (the env's step reads the arrays)."""
         self.slot_stats[kernel.Y] = y
         self._run(kernel.CLASSES, NO_ACTION, r_star)
-        return self.result()
 
     def step_jobs(self, x: np.ndarray, r_star: float = 0.0) -> SlotResult:
         """Run one slot with a feasible per-job allocation x (K, J) over the waiting jobs in FIFO order."""

@@ -97,18 +97,23 @@ class ClusterEnv(gym.Env):
             raise RuntimeError(f"{self.env_id}: call reset() before using the env")
         return self._sim
 
-    def set_observation_space(self, dict_space: gym.spaces.Dict) -> None:
-        """Declare the Dict observation (``dict_observation_space``) and the space ``observation_format`` shows."""
+    def set_observation_space(self, dict_space: gym.spaces.Dict, writes_box: bool = False) -> None:
+        """Declare the Dict observation (``dict_observation_space``) and the space ``observation_format`` shows.
+        ``writes_box``: in ``observation_format="flat"`` the env's ``_observe`` returns the flat Box itself, written
+        from the state in the layout of ``self._flatten`` (no Dict built per step: the RL ids' step rate), and
+        :meth:`emit` passes it on."""
         self.dict_observation_space = dict_space
         self.observation_space = observation_space(dict_space, self.config.observation_format)
         self._flatten = Flattener(dict_space) if self.config.observation_format == "flat" else None
+        self._writes_box = writes_box
 
     def emit(self, observation: Any) -> Any:
         """``observation`` as the env gives it: as is, or, with ``observation_format="flat"``, a Dict of
-        ``dict_observation_space`` flattened into one array (``gymnasium.spaces.flatten``). It is kept in
-        ``last_observation`` (what a policy saw: the action modes that read it, and the batched envs, use it)."""
+        ``dict_observation_space`` flattened into one array (``gymnasium.spaces.flatten``), unless the env writes
+        the Box itself (``set_observation_space(..., writes_box=True)``). It is kept in ``last_observation`` (what a
+        policy saw: the action modes that read it, and the batched envs, use it)."""
         self.last_observation = observation
-        return observation if self._flatten is None else self._flatten(observation)
+        return observation if self._flatten is None or self._writes_box else self._flatten(observation)
 
     # -- the skeleton -----------------------------------------------------------------------------------
 

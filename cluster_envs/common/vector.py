@@ -22,7 +22,9 @@ class BatchedCopies(VectorEnv):
     """``num_envs`` copies of one single env with the same keyword arguments; NEXT_STEP autoreset; the
     ``info_level="minimal"`` info keys (``"full"`` is refused: use ``SyncVectorEnv`` for the evaluation keys)."""
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    # Gymnasium's metadata key, and the attribute its SyncVectorEnv also has (TorchRL reads the attribute)
+    autoreset_mode = AutoresetMode.NEXT_STEP
+    metadata = {"autoreset_mode": autoreset_mode, "render_modes": []}
 
     def __init__(self, num_envs: int, make_copy: Callable[..., gym.Env], overrides: dict[str, Any],
                  render_mode: str | None, env_id: str):  # fmt: skip
@@ -48,7 +50,7 @@ class BatchedCopies(VectorEnv):
         """Reset every copy through its own env (which checks ``options``); the batch's observation and the copies'
         reset infos, as ``SyncVectorEnv`` returns them. ``options["reset_mask"]`` (a bool array of shape
         (num_envs,)) resets only those copies, as Gymnasium's ``SyncVectorEnv`` does: SB3's same-step autoreset
-        (``baselines/rl/vec_env.py``) resets the copies that ended without stepping the others."""
+        (``cluster_envs/sb3.py``) resets the copies that ended without stepping the others."""
         mask = None
         if isinstance(options, dict) and "reset_mask" in options:  # other options go to the copies, which check them
             mask = options["reset_mask"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from gymnasium import spaces
+from numba import njit
 
 ENTITY = "entity"
 #: The columns of one edge row, in order.
@@ -41,6 +42,7 @@ FEATURES = (
 )  # fmt: skip
 N_FEATURES = len(FEATURES)
 COLUMN = {name: i for i, name in enumerate(FEATURES)}
+DYNAMIC_COLUMNS = tuple(COLUMN[name] for name in ("arrived", "count", "mean_utility", "last_action", "time"))
 MAX_DEVICE_TYPES = 3  # the request and capacity columns
 MAX_REQUEST = 2.0
 #: The family's maxima per env: the paper's sizes fit with margin (ClusterMultiServer-v0 at 8 × 40 with
@@ -93,19 +95,28 @@ class EntityRows:
     def rows(self, edge_mask, last_action, counts, utility_sums, time) -> np.ndarray:
         """The flat observations of B copies, (B, max_edges · N_FEATURES), from their (B, |E|) Dict parts and
         statistics and their (B, 1) ``time``."""
-        n_b, n_e = edge_mask.shape[0], self.n_edges
-        out = np.broadcast_to(self.static, (n_b, *self.static.shape)).copy()
-        out[:, :n_e, COLUMN["arrived"]] = edge_mask
-        out[:, :n_e, COLUMN["count"]] = counts / self.horizon
-        out[:, :n_e, COLUMN["mean_utility"]] = np.divide(utility_sums, counts, out=np.zeros(counts.shape),
-                                                         where=counts > 0)  # fmt: skip
-        out[:, :n_e, COLUMN["last_action"]] = last_action
-        out[:, :n_e, COLUMN["time"]] = time
-        return out.reshape(n_b, -1)
+        out = np.empty((edge_mask.shape[0], *self.static.shape), np.float32)
+        out[:] = self.static
+        _dynamic_columns(out, edge_mask, last_action, counts, utility_sums, time, self.horizon)
+        return out.reshape(edge_mask.shape[0], -1)
 
     def padded_action(self, action: np.ndarray) -> np.ndarray:
         """The instance's part of a padded action (its first |E| entries; padding is ignored)."""
         return action[..., : self.n_edges]
+
+
+@njit(cache=True)
+def _dynamic_columns(out, edge_mask, last_action, counts, utility_sums, time, horizon):  # pragma: no cover (compiled)
+    """The columns that change per slot, of the instance's edges of each copy b (its first |E| rows): arrived, the
+    count over the horizon, the mean observed utility (0 before a first use), the last action and the time."""
+    arrived, count, mean, last, now = DYNAMIC_COLUMNS
+    for b in range(edge_mask.shape[0]):
+        for e in range(edge_mask.shape[1]):
+            out[b, e, arrived] = edge_mask[b, e]
+            out[b, e, count] = counts[b, e] / horizon
+            out[b, e, mean] = utility_sums[b, e] / counts[b, e] if counts[b, e] > 0 else 0.0
+            out[b, e, last] = last_action[b, e]
+            out[b, e, now] = time[b, 0]
 
 
 def entity_space(config, unbounded: bool) -> spaces.Box:

@@ -207,7 +207,11 @@ class ClusterMultiServerEnv(ClusterEnv):
             if config.action_mode == "binary"
             else spaces.Box(0.0, 1.0, shape=(n_act,), dtype=np.float32)
         )
-        self.set_observation_space(self._build_observation_space())
+        self.set_observation_space(self._build_observation_space(), writes_box=True)
+        # observation_format="flat" (of the instance's Dict): each Dict part's slice of the Box that _flat_observation
+        # writes from the state; the entity rows are a Box of their own (emit)
+        parts = [] if self._flatten is None or self.entity is not None else self._flatten.parts
+        self._flat_slices = {key: slice(start, stop) for key, start, stop, _ in parts} or None
         if self.entity is not None:
             self.observation_space = self.entity.space
         self._last: SlotResult | None = None
@@ -409,9 +413,13 @@ class ClusterMultiServerEnv(ClusterEnv):
             summary.update(expected_aou=cum["expected"], oracle_aou=cum["oracle"], regret=cum["regret"])
         return summary
 
-    def _observe(self) -> dict[str, np.ndarray]:
-        sim, inst = self.simulator, self.instance
-        last = self._last
+    def _observe(self) -> Any:
+        """The Dict of the state; in ``observation_format="flat"`` the Box written part by part from the state, in the
+        layout of ``gymnasium.spaces.flatten`` (no Dict built)."""
+        return self._dict_observation() if self._flat_slices is None else self._flat_observation()
+
+    def _dict_observation(self) -> dict[str, np.ndarray]:
+        sim, last = self.simulator, self._last
         n_e = self._n_edges
         obs = {
             "arrivals": sim.arrivals.copy(),
@@ -421,10 +429,28 @@ class ClusterMultiServerEnv(ClusterEnv):
             "last_utility": np.zeros(n_e, np.float32) if last is None else last.feedback.copy(),
         }
         if getattr(self.config, "obs_static", False):
-            cost = inst.utility.cost
-            scaled_cost = np.clip(cost / cost.max(), 0.0, 1.0) if cost.max() > 0 else np.zeros(n_e)
-            obs["static"] = np.vstack([inst.A / inst.c[:, None], scaled_cost]).astype(np.float32)
+            obs["static"] = self._static_observation()
         return obs
+
+    def _static_observation(self) -> np.ndarray:
+        """``static``: A_k/c_k per device type and edge, then the edge costs scaled to [0, 1]."""
+        inst = self.instance
+        cost = inst.utility.cost
+        scaled_cost = np.clip(cost / cost.max(), 0.0, 1.0) if cost.max() > 0 else np.zeros(self._n_edges)
+        return np.vstack([inst.A / inst.c[:, None], scaled_cost]).astype(np.float32)
+
+    def _flat_observation(self) -> np.ndarray:
+        sim, last, at = self.simulator, self._last, self._flat_slices
+        out = np.zeros(self._flatten.size, dtype=self._flatten.dtype)
+        out[at["arrivals"]] = sim.arrivals
+        out[at["edge_mask"]] = sim.edge_mask
+        out[at["time"]] = np.float32(min(1.0, (sim.t - 1) / sim.horizon))
+        if last is not None:
+            out[at["last_action"]] = last.x
+            out[at["last_utility"]] = last.feedback
+        if "static" in at:
+            out[at["static"]] = self._static_observation().ravel()
+        return out
 
     def emit(self, observation: dict[str, np.ndarray]) -> Any:
         """As :meth:`ClusterEnv.emit`, and in ``observation_mode="entity"`` the padded edge rows."""

@@ -111,7 +111,7 @@ class ClusterMultiServerVectorEnv(HoldsRecord, BatchedCopies):
     def _reset_copy(self, b: int, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         env = self.envs[b]
         _, info = env.reset(seed=seed, options=options)
-        obs = env.last_observation
+        obs = env._dict_observation()  # the Dict of the state, whatever observation_mode the env shows
         for key in kernel.OBS_KEYS:
             self._obs[key][b] = obs[key]
         self._arrivals[b] = obs["arrivals"]

@@ -84,7 +84,7 @@ def test_the_policy_refuses_an_observation_that_is_not_entity_rows():
 
 
 def test_ppo_with_the_edge_policy_trains_on_the_native_batched_env():
-    from baselines.rl.vec_env import make_native
+    from cluster_envs.sb3 import make_native
 
     env = make_native("ClusterMultiServerEntityRL-v0", 2, {"horizon": 32})
     model = sb3.PPO(EdgePolicy, env, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")

@@ -13,6 +13,8 @@ import pytest
 from baselines.eval.protocol import SETTINGS
 from baselines.rl.config import ALGOS, HYPERPARAMS_DIR, MASKED
 from cluster_envs import env_ids
+from cluster_envs.registration import ENTITY_RL_IDS
+from cluster_envs.registration import RL_IDS as RL_READY_IDS
 
 yaml = pytest.importorskip("yaml")
 
@@ -37,7 +39,7 @@ def _usable(algo: str, env: gym.Env) -> bool:
 def test_every_settings_entry_has_hyperparameters_that_agree(algo):
     """A section wherever the algorithm can act in the env as RL sees it, with the settings' kwargs and wrapper."""
     sections = yaml.safe_load((HYPERPARAMS_DIR / f"{algo}.yml").read_text())
-    assert set(sections) <= set(SETTINGS)
+    assert set(sections) <= set(SETTINGS) | (set(PPO_RL_IDS) if algo == "ppo" else set())
     for env_id, setting in SETTINGS.items():
         env = gym.make(env_id, **setting.training_kwargs(algo))
         usable = _usable(algo, env)
@@ -46,6 +48,25 @@ def test_every_settings_entry_has_hyperparameters_that_agree(algo):
         if usable:
             assert sections[env_id]["env_kwargs"] == setting.training_kwargs(algo)
             assert sections[env_id].get("env_wrapper") == setting.rl_wrapper
+
+
+PPO_RL_IDS = [i for i in RL_READY_IDS if i not in ENTITY_RL_IDS]  # the benchmark's PPO interfaces
+
+
+@pytest.mark.parametrize("env_id", PPO_RL_IDS)
+def test_rl_zoo3_finds_the_hyperparameters_of_an_rl_id(env_id, tmp_path):
+    """rl-zoo3 looks a section up by the id it is given: an RL-ready id's is its base id's, with no env kwargs
+    (the id fixes them) and no wrapper (its observation is one Box)."""
+    import argparse
+
+    exp_manager = pytest.importorskip("rl_zoo3.exp_manager")
+    manager = exp_manager.ExperimentManager(argparse.Namespace(), "ppo", env_id, str(tmp_path),
+                                            config=str(HYPERPARAMS_DIR / "ppo.yml"))  # fmt: skip
+    found, _ = manager.read_hyperparameters()
+    base = dict(yaml.safe_load((HYPERPARAMS_DIR / "ppo.yml").read_text())[RL_READY_IDS[env_id][0]])
+    base.pop("env_wrapper", None)
+    assert {k: v for k, v in found.items() if k != "env_wrapper"} == {**base, "env_kwargs": {}}
+    assert found.get("env_wrapper") is None
 
 
 # One process trains every id in turn through rl-zoo3's own command-line entry point (its argument parsing,

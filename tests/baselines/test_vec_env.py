@@ -1,4 +1,4 @@
-"""The SB3 adapter over the native batched envs (baselines/rl/vec_env.py) equals the DummyVecEnv path step for step."""
+"""The SB3 adapter over the native batched envs (cluster_envs/sb3.py) equals the DummyVecEnv path step for step."""
 
 import gymnasium as gym
 import numpy as np
@@ -9,7 +9,8 @@ pytest.importorskip("stable_baselines3")
 from baselines.eval.protocol import SETTINGS  # noqa: E402
 from baselines.rl.config import RunConfig  # noqa: E402
 from baselines.rl.train import make_vec_env, new_model  # noqa: E402
-from baselines.rl.vec_env import NativeVecEnv, flatten_batch  # noqa: E402
+from cluster_envs.common.flat import flatten_batch  # noqa: E402
+from cluster_envs.sb3 import NativeVecEnv  # noqa: E402
 
 # Short episodes, so that every copy ends (and is reset) within the test's steps.
 SHORT = {

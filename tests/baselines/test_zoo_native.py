@@ -15,8 +15,8 @@ from rl_zoo3.exp_manager import ExperimentManager  # noqa: E402
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
-from baselines.rl.vec_env import NativeVecEnv  # noqa: E402
 from baselines.tuning import zoo_native  # noqa: E402
+from cluster_envs.sb3 import NativeVecEnv  # noqa: E402
 
 KWARGS = {"action_mode": "normalize", "horizon": 36}
 

@@ -96,3 +96,23 @@ def test_approx_slot_bench_times_each_scheme_and_writes_its_table():
               "approx_slots": slots, "targets": []}  # fmt: skip
     markdown = to_markdown(result)
     assert "| fair |" in markdown and "| opm |" in markdown
+
+
+def test_bench_times_an_rl_id_against_its_base_id_with_its_problem_kwargs(tmp_path):
+    from baselines.perf.steps import RL_TARGET, base_side
+
+    assert base_side("ClusterBilinearRL-v1") == (
+        "ClusterBilinear-v0",
+        {"service_model": "exclusive", "horizon": 2000, "info_level": "minimal"},
+    )
+    argv = ["bench", "--ids", "ClusterSLARL-v1", "--steps", "200", "--repeats", "2", "--long-horizon", "0",
+            "--no-training", "--out", str(tmp_path)]  # fmt: skip
+    assert main(argv) == 0
+    result = json.loads((tmp_path / "bench.json").read_text())
+    assert result["single"] == [] and result["batched"] == []
+    (measured,) = result["rl_vs_base"]
+    assert measured["reference"] == "ClusterSLA-v1" and measured["variant"] == "single, vs info_level=minimal"
+    assert len(measured["rates"]) == 2 and measured["ratio"] > 0
+    (target,) = result["targets"]
+    assert target["target"].startswith(f"ClusterSLARL-v1 single ≥ {RL_TARGET}x ClusterSLA-v1")
+    assert "| ClusterSLARL-v1 | ClusterSLA-v1, info_level=minimal |" in (tmp_path / "bench.md").read_text()

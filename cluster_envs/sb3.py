@@ -1,5 +1,14 @@
 """An SB3 ``VecEnv`` over a Gymnasium 1.x ``VectorEnv``: SB3 trains on an id's native batched env.
 
+Needs stable-baselines3 (``pip install "cluster-envs[rl]"``); the rest of ``cluster_envs`` does not import it::
+
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from cluster_envs.sb3 import NativeVecEnv
+
+    env = gym.make_vec("cluster_envs:ClusterSLARL-v1", num_envs=64, vectorization_mode="vector_entry_point")
+    PPO("MlpPolicy", NativeVecEnv(env)).learn(10_000)
+
 Gymnasium 1.x vector envs (ours: ``metadata["autoreset_mode"]`` is ``NEXT_STEP``) report an episode's end on one
 step and reset the copy on the *next* step, which ignores the copy's action and returns reward 0. SB3's
 convention (``DummyVecEnv``) resets on the *same* step: the step that ends an episode returns the first
@@ -27,7 +36,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.wrappers.vector import DictInfoToList
-from stable_baselines3.common.vec_env import VecEnv, VecMonitor
+
+try:
+    from stable_baselines3.common.vec_env import VecEnv, VecMonitor
+except ImportError as err:  # the core package needs no SB3; this adapter does
+    raise ImportError(
+        'cluster_envs.sb3 needs stable-baselines3: pip install "cluster-envs[rl]" (or stable-baselines3)'
+    ) from err
 
 from cluster_envs.common.flat import flatten_batch
 
