@@ -484,6 +484,8 @@ def normalization_sensitivity(
         "it. The cost scale multiplies the generator's cost mean 0.5 and sd 0.1. Each cell: “up to” / final",
         "improvement 100·(AOU_ESDP − AOU_b)/AOU_b on cumulative AOU (mean ratio over seeds; “up to” is its max",
         f"over t ∈ [{skip}, T], the paper's reading). The paper's “up to” values: HAUF 73 %, LCF 36 %, LWTF 28 %.",
+        "A cell without a ratio names the heuristic's smallest final AOU over the seeds when it is not positive",
+        "(`none` keeps negative utilities; `clip` with a large cost clips every channel to 0): no gain is defined.",
         "",
         f"| normalization | cost × | {header} | reaches the paper's three |",
         "|---|---:|" + "---:|" * (2 * len(BASELINES)) + "---|",
@@ -493,10 +495,14 @@ def normalization_sensitivity(
         cum = {a: np.array([np.cumsum(by[n, c, a, s].utility) for s in seeds]) for a in NORMALIZATION_AGENTS}
         cells, reaches = [], []
         for learner in ("esdp", "esdp_aa"):
-            peaks = {b: _peak_and_final(cum[learner], cum[b], skip) for b in BASELINES}
-            peak_of.update({(n, c, learner, b): peaks[b][0] for b in BASELINES})
-            cells += [f"{peaks[b][0]:+.1f} / {peaks[b][1]:+.1f}" for b in BASELINES]
-            if all(peaks[b][0] >= PAPER_IMPROVEMENT[b] for b in BASELINES):
+            # a ratio needs a positive denominator: with `none` a heuristic's AOU can be ≤ 0, with `clip` and a
+            # large cost every clipped utility is 0 (no agent collects anything)
+            peaks = {b: _peak_and_final(cum[learner], cum[b], skip) if (cum[b][:, -1] > 0).all() else None
+                     for b in BASELINES}  # fmt: skip
+            peak_of.update({(n, c, learner, b): peaks[b][0] if peaks[b] else -np.inf for b in BASELINES})
+            cells += [f"{peaks[b][0]:+.1f} / {peaks[b][1]:+.1f}" if peaks[b] else
+                      f"— (AOU {cum[b][:, -1].min():.3g} ≤ 0)" for b in BASELINES]  # fmt: skip
+            if all(peaks[b] and peaks[b][0] >= PAPER_IMPROVEMENT[b] for b in BASELINES):
                 reaches.append(learner)
         lines.append(f"| `{n}` | {c:g} | " + " | ".join(cells) + f" | {', '.join(reaches) or 'no'} |")
     lines += ["", *normalization_verdict(peak_of, configs)]
