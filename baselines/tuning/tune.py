@@ -248,10 +248,10 @@ def write_section(path: Path, env_id: str, values: Mapping[str, Any], comment: s
     import yaml
 
     lines = path.read_text().splitlines()
-    try:
-        start = lines.index(f"{env_id}:")
-    except ValueError:
-        raise ValueError(f"{path} has no section {env_id!r}") from None
+    header = re.compile(rf"{re.escape(env_id)}:(\s+&\S+)?\s*")  # the section may carry a YAML anchor
+    start = next((i for i, line in enumerate(lines) if header.fullmatch(line)), None)
+    if start is None:
+        raise ValueError(f"{path} has no section {env_id!r}")
     end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(" ")), len(lines))
     body = [line for line in lines[start + 1 : end] if not line.strip().startswith(TUNED_MARK)]
     while body and not body[-1].strip():
