@@ -95,10 +95,12 @@ def exclusive(out_dir: str | Path, command: str, *, force: bool = False) -> Iter
     """Hold ``out_dir`` for one run of ``command``: ``check`` it, create it and probe that it is writable (an
     ``OSError`` naming the folder, before any work), lock it (``OutputInUseError`` naming the holder's pid and start
     time) and mark it incomplete; on a normal exit record the run as complete and remove the mark, last. An exception
-    or a kill leaves the mark: the folder says its outputs are incomplete."""
+    or a kill leaves the mark: the folder says its outputs are incomplete (an exception before any output was written
+    leaves nothing: the folders the run created are removed)."""
     import fcntl
 
     out = check(out_dir, command, force=force)
+    created = [folder for folder in (out, *out.parents) if not folder.exists()]  # innermost first
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".{LOCK_FILE}.probe-{os.getpid()}"
@@ -127,12 +129,29 @@ def exclusive(out_dir: str | Path, command: str, *, force: bool = False) -> Iter
                    f"{started}) is writing this folder, or was stopped before it finished: until this file is gone, "
                    "its outputs are not a finished run.\n")  # fmt: skip
         write_text(out / OWNER_FILE, json.dumps({**facts, "complete": False}) + "\n")
-        yield out
+        try:
+            yield out
+        except BaseException:
+            _forget_if_unwritten(out, created)
+            raise
         finished = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         write_text(out / OWNER_FILE, json.dumps({**facts, "complete": True, "finished": finished}) + "\n")
         (out / INCOMPLETE_FILE).unlink(missing_ok=True)
     finally:
         handle.close()  # releases the lock
+
+
+def _forget_if_unwritten(out: Path, created: list[Path]) -> None:
+    """A run that failed before writing anything (a bad argument found late, say) leaves no trace: its bookkeeping
+    files go, and so do the folders it created. A folder with any output keeps its incomplete mark."""
+    own = {INCOMPLETE_FILE, OWNER_FILE, LOCK_FILE}
+    if any(path.name not in own for path in out.iterdir()):
+        return
+    for name in own:  # the held lock stays on the open handle until it is closed
+        (out / name).unlink(missing_ok=True)
+    for folder in created:
+        with contextlib.suppress(OSError):  # another run may have written beside it meanwhile
+            folder.rmdir()
 
 
 @contextlib.contextmanager

@@ -78,6 +78,22 @@ def test_a_run_that_fails_stays_marked_incomplete(tmp_path):
     assert sorted(p.name for p in out.iterdir() if ".partial-" in p.name) == []
 
 
+def test_a_run_that_fails_before_writing_leaves_no_folder(tmp_path):
+    out = tmp_path / "results" / "compare" / "ClusterNope-v0"
+    with pytest.raises(ValueError), outputs.exclusive(out, "compare"):
+        raise ValueError("env_id='ClusterNope-v0' has no agents")  # found after the folder was claimed
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_env_id_leaves_nothing_in_the_working_folder(tmp_path, monkeypatch):
+    from baselines.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "ClusterNope-v0", "--agents", "mwu"]) == 2
+    assert main(["train", "ClusterNope-v0"]) == 2
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("out", ["/proc/cluster-envs-test/out", "/dev/null/out"])
 def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(out, monkeypatch, capsys):
     import baselines.eval.compare
