@@ -19,10 +19,11 @@ DEBUG_ENV = "CLUSTER_ENVS_DEBUG"  # set to 1 (or pass --debug) to see the traceb
 
 
 def reproductions() -> list[str]:
-    """The settings with a module in ``baselines/reproduce/`` (each defines ``run(scale, out_dir)``)."""
+    """The settings with a module in ``baselines/reproduce/`` (each defines ``run(scale, out_dir)``; a module whose
+    name starts with ``_`` is a helper of theirs)."""
     import baselines.reproduce
 
-    return sorted(m.name for m in pkgutil.iter_modules(baselines.reproduce.__path__))
+    return sorted(m.name for m in pkgutil.iter_modules(baselines.reproduce.__path__) if not m.name.startswith("_"))
 
 
 def parse_assignments(pairs: Sequence[str], flag: str) -> dict[str, Any]:

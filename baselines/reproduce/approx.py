@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from baselines.eval import harness  # noqa: E402
 from baselines.eval.outputs import provenance  # noqa: E402
 from baselines.eval.progress import progress_bar  # noqa: E402
-from baselines.reproduce import episodes  # noqa: E402
+from baselines.reproduce import _episodes as episodes  # noqa: E402
 from cluster_envs.approx.model import utility  # noqa: E402
 
 SCHEMES = ("opm", "opm_no_estimation", "fair", "deadline_aware")

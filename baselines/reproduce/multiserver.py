@@ -25,7 +25,7 @@ from baselines.eval import harness
 from baselines.eval.outputs import provenance
 from baselines.eval.progress import progress_bar
 from baselines.eval.stats import mean_interval
-from baselines.reproduce import episodes
+from baselines.reproduce import _episodes as episodes
 
 ENV_ID = "ClusterMultiServer-v0"
 BASELINES = ("hauf", "lcf", "lwtf")

@@ -20,7 +20,7 @@ from baselines.eval.harness import evaluate
 from baselines.eval.outputs import provenance, run_facts
 from baselines.eval.progress import progress_bar
 from baselines.eval.protocol import env_setting
-from baselines.reproduce import episodes
+from baselines.reproduce import _episodes as episodes
 from cluster_envs.common.alibaba_gpu import NODE_FILE
 from cluster_envs.common.azure_llm import FILES
 from cluster_envs.multiserver.alibaba import binding_share as arrivals_binding_share
