@@ -18,6 +18,8 @@ from baselines.eval.record import check_declaration, read_record, write_record
 from baselines.eval.submission import AgentError, agent_spec, score
 from baselines.eval.validate import validate
 
+pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
+
 ENV = "ClusterSLA-v1"  # the cheapest protocol env to score (three anchors, 6000 steps an episode)
 RL_ENV = "ClusterSLARL-v1"  # its RL-ready id: a flat Box observation of 9 values, a Box(0, 1, (3,)) action
 DECLARATION = {
@@ -30,9 +32,6 @@ DECLARATION = {
 }
 POLICY = """
 import numpy as np
-
-
-pytestmark = pytest.mark.xdist_group(__name__)  # its module fixture is built once, on one worker
 
 
 def policy(observation):
