@@ -124,10 +124,10 @@ def test_the_shipped_runs_serve_compare_by_default_not_the_cache(models, monkeyp
     assert capsys.readouterr().err == ""
 
 
-def test_benchmark_quick_evaluates_the_shipped_runs_not_the_cache(models, monkeypatch, capsys):
+def test_benchmark_quick_evaluates_the_shipped_runs_not_the_cache(tmp_path, monkeypatch, capsys):
     """`benchmark --quick` after a `compare` that filled the default cache with valid runs: the shipped runs serve
     (the quick table evaluated the cache's runs, and its SLA PPO cell moved, issue 28)."""
-    monkeypatch.chdir(models.parent)
+    monkeypatch.chdir(tmp_path)  # the default cache, results/models/, of this test alone
     for seed in (0, 1):
         shutil.copytree(SHIPPED / f"seed{seed}", store.cache_run(None, ENV, ALGO, seed))
     monkeypatch.setattr(store, "run_tasks", _no_training)
