@@ -48,10 +48,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import cluster_envs  # noqa: F401  (registers the ids)
 from agents import Agent, make_agent
 from baselines.eval.progress import progress_bar
 from baselines.eval.protocol import check_eval_seeds
+from cluster_envs import register_envs
+
+register_envs()  # the ids this module makes (idempotent)
 
 # The compiled long-horizon runner of each id that has one, "module:function"; see ``simulate``.
 LONG_HORIZON_RUNNERS = {"ClusterSLA-v1": "cluster_envs.sla.runner:simulate"}

@@ -51,8 +51,10 @@ CASES = {
 def _knapsack(kwargs: dict):
     import gymnasium as gym
 
-    import cluster_envs  # noqa: F401
+    from cluster_envs import register_envs
     from cluster_envs.multiserver import knapsack
+
+    register_envs()
 
     inst = gym.make("ClusterMultiServer-v0", compute_regret=False, **kwargs).unwrapped.instance
     usable = inst.rho[inst.port_of_edge] > 0
@@ -65,8 +67,10 @@ def _knapsack(kwargs: dict):
 def _gang(kwargs: dict):
     import gymnasium as gym
 
-    import cluster_envs  # noqa: F401
+    from cluster_envs import register_envs
     from cluster_envs.multiserver import gang
+
+    register_envs()
 
     inst = gym.make("ClusterGang-v0", compute_regret=False, **kwargs).unwrapped.instance
     ports = inst.rho > 0
@@ -76,8 +80,10 @@ def _gang(kwargs: dict):
 def _approx(kwargs: dict):
     import gymnasium as gym
 
-    import cluster_envs  # noqa: F401
+    from cluster_envs import register_envs
     from cluster_envs.approx import model
+
+    register_envs()
 
     env = gym.make("ClusterApprox-v1", **{**kwargs, "compute_regret": False}).unwrapped
     env.reset(seed=0)

@@ -18,14 +18,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import cluster_envs  # noqa: F401  (registers the ids)
 from agents.base import BaseAgent
 from baselines.eval.protocol import FLATTEN, rl_setting
 from baselines.rl import manifest
 from baselines.rl.config import MASKED, algo_class, observation_mapper
 from baselines.rl.manifest import DamagedRunError
 from baselines.rl.runs import read_meta
+from cluster_envs import register_envs
 from cluster_envs.common.flat import flatten_batch
+
+register_envs()  # the ids this module makes (idempotent)
 
 
 class SB3Agent(BaseAgent):

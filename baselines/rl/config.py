@@ -16,7 +16,6 @@ from typing import Any
 
 import gymnasium as gym
 
-import cluster_envs  # noqa: F401  (registers the ids)
 from baselines.eval.protocol import rl_base, rl_setting
 
 HYPERPARAMS_DIR = Path(__file__).parent / "hyperparams"

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import cluster_envs  # noqa: F401  (registers the ids)
 from baselines.rl import manifest
 from baselines.rl.config import RunConfig
 

@@ -10,6 +10,7 @@ torch, stable-baselines3 and sb3-contrib are imported only when a function here 
 from __future__ import annotations
 
 import csv
+import importlib.util
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,12 +20,14 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-import cluster_envs  # noqa: F401  (registers the ids)
 from baselines.eval.progress import progress_bar
 from baselines.eval.protocol import rl_setting, training_seed
 from baselines.rl import manifest
 from baselines.rl.config import MASKED, RunConfig, algo_class, wrapper_class
 from baselines.rl.runs import as_json_value, read_meta, save_run
+from cluster_envs import register_envs
+
+register_envs()  # the ids this module makes (idempotent)
 
 VECTORIZATIONS = ("native", "dummy")
 
@@ -160,9 +163,7 @@ def _logger(out: Path):
     training; SB3's default would leave an empty SB3-<date> folder in /tmp per run)."""
     from stable_baselines3.common.logger import Logger, configure
 
-    try:
-        import tensorboard  # noqa: F401  (SB3 writes through torch's SummaryWriter, which needs it)
-    except ImportError:
+    if importlib.util.find_spec("tensorboard") is None:  # SB3 writes through torch's SummaryWriter, which needs it
         return Logger(folder=None, output_formats=[])
     return configure(str(out / "tensorboard"), ["tensorboard"])
 
