@@ -98,6 +98,10 @@ class ActionDigest:
     def to_json(self) -> dict[str, str]:
         return {"sha256": self.sha256, "steps": base64.b64encode(self.steps).decode("ascii")}
 
+    def __reduce__(self) -> tuple:
+        # A digest crosses processes (a worker's episode) finished: the running hash object does not pickle.
+        return (ActionDigest, (self.sha256, self.steps))
+
     @classmethod
     def from_json(cls, stored: Mapping[str, str]) -> ActionDigest:
         return cls(stored["sha256"], base64.b64decode(stored["steps"]))

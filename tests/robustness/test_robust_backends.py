@@ -1,4 +1,5 @@
-"""The harness backends give identical episodes for every id (its first reference agent): in-process, local worker
+"""The harness backends give identical episodes (metrics, traces and action digests) for every id (its first
+reference agent): in-process, local worker
 processes (spawn) and, where Ray is installed, Ray tasks. One task list covers the whole registry, so the
 worker start-up is paid once."""
 
@@ -26,7 +27,7 @@ def _tasks() -> list[Task]:
         short = {"horizon": HORIZON} if any(f.name == "horizon" for f in config_fields(gym.make(env_id))) else {}
         names = agent_names(env_id)  # one cheap agent per id: the backends, not the agents, are under test here
         name = "random" if "random" in names else names[0]
-        tasks += [Task(env_id, name, seed, env_kwargs=short, record=None) for seed in (0, 1)]
+        tasks += [Task(env_id, name, seed, env_kwargs=short, record=None, digest=True) for seed in (0, 1)]
     return tasks
 
 
@@ -35,6 +36,7 @@ def _assert_same(first, second, label: str) -> None:
     for a, b in zip(first, second, strict=True):
         where = f"{label}: {a.env_id}/{a.agent} seed {a.seed}"
         assert a.metrics == b.metrics, where
+        assert a.actions.to_json() == b.actions.to_json(), where  # the action digest crosses processes
         assert sorted(a.trace) == sorted(b.trace), where
         for key in a.trace:
             np.testing.assert_array_equal(a.trace[key], b.trace[key], err_msg=f"{where}: trace {key!r}")
