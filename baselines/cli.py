@@ -188,7 +188,9 @@ def _cmd_validate(args: argparse.Namespace) -> None:
 
     lines = validate(args.record, _agent_source(args), sample=args.sample, algo=args.algo)
     print("\n".join(lines))
-    print(f"{args.record}: {len(lines)} episodes replayed, every metric and action digest agrees")
+    exact = sum("the actions agree" in line for line in lines)
+    print(f"{args.record}: {len(lines)} episodes replayed, every metric agrees; {exact} of them bit-exact (equal "
+          "action digests)")  # fmt: skip
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> None:

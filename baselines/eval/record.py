@@ -1,7 +1,8 @@
 """Submission records: one versioned JSON file per leaderboard entry and its declaration.
 
 The schema (``SCHEMA_VERSION``) is documented in ``docs/leaderboard/submit.md``. A record holds the entry (name,
-kind, source), its declaration (``DECLARATION_FIELDS``), the package's version and commit, the protocol, and per
+kind, source), its declaration (``DECLARATION_FIELDS``), the package's version and commit, the platform (machine,
+CPU, Python and numeric libraries: ``platform_facts``), the protocol, and per
 env and track: the env id with its version and the kwargs the agent ran with, the evaluation seeds and their
 instances, the anchors' means, the normalized scores, and every episode's metrics with the digest of its action
 sequence (``baselines.eval.harness.ActionDigest``). Records are written atomically (a temporary file renamed
@@ -13,8 +14,10 @@ over the target), so a reader never sees half a file.
 from __future__ import annotations
 
 import datetime
+import importlib.metadata
 import json
 import os
+import platform
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -91,6 +94,26 @@ def package_facts() -> dict[str, Any]:
     return {"name": "cluster-envs", "version": __version__, "commit": commit}
 
 
+NUMERIC_STACK = ("numpy", "scipy", "numba", "torch", "onnxruntime")
+
+
+def platform_facts() -> dict[str, Any]:
+    """What the last bits of an episode's floats depend on besides the package: the machine and its CPU, Python and
+    the numeric libraries (None for one not installed). Validation tells float noise from another policy with it."""
+    cpu = platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        cpu = next((line.partition(":")[2].strip() for line in cpuinfo.read_text().splitlines()
+                    if line.startswith("model name")), cpu)  # fmt: skip
+    facts = {"machine": platform.machine(), "cpu": cpu, "python": platform.python_version()}
+    for name in NUMERIC_STACK:
+        try:
+            facts[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            facts[name] = None
+    return facts
+
+
 def env_version(env_id: str) -> str:
     return env_id.rpartition("-")[2]
 
@@ -147,6 +170,7 @@ def build_record(
         "declaration": dict(declaration),
         "budget_track": budget_track(declaration),
         "package": package_facts(),
+        "platform": platform_facts(),
         "protocol": protocol,
         "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "results": results,
