@@ -53,8 +53,6 @@ from baselines.eval.progress import progress_bar
 from baselines.eval.protocol import check_eval_seeds
 from cluster_envs import register_envs
 
-register_envs()  # the ids this module makes (idempotent)
-
 # The compiled long-horizon runner of each id that has one, "module:function"; see ``simulate``.
 LONG_HORIZON_RUNNERS = {"ClusterSLA-v1": "cluster_envs.sla.runner:simulate"}
 STEP_BAR_DELAY = 3.0  # seconds: shorter episodes show no step bar
@@ -181,6 +179,7 @@ def start(
 ) -> tuple[gym.Env, Agent, Any]:
     """The env (``gym.make(env_id, ...)`` under the precedence rule), the agent and the first observation, both
     reset with ``seed``: the agent with ``env.unwrapped`` if it is ``privileged``, else ``env.unwrapped.problem``."""
+    register_envs()  # the ids it makes, explicitly rather than by an import's side effect (idempotent)
     agent = build_agent(env_id, agent, agent_kwargs)
     env = gym.make(env_id, **env_kwargs_for(agent, env_kwargs))
     if hasattr(agent, "check_spaces"):  # a trained model: a clear error on an env unlike its training env
@@ -302,6 +301,7 @@ def start_batch(
             f"agent {agent.name!r} cannot play a batch (batched=True needs reset_batch and act_batch, as a trained "
             "model's SB3Agent has, and no privilege); evaluate it with batched=False"
         )
+    register_envs()
     if gym.spec(env_id).vector_entry_point is None:
         raise ValueError(f"env_id={env_id!r} has no native batched env (vector_entry_point); use batched=False")
     env = DictInfoToList(gym.make_vec(env_id, num_envs=len(seeds), vectorization_mode="vector_entry_point",
@@ -476,6 +476,7 @@ def evaluate(
     for name in agent_kwargs:
         if name not in [a for a in agents if isinstance(a, str)]:
             raise ValueError(f"agent_kwargs names {name!r}, which is not among the agents {list(agents)}")
+    register_envs()
     for agent in agents:  # fail on a bad name or kwarg before any episode runs
         built = build_agent(env_id, agent, agent_kwargs.get(agent) if isinstance(agent, str) else None)
         gym.make(env_id, **env_kwargs_for(built, env_kwargs)).close()

@@ -27,8 +27,6 @@ from baselines.rl.runs import read_meta
 from cluster_envs import register_envs
 from cluster_envs.common.flat import flatten_batch
 
-register_envs()  # the ids this module makes (idempotent)
-
 
 class SB3Agent(BaseAgent):
     """A trained SB3 model as an ``Agent``: it sees the observation only, mapped by the run's observation
@@ -233,6 +231,7 @@ def _space_differences(where: str, env_space: gym.Space, model_space: gym.Space)
 def action_mask_function(env_id: str):
     """The env class's ``action_mask_from(problem, observation)``: its ``action_masks()`` computed from public
     data, which is all an agent may use (the information rule)."""
+    register_envs()  # the ids it reads, explicitly rather than by an import's side effect (idempotent)
     env_class = gym.spec(env_id).entry_point
     if isinstance(env_class, str):
         module, _, name = env_class.partition(":")
@@ -247,6 +246,7 @@ def _wrapping(env_id: str, env_kwargs: Mapping[str, Any], wrapper: str | None) -
     observations were mapped from; a model fits only envs with that space)."""
     if wrapper is None:
         return {}
+    register_envs()
     env = gym.make(env_id, **env_kwargs)
     space = env.observation_space
     env.close()

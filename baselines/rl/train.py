@@ -27,8 +27,6 @@ from baselines.rl.config import MASKED, RunConfig, algo_class, wrapper_class
 from baselines.rl.runs import as_json_value, read_meta, save_run
 from cluster_envs import register_envs
 
-register_envs()  # the ids this module makes (idempotent)
-
 VECTORIZATIONS = ("native", "dummy")
 
 
@@ -43,6 +41,7 @@ def make_vec_env(config: RunConfig, seed: int, vectorization: str = "native") ->
     DummyVecEnv."""
     if vectorization not in VECTORIZATIONS:
         raise ValueError(f"vectorization={vectorization!r} is not allowed; allowed: {list(VECTORIZATIONS)}")
+    register_envs()  # the ids it makes, explicitly rather than by an import's side effect (idempotent)
     vec_env = _native_vec_env(config) if vectorization == "native" else None
     used = "native" if vec_env is not None else "dummy"
     if vec_env is None:
@@ -109,6 +108,7 @@ def train(
     torch.set_num_threads(threads)
     out = Path(out_dir)
     config = RunConfig.resolve(algo, env_id, env_overrides, hyperparams)
+    register_envs()
     gym.make(env_id, **config.env_kwargs).close()  # bad env kwargs fail here, with the env's own message
     steps = config.n_timesteps if steps is None else steps
     if steps < 1:
