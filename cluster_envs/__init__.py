@@ -4,7 +4,6 @@ Importing the package registers every env id; ``gym.make("cluster_envs:ClusterSL
 for you.
 """
 
-from cluster_envs.common import numba_cache  # noqa: F401  (first: before any compiled function is cached)
 from cluster_envs.registration import env_ids, register_envs, rl_ids
 
 register_envs()

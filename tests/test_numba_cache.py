@@ -1,10 +1,11 @@
-"""The package-wide numba cache stamp (``cluster_envs.common.numba_cache``): a cached compiled function is
-recompiled when any source file of its package or of ``cluster_envs`` changes, not only its own (a stale inlined
+"""The package-wide numba cache stamp (``cluster_envs.common.numba_cache.cached_njit``): a cached compiled function
+is recompiled when any source file of its package or of ``cluster_envs`` changes, not only its own (a stale inlined
 callee would run old code silently); packages built on ``cluster_envs`` register themselves, ``cluster_envs``
-names none of them, and functions of other packages keep numba's rule."""
+names none of them, numba itself is left unchanged and functions of other packages keep numba's rule."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import pkgutil
@@ -77,11 +78,34 @@ def test_functions_of_other_packages_keep_numbas_own_locator(tmp_path, monkeypat
     assert not isinstance(module.g._cache._impl._locator, numba_cache._SourceTreeStamp)
 
 
-def test_installing_twice_adds_nothing():
-    impl = getattr(numba.core.caching, "CacheImpl", None) or numba.core.caching._CacheImpl
-    before = list(impl._locator_classes)
-    numba_cache._install()
-    assert impl._locator_classes == before
+def test_numba_itself_is_unchanged():
+    """The stamp is given to our dispatchers only: numba's own cache classes list numba's locators alone."""
+    for impl in (numba.core.caching.CompileResultCacheImpl, numba.core.caching.CodeLibraryCacheImpl):
+        assert not any(issubclass(cls, numba_cache._SourceTreeStamp) for cls in impl._locator_classes)
+    assert numba.core.caching.FunctionCache._impl_class is numba.core.caching.CompileResultCacheImpl
+
+
+def test_every_cached_function_of_ours_goes_through_cached_njit():
+    """A ``cache=True`` in our packages would bring back numba's own-file rule, and with it the stale callee."""
+    found = []
+    for package in (cluster_envs, agents, baselines):
+        for path in sorted(Path(package.__file__).parent.rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.keyword) and node.arg == "cache":
+                    found.append(f"{path.relative_to(Path(package.__file__).parents[1])}:{node.value.lineno}")
+    assert found == []
+
+
+def test_cached_njit_refuses_cache_and_functions_of_unregistered_packages(tmp_path, monkeypatch):
+    with pytest.raises(TypeError, match="leave out cache="):
+        numba_cache.cached_njit(cache=True)
+    source = "from cluster_envs.common.numba_cache import cached_njit\n\n@cached_njit\ndef g(x):\n    return x\n"
+    (tmp_path / "unregistered.py").write_text(source)
+    spec = importlib.util.spec_from_file_location("unregistered", tmp_path / "unregistered.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "unregistered", module)
+    with pytest.raises(ValueError, match=r"g is in .*unregistered\.py: call register_package\(__file__\)"):
+        spec.loader.exec_module(module)
 
 
 @pytest.mark.parametrize("root", numba_cache.registered_roots(), ids=lambda p: p.name)

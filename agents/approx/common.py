@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from cluster_envs.approx.kernel import occupants
 from cluster_envs.approx.model import JOB_FIELDS, ApproxProblem
 from cluster_envs.approx.projection import occupant_to_assignment
 from cluster_envs.approx.simulator import budget_check
 from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.numba_cache import cached_njit
 
 COL = {name: i for i, name in enumerate(JOB_FIELDS)}
 
@@ -63,7 +63,7 @@ def affordable(assign: np.ndarray, rows: np.ndarray, prices: np.ndarray) -> tupl
     return kept, (assign & ~kept).any(axis=1)
 
 
-@njit(cache=True)
+@cached_njit
 def _budget_check_occupants(occupant, prices, spent, budget, kept, exhausted) -> None:
     """:func:`affordable` on occupants: per job slot, machines by index, the same sequential sums."""
     cumulative = np.zeros(spent.size)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from agents.approx.common import COL, affordable, default_gamma, encode, encode_assignment, job_rows, ucb
 from agents.base import BaseAgent
@@ -20,9 +19,10 @@ from cluster_envs.approx.actions import paced_occupants
 from cluster_envs.approx.model import ApproxProblem, utility_derivative
 from cluster_envs.approx.projection import occupant_to_assignment
 from cluster_envs.common.config import check_number
+from cluster_envs.common.numba_cache import cached_njit
 
 
-@njit(cache=True)
+@cached_njit
 def fair_occupants(order, last, prices, spent, budget, exhausted):
     """Fair's round-robin (spec §4.4) as occupants (M,) in 0..K; marks ``exhausted`` the jobs that cannot pay.
 
@@ -75,7 +75,7 @@ def fair_occupants(order, last, prices, spent, budget, exhausted):
     return occupant
 
 
-@njit(cache=True)
+@cached_njit
 def deadline_occupants(order, last, prices, spent, budget, exhausted):
     """Deadline-aware (spec §4.4) as occupants (M,): in ``order``, a job takes its last machines, then the other
     free ones by index, while spent + (cumulative sum of their prices) < B; one it cannot pay exhausts it."""

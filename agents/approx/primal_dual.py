@@ -17,7 +17,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from agents.approx.common import (
     COL,
@@ -34,11 +33,12 @@ from agents.base import BaseAgent
 from cluster_envs.approx.model import ApproxProblem, utility_derivative
 from cluster_envs.approx.projection import categorical_round, coupled_round, project_columns
 from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.numba_cache import cached_njit
 
 ROUNDINGS = ("independent", "coupled")
 
 
-@njit(cache=True)
+@cached_njit
 def primal_step(x, rows, slope, theta, lam, prices, step_size):
     """grad = f'(S/t) θ̂ − λ p and y = x + α grad (Eqs. 18/69) for the job slots ``rows`` only, in numpy's
     operation order: (len(rows), M) arrays, row r for slot rows[r]."""

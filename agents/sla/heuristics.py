@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from agents.base import BaseAgent
 from agents.sla.observation import active_users
 from cluster_envs.common.config import check_choice
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.sla.model import SLAProblem
 from cluster_envs.sla.runner import NO_HIDDEN_STATE
 
@@ -22,7 +22,7 @@ class _KernelAgent(BaseAgent):
         return self.kernel(self.params, self.memory, active, NO_HIDDEN_STATE, NO_HIDDEN_STATE)
 
 
-@njit(cache=True)
+@cached_njit
 def static_kernel(share, memory, active, queue, next_load):
     return share.copy()
 
@@ -39,7 +39,7 @@ class StaticSLA(_KernelAgent):
         self.memory = NO_HIDDEN_STATE
 
 
-@njit(cache=True)
+@cached_njit
 def proportional_kernel(beta, memory, active, queue, next_load):
     """β(i)/Σ_{j active}β(j) for active users, 0 for the others; β if none is active (β/max β when a share
     exceeds 1, so that the action stays in the Box(0, 1): the same allocation under ``normalize``); uniform
@@ -64,7 +64,7 @@ class ProportionalOnline(_KernelAgent):
         self.memory = NO_HIDDEN_STATE
 
 
-@njit(cache=True)
+@cached_njit
 def owm_kernel(params, memory, active, queue, next_load):
     """``memory`` = [served (category A) flags, waiting (category B) flags]; ``params`` = [idle share] * N."""
     n = active.size

@@ -6,17 +6,17 @@ import math
 import warnings
 
 import numpy as np
-from numba import njit
 
 from agents.base import BaseAgent
 from agents.sla.observation import active_users
 from agents.sla.projection import kl_project
 from cluster_envs.common.config import check_choice, check_number
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.sla.model import SLAProblem
 from cluster_envs.sla.runner import NO_HIDDEN_STATE
 
 
-@njit(cache=True)
+@cached_njit
 def mwu_kernel(params: np.ndarray, alloc: np.ndarray, active: np.ndarray, queue: np.ndarray, next_load: np.ndarray):
     """One update h_t → h_{t+1} from the feedback a_t; ``params`` = [ε, η, λ, extended?, β_1..β_N].
 

@@ -7,15 +7,15 @@ allocator may see. PG's cumulative work equals the offline optimum OPT_1(t) at e
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from agents.base import BaseAgent
 from cluster_envs.common.config import check_number
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.sla.model import SLAProblem
 from cluster_envs.sla.runner import NO_HIDDEN_STATE
 
 
-@njit(cache=True)
+@cached_njit
 def water_fill(demand: np.ndarray, weights: np.ndarray, capacity: float) -> np.ndarray:
     """Serve ``min(demand, weights·θ)`` with θ chosen so that exactly ``capacity`` is used (or all demand).
 
@@ -34,7 +34,7 @@ def water_fill(demand: np.ndarray, weights: np.ndarray, capacity: float) -> np.n
     return work
 
 
-@njit(cache=True)
+@cached_njit
 def _fill(demand: np.ndarray, weights: np.ndarray, capacity: float) -> np.ndarray:
     """Weighted water-filling when Σ demand > capacity.
 
@@ -57,7 +57,7 @@ def _fill(demand: np.ndarray, weights: np.ndarray, capacity: float) -> np.ndarra
     return out
 
 
-@njit(cache=True)
+@cached_njit
 def greedy_kernel(params, memory, active, queue, next_load):
     """``params`` = [capacity, β_1..β_N]; serves the current demand Q_t + L_t by water-filling."""
     return water_fill(queue + next_load, params[1:], params[0])

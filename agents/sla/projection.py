@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from cluster_envs.common.numba_cache import cached_njit
 
 
-@njit(cache=True)
+@cached_njit
 def kl_project(y: np.ndarray, eps: float) -> np.ndarray:
     """argmin_{x ∈ Δ_ε} Σ x(i) ln(x(i)/y(i)) for y > 0, in O(N log N).
 

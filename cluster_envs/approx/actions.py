@@ -24,9 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from cluster_envs.common.env import invalid_action
+from cluster_envs.common.numba_cache import cached_njit
 
 PRESENT, REMAINING_BUDGET, REMAINING_SLOTS = 0, 6, 9  # columns of an observation's job rows
 
@@ -66,7 +66,7 @@ def paced_occupants(slot_priority: Any, machine_priority: Any, prices: np.ndarra
     return out
 
 
-@njit(cache=True)
+@cached_njit
 def _paced_occupants(slot_priority, machine_priority, prices, rows):  # pragma: no cover (compiled)
     """The compiled reading, row by row (None if a priority is not finite): each slot's budget left B_j − C_j (0
     for an empty slot) and pace (B_j − C_j)/max(d_j − t, 1), stable descending orders, then each slot takes the free

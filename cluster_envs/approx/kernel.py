@@ -15,8 +15,8 @@ The kernels take the state as one record, :class:`Batch` (fields :data:`BATCH_FI
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.common.pairwise import BLOCK, SUM_STACK, block_sum, pairwise_sum
 from cluster_envs.common.record import declare_record
 
@@ -73,13 +73,13 @@ BatchType, Batch, batch_record = declare_record(
 # The single env runs them on its own arrays with a leading axis of 1 (copy 0).
 
 
-@njit(cache=True)
+@cached_njit
 def _long_row_sum(a, b, row, n):
     """:func:`_row_sum` beyond 128 terms, its split stack allocated here (rare: a row per job or job slot)."""
     return pairwise_sum(a, (b, row), 0, n, np.empty(SUM_STACK), (), 0)
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _row_sum(a, b, row, n):
     """numpy's ``a[b, row, :n].sum()`` bit for bit (:func:`~cluster_envs.common.pairwise.pairwise_sum`), inlined
     for the usual n ≤ 128."""
@@ -88,7 +88,7 @@ def _row_sum(a, b, row, n):
     return _long_row_sum(a, b, row, n)
 
 
-@njit(cache=True)
+@cached_njit
 def budget_check_into(assign, prices, spent, budget, out) -> None:
     """Alg. 1 lines 7-12 per row (A4): keep machine i of row k iff spent_k + Σ_{i' ≤ i} p_i' x_k^i' < budget_k."""
     for k in range(assign.shape[0]):
@@ -101,7 +101,7 @@ def budget_check_into(assign, prices, spent, budget, out) -> None:
                 out[k, i] = False
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _validate(actions, b, mode, n_slots) -> int:
     size = actions.shape[1]
     for i in range(size):
@@ -115,7 +115,7 @@ def _validate(actions, b, mode, n_slots) -> int:
     return 0
 
 
-@njit(cache=True)
+@cached_njit
 def _repair(assign, b, si, jf, ji, mf, sf) -> int:
     """Sec. V-C repair in place (spec §3.10): capacity by dropping the highest slots, then parallelism.
     The column scratch is copy b's slot-work row, which is only filled after the repair."""
@@ -150,7 +150,7 @@ def _repair(assign, b, si, jf, ji, mf, sf) -> int:
     return dropped
 
 
-@njit(cache=True)
+@cached_njit
 def _executed_dot_blas(executed, b, x, out, orow) -> None:
     """:func:`batch_begin`'s dot products where its loops do not follow OpenBLAS: M ≥ 2048 (``dgemv_t`` blocks
     the columns: BLAS itself) and a (1, M ≥ 16) matrix (``ddot``: 16 lanes i % 16 over the first M & -16 terms,
@@ -175,7 +175,7 @@ def _executed_dot_blas(executed, b, x, out, orow) -> None:
     out[b, orow, 0] = dot
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _occupant_slot(actions, b, rates, state, body, two_from, two_to):
     """:func:`batch_begin`'s decode, validity and budget checks and work and cost products for an occupant action
     (one slot per machine) on K ≥ 2 slots, in O(M + K): ``executed`` is cleared where the last slot set it (all of
@@ -241,7 +241,7 @@ def _occupant_slot(actions, b, rates, state, body, two_from, two_to):
     return n_invalid, n_blocked
 
 
-@njit(cache=True, inline="always")  # into the single env's step_begin / step_end: no call
+@cached_njit(inline="always")  # into the single env's step_begin / step_end: no call
 def batch_begin(actions, mode, rates, stepping, state, power_in, offsets) -> int:
     """First half of slot t = c[b, T] + 1 of every stepping copy b (leading axis of the state arrays; the single
     env is a batch of one, :func:`step_begin`): decode the action (validated before, :func:`batch_validate`),
@@ -435,7 +435,7 @@ def batch_begin(actions, mode, rates, stepping, state, power_in, offsets) -> int
     return total
 
 
-@njit(cache=True)
+@cached_njit
 def step_begin(action, mode, rates, state, power_in) -> int:
     """:func:`batch_begin` for one env after validating its action: the state arrays are a batch of one (leading
     axis of length 1, as :class:`~cluster_envs.approx.simulator.ApproxSimulator` keeps them), ``action`` (A,)
@@ -450,7 +450,7 @@ def step_begin(action, mode, rates, state, power_in) -> int:
     return batch_begin(actions, mode, rates[None, None], None, state, power_in, None)
 
 
-@njit(cache=True, inline="always")  # into the single env's step_begin / step_end: no call
+@cached_njit(inline="always")  # into the single env's step_begin / step_end: no call
 def batch_end(power_out, offsets, stepping, state, beta, horizon, obs):
     """Second half of slot t of every stepping copy b (see :func:`batch_begin`; the single env is a batch of one,
     :func:`step_end`): rewards from the utility terms ``value * power_out[offsets[b]:]`` (g(x) of batch_begin's
@@ -536,14 +536,14 @@ def batch_end(power_out, offsets, stepping, state, beta, horizon, obs):
                     occupant[b, i] = slot
 
 
-@njit(cache=True)
+@cached_njit
 def step_end(power_out, state) -> None:
     """:func:`batch_end` for one env (state arrays a batch of one, as for :func:`step_begin`), without the
     observation."""
     batch_end(power_out, None, None, state, 0.0, 1, None)
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _admit(t, ji, b, n_jobs, si, c) -> None:
     """Copy b's jobs with a_j = t join the FIFO queue; queued jobs take the lowest free slots (spec §3.3)."""
     c[b, ARRIVALS_FROM] = c[b, NEXT_ARRIVAL]
@@ -573,13 +573,13 @@ def _admit(t, ji, b, n_jobs, si, c) -> None:
     c[b, MAX_CONCURRENCY] = max(c[b, MAX_CONCURRENCY], occupied + c[b, N_WAITING])
 
 
-@njit(cache=True)
+@cached_njit
 def admit(t, ji, si, c) -> None:
     """Jobs with a_j = t join the FIFO queue; queued jobs take the lowest free slots (spec §3.3)."""
     _admit(t, ji[None], 0, ji.shape[1], si[None], c[None])
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _job_rows(rows, b, beta, generalized, jf, ji, si, t) -> None:
     """Copy b's ``jobs`` matrix (K, F) into ``rows[b]``: one row per visible job slot, zeros for an empty slot."""
     for k in range(rows.shape[1]):
@@ -605,7 +605,7 @@ def _job_rows(rows, b, beta, generalized, jf, ji, si, t) -> None:
             rows[b, k, 13] = ji[b, PARALLELISM, j]
 
 
-@njit(cache=True)
+@cached_njit
 def write_job_rows(rows, beta, generalized, state, t) -> None:
     """The observation's ``jobs`` matrix (K, F) of one env (``state`` a batch of one): one row per visible job
     slot, zeros for an empty slot."""
@@ -617,7 +617,7 @@ FLAT_KEYS = ("job", "jobs", "last_assignment", "last_mask", "last_occupant", "la
              "time")  # fmt: skip
 
 
-@njit(cache=True)
+@cached_njit
 def write_flat_observation(out, starts, scale, t, horizon, mf, mi, rows, executed) -> None:
     """One env's observation as ``gymnasium.spaces.flatten`` of its Dict gives it, each entry divided by ``scale``
     (ones: the flat observation; the public bounds: the scaled one), into ``out`` (float64 or float32): the
@@ -649,7 +649,7 @@ def write_flat_observation(out, starts, scale, t, horizon, mf, mi, rows, execute
         out[q] = values[q] / scale[q]
 
 
-@njit(cache=True)
+@cached_njit
 def occupants(assign):
     """Σ_k (k + 1) assign[k, i] per machine: the occupant slot 1..K of a one-job-per-machine assignment (0 idle)."""
     out = np.zeros(assign.shape[1], dtype=np.int64)
@@ -660,7 +660,7 @@ def occupants(assign):
     return out
 
 
-@njit(cache=True)
+@cached_njit
 def batch_validate(actions, mode, n_slots, stepping):
     """(first copy whose action is malformed, its error code), or (-1, 0): checked before any copy steps."""
     for b in range(actions.shape[0]):

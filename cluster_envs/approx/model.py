@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 from scipy.optimize import minimize
 
 from cluster_envs.common.guards import Estimate
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.common.traces import read_table
 
 # Paper's on/off model (L677, L691): period lengths ~ Gamma(shape, scale), rates uniform per period type.
@@ -61,7 +61,7 @@ def onoff_periods(rng: np.random.Generator, n_machines: int, horizon: int) -> tu
     return ends, is_ap
 
 
-@njit(cache=True)
+@cached_njit
 def ap_time(ends: np.ndarray, is_ap: np.ndarray, times: np.ndarray) -> np.ndarray:
     """A_i(t): the AP time of machine i in [0, t), for every machine and every t in ``times`` -> (len, M).
 
@@ -96,7 +96,7 @@ def ap_time(ends: np.ndarray, is_ap: np.ndarray, times: np.ndarray) -> np.ndarra
     return out
 
 
-@njit(cache=True)
+@cached_njit
 def onoff_rates(ap: np.ndarray, high: np.ndarray, low: np.ndarray, speed: np.ndarray) -> np.ndarray:
     """speed · (f · high + (1 − f) · low) with f the AP share of each slot, ``np.diff(ap, axis=0)`` (numpy's
     operations in numpy's order, fused into one pass)."""

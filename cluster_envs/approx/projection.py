@@ -7,17 +7,17 @@ threshold, ``a if a >= b else b`` as ``np.maximum``), so agents built on them ke
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.common.simplex import cap_sorted
 
 
-@njit(cache=True)
+@cached_njit
 def _positive(a):
     return a if a >= 0.0 else 0.0  # np.maximum(a, 0.0), sign of zero included
 
 
-@njit(cache=True)
+@cached_njit
 def _clip(y, z, over) -> None:
     """z = max(y, 0); over[i] = Σ_k z[k, i] > 1, summed row by row as numpy's ``sum(axis=0)``."""
     n_rows, m = y.shape
@@ -30,7 +30,7 @@ def _clip(y, z, over) -> None:
         over[i] = total[i] > 1.0
 
 
-@njit(cache=True)
+@cached_njit
 def _cap_columns(cols, ordered, columns, z) -> None:
     """z[:, columns] = the projection of each column of ``cols`` (``ordered``: its entries in decreasing order)
     onto the simplex (:func:`~cluster_envs.common.simplex.cap_sorted`, cap 1, the plain form)."""
@@ -62,7 +62,7 @@ def project_columns(y: np.ndarray) -> np.ndarray:
     return z
 
 
-@njit(cache=True)
+@cached_njit
 def _occupants(x, u, out) -> None:
     n_rows, m = x.shape
     for i in range(m):

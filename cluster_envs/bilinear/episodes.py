@@ -10,17 +10,16 @@ equality test against B single envs checks every draw.
 
 from __future__ import annotations
 
-from numba import njit
-
 from cluster_envs.bilinear import kernel
 from cluster_envs.bilinear.rng import next_double, spawned_state
+from cluster_envs.common.numba_cache import cached_njit
 
 INSTANCE_CHILD, ARRIVALS_CHILD = range(2)  # children 0 and 1 of the reset's SeedSequence; 2, 3, 4: the kernel's streams
 # the arrays start_episodes takes after the copies, in its order
 START_ARRAYS = ("arrivals", "jobs", "job_stats", "counters", "slot_stats", "stats", "obs")
 
 
-@njit(cache=True)
+@cached_njit
 def draw_episodes(copies, entropies, cdf, total, streams, u, v, theta, rng, arrivals):
     """For copy c = ``copies[i]`` with entropy ``entropies[i]``: its instance stream's U[0, 1] features into
     ``u[i]``, ``v[i]`` and ``theta[i]`` (``unit_rows`` normalises them), its arrivals into ``arrivals[c]``
@@ -50,7 +49,7 @@ def draw_episodes(copies, entropies, cdf, total, streams, u, v, theta, rng, arri
             arrivals[c, t] = cls if arrivals[c, t] else -1
 
 
-@njit(cache=True)
+@cached_njit
 def start_episodes(copies, arrivals, jobs, job_stats, counters, slot_stats, stats, obs):
     """The rows of each copy in ``copies`` as a fresh simulator has them: no slot run, Q(1) = A(1)."""
     for i in range(copies.size):

@@ -30,10 +30,10 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
 from cluster_envs.bilinear import served
 from cluster_envs.bilinear.rng import next_double, permute, standard_normal
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.common.pairwise import SUM_STACK, pairwise_sum
 from cluster_envs.common.record import declare_record, strip_owner, unowned
 from cluster_envs.common.simplex import cap_simplex
@@ -133,7 +133,7 @@ def work_size(n_rows: int, n_cols: int, n_servers: int) -> int:
     return size + (SUM_STACK if max(n_rows * n_cols, n_servers) > 128 else 0)
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _work_sum(work, lo, n):
     """NumPy's sum of ``work[0, lo : lo + n]`` (:func:`~cluster_envs.common.pairwise.pairwise_sum`), its split stack
     in the last ``SUM_STACK`` entries of the row (:func:`work_size` reserves them when a sum can exceed 128
@@ -141,7 +141,7 @@ def _work_sum(work, lo, n):
     return pairwise_sum(work, (0,), lo, n, work, (0,), work.shape[1] - SUM_STACK)
 
 
-@njit(cache=True)
+@cached_njit
 def project_column(frac, work, b, n_rows, n_cols, j):
     """Column j of the column-capped projection (spec §3.3) of ``frac[b]`` (rows × columns, flat row-major): rows
     i with ``work[0, n_cols + i]`` ≤ 0 (inactive) zeroed, the column onto {Σ_i ≤ ``work[0, j]``}
@@ -165,14 +165,14 @@ def project_column(frac, work, b, n_rows, n_cols, j):
         work[0, out + i * n_cols + j] = work[0, col + i]
 
 
-@njit(cache=True)
+@cached_njit
 def project(frac, work, b, n_rows, n_cols):
     """Every column of the projection (:func:`project_column`)."""
     for j in range(n_cols):
         project_column(frac, work, b, n_rows, n_cols, j)
 
 
-@njit(cache=True)
+@cached_njit
 def prepare(kind, actions, trow, slot, b):
     """Q(t) of copy b and, for ``kind`` ``ALLOCATION``, y = its projected allocation fractions ``actions[b]``
     (I·J, row-major, :func:`project_column`) times n_j; for ``CLASSES`` with a non-empty ``actions`` (a batch), y =
@@ -207,7 +207,7 @@ def prepare(kind, actions, trow, slot, b):
     return True
 
 
-@njit(cache=True)
+@cached_njit
 def settle(slot, trow, r_star, b):
     """The rest of copy b's slot (of the :class:`Slot` ``slot``) after the servers' selections in
     ``servers[0, JOB]`` (n_j(t) = ``schedule[trow]``): pay and serve them, remove the completed jobs, admit the
@@ -359,7 +359,7 @@ def settle(slot, trow, r_star, b):
     stats[b, STATS - 1] = max(stats[b, STATS - 1], float(hidden))
 
 
-@njit(cache=True)
+@cached_njit
 def draw_slot(rng, noise_std, draws, servers, b):
     """The slot's fixed draws: per server U(select), U(pick), a random order, U(service) and the noise."""
     n = draws.shape[2]
@@ -374,7 +374,7 @@ def draw_slot(rng, noise_std, draws, servers, b):
         draws[0, NOISE, k] = noise_std * min(max(standard_normal(rng, b, NOISE_STREAM), -NOISE_CLIP), NOISE_CLIP)
 
 
-@njit(cache=True)
+@cached_njit
 def select_classes(trow, slot, b):
     """Each available server picks class i w.p. y_ij/n_j, then a uniform waiting job of that class (Alg. 1).
     ``slot``: a :class:`Slot`."""
@@ -409,7 +409,7 @@ def select_classes(trow, slot, b):
             servers[0, JOB, s] = scratch[0, 0, scratch[0, 1, cls] + pick]
 
 
-@njit(cache=True)
+@cached_njit
 def select_jobs(actions, b, trow, slot):
     """Each available server picks waiting job k (FIFO order) w.p. x_kj/n_j (x flat, waiting jobs × J, in
     ``actions[b]``); y is x summed per class. ``slot``: a :class:`Slot`."""
@@ -434,7 +434,7 @@ def select_jobs(actions, b, trow, slot):
             slot_stats[0, Y, jobs[b, 0, k], j] += actions[b, k * n_cols + j]
 
 
-@njit(cache=True)
+@cached_njit
 def begin_slot(actions, record, b):
     """Q(t) and the slot's draws of copy b of ``record``, for a selection made outside (``server_choice``) before
     :func:`end_slot`."""
@@ -444,7 +444,7 @@ def begin_slot(actions, record, b):
     draw_slot(slot.rng, slot.noise_std, slot.draws, slot.servers, b)
 
 
-@njit(cache=True)
+@cached_njit
 def end_slot(record, r_star, b):
     """The rest of :func:`slot_batch` after :func:`begin_slot` and a selection made outside."""
     slot = unowned(record, Slot)
@@ -453,7 +453,7 @@ def end_slot(record, r_star, b):
     write_observation(slot.jobs, slot.counters, slot.slot_stats, slot.obs, b)
 
 
-@njit(cache=True)
+@cached_njit
 def write_observation(jobs, counters, slot_stats, obs, b):
     """Q(t+1), then the slot's N_ij and Σξ_ij (row-major), as float32, into ``obs[b]``."""
     n_cls, n_cols = slot_stats.shape[2], slot_stats.shape[3]
@@ -469,7 +469,7 @@ def write_observation(jobs, counters, slot_stats, obs, b):
                 base += 1
 
 
-@njit(cache=True)
+@cached_njit
 def shifted_logits(logits, active, scale):
     """``scale · (z − max z)`` per row of (n, J, I + 1) logits, with ``z`` the logits of the active classes (n, I)
     and the idle one, −inf elsewhere: the exponent of ``simulator.logits_to_allocation``'s softmax, as a fresh
@@ -487,7 +487,7 @@ def shifted_logits(logits, active, scale):
     return z
 
 
-@njit(cache=True)
+@cached_njit
 def softmax_allocation(weights, totals, caps):
     """y (n, I, J) with y_ij = n_j · weights[j, i] / totals[j] from the softmax's (n, J, I + 1) exponentials and
     their (n, J) row sums (the last, idle entry dropped)."""
@@ -500,7 +500,7 @@ def softmax_allocation(weights, totals, caps):
     return y
 
 
-@njit(cache=True)
+@cached_njit
 def stats_observation(obs, t, horizon, total_counts, log_counts, total_sums, features):
     """The ``queues_stats`` / ``full`` observation as float64: the kernel's ``obs`` (Q, N, Σξ), t/T, log1p of the
     episode's selections (``log_counts``, numpy's), the empirical means Σξ/N (0 where N = 0), then ``features``
@@ -518,7 +518,7 @@ def stats_observation(obs, t, horizon, total_counts, log_counts, total_sums, fea
     return out
 
 
-@njit(cache=True)
+@cached_njit
 def slot_batch(kind, actions, stepping, r_star, rewards, status, record):
     """One slot of every copy b of ``record`` (a :class:`Batch`) with ``stepping[b]`` (server counts
     ``schedule[min(t, len - 1)]``): its status into ``status[b]`` and, when done, its reward into ``rewards[b]``

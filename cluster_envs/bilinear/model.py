@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 from scipy.optimize import linprog
+
+from cluster_envs.common.numba_cache import cached_njit
 
 
 def unit_rows(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
@@ -66,7 +67,7 @@ def _assignment_optimum(r: np.ndarray, rho: np.ndarray, caps: np.ndarray) -> tup
     return (float(r_star[0]), alloc[0]) if found[0] else None
 
 
-@njit(cache=True)
+@cached_njit
 def assignment_optima(r, rho, caps, r_star, alloc, found):
     """The LP optimum of each instance k (``r[k]``: I × J) where p_ij = 1 for j = argmax_j r_ij is feasible with
     slack and optimal by a margin: r* into ``r_star[k]``, ρ_i p*_ij into ``alloc[k]``, and ``found[k]``; elsewhere

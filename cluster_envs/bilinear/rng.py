@@ -13,8 +13,9 @@ The states live in one (copies, streams, ``WORDS``) array and every function tak
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, uint64
+from numba import uint64
 
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.common.pcg import (
     HAS_UINT32,
     INC_HI,
@@ -31,7 +32,7 @@ from cluster_envs.common.pcg import (
 _MASK32 = uint64(0xFFFFFFFF)
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def next_uint64(s, b, k):
     """Advance stream k of copy b and return its next 64-bit output (``pcg64_next64``)."""
     hi, lo = lcg_step(s[b, k, STATE_HI], s[b, k, STATE_LO], s[b, k, INC_HI], s[b, k, INC_LO])
@@ -39,7 +40,7 @@ def next_uint64(s, b, k):
     return output(hi, lo)
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def next_double(s, b, k):
     """``Generator.random()``: 53 random bits scaled to [0, 1)."""
     value, hi, lo = draw_double(s[b, k, STATE_HI], s[b, k, STATE_LO], s[b, k, INC_HI], s[b, k, INC_LO])
@@ -47,7 +48,7 @@ def next_double(s, b, k):
     return value
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def next_uint32(s, b, k):
     """The low half of a 64-bit draw, the high half kept for the next call (``pcg64_next32``)."""
     if s[b, k, HAS_UINT32] != 0:
@@ -59,7 +60,7 @@ def next_uint32(s, b, k):
     return x & _MASK32
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def permute(s, b, k, out, c, row):
     """``out[c, row, :] = Generator.permutation(n)``: Fisher–Yates with ``random_interval`` (n < 2³²)."""
     n = out.shape[2]
@@ -76,7 +77,7 @@ def permute(s, b, k, out, c, row):
         out[c, row, i], out[c, row, m] = out[c, row, m], out[c, row, i]
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def standard_normal(s, b, k):
     """``Generator.standard_normal()``: NumPy's ziggurat (``random_standard_normal``)."""
     value, hi, lo = draw_normal(s[b, k, STATE_HI], s[b, k, STATE_LO], s[b, k, INC_HI], s[b, k, INC_LO])
@@ -90,7 +91,7 @@ _MIX_MULT_L, _MIX_MULT_R = 0xCA01F9DD, 0x4973F715
 _POOL = 4
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _hashmix(value, hash_const):
     """SeedSequence's ``hashmix`` on uint32 values held in int64: (mixed value, next hash constant)."""
     value = (value ^ hash_const) & 0xFFFFFFFF
@@ -99,13 +100,13 @@ def _hashmix(value, hash_const):
     return value ^ (value >> 16), hash_const
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _mix(x, y):
     result = (_MIX_MULT_L * x - _MIX_MULT_R * y) & 0xFFFFFFFF
     return result ^ (result >> 16)
 
 
-@njit(cache=True)
+@cached_njit
 def spawned_state(entropy, child, out, b, k):
     """``out[b, k]`` = the six-word state of ``Generator(PCG64(SeedSequence(entropy).spawn(n)[child]))``
     (0 ≤ entropy < 2⁶³, any n > child): SeedSequence's pool mixing and ``generate_state``, then PCG64's seeding."""

@@ -13,10 +13,10 @@ of S is a convolution of Bernoullis); the servers' choices of ``server_choice`` 
 
 from __future__ import annotations
 
-from numba import njit
+from cluster_envs.common.numba_cache import cached_njit
 
 
-@njit(cache=True)
+@cached_njit
 def first_share(work, caps_now, j):
     """E[1/(1 + S)]: the probability that a class-j server selecting a job is the first of its selectors in a
     uniform random order, where S, the other available servers selecting the job, is a sum of independent
@@ -40,7 +40,7 @@ def first_share(work, caps_now, j):
     return share
 
 
-@njit(cache=True)
+@cached_njit
 def _job_reward(r, c, caps_now, exclusive, work):
     """Σ_j r_cj E[class-j servers serving one class-c job], its per-server selection probabilities p (J,) in
     ``work[:J]``: n_j(t) p_j each under ``"paper"``, times :func:`first_share` under ``"exclusive"``."""
@@ -51,7 +51,7 @@ def _job_reward(r, c, caps_now, exclusive, work):
     return total
 
 
-@njit(cache=True)
+@cached_njit
 def class_reward(r, y, queue, caps_now, exclusive, work):
     """Σ_ij r_ij E[N_ij | Q, y] when each of the n_j(t) available class-j servers selects class i with probability
     y_ij / n_j(t) and then a uniform waiting job of it (Alg. 1; ``select_classes``): per job p_ij = y_ij/(n_j(t) Q_i).
@@ -66,7 +66,7 @@ def class_reward(r, y, queue, caps_now, exclusive, work):
     return total
 
 
-@njit(cache=True)
+@cached_njit
 def job_reward(r, x, job_classes, n_jobs, caps_now, exclusive, work):
     """Σ_ij r_ij E[N_ij | x] when each available class-j server selects waiting job k with probability
     x_kj / n_j(t) (``select_jobs``; x flat, jobs × J, the first ``n_jobs`` classes in ``job_classes``)."""

@@ -1,14 +1,17 @@
-"""Numba's on-disk cache, invalidated by any change to the package's sources, not only the function's own file.
+"""``cached_njit``: numba's on-disk cache, invalidated by any change to the package's sources, not only the
+function's own file.
 
-Numba keys a cached function on its own source file, but the cached machine code also contains every compiled
-function it calls, which often live in other files (the PCG64 streams of ``common/pcg.py`` inside each setting's
-step, for example). After a ``git pull`` that changes only a callee's file, numba would load the stale caller
-and run the old code without a word (a documented numba limitation). Here every function of ``cluster_envs`` is
-stamped instead with a hash of all of its Python sources, so any change recompiles them. A package built on
-``cluster_envs`` whose compiled functions may call ours registers its own directory with
-:func:`register_package` from its ``__init__``, before it decorates any cached function; its functions are then
-stamped with a hash of its sources and ours. Functions of other packages keep numba's own rule.
-Imported first by ``cluster_envs/__init__``, before any cached function is decorated.
+Numba's ``cache=True`` keys a cached function on its own source file, but the cached machine code also contains
+every compiled function it calls, which often live in other files (the PCG64 streams of ``common/pcg.py`` inside
+each setting's step, for example). After a ``git pull`` that changes only a callee's file, numba would load the
+stale caller and run the old code without a word (a documented numba limitation). A function decorated with
+``cached_njit`` instead is stamped with a hash of all of its package's Python sources, so any change recompiles it.
+It is numba's own cache (``FunctionCache``, its locators, in its order) with that stamp, given to this dispatcher
+alone: numba itself is not changed, and ``cache=True`` elsewhere keeps numba's rule.
+
+A package built on ``cluster_envs`` whose compiled functions may call ours registers its own directory with
+:func:`register_package` from its ``__init__``, before it decorates any function with ``cached_njit``; its
+functions are then stamped with a hash of its sources and ours.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numba
 from numba.core import caching
 
 ROOT = Path(__file__).resolve().parents[1]  # the cluster_envs package
@@ -93,16 +97,35 @@ class _SourceTreeStamp:
         super().ensure_cache_path()
 
 
-def _install() -> None:
-    # numba internals (CacheImpl was _CacheImpl in older numba)
-    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
-    locators = impl._locator_classes
-    if any(issubclass(cls, _SourceTreeStamp) for cls in locators):
-        return
-    # The same places numba would choose (NUMBA_CACHE_DIR, the package's __pycache__, the user-wide cache), tried
-    # first and in numba's order.
-    file_backed = [cls for cls in locators if issubclass(cls, caching._SourceFileBackedLocatorMixin)]
-    locators[:0] = [type(f"SourceTree{cls.__name__}", (_SourceTreeStamp, cls), {}) for cls in file_backed]
+class _SourceTreeCacheImpl(caching.CompileResultCacheImpl):
+    # numba's file-backed locators (NUMBA_CACHE_DIR, the package's __pycache__, the user-wide cache), in numba's order
+    _locator_classes = [
+        type(f"SourceTree{cls.__name__}", (_SourceTreeStamp, cls), {})
+        for cls in caching.CompileResultCacheImpl._locator_classes
+        if issubclass(cls, caching._SourceFileBackedLocatorMixin)
+    ]
 
 
-_install()
+class SourceTreeCache(caching.FunctionCache):
+    """numba's on-disk function cache, stamped with the source trees of the function's package."""
+
+    _impl_class = _SourceTreeCacheImpl
+
+
+def cached_njit(function=None, /, **options):
+    """``numba.njit(**options)`` with an on-disk cache stamped with the hash of the sources of the function's package
+    and of ``cluster_envs``: ``@cached_njit`` or ``@cached_njit(inline="always")``. Only for functions of
+    ``cluster_envs`` and of packages registered with :func:`register_package`."""
+    if "cache" in options:
+        raise TypeError("cached_njit always caches: leave out cache=")
+
+    def decorate(function):
+        if _stamp_roots(function.__code__.co_filename) is None:
+            raise ValueError(f"cached_njit caches functions of {[r.name for r in _registered]}; "
+                             f"{function.__qualname__} is in {function.__code__.co_filename}: call "
+                             "register_package(__file__) from its package's __init__ first")  # fmt: skip
+        dispatcher = numba.njit(**options)(function)
+        dispatcher._cache = SourceTreeCache(dispatcher.py_func)  # Dispatcher.enable_caching, with this cache class
+        return dispatcher
+
+    return decorate if function is None else decorate(function)

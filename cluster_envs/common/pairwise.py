@@ -13,14 +13,14 @@ explicit stack of ``SUM_STACK`` float entries, ``stack[stack_at + (stack_lo + k,
 
 from __future__ import annotations
 
-from numba import njit
+from cluster_envs.common.numba_cache import cached_njit
 
 BLOCK = 128  # the longest run summed without a split
 SUM_DEPTH = 64  # entries of each of the stack's four parts (a split halves the run: 64 levels cover any length)
 SUM_STACK = 4 * SUM_DEPTH
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def block_sum(a, at, lo, n):
     """Σ a[at + (lo + i,)] for i < n ≤ 128 as NumPy adds it: sequentially below 8 terms, else 8 interleaved
     accumulators (without NumPy's final addition to 0.0: see :func:`pairwise_sum`)."""
@@ -44,7 +44,7 @@ def block_sum(a, at, lo, n):
     return res
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def split_sum(a, at, lo, n, stack, stack_at, stack_lo):
     """:func:`block_sum` for any n: the split tree walked on the stack (four parts of ``SUM_DEPTH`` entries: the
     runs' starts, sizes, visit phases, and the partial sums), each node's halves added left + right."""
@@ -74,7 +74,7 @@ def split_sum(a, at, lo, n, stack, stack_at, stack_lo):
     return stack[stack_at + (values,)]
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def pairwise_sum(a, at, lo, n, stack, stack_at, stack_lo):
     """NumPy's ``sum`` of ``a[at + (lo + i,)]`` for i < n, bit for bit (the sign of a zero sum included); the
     stack (see the module docstring) is read only when n > 128."""

@@ -30,10 +30,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from numba import njit
 from numba.core import cgutils, types
 from numba.experimental import structref
 from numba.extending import intrinsic, overload
+
+from cluster_envs.common.numba_cache import cached_njit
 
 
 class RecordType(types.StructRef):
@@ -61,7 +62,7 @@ def declare_record(module: str, name: str, fields: tuple[str, ...], doc: str) ->
     )
     proxy = type(name, (structref.StructRefProxy,), {"__module__": module, "__doc__": doc})
     structref.define_proxy(proxy, type_class, fields)
-    pack = njit(cache=True)(_packer(proxy))
+    pack = cached_njit(_packer(proxy))
 
     def make(**values: Any) -> Any:
         return pack(field_values(fields, values))

@@ -18,15 +18,15 @@ last bit flips a later random rounding, and a learning agent's trajectory follow
 
 from __future__ import annotations
 
-from numba import njit
+from cluster_envs.common.numba_cache import cached_njit
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def _maximum(a, b):
     return a if a >= b else b  # np.maximum's choice on ties (-0.0 vs 0.0)
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def cap_sorted(work, row, lo, n, radius, sorted_lo, scaled):
     """Project ``work[row, lo : lo + n]`` in place onto {z ≥ 0, Σ z ≤ ``radius``}, given the same entries in
     decreasing order at ``work[row, sorted_lo : sorted_lo + n]``. The entries must be finite and their positive
@@ -56,7 +56,7 @@ def cap_sorted(work, row, lo, n, radius, sorted_lo, scaled):
             work[row, lo + i] = _maximum(x - eta / keep, 0.0)
 
 
-@njit(cache=True)
+@cached_njit
 def cap_simplex(work, row, lo, n, radius, scaled):
     """:func:`cap_sorted` of ``work[row, lo : lo + n]``, sorted into the scratch ``work[row, lo + n : lo + 2n]``
     (a Shell sort, in place: an insertion sort for the short columns of a compiled step)."""

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from gymnasium import spaces
-from numba import njit
+
+from cluster_envs.common.numba_cache import cached_njit
 
 ENTITY = "entity"
 #: The columns of one edge row, in order.
@@ -105,7 +106,7 @@ class EntityRows:
         return action[..., : self.n_edges]
 
 
-@njit(cache=True)
+@cached_njit
 def _dynamic_columns(out, edge_mask, last_action, counts, utility_sums, time, horizon):  # pragma: no cover (compiled)
     """The columns that change per slot, of the instance's edges of each copy b (its first |E| rows): arrived, the
     count over the horizon, the mean observed utility (0 before a first use), the last action and the time."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import csr_array, hstack
 
 from cluster_envs.common.guards import Estimate
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.multiserver.model import PatternCache, UtilityModel, draw_utility
 
 
@@ -301,7 +301,7 @@ def gang_workspace(inst: GangStructure) -> tuple[np.ndarray, ...]:
             np.empty(inst.n_ports, np.int64), first)  # fmt: skip
 
 
-@njit(cache=True)
+@cached_njit
 def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, min_tasks, x, work) -> tuple[int, int]:
     """:func:`gang_repair` into ``x``, with ``work`` the scratch arrays of :func:`gang_workspace`. No branches on
     the (random) bits and fits, which would mispredict: every arm writes its bucket's next slot and the next slot
@@ -368,7 +368,7 @@ def gang_repair_into(requested, usable, priority, arms, task_req, server_cap, mi
     return n_arrival, n_capacity
 
 
-@njit(cache=True)
+@cached_njit
 def gang_is_feasible(x, usable, arms, task_req, server_cap, min_tasks) -> bool:
     """(G1)–(G4) hold for ``x`` with the ports outside ``usable`` idle (what :func:`gang_violation` checks)."""
     n_types = task_req.shape[0]

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.common.pcg import fill_random, fill_standard_normal
 from cluster_envs.common.record import declare_record
 from cluster_envs.multiserver.gang import gang_is_feasible, gang_repair_into
@@ -61,7 +61,7 @@ BatchType, Batch, batch_record = declare_record(
 )
 
 
-@njit(cache=True)
+@cached_njit
 def action_problem(action: np.ndarray, binary: bool) -> int:
     """0 if the float64 action is well-formed, 1 if it has NaN or inf, 2 if ``binary`` and not all 0/1."""
     for a in action:
@@ -72,7 +72,7 @@ def action_problem(action: np.ndarray, binary: bool) -> int:
     return 0
 
 
-@njit(cache=True)
+@cached_njit
 def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
     """Spec §3.6 into ``x`` (``used``: int64[K], ``wanted``: int64[|E|] scratch): drop requested bits outside
     ``usable`` (idle ports), then keep the rest along ``order`` (a permutation of the edges) while ``Ax ≤ c``
@@ -85,7 +85,7 @@ def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int
     return first_fit_many_types(requested, usable, order, A, c, x, used, wanted)
 
 
-@njit(cache=True)
+@cached_njit
 def _wanted_edges(requested, usable, order, x, wanted) -> tuple[int, int]:
     """Zero ``x`` and list the requested usable edges in ``order`` into ``wanted``: (how many, dropped for
     arrivals)."""
@@ -101,7 +101,7 @@ def _wanted_edges(requested, usable, order, x, wanted) -> tuple[int, int]:
     return n_wanted, n_arrival
 
 
-@njit(cache=True)
+@cached_njit
 def first_fit_few_types(requested, usable, order, A, c, x, wanted) -> tuple[int, int]:
     """:func:`first_fit_into` for up to four device types (the presets have 1 or 3): the running use in
     registers (types beyond K repeat the last)."""
@@ -123,7 +123,7 @@ def first_fit_few_types(requested, usable, order, A, c, x, wanted) -> tuple[int,
     return n_arrival, n_wanted - n_taken
 
 
-@njit(cache=True)
+@cached_njit
 def first_fit_many_types(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
     """:func:`first_fit_into` for any number of device types (the running use in ``used``)."""
     n_types = A.shape[0]
@@ -144,7 +144,7 @@ def first_fit_many_types(requested, usable, order, A, c, x, used, wanted) -> tup
     return n_arrival, n_wanted - n_taken
 
 
-@njit(cache=True)
+@cached_njit
 def is_feasible(x, usable, A, c) -> bool:
     """``x ∈ Ω(t)``: no edge of an idle port and ``Ax ≤ c``."""
     for k in range(A.shape[0]):
@@ -159,7 +159,7 @@ def is_feasible(x, usable, A, c) -> bool:
     return True
 
 
-@njit(cache=True)
+@cached_njit
 def realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde, z_tilde, raw, feedback):
     """One slot's utilities from standard normals: ``Z = μ + σ·N``, ``Z − C`` into ``raw``, ``Z̃`` into
     ``z_tilde`` and the observed ``x·Z̃`` (float32) into ``feedback``. Returns ``(Σ x Z̃, Σ x (Z − C), ṽᵀx)``
@@ -178,7 +178,7 @@ def realize_into(x, normals, mu, sigma, cost, clips, lo, width, v_tilde, z_tilde
     return utility, raw_utility, expected
 
 
-@njit(cache=True)
+@cached_njit
 def pattern_of(arrivals) -> int:
     """The arrival pattern as an integer (bit l = port l has a job)."""
     pattern = 0
@@ -188,7 +188,7 @@ def pattern_of(arrivals) -> int:
     return pattern
 
 
-@njit(cache=True)
+@cached_njit
 def check_actions(actions, stepping, batch) -> tuple[int, int]:
     """First problem of a stepping copy's action: (0, −1) if none, else (code, copy) with code 1 non-finite,
     2 not binary, 3 infeasible under ``batch.raise_mode``. Nothing is changed. ``a − a`` is 0 for every finite
@@ -229,7 +229,7 @@ def check_actions(actions, stepping, batch) -> tuple[int, int]:
     return 0, -1
 
 
-@njit(cache=True)
+@cached_njit
 def step_batch(actions, stepping, batch, out) -> int:
     """One slot of every stepping copy (actions already checked by :func:`check_actions`). The copies' state in
     ``batch`` (``t``, ``arrivals``, ``pattern``, ``sums``, ``states``) advances; the rows of the stepping copies

@@ -44,9 +44,9 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from cluster_envs.common.guards import Estimate
+from cluster_envs.common.numba_cache import cached_njit
 
 # Integer sentinels: with Σ|values| below the bound, sentinel ± Σ|values| neither overflows nor reaches the
 # feasible range [−Σ|values|, Σ|values|].
@@ -100,7 +100,7 @@ class KnapsackTable:
         return x[0] if np.ndim(s) == 0 else x
 
 
-@njit(cache=True)
+@cached_njit
 def _backtrack(budgets, A, c, layout, budget_weights, x) -> None:
     """Follow the take bits from the full capacity, edges in index order, for each budget (into ``x``)."""
     order, box, corner, rows, bit_offset, bits, flat_offset, flat = layout
@@ -246,7 +246,7 @@ def estimate(
                     f"{order.size} edges, capacity box {box_text}, {int(rows[-1])} budget rows")  # fmt: skip
 
 
-@njit(cache=True)
+@cached_njit
 def _sweep(V, reach, point_flat, bits, flat, values, upsilon, A, layout, neg):
     """Every stage of the DP in place on ``V`` (layout ``[c', s]``), ``reach`` and ``point_flat`` (per point, the
     largest feasible budget and the budgets up to which the value is row 0's), writing the take bits and ``flat``.
@@ -339,7 +339,7 @@ def _sweep(V, reach, point_flat, bits, flat, values, upsilon, A, layout, neg):
                     bits[out + b] = np.uint8((packed[b] * _PACK) >> np.uint64(56))
 
 
-@njit(cache=True)
+@cached_njit
 def _extend_box(V, reach, point_flat, old_box, new_box, point_strides, width):
     """Fill the points of ``new_box`` outside ``old_box`` with their clamped values, reach and flat prefix.
 

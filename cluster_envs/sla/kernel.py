@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.common.record import declare_record
 
 # Rows of the simulator's state matrix (one column per user) and entries of its statistics vector.
@@ -66,7 +66,7 @@ def to_allocation(action: np.ndarray, mode: int) -> np.ndarray:
     return states[0, ALLOC].copy()
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def row_max(values, b) -> float:
     """max(values[b]) without a view (see the note above)."""
     top = values[b, 0]
@@ -75,7 +75,7 @@ def row_max(values, b) -> float:
     return top
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def allocate(actions, b, mode, states) -> None:
     """:func:`to_allocation` of ``actions[b]`` written into ``states[b, ALLOC]``."""
     n = actions.shape[1]
@@ -105,7 +105,7 @@ def allocate(actions, b, mode, states) -> None:
             states[b, ALLOC, i] /= total
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def advance(states, stats, b, series, t, empty_tol, sla_tol) -> None:
     """Execute step t (0-based) of copy b with the allocation in ``states[b, ALLOC]``: (D1)-(D2), feedback (F)
     and the evaluation trackers.
@@ -144,7 +144,7 @@ def advance(states, stats, b, series, t, empty_tol, sla_tol) -> None:
     stats[b, VIOLATION_STEPS] += 1.0 if violated else 0.0
 
 
-@njit(cache=True, inline="always")
+@cached_njit(inline="always")
 def step_reward(states, b, opt_cum, t, reward_mode, sla_bar, kappa, sla_tol) -> float:
     """The built-in reward of copy b's step t (1-based, after :func:`advance`); ``reward_mode`` indexes
     ``config.REWARD_MODES``.
@@ -174,7 +174,7 @@ def step_reward(states, b, opt_cum, t, reward_mode, sla_bar, kappa, sla_tol) -> 
     return reward
 
 
-@njit(cache=True)
+@cached_njit
 def step_copies(batch, actions, stepping, obs, rewards) -> None:
     """One env step of every copy b with ``stepping[b]`` (of the record ``batch``), fused: allocation,
     :func:`advance`, the paper's observation into ``obs[b]``, the reward into ``rewards[b]``, and ``ts[b] += 1``.

@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 from numba import njit
 
+from cluster_envs.common.numba_cache import cached_njit
 from cluster_envs.sla.config import ACTION_MODES
 from cluster_envs.sla.env import ClusterSLAEnv
 from cluster_envs.sla.kernel import (
@@ -63,7 +64,7 @@ class _Recorder:
         self.queue_l2 = np.zeros(self.times.size)
 
 
-@njit(cache=True)
+@cached_njit
 def _record(times, rows, queue_l2, index, t, state, stats) -> int:
     if index < times.size and times[index] == t:
         rows[0, index] = state[CUM_WORK]
