@@ -1,11 +1,12 @@
 """Every Python and shell code block of README.md and docs/ runs as pasted.
 
 A page's Python blocks run in order in one namespace (as pasted into one session; in this process, whose numba
-kernels are already loaded); each shell block runs in bash with ``set -euo pipefail``. Both run in a temporary
+kernels are already loaded); its shell blocks run in order, each in bash with ``set -euo pipefail`` (as pasted into
+one terminal: a block may use the files an earlier one wrote). Both run in a temporary
 folder laid out like a clone of the repository (its files linked, no results/), where ``cluster-envs`` and
 ``python`` are this test's interpreter. A block preceded by ``<!-- no-run: reason -->`` is skipped (the reason is
-required); one preceded by ``<!-- slow -->`` runs only with ``pytest -m slow``, where all of its page's Python
-blocks run in page order. A block made only of ``--8<--`` includes (pymdownx.snippets) shows a file that has its
+required); one preceded by ``<!-- slow -->`` runs only with ``pytest -m slow``, where all of its page's blocks of
+that language run in page order. A block made only of ``--8<--`` includes (pymdownx.snippets) shows a file that has its
 own test (docs/tutorial.py: tests/test_tutorial.py) and is not code as written.
 """
 
@@ -95,11 +96,11 @@ def _run(argv: list[str], code: str, where: str, clone: tuple[Path, dict[str, st
     )
 
 
-def _python_params() -> list:
-    """Per page: its fast Python blocks in the default run, and all of them (fast and slow) with ``-m slow``."""
+def _page_params(kind: str) -> list:
+    """Per page: its fast blocks of ``kind`` in the default run, and all of them (fast and slow) with ``-m slow``."""
     params = []
     for page in PAGES:
-        runnable = [b for b in blocks(page) if b.kind == "python" and b.mark != "no-run"]
+        runnable = [b for b in blocks(page) if b.kind == kind and b.mark != "no-run"]
         fast = [b for b in runnable if b.mark != "slow"]
         if fast:
             params.append(pytest.param(page, fast, id=_name(page)))
@@ -108,7 +109,7 @@ def _python_params() -> list:
     return params
 
 
-@pytest.mark.parametrize(("page", "runnable"), _python_params())
+@pytest.mark.parametrize(("page", "runnable"), _page_params("python"))
 def test_python_blocks_run_in_order(page, runnable, clone, monkeypatch):
     monkeypatch.chdir(clone[0])
     namespace: dict = {"__name__": "__main__"}
@@ -117,13 +118,7 @@ def test_python_blocks_run_in_order(page, runnable, clone, monkeypatch):
             exec(compile(block.code, f"{_name(page)}:{block.line}", "exec"), namespace)
 
 
-SHELL = [
-    pytest.param(b, id=f"{_name(b.page)}:{b.line}", marks=[pytest.mark.slow] if b.mark == "slow" else [])
-    for b in ALL
-    if b.kind == "shell" and b.mark != "no-run"
-]
-
-
-@pytest.mark.parametrize("block", SHELL)
-def test_shell_block_runs(block, clone):
-    _run(["bash", "-c", "set -euo pipefail\n" + block.code], "", f"{_name(block.page)}:{block.line}", clone)
+@pytest.mark.parametrize(("page", "runnable"), _page_params("shell"))
+def test_shell_blocks_run_in_order(page, runnable, clone):
+    for block in runnable:
+        _run(["bash", "-c", "set -euo pipefail\n" + block.code], "", f"{_name(page)}:{block.line}", clone)
