@@ -38,7 +38,7 @@ import numpy as np
 from baselines.eval import sanity
 from baselines.eval.compare import Comparison, compare
 from baselines.eval.outputs import exclusive, save_figure, write_text
-from baselines.eval.protocol import env_setting
+from baselines.eval.protocol import EVALUATION_SEEDS, env_setting
 from baselines.eval.publish import ROLE_TITLES, load_before, write_page
 from baselines.eval.report import (
     degenerate_sentence,
@@ -58,7 +58,6 @@ from baselines.eval.stats import (
 )
 from cluster_envs import env_ids as registered
 
-SEEDS = {"quick": range(5), "full": range(10)}
 ROLES = ("paper", "ppo", "best heuristic", "oracle")
 TAUS = np.linspace(-0.5, 1.5, 81)  # performance-profile thresholds on the normalized score
 
@@ -181,7 +180,7 @@ def benchmark(
                     env_id,
                     "all",
                     rl=[] if held_out and fixed else [setting.rl_algo],
-                    seeds=SEEDS["quick" if quick else "full"],
+                    seeds=EVALUATION_SEEDS["quick" if quick else "full"],
                     rl_steps=setting.rl_steps_quick if quick else setting.rl_steps,
                     train_missing=not quick,  # --quick evaluates the runs it finds (and says how many)
                     models_dir=models_dir,
@@ -376,7 +375,7 @@ def headline_markdown(
     """The headline: both tracks' tables, the sanity flags with their explanations, the aggregate (env names link
     to the per-env reports under ``out``; plain without)."""
     headline, fixed = tracks["held-out instances"], tracks["fixed instance"]
-    seeds = len(SEEDS["quick" if quick else "full"])
+    seeds = len(EVALUATION_SEEDS["quick" if quick else "full"])
     lines = [f"# cluster-envs benchmark{' (quick)' if quick else ''}", ""] if title else []
     lines += [
         "Protocol: `docs/benchmark.md`. Score: the env's headline metric, each evaluation seed normalized by that "

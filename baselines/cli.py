@@ -302,16 +302,16 @@ def _agents_epilog() -> str:
 
 
 def _quick_help() -> str:
-    from baselines.benchmark import SEEDS
-    from baselines.eval.protocol import SETTINGS
+    from baselines.eval.protocol import EVALUATION_SEEDS, SETTINGS
 
     quick = sorted({s.rl_steps_quick for s in SETTINGS.values()})
     full = sorted({s.rl_steps for s in SETTINGS.values()})
     span = lambda steps: f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,}-{steps[-1]:,}"  # noqa: E731
+    seeds = {track: len(EVALUATION_SEEDS[track]) for track in ("quick", "full")}
     return (
-        f"{len(SEEDS['quick'])} evaluation seeds and {span(quick)} PPO training steps per env, evaluating the PPO "
-        f"runs shipped or cached (training only where none is; default: {len(SEEDS['full'])} seeds, {span(full)} "
-        "steps, every training seed of the entry's rl_seeds); about 6 minutes of CPU time"
+        f"{seeds['quick']} evaluation seeds and {span(quick)} PPO training steps per env, evaluating the PPO runs "
+        f"shipped or cached (training only where none is; default: {seeds['full']} seeds, {span(full)} steps, every "
+        "training seed of the entry's rl_seeds)"
     )
 
 

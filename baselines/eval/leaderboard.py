@@ -54,9 +54,8 @@ def reference_records(out_dir: str | Path = "leaderboard", env_ids: Sequence[str
 
 def _reference_comparisons(env_id: str, progress: bool) -> dict[str, list[Any]]:
     """Agent name -> its comparisons on ``env_id`` (one per track): every reference agent and the RL row."""
-    from baselines.benchmark import SEEDS
     from baselines.eval.compare import compare
-    from baselines.eval.protocol import env_setting
+    from baselines.eval.protocol import EVALUATION_SEEDS, env_setting
 
     setting = env_setting(env_id)
     if setting is None:
@@ -66,9 +65,9 @@ def _reference_comparisons(env_id: str, progress: bool) -> dict[str, list[Any]]:
     fixed = setting.instance_kwarg is not None
     by_agent: dict[str, list[Any]] = {}
     for held_out in (True, False) if fixed else (True,):
-        comparison = compare(env_id, "all", rl=[] if held_out and fixed else [setting.rl_algo], seeds=SEEDS["quick"],
-                             rl_steps=setting.rl_steps_quick, train_missing=False, held_out=held_out,
-                             progress=progress)  # fmt: skip
+        comparison = compare(env_id, "all", rl=[] if held_out and fixed else [setting.rl_algo],
+                             seeds=EVALUATION_SEEDS["quick"], rl_steps=setting.rl_steps_quick, train_missing=False,
+                             held_out=held_out, progress=progress)  # fmt: skip
         for agent in comparison.agents:
             rl = agent in comparison.rl_runs
             name = RL_ENTRY if rl else agent  # ppo and ppo_mask are one entry: the benchmark's RL row

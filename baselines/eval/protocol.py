@@ -356,6 +356,9 @@ def rl_setting(env_id: str) -> EnvSetting:
 # -- seed rules: which episodes evaluate, validate and train ------------------------------------------------------
 
 TRAIN_SEED_BASE = 1_000_000_000  # training env seeds are >= this; evaluation seeds must be below it
+# The benchmark's evaluation seeds per protocol (``cluster-envs benchmark --quick`` and without it; the leaderboard's
+# records are on the quick ones).
+EVALUATION_SEEDS = {"quick": range(5), "full": range(10)}
 # The seeds every RL choice (tuning, learning curves for budgets) is validated on: disjoint from the benchmark's
 # evaluation seeds 0-9 and from the training seeds, so no choice is fitted to the episodes that score it.
 VALIDATION_SEEDS = (100, 101, 102, 103, 104)

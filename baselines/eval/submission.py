@@ -489,10 +489,9 @@ def score(
     fixed-instance track, as the benchmark's PPO). With ``out``, each env's report goes to ``out/<env_id>/`` and
     the record to ``out/record.json``; nothing is written when an episode fails. ``rl_interface``: a function or
     agent acts through the RL-ready ids' flat observations too (see ``agent_spec``)."""
-    from baselines.benchmark import SEEDS
     from baselines.eval.compare import compare
     from baselines.eval.outputs import check, claim
-    from baselines.eval.protocol import env_setting
+    from baselines.eval.protocol import EVALUATION_SEEDS, env_setting
     from baselines.eval.report import write_report
 
     if reference not in ("all", "anchors"):
@@ -514,7 +513,7 @@ def score(
                              f"privileged={spec.privileged}")  # fmt: skip
         specs[spec.env_id] = spec
     protocol = "custom" if seeds is not None else "quick" if quick else "full"
-    chosen = list(seeds) if seeds is not None else list(SEEDS["quick" if quick else "full"])
+    chosen = list(seeds) if seeds is not None else list(EVALUATION_SEEDS["quick" if quick else "full"])
     comparisons = {}
     for env_id, spec in specs.items():
         fixed_spaces = spec.kind in ("onnx", "sb3") and env_setting(env_id).instance_kwarg is not None

@@ -29,7 +29,7 @@ ENV = "ClusterSLA-v1"
 def tiny(monkeypatch):
     pytest.importorskip("stable_baselines3")
     pytest.importorskip("yaml")
-    monkeypatch.setitem(bench.SEEDS, "quick", range(2))
+    monkeypatch.setitem(settings.EVALUATION_SEEDS, "quick", range(2))
     short = dataclasses.replace(settings.SETTINGS[ENV], rl_steps_quick=512, rl_seeds=2)
     monkeypatch.setitem(settings.SETTINGS, ENV, short)
     # no shipped model: these tests train (ClusterSLA-v1's shipped run would serve 512 steps)

@@ -67,7 +67,7 @@ def test_a_matching_shipped_model_is_used_unless_retrain(shipped, tmp_path):
 
 
 def test_benchmark_quick_evaluates_the_shipped_model_without_training(shipped, tmp_path, monkeypatch):
-    monkeypatch.setitem(bench.SEEDS, "quick", range(2))
+    monkeypatch.setitem(settings.EVALUATION_SEEDS, "quick", range(2))
     monkeypatch.setitem(settings.SETTINGS, ENV, dataclasses.replace(settings.SETTINGS[ENV], rl_steps_quick=STEPS))
 
     def no_training(*args, **kwargs):
@@ -159,7 +159,7 @@ def three_seeds(monkeypatch):
     """ENV's entry with 3 training seeds and the tiny runs' budget (so a STEPS run serves every command)."""
     entry = dataclasses.replace(settings.SETTINGS[ENV], rl_steps=STEPS, rl_steps_quick=STEPS, rl_seeds=3)
     monkeypatch.setitem(settings.SETTINGS, ENV, entry)
-    monkeypatch.setitem(bench.SEEDS, "quick", range(2))
+    monkeypatch.setitem(settings.EVALUATION_SEEDS, "quick", range(2))
 
 
 class Trained(Exception):
