@@ -252,7 +252,8 @@ GANG_PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {"n_ports": 2, "n_servers": 3, "edge_prob": 1.0, "n_device_types": 1, "tasks_high": 2},
     "paper": {"n_ports": 8, "n_servers": 40, "edge_prob": 0.1},
     ALIBABA: {"workload": ALIBABA},  # the small preset's sizes on the trace (cluster_envs.multiserver.alibaba)
-    # production scale: 100 ports on 1,523 servers, ≈ 3 servers per port; the oracle's MILP is off (2.6 s per solve)
+    # production scale: 100 ports on 1,523 servers, ≈ 3 servers per port; the oracle's per-slot MILP is off (too slow
+    # to solve every slot at this size)
     "production": {"n_ports": 100, "n_servers": 1523, "edge_prob": 0.002, "compute_regret": False},
     # the trace where capacity binds: time compressed 10x (200 slots of 4 h), every hosting node adjacent and the
     # nodes' capacities a fifth (the env's page says how it was chosen; its share: `reproduce traces`)
