@@ -316,8 +316,7 @@ def _quick_help() -> str:
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    from baselines.rl.config import ALGOS
-    from cluster_envs import __version__, env_ids
+    from cluster_envs import __version__
 
     parser = Parser(prog="cluster-envs", description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -328,11 +327,31 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     def command(name: str, help: str, **kwargs: Any) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help, description=help, formatter_class=HelpFormatter, **kwargs)
 
-    env_help = f"a registered env id: {', '.join(env_ids())}"
     command("list", "every env id and its reference agents").set_defaults(func=_cmd_list)
+    _run_command(command)
+    _reproduce_command(command)
+    _train_command(command)
+    _compare_command(command)
+    _benchmark_command(command)
+    _evaluate_command(command)
+    _validate_command(command)
+    _leaderboard_command(command)
+    _program_score_command(command)
+    _bench_command(command)
+    _add_room_commands(command, argv)
+    return parser
 
+
+def _env_help() -> str:
+    from cluster_envs import env_ids
+
+    return f"a registered env id: {', '.join(env_ids())}"
+
+
+def _run_command(command: Any) -> None:
+    """The options of `cluster-envs run`."""
     run = command("run", "roll out one agent over seeds and print its metrics", epilog=_agents_epilog())
-    run.add_argument("env_id", help=env_help)
+    run.add_argument("env_id", help=_env_help())
     run.add_argument("--agent", required=True, help="a reference agent of env_id (listed below)")
     run.add_argument("--seeds", default="0-4", help="evaluation seeds: a range like 0-4 or a list like 0,3,7")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="env keyword argument")
@@ -341,6 +360,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.set_defaults(func=_cmd_run)
 
+
+def _reproduce_command(command: Any) -> None:
+    """The options of `cluster-envs reproduce`."""
     rep = command("reproduce", "regenerate a paper's figures and tables")
     rep.add_argument("setting", choices=reproductions(), help="the paper's setting")
     rep.add_argument("--scale", choices=("small", "paper"), default="small",
@@ -351,8 +373,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     rep.add_argument("--quiet", action="store_true", help="no progress on stderr")
     rep.set_defaults(func=_cmd_reproduce)
 
+
+def _train_command(command: Any) -> None:
+    """The options of `cluster-envs train`."""
+    from baselines.rl.config import ALGOS
+
     tr = command("train", "train an RL baseline (stable-baselines3) and save model, statistics, curve")
-    tr.add_argument("env_id", help=env_help)
+    tr.add_argument("env_id", help=_env_help())
     tr.add_argument("--algo", default="ppo", choices=list(ALGOS), help="the RL algorithm")
     tr.add_argument("--steps", type=int, default=None, help="training steps (default: n_timesteps of the YAML)")
     tr.add_argument("--seed", type=int, default=0, help="training seed (its env seeds never meet evaluation seeds)")
@@ -364,9 +391,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     _add_threads(tr)
     tr.set_defaults(func=_cmd_train)
 
+
+def _compare_command(command: Any) -> None:
+    """The options of `cluster-envs compare`."""
+    from baselines.rl.config import ALGOS
+
     cmp = command("compare", "every agent on the same seeds: intervals, paired differences, report",
                   epilog=_agents_epilog())  # fmt: skip
-    cmp.add_argument("env_id", help=env_help)
+    cmp.add_argument("env_id", help=_env_help())
     cmp.add_argument("--agents", default="all", help="all, or a comma-separated list of agents of env_id")
     rl_help = f"RL algorithms to load (the shipped runs, see --models) or train, and include: {', '.join(ALGOS)}"
     cmp.add_argument("--rl", default="", metavar="ALGOS", help=rl_help)
@@ -384,6 +416,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     _add_training(cmp)
     cmp.set_defaults(func=_cmd_compare)
 
+
+def _benchmark_command(command: Any) -> None:
+    """The options of `cluster-envs benchmark`."""
     bench = command("benchmark", "compare on every env with PPO; one report with the headline table")
     bench.add_argument("--quick", action="store_true", help=_quick_help())
     bench.add_argument(
@@ -405,9 +440,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     _add_training(bench)
     bench.set_defaults(func=_cmd_benchmark)
 
+
+def _evaluate_command(command: Any) -> None:
+    """The options of `cluster-envs evaluate`."""
     ev = command("evaluate", "score any agent under the benchmark's protocol, next to the reference agents; write its "
                  "report and submission record")  # fmt: skip
-    ev.add_argument("env_id", nargs="?", default=None, help=env_help + " (or an RL-ready id, for a policy)")
+    ev.add_argument("env_id", nargs="?", default=None, help=_env_help() + " (or an RL-ready id, for a policy)")
     ev.add_argument("--all-envs", action="store_true", help="every env of the protocol: a whole leaderboard row")
     _add_agent_source(ev)
     ev.add_argument("--declaration", required=True, metavar="FILE",
@@ -428,12 +466,18 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     ev.add_argument("--quiet", action="store_true", help="no progress on stderr")
     ev.set_defaults(func=_cmd_evaluate)
 
+
+def _validate_command(command: Any) -> None:
+    """The options of `cluster-envs validate`."""
     val = command("validate", "replay a submission record's episodes and check every metric and action digest")
     val.add_argument("record", help="a record.json (e.g. leaderboard/<entry>.json)")
     _add_agent_source(val)
     val.add_argument("--sample", type=_positive, default=None, metavar="K", help="replay K episodes, evenly spaced")
     val.set_defaults(func=_cmd_validate)
 
+
+def _leaderboard_command(command: Any) -> None:
+    """The options of `cluster-envs leaderboard`."""
     board = command("leaderboard", "render the leaderboard page from the records of leaderboard/")
     board.add_argument("--entries", default="leaderboard", help="the folder of records")
     board.add_argument("--out", default="docs/leaderboard", help="where index.md and its figures go")
@@ -445,14 +489,20 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                             "protocol); the records' other envs are kept")  # fmt: skip
     board.set_defaults(func=_cmd_leaderboard)
 
+
+def _program_score_command(command: Any) -> None:
+    """The options of `cluster-envs program-score`."""
     prog = command("program-score", "score a Python file's policy function and print JSON (program search, LLM-"
                    "written policies); validation seeds unless --final")  # fmt: skip
     prog.add_argument("program", help="a .py file defining the policy function")
-    prog.add_argument("env_id", help=env_help)
+    prog.add_argument("env_id", help=_env_help())
     prog.add_argument("--function", default="policy", help="the function's name in the file")
     prog.add_argument("--final", action="store_true", help="the evaluation seeds (default: validation seeds 100-104)")
     prog.set_defaults(func=_cmd_program_score)
 
+
+def _bench_command(command: Any) -> None:
+    """The options of `cluster-envs bench`."""
     # Step-rate benchmark: options and run live in baselines/perf/steps.py.
     from baselines.perf.steps import add_arguments as add_speed_arguments
 
@@ -462,9 +512,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         "--force", action="store_true", help="write into --out even if another command's outputs are there"
     )
     speed.set_defaults(func=_cmd_bench)
-
-    _add_room_commands(command, argv)
-    return parser
 
 
 # name -> (module, the extra it needs or None, help): the commands defined in their room's module.
