@@ -39,13 +39,13 @@ def metrics_disagree(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -
 
 
 def platform_difference(record: Mapping[str, Any]) -> str | None:
-    """How the platform the record was made on differs from this one ("numpy 2.3.1 then, 2.4.6 now"), None when
-    it is the same."""
+    """How the platform the record was made on differs from this one ("recorded on another platform: numpy 2.3.1
+    then, 2.4.6 now"), None when it is the same."""
     made, here = record.get("platform"), platform_facts()
     if made is None:
         return "the record does not name the platform it was made on"
     changed = [f"{key} {made.get(key)} then, {value} now" for key, value in here.items() if made.get(key) != value]
-    return "; ".join(changed) or None
+    return "recorded on another platform: " + "; ".join(changed) if changed else None
 
 
 def sample_indices(count: int, sample: int | None) -> list[int]:
@@ -136,7 +136,7 @@ def validate(
                 "platform the record was made on)"
             )
         else:
-            how = f"the actions differ from step {step} on; another platform: {elsewhere}"
+            how = f"the actions differ from step {step} on; {elsewhere}"
         mismatch = metrics_disagree(stored["metrics"], replay.metrics)
         if mismatch is not None:
             raise ValueError(f"{where}: {label}: {mismatch} ({how})")

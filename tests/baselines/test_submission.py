@@ -122,7 +122,9 @@ def test_another_platform_s_float_noise_passes_and_a_real_difference_does_not(sc
     episode["metrics"]["total_work"] *= 1 + METRIC_RTOL / 10
     write_record(record, tmp_path / "noise.json")
     (line,) = validate(tmp_path / "noise.json", f"{path}:policy", indices=[1])
-    assert re.search(r"metrics agree \(the actions differ from step \d+ on; another platform: numpy 0\.0 then", line)
+    assert re.search(
+        r"metrics agree \(the actions differ from step \d+ on; recorded on another platform: numpy 0\.0 then", line
+    )
     episode["metrics"]["total_work"] *= 1 + 10 * METRIC_RTOL
     write_record(record, tmp_path / "moved.json")
     with pytest.raises(ValueError, match=r"metric 'total_work' recorded .*another platform: numpy 0\.0 then"):
