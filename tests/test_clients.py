@@ -1,10 +1,11 @@
 """Third-party clients run unmodified user code (docs/clients/*.py, shown on docs/clients.md) on every RL-ready id,
 by its ``cluster_envs:`` id, in a fresh interpreter whose workers import nothing of ours.
 
-stable-baselines3 and the CleanRL-style script run in this venv. RLlib (``ray[rllib]`` pins another gymnasium) and
-TorchRL live in venvs of their own: name their interpreter in ``CLUSTER_ENVS_RLLIB_PYTHON`` /
-``CLUSTER_ENVS_TORCHRL_PYTHON`` (with ``cluster-envs`` and the client installed as docs/clients.md says), else
-those tests skip, saying so. Every test here trains or collects a few thousand steps per id: the slow set.
+stable-baselines3 and the CleanRL-style script run in this venv. RLlib (``ray[rllib]`` pins another gymnasium),
+TorchRL and Tianshou live in venvs of their own: name their interpreter in ``CLUSTER_ENVS_RLLIB_PYTHON`` /
+``CLUSTER_ENVS_TORCHRL_PYTHON`` / ``CLUSTER_ENVS_TIANSHOU_PYTHON`` (with ``cluster-envs`` and the client installed
+as docs/clients.md says), else those tests skip, saying so. Every test here trains or collects a few thousand
+steps per id: the slow set.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def test_rllib_ppo_with_two_env_runners(env_id, tmp_path):
 @pytest.mark.parametrize("env_id", IDS)
 def test_torchrl_gymenv_by_id(env_id, tmp_path):
     _run(_client_python("CLUSTER_ENVS_TORCHRL_PYTHON"), "torchrl_gymenv.py", env_id, 2000, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", IDS)
+def test_tianshou_ppo_through_its_high_level_api(env_id, tmp_path):
+    _run(_client_python("CLUSTER_ENVS_TIANSHOU_PYTHON"), "tianshou_ppo.py", env_id, 2048, tmp_path)
 
 
 def test_a_fresh_process_finds_every_id_by_its_prefix_and_no_plain_id():
