@@ -1,10 +1,12 @@
-"""Long horizons for every id: memory stays flat and steps do not slow down as the episode goes on.
+"""Long horizons for every id: memory stays flat as the episode goes on.
 
 One episode of ``steps`` steps (``horizon=steps`` where the env has that kwarg, else repeated episodes of
-the default preset) under random actions from a pre-drawn pool. The run is cut into tenths; the CPU time of
-the last tenth is compared with the first, and the memory after the last with the memory after the second
-(the first tenth warms caches up). The fast variant (10^4 steps, fewer for an env too slow for ~2 s) measures Python and
-numpy allocations with tracemalloc; the slow one (10^6 steps, ``-m slow``) measures the process's resident set size.
+the default preset) under random actions from a pre-drawn pool. The run is cut into tenths; the memory after the
+last is compared with the memory after the second (the first tenth warms caches up). Each tenth's CPU time is
+printed, not asserted: on a shared machine a tenth's time moves with the other processes (a slowdown of the step
+over an episode is a benchmark's question, ``cluster-envs bench``). The fast variant (10^4 steps, fewer for an
+env too slow for ~2 s) measures Python and numpy allocations with tracemalloc; the slow one (10^6 steps,
+``-m slow``) measures the process's resident set size.
 """
 
 from __future__ import annotations
@@ -68,11 +70,9 @@ def _run(env_id: str, steps: int, trace: bool) -> tuple[list[float], list[int]]:
     return times, mem
 
 
-def _check(env_id: str, times: list[float], mem: list[int], max_slowdown: float, max_growth: int) -> None:
-    slowdown = times[-1] / max(times[0], 1e-9)
+def _check(env_id: str, times: list[float], mem: list[int], max_growth: int) -> None:
     growth = mem[-1] - mem[1]
     print(f"{env_id}: CPU s per tenth {[round(x, 2) for x in times]}; memory growth {growth / 1e6:+.3f} MB")
-    assert slowdown <= max_slowdown, f"{env_id}: last tenth took {slowdown:.2f}× the first ({times})"
     assert growth <= max_growth, f"{env_id}: memory grew {growth / 1e6:.2f} MB after warm-up ({mem})"
 
 
@@ -94,13 +94,13 @@ def _fast_steps(env_id: str) -> int:
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_long_episode_flat_memory_and_speed(env_id):
+def test_long_episode_flat_memory(env_id):
     times, mem = _run(env_id, _fast_steps(env_id), trace=True)
-    _check(env_id, times, mem, max_slowdown=2.0, max_growth=256 * 1024)
+    _check(env_id, times, mem, max_growth=256 * 1024)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", IDS)
-def test_million_steps_flat_memory_and_speed(env_id):
+def test_million_steps_flat_memory(env_id):
     times, mem = _run(env_id, SLOW_STEPS, trace=False)
-    _check(env_id, times, mem, max_slowdown=1.5, max_growth=16 * 2**20)
+    _check(env_id, times, mem, max_growth=16 * 2**20)
