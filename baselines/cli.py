@@ -186,10 +186,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> None:
 def _cmd_validate(args: argparse.Namespace) -> None:
     from baselines.eval.validate import validate
 
-    lines = validate(args.record, _agent_source(args), sample=args.sample, algo=args.algo)
-    print("\n".join(lines))
-    exact = sum("the actions agree" in line for line in lines)
-    print(f"{args.record}: {len(lines)} episodes replayed, every metric agrees; {exact} of them bit-exact (equal "
+    replayed = validate(args.record, _agent_source(args), sample=args.sample, algo=args.algo)
+    print("\n".join(map(str, replayed)))
+    exact = sum(episode.bit_exact for episode in replayed)
+    print(f"{args.record}: {len(replayed)} episodes replayed, every metric agrees; {exact} of them bit-exact (equal "
           "action digests)")  # fmt: skip
 
 

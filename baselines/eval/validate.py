@@ -87,6 +87,31 @@ def shortest_episode(record: Mapping[str, Any]) -> int:
     return int(np.argmin(steps))
 
 
+@dataclasses.dataclass(frozen=True)
+class Replayed:
+    """One episode replayed and found to agree: ``first_difference`` is the first step whose action differs (None:
+    bit-exact), ``platform`` how the record's platform differs from this one (None: the same)."""
+
+    label: str
+    metrics: int
+    steps: int
+    first_difference: int | None
+    platform: str | None
+
+    @property
+    def bit_exact(self) -> bool:
+        return self.first_difference is None
+
+    @property
+    def actions(self) -> str:
+        if self.bit_exact:
+            return f"the actions agree over all {self.steps} steps"
+        return f"the actions differ from step {self.first_difference} on; {self.platform}"
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.metrics} metrics agree ({self.actions})"
+
+
 def validate(
     record_path: str | Path,
     agent: Any = None,
@@ -94,11 +119,11 @@ def validate(
     sample: int | None = None,
     algo: str | None = None,
     indices: Sequence[int] | None = None,
-) -> list[str]:
+) -> list[Replayed]:
     """Replay the record's episodes (``sample``: that many, evenly spaced over all of them; ``indices``: these, over
     every result's episodes in record order) with ``agent`` (needed unless the entry is a registered agent or a
-    shipped RL run) and check every metric and action digest. Returns one line per episode checked; a mismatch is a
-    ``ValueError`` naming the first episode, step and metric."""
+    shipped RL run) and check every metric and action digest. Returns one ``Replayed`` per episode checked (its
+    ``str`` is the line to print); a mismatch is a ``ValueError`` naming the first episode, step and metric."""
     where = f"record {str(record_path)!r}"
     record = read_record(record_path)
     check_versions(record, where)
@@ -127,18 +152,16 @@ def validate(
         if stored["training_seed"] is not None:
             label += f" training seed {stored['training_seed']}"
         step = ActionDigest.from_json(stored["actions"]).first_difference(replay.actions)
-        if step is None:
-            how = f"the actions agree over all {int(replay.metrics['steps'])} steps"
-        elif elsewhere is None:
+        if step is not None and elsewhere is None:
             raise ValueError(
                 f"{where}: {label}: the actions differ from step {step} on (action digest "
                 f"{stored['actions']['sha256'][:12]}… recorded, {replay.actions.sha256[:12]}… replayed, on the "
                 "platform the record was made on)"
             )
-        else:
-            how = f"the actions differ from step {step} on; {elsewhere}"
+        steps = int(replay.metrics["steps"])
+        replayed = Replayed(label, len(stored["metrics"]), steps, step, None if step is None else elsewhere)
         mismatch = metrics_disagree(stored["metrics"], replay.metrics)
         if mismatch is not None:
-            raise ValueError(f"{where}: {label}: {mismatch} ({how})")
-        checked.append(f"{label}: {len(stored['metrics'])} metrics agree ({how})")
+            raise ValueError(f"{where}: {label}: {mismatch} ({replayed.actions})")
+        checked.append(replayed)
     return checked

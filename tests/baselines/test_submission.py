@@ -97,7 +97,7 @@ def test_a_policy_function_may_take_the_action_space_whose_size_the_instance_set
 def test_a_record_validates_and_a_tampered_one_names_the_episode(scored, tmp_path):
     path, out, _ = scored
     lines = validate(out / "record.json", f"{path}:policy", sample=2)
-    assert len(lines) == 2 and all("agree" in line for line in lines)
+    assert len(lines) == 2 and all("agree" in str(line) for line in lines)
     record = json.loads((out / "record.json").read_text())
     metric = dict(record)
     metric["results"][0]["episodes"][4]["metrics"]["regret"] += 1.0
@@ -122,8 +122,9 @@ def test_another_platform_s_float_noise_passes_and_a_real_difference_does_not(sc
     episode["metrics"]["total_work"] *= 1 + METRIC_RTOL / 10
     write_record(record, tmp_path / "noise.json")
     (line,) = validate(tmp_path / "noise.json", f"{path}:policy", indices=[1])
+    assert not line.bit_exact and line.first_difference is not None
     assert re.search(
-        r"metrics agree \(the actions differ from step \d+ on; recorded on another platform: numpy 0\.0 then", line
+        r"metrics agree \(the actions differ from step \d+ on; recorded on another platform: numpy 0\.0 then", str(line)
     )
     episode["metrics"]["total_work"] *= 1 + 10 * METRIC_RTOL
     write_record(record, tmp_path / "moved.json")
@@ -133,6 +134,17 @@ def test_another_platform_s_float_noise_passes_and_a_real_difference_does_not(sc
     write_record(record, tmp_path / "unknown.json")
     with pytest.raises(ValueError, match=r"the record does not name the platform it was made on"):
         validate(tmp_path / "unknown.json", f"{path}:policy", indices=[1])
+
+
+def test_the_validate_command_counts_the_bit_exact_replays(scored, tmp_path, capsys):
+    """Of two replayed episodes, one with a recorded digest of another platform: one of two bit-exact."""
+    path, out, _ = scored
+    record = json.loads((out / "record.json").read_text())
+    record["platform"]["numpy"] = "0.0"
+    record["results"][0]["episodes"][0]["actions"]["sha256"] = "0" * 64
+    write_record(record, tmp_path / "noise.json")
+    main(["validate", str(tmp_path / "noise.json"), "--agent", f"{path}:policy", "--sample", "2"])
+    assert "2 episodes replayed, every metric agrees; 1 of them bit-exact" in capsys.readouterr().out
 
 
 def test_validate_refuses_another_package_or_env_version(scored, tmp_path):
