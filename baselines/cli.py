@@ -75,7 +75,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> None:
     module = importlib.import_module(f"baselines.reproduce.{args.setting}")
     extra = {"traces": args.traces} if args.traces is not None else {}
     if extra and "traces" not in inspect.signature(module.run).parameters:
-        raise ValueError(f"--traces is read by `reproduce traces` only, not by `reproduce {args.setting}`")
+        readers = [f"`reproduce {name}`" for name in reproductions() if "traces" in inspect.signature(
+            importlib.import_module(f"baselines.reproduce.{name}").run).parameters]  # fmt: skip
+        raise ValueError(f"--traces is read by {' and '.join(readers)} only, not by `reproduce {args.setting}`")
     with exclusive(args.out or default_out("reproduce", args.setting), command, force=args.force) as out:
         claim(out, command, force=True)
         report = module.run(scale=args.scale, out_dir=out, progress=_show_progress(args.quiet), **extra)
@@ -368,7 +370,8 @@ def _reproduce_command(command: Any) -> None:
     rep.add_argument("--scale", choices=("small", "paper"), default="small",
                      help="small: minutes on a laptop; paper: the paper's horizons and repetitions")  # fmt: skip
     rep.add_argument("--traces", default=None, metavar="DIR",
-                     help="`traces` only: the folder holding the trace folders (default ../shared/traces)")  # fmt: skip
+                     help="`sla` and `traces` only: the folder holding the trace folders (default "
+                          "../shared/traces)")  # fmt: skip
     _add_outputs(rep, "results/reproduce/<setting>")
     rep.add_argument("--quiet", action="store_true", help="no progress on stderr")
     rep.set_defaults(func=_cmd_reproduce)

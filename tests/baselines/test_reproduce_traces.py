@@ -16,8 +16,8 @@ def test_missing_traces_are_skipped_with_the_reason_and_the_page_says_where_it_c
 
 
 def test_traces_is_refused_by_the_other_reproductions(tmp_path, capsys):
-    assert main(["reproduce", "sla", "--traces", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
-    assert "--traces is read by `reproduce traces` only" in capsys.readouterr().err
+    assert main(["reproduce", "bilinear", "--traces", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert "--traces is read by `reproduce sla` and `reproduce traces` only" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
