@@ -54,7 +54,7 @@ def test_a_row_below_the_naive_anchor_is_explained_with_its_ablation():
     ablated = {"`esdp_gang`": ("`esdp_gang` (arrival_aware=True)", "it solves over every port")}
     (_, text) = traces._below_naive(rows, "`random`", +1, facts, ablated)
     assert text.startswith("`esdp_gang` scores below the naive anchor `random` (13.5 against 278)")
-    assert "places a job in 4.5% of the slots, 0.18 edges a slot at 0.400 an edge (`random`: 90.0% of the slots, 3.60 edges" in text
+    assert "4.5% of the slots, 0.18 edges a slot at 0.400 an edge (`random`: 90.0% of the slots, 3.60 edges" in text
     assert "it solves over every port. So run (`esdp_gang` (arrival_aware=True)), it scores 290, above `random`" in text
     assert "value of the edges" not in text
     rows["`esdp_gang`"] = np.array([280.0])
@@ -73,3 +73,12 @@ def test_a_gap_the_ablation_leaves_is_put_on_the_edges_value_only_when_it_is():
     facts["`lwtf` (skip)"]["edges"] = 1.2  # fewer edges: the number, not their value, is left unexplained
     (_, text) = traces._below_naive(rows, "`random`", +1, facts, ablated)
     assert "value of the edges" not in text
+
+
+def test_the_rebalancing_time_scale_is_alg2s_own_constants():
+    """1/(ηλ) with Alg. 2's default η = 1/3 and λ = ε²/(8N): 24N/ε² steps."""
+    from cluster_envs.sla.env import ClusterSLAEnv
+
+    env = ClusterSLAEnv(preset="example_1_1")
+    env.reset(seed=0)
+    assert np.isclose(sla.rebalancing_steps(env, 0.02), 24 * env.problem.n_users / 0.02**2)
