@@ -14,14 +14,14 @@ from cluster_envs.bilinear.model import BilinearProblem, mean_rewards, oracle_lp
 from cluster_envs.bilinear.simulator import (
     BilinearSimulator,
     episode_summary,
-    logits_to_allocation,
     project_allocation,
 )
-from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
+from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action, kernel_floats
 from cluster_envs.common.render import RED, bar_chart, cycle_colors, log_levels
 
 MINIMAL_INFO_KEYS = ("reward_noisy", "reward_mean", "reward_expected", "queue_total", "n_duplicates", "n_collisions")
 LOGIT_SCALE = 10.0  # simplex_logits actions in [-1, 1] are logits in [-10, 10]
+LOG_TABLE_MAX = 1 << 20  # the longest table of log1p of the selection counts (8 MB)
 
 
 class ClusterBilinearEnv(ClusterEnv):
@@ -140,12 +140,19 @@ class ClusterBilinearEnv(ClusterEnv):
         self._problem: BilinearProblem | None = None
         self._r_star = 0.0
         self._minimal_rows = [kernel.STAT_NAMES.index(key) for key in MINIMAL_INFO_KEYS]
-        # the kernel writes the whole observation itself in the default observation and action modes
-        self._queues_only = (
-            config.observation_mode == "queues"
-            and config.action_mode != "job_allocation"
-            and not config.include_server_counts
-        )
+        # the slot's kernel writes the whole observation itself in the default observation and action modes, and
+        # (through the simulator's observe_stats) the queues_stats and full observations without the per-job block or
+        # the server counts
+        plain = config.action_mode != "job_allocation" and not config.include_server_counts
+        self._queues_only = plain and config.observation_mode == "queues"
+        self._stats_only = plain and config.observation_mode in ("queues_stats", "full")
+        # numpy's log1p of every count N_ij an episode can reach (T·max n_j), for the stats observation written in
+        # the compiled slot; above LOG_TABLE_MAX entries, numpy's log1p of each observation's counts (_observation)
+        reach = config.horizon * int(self._caps.max()) + 1
+        self._log_table = np.log1p(np.arange(reach, dtype=np.float64)) if reach <= LOG_TABLE_MAX else None
+        self._log_counts = np.zeros((n_i, n_j))
+        # simplex_logits: the softmax's exponents, then its exponentials (one row: the kernel's action layout)
+        self._exponents = np.zeros((1, n_j * (n_i + 1)))
         self.observation_space = self._build_observation_space()
 
     def _build_observation_space(self) -> spaces.Box:
@@ -251,6 +258,7 @@ class ClusterBilinearEnv(ClusterEnv):
         )
         # u and v as the "full" observation ends with them (fixed for the episode)
         self._features = np.concatenate([np.asarray(x, dtype=np.float64).ravel() for x in (u, v)])
+        self._no_features = np.zeros(0)
         self._lp_cache = {}
         self._sim = BilinearSimulator(
             mean_rewards(u, v, self._theta),
@@ -267,6 +275,9 @@ class ClusterBilinearEnv(ClusterEnv):
             reward_mode=cfg.reward_mode,
             max_visible_jobs=cfg.max_visible_jobs if cfg.action_mode == "job_allocation" else -1,
         )
+        if self._stats_only and self._log_table is not None:
+            features = self._features if cfg.observation_mode == "full" else self._no_features
+            self._sim.observe_stats(self._log_table, t_max, features)
         self._r_star = self.r_star
         q = self._sim.queue()
         return {
@@ -299,7 +310,10 @@ class ClusterBilinearEnv(ClusterEnv):
         return arr.astype(np.int64)
 
     def _read_action(self, action: Any) -> np.ndarray:
-        if self.config.action_mode == "allocation":
+        mode = self.config.action_mode
+        if mode == "simplex_logits":  # read as float64, checked finite by the kernel before it changes anything
+            return kernel_floats(as_real_array(action, self.action_space.shape, f"action (action_mode={mode!r})"))
+        if mode == "allocation":
             return self._float_action(action)  # finiteness: the kernel's, before it changes anything
         return self._checked_action(action)
 
@@ -313,9 +327,12 @@ class ClusterBilinearEnv(ClusterEnv):
             if not sim.step_fractions(a, r_star):
                 raise invalid_action("must be finite (no NaN or inf)")
             projected = sim.slot_stats[kernel.Y]
-        elif mode == "simplex_logits":
-            logits = a.reshape(len(caps), -1)
-            sim.run_classes(logits_to_allocation(logits, sim.queue() > 0, caps, LOGIT_SCALE), r_star)
+        elif mode == "simplex_logits":  # logits_to_allocation's softmax, its exponential numpy's between two kernels
+            z = self._exponents
+            if not kernel.softmax_exponents(a, sim.obs, z, self.config.num_job_classes + 1, LOGIT_SCALE):
+                raise invalid_action("must be finite (no NaN or inf)")
+            np.exp(z, out=z)
+            sim.step_softmax(z, r_star)
         elif mode == "server_choice":
             sim.step_servers(a.astype(np.int64), r_star)
         else:
@@ -355,7 +372,10 @@ class ClusterBilinearEnv(ClusterEnv):
         return info
 
     def _observe(self) -> np.ndarray:
-        return self._sim.obs.copy() if self._queues_only else self._observation()
+        sim = self._sim
+        if self._queues_only:
+            return sim.obs.copy()
+        return self._observation() if sim.stats_obs is None else sim.stats_obs.copy()
 
     def _float_action(self, action: Any) -> np.ndarray:
         """The action as a contiguous float64 array of the action space's shape (finiteness is the caller's)."""
@@ -421,6 +441,14 @@ class ClusterBilinearEnv(ClusterEnv):
 
     def _observation(self) -> np.ndarray:
         sim, prob = self.simulator, self.problem
+        if self._stats_only:  # beyond the log1p table: the kernel writes the float32 observation, log1p numpy's
+            total_counts, total_sums = sim.slot_stats[kernel.TOTAL_COUNTS], sim.slot_stats[kernel.TOTAL_SUMS]
+            np.log1p(total_counts, out=self._log_counts)
+            out = np.empty(self.observation_space.shape, dtype=np.float32)
+            features = self._features if prob.observation_mode == "full" else self._no_features
+            kernel.stats_observation_into(out, sim.obs, sim.t, prob.horizon, total_counts, self._log_counts,
+                                          total_sums, features)  # fmt: skip
+            return out
         parts = [sim.obs]  # Q(t), the last slot's N and Σξ, written by the kernel
         if prob.observation_mode in ("queues_stats", "full"):  # with t/T, log1p(N), the means and (full) u, v
             total_counts, total_sums = sim.slot_stats[kernel.TOTAL_COUNTS], sim.slot_stats[kernel.TOTAL_SUMS]

@@ -42,7 +42,7 @@ NOISE_CLIP = 10.0  # reward noise is truncated at ±10σ (probability 1.5e-23) s
 TIE_EPS = 1e-9  # a column sum within this of its cap counts as feasible (spec §3.3)
 
 # kinds of action a slot takes, and the status of a copy after slot_batch (see there)
-ALLOCATION, CLASSES, JOBS = range(3)
+ALLOCATION, CLASSES, JOBS, SOFTMAX = range(4)
 DONE, NOT_FINITE, FULL = range(3)
 N_JOBS, T, NEXT_ID, N_PAID, COLLISIONS = range(5)
 COUNTERS = 5
@@ -130,7 +130,8 @@ def work_size(n_rows: int, n_cols: int, n_servers: int) -> int:
     r·N, r·y and y, then the paid rewards), whichever is longer, and the stack of :func:`pairwise_sum` for sums of
     over 128 terms."""
     size = max(n_cols + 3 * n_rows + n_rows * n_cols, n_rows * n_cols + n_servers)
-    return size + (SUM_STACK if max(n_rows * n_cols, n_servers) > 128 else 0)
+    # (the n_rows + 1 terms: a softmax's exponentials, ``SOFTMAX``)
+    return size + (SUM_STACK if max(n_rows * n_cols, n_servers, n_rows + 1) > 128 else 0)
 
 
 @cached_njit(inline="always")
@@ -173,10 +174,47 @@ def project(frac, work, b, n_rows, n_cols):
 
 
 @cached_njit
+def softmax_exponents(logits, queue, z, width, scale):
+    """The exponents of one copy's ``simplex_logits`` softmax, ``scale · (l − max l)`` per server class j over the
+    classes with waiting jobs (``queue[i]`` > 0: the observation's Q(t), :func:`write_observation`) and idle, −inf
+    elsewhere: :func:`shifted_logits`' operations, from the (J·(I + 1),) ``logits`` (any real dtype, read as
+    float64; ``width`` = I + 1 per server class) into the float64 ``z`` (1, J·(I + 1)). False, writing nothing,
+    if a logit is NaN or inf. The caller takes the exponential with numpy (see :func:`shifted_logits`), then steps
+    the slot with kind ``SOFTMAX``."""
+    for q in range(logits.size):
+        if not np.isfinite(logits[q]):
+            return False
+    n_cls = width - 1
+    for j in range(z.shape[1] // width):
+        top = -np.inf
+        for i in range(width):
+            value = np.float64(logits[j * width + i]) if i == n_cls or queue[i] > 0 else -np.inf
+            z[0, j * width + i] = value
+            top = max(top, value)
+        for i in range(width):
+            z[0, j * width + i] = scale * (z[0, j * width + i] - top)
+    return True
+
+
+@cached_njit(inline="always")
+def softmax_into(weights, b, caps, slot_stats, work):
+    """y_ij = n_j · w_ji / Σ_i' w_ji' into ``slot_stats[0, Y]`` from copy b's softmax exponentials ``weights[b]``
+    (J·(I + 1), row-major, the idle entry last; :func:`softmax_exponents`) and the slot's server counts ``caps``:
+    :func:`softmax_allocation` of their row sums (NumPy's, :func:`_work_sum`'s stack in ``work``)."""
+    n_cls, n_cols = slot_stats.shape[2], slot_stats.shape[3]
+    width = n_cls + 1
+    for j in range(n_cols):
+        total = pairwise_sum(weights, (b,), j * width, width, work, (0,), work.shape[1] - SUM_STACK)
+        for i in range(n_cls):
+            slot_stats[0, Y, i, j] = weights[b, j * width + i] / total * float(caps[j])
+
+
+@cached_njit
 def prepare(kind, actions, trow, slot, b):
     """Q(t) of copy b and, for ``kind`` ``ALLOCATION``, y = its projected allocation fractions ``actions[b]``
     (I·J, row-major, :func:`project_column`) times n_j; for ``CLASSES`` with a non-empty ``actions`` (a batch), y =
-    ``actions[b]`` (I·J, row-major; a simulator sets y itself). False, changing nothing, if a fraction is NaN or inf.
+    ``actions[b]`` (I·J, row-major; a simulator sets y itself); for ``SOFTMAX``, y = n_j(t) times the softmax of
+    the exponentials ``actions[b]`` (:func:`softmax_into`). False, changing nothing, if a fraction is NaN or inf.
     ``slot``: a :class:`Slot`."""
     schedule, caps_nominal, jobs, counters = slot.schedule, slot.caps_nominal, slot.jobs, slot.counters
     slot_stats, classes, work = slot.slot_stats, slot.classes, slot.work
@@ -189,6 +227,8 @@ def prepare(kind, actions, trow, slot, b):
         for i in range(n_cls):
             for j in range(n_cols):
                 slot_stats[0, Y, i, j] = actions[b, i * n_cols + j]
+    if kind == SOFTMAX:
+        softmax_into(actions, b, schedule[trow], slot_stats, work)
     if kind != ALLOCATION:
         return True
     for k in range(n_cls * n_cols):
@@ -518,6 +558,61 @@ def stats_observation(obs, t, horizon, total_counts, log_counts, total_sums, fea
     return out
 
 
+@cached_njit(inline="always")
+def _stats_into(out, obs, t, horizon, total_counts, total_sums, features, log_counts, log_table):
+    """:func:`stats_observation` as float32 into ``out`` (each entry the float64 one rounded, as ``astype``
+    rounds). log1p of a count N_ij (an integer) is ``log_table[N_ij]`` when ``log_table`` is not empty (numpy's
+    ``log1p`` of each integer up to the largest possible count, the same bits as numpy's of N_ij), else
+    ``log_counts[i, j]`` (numpy's, computed by the caller)."""
+    n = obs.size
+    for q in range(n):
+        out[q] = obs[q]
+    out[n] = np.float32(t / horizon)
+    n_cls, n_cols = total_counts.shape[-2], total_counts.shape[-1]
+    size = n_cls * n_cols
+    for i in range(n_cls):
+        for j in range(n_cols):
+            q, count = i * n_cols + j, total_counts[i, j]
+            if log_table.size == 0:
+                log = log_counts[i, j]
+            else:
+                at = int(count)
+                log = log_table[at] if at < log_table.size else np.log1p(count)  # (beyond the table: never)
+            out[n + 1 + q] = np.float32(log)
+            out[n + 1 + size + q] = np.float32(total_sums[i, j] / count if count > 0 else 0.0)
+    at = n + 1 + 2 * size
+    for q in range(features.size):
+        out[at + q] = np.float32(features[q])
+
+
+@cached_njit
+def stats_observation_into(out, obs, t, horizon, total_counts, log_counts, total_sums, features):
+    """:func:`stats_observation` as float32 into ``out``, with numpy's ``log_counts`` (:func:`_stats_into`)."""
+    _stats_into(out, obs, t, horizon, total_counts, total_sums, features, log_counts, np.zeros(0))
+
+
+@cached_njit
+def write_stats_observation(record, out, log_table, horizon, features):
+    """Copy 0's :func:`stats_observation` of ``record`` (a :class:`Batch`) as float32 into ``out``, log1p from the
+    non-empty ``log_table`` (:func:`_stats_into`)."""
+    slot = unowned(record, Slot)
+    slot_stats = slot.slot_stats
+    _stats_into(out, slot.obs[0], slot.counters[0, T], horizon, slot_stats[0, TOTAL_COUNTS], slot_stats[0, TOTAL_SUMS],
+                features, slot_stats[0, TOTAL_COUNTS], log_table)  # fmt: skip
+
+
+@cached_njit
+def slot_observed(kind, actions, r_star, record, out, log_table, features, horizon):
+    """:func:`slot_batch` of a simulator's one copy (``r_star`` a float), then, when it is done, its
+    :func:`write_stats_observation` (the ``queues_stats`` and ``full`` observations in the same call). Returns the
+    copy's status."""
+    stepping, rewards, status = np.ones(1, dtype=np.bool_), np.zeros(1), np.zeros(1, dtype=np.int64)
+    slot_batch(kind, actions, stepping, np.full(1, r_star), rewards, status, record)
+    if status[0] == DONE:
+        write_stats_observation(record, out, log_table, horizon, features)
+    return status[0]
+
+
 @cached_njit
 def slot_batch(kind, actions, stepping, r_star, rewards, status, record):
     """One slot of every copy b of ``record`` (a :class:`Batch`) with ``stepping[b]`` (server counts
@@ -526,10 +621,11 @@ def slot_batch(kind, actions, stepping, r_star, rewards, status, record):
 
     ``kind`` ``ALLOCATION``: ``actions[b]`` holds fractions y_ij/n_j (I·J, row-major), projected; ``CLASSES``:
     y (I, J) is ``actions[b]`` (row-major) or, with an empty ``actions`` (a simulator), already in
-    ``slot_stats[0, Y]``; ``JOBS``: ``actions[b]`` is x (waiting jobs × J, flat). Selections by
-    servers (``server_choice``) call :func:`begin_slot` and :func:`end_slot` around their NumPy selection instead.
-    The status is ``DONE``, or the copy is unchanged and it is ``NOT_FINITE`` (an allocation fraction is NaN or
-    inf) or ``FULL`` (the job arrays have no room for an arrival: grow them and step it again).
+    ``slot_stats[0, Y]``; ``SOFTMAX``: ``actions[b]`` holds a ``simplex_logits`` softmax's exponentials
+    (:func:`softmax_exponents`), y = n_j(t) times the softmax; ``JOBS``: ``actions[b]`` is x (waiting jobs × J,
+    flat). Selections by servers (``server_choice``) call :func:`begin_slot` and :func:`end_slot` around their NumPy
+    selection instead. The status is ``DONE``, or the copy is unchanged and it is ``NOT_FINITE`` (an allocation
+    fraction is NaN or inf) or ``FULL`` (the job arrays have no room for an arrival: grow them and step it again).
 
     The arrays are passed on without their memory owners (:func:`~cluster_envs.common.record.unowned`): numba's
     reference counting of arrays passed to a function or an inlined helper, atomic operations, cost more than the

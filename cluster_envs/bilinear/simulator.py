@@ -68,7 +68,9 @@ def project_allocation(y: np.ndarray, active: np.ndarray, caps: np.ndarray) -> n
 def logits_to_allocation(logits: np.ndarray, active: np.ndarray, caps: np.ndarray, scale: float = 1.0) -> np.ndarray:
     """(J, I+1) logits, the last one "idle": y_ij = n_j softmax(scale·logits) over {active classes, idle} (§3.3),
     as (I, J). Leading axes are a batch (logits (..., J, I+1), active (..., I) -> (..., I, J)), computed with the
-    same operations per copy, so the batched env's allocations equal the single env's bit for bit.
+    same operations per copy. The single env computes the same operations in its step (the exponents by
+    :func:`~cluster_envs.bilinear.kernel.softmax_exponents`, numpy's exponential, the rest in the slot's kernel,
+    kind ``SOFTMAX``), so the batched env's allocations, made here, equal the single env's bit for bit.
 
     ``scale`` multiplies after the max is subtracted, so finite logits of any size cannot overflow to NaN.
     """
@@ -160,8 +162,23 @@ class BilinearSimulator:
             **self.job_arrays(1, slots),
         }
         self.bind(arrays, 0)
+        self.stats_obs: np.ndarray | None = None  # the queues_stats / full observation, once observe_stats is called
+        self._stats_args: tuple = ()
         self.set_jobs(self.arrivals[:1][self.arrivals[:1] >= 0])  # Q(1) = A(1)
-        kernel.write_observation(arrays["jobs"], arrays["counters"], arrays["slot_stats"], arrays["obs"], 0)
+
+    def _write_stats(self) -> None:
+        log_table, features, horizon = self._stats_args
+        kernel.write_stats_observation(self.record, self.stats_obs, log_table, horizon, features)
+
+    def observe_stats(self, log_table: np.ndarray, horizon: int, features: np.ndarray) -> None:
+        """From now on write the ``queues_stats`` (empty ``features``) or ``full`` observation (u and v as
+        ``features``) into ``stats_obs`` (float32) at every slot, in the slot's compiled call; ``log_table``: numpy's
+        ``log1p`` of 0, 1, ... up to the largest count N_ij the episode can reach
+        (:func:`~cluster_envs.bilinear.kernel.write_stats_observation`)."""
+        size = self.obs.size + 1 + 2 * self.n_job * self.n_server_class + features.size
+        self.stats_obs = np.empty(size, dtype=np.float32)
+        self._stats_args = (log_table, np.ascontiguousarray(features, dtype=np.float64), int(horizon))
+        self._write_stats()
 
     def job_arrays(self, copies: int, slots: int) -> dict[str, np.ndarray]:
         """Empty job arrays (``JOB_ARRAYS``) of ``copies`` copies with room for ``slots`` waiting jobs."""
@@ -213,6 +230,11 @@ class BilinearSimulator:
         self.jobs[0, : classes.size], self.jobs[1, : classes.size] = classes, np.arange(classes.size)
         self.job_stats[:, : classes.size] = 0.0
         self.counters[kernel.N_JOBS] = self.counters[kernel.NEXT_ID] = classes.size
+        # the observation's Q (which the simplex_logits softmax reads) follows the jobs
+        arrays = self.arrays
+        kernel.write_observation(arrays["jobs"], arrays["counters"], arrays["slot_stats"], arrays["obs"], self.row)
+        if self.stats_obs is not None:
+            self._write_stats()
 
     @property
     def t(self) -> int:
@@ -248,6 +270,11 @@ class BilinearSimulator:
     def _run(self, kind: int, action: np.ndarray, r_star: float) -> bool:
         """One slot; ``action``: the kernel's action, one row (a simulator of its own arrays: a batch steps the
         simulators bound to it)."""
+        if self.stats_obs is not None:
+            while (status := kernel.slot_observed(kind, action, r_star, self.record, self.stats_obs,
+                                                  *self._stats_args)) == kernel.FULL:  # fmt: skip
+                self.reserve()
+            return status == kernel.DONE
         self._r_star[0] = r_star
         while True:
             kernel.slot_batch(kind, action, ONE, self._r_star, self._reward, self._status, self.record)
@@ -269,6 +296,12 @@ class BilinearSimulator:
         """:meth:`step_classes` without building its :class:`SlotResult` (the env's step reads the arrays)."""
         self.slot_stats[kernel.Y] = y
         self._run(kernel.CLASSES, NO_ACTION, r_star)
+
+    def step_softmax(self, weights: np.ndarray, r_star: float = 0.0) -> None:
+        """Run one slot with y_ij = n_j(t) w_ji / Σ_i' w_ji' from the (1, J·(I + 1)) exponentials ``weights`` of a
+        ``simplex_logits`` softmax (:func:`~cluster_envs.bilinear.kernel.softmax_exponents`, then ``np.exp``; the
+        idle entry of each server class last): :func:`logits_to_allocation` and :meth:`run_classes` in one call."""
+        self._run(kernel.SOFTMAX, weights, r_star)
 
     def step_jobs(self, x: np.ndarray, r_star: float = 0.0) -> SlotResult:
         """Run one slot with a feasible per-job allocation x (K, J) over the waiting jobs in FIFO order."""
@@ -309,6 +342,8 @@ class BilinearSimulator:
         served = y * np.minimum(1.0, q / np.maximum(y.sum(axis=1), 1.0))[:, None] if self.exclusive else y
         self.stats[kernel.REWARD_SERVED] = float((self.r * served).sum())
         kernel.end_slot(self.record, r_star, self.row)
+        if self.stats_obs is not None:
+            self._write_stats()
         return self.result()
 
     def result(self) -> SlotResult:

@@ -63,6 +63,13 @@ def as_real_array(value: Any, shape: tuple[int, ...] | None = None, name: str = 
     return value
 
 
+def kernel_floats(value: np.ndarray) -> np.ndarray:
+    """A real array (:func:`as_real_array`) as a compiled action reader takes it: float32 and float64 arrays as
+    they are (the reader reads their entries as float64), any other dtype converted to float64 (numba has no
+    float16 or long double, and each further dtype would be one more compilation)."""
+    return value if value.dtype == np.float32 or value.dtype == np.float64 else value.astype(np.float64)
+
+
 def invalid_action(detail: str, name: str = "action") -> ValueError:
     """The one form of a rejected action: ``ValueError("<name> <detail>")``, ``detail`` saying what is allowed
     (callers ``raise invalid_action(...)``)."""

@@ -120,6 +120,24 @@ def _dynamic_columns(out, edge_mask, last_action, counts, utility_sums, time, ho
             out[b, e, now] = time[b, 0]
 
 
+@cached_njit
+def advance_rows(rows, counts, utility_sums, x, feedback, edge_mask, t, horizon):  # pragma: no cover (compiled)
+    """One env's rows (``max_edges``, ``N_FEATURES``) after a slot, in place: the executed ``x`` and its observed
+    utilities ``feedback`` join the statistics ``counts`` and ``utility_sums`` (in place), then the dynamic columns
+    of the instance's edges as :func:`_dynamic_columns` writes them, for the slot ``t`` about to be decided
+    (``edge_mask``: its arrivals per edge; time (t − 1)/T, at most 1)."""
+    arrived, count, mean, last, now = DYNAMIC_COLUMNS
+    time = np.float32(min(1.0, (t - 1) / horizon))
+    for e in range(counts.size):
+        counts[e] += x[e]
+        utility_sums[e] += feedback[e]
+        rows[e, arrived] = edge_mask[e]
+        rows[e, count] = counts[e] / horizon
+        rows[e, mean] = utility_sums[e] / counts[e] if counts[e] > 0 else 0.0
+        rows[e, last] = x[e]
+        rows[e, now] = time
+
+
 def entity_space(config, unbounded: bool) -> spaces.Box:
     """The family's observation space: fixed by the ``max_*`` keywords alone (not by the instance)."""
     low = np.zeros((config.max_edges, N_FEATURES), np.float32)

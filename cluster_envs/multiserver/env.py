@@ -8,14 +8,22 @@ import numpy as np
 from gymnasium import spaces
 
 from cluster_envs.common.alibaba_gpu import NAME as ALIBABA
-from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action
+from cluster_envs.common.env import ClusterEnv, as_real_array, invalid_action, kernel_floats
 from cluster_envs.common.guards import Estimate, check
 from cluster_envs.common.render import BLUE, GREEN, ORANGE, bar_chart, cycle_colors
 from cluster_envs.multiserver import knapsack
 from cluster_envs.multiserver.alibaba import trace_instance
 from cluster_envs.multiserver.config import PRESETS, MultiServerConfig
-from cluster_envs.multiserver.entity import ENTITY, EdgeStatics, EntityRows, capacity_share, padded_mask
-from cluster_envs.multiserver.kernel import action_problem
+from cluster_envs.multiserver.entity import (
+    ENTITY,
+    N_FEATURES,
+    EdgeStatics,
+    EntityRows,
+    advance_rows,
+    capacity_share,
+    padded_mask,
+)
+from cluster_envs.multiserver.kernel import action_problem, score_request
 from cluster_envs.multiserver.model import (
     KnapsackOracle,
     MultiServerInstance,
@@ -217,6 +225,11 @@ class ClusterMultiServerEnv(ClusterEnv):
         self._last: SlotResult | None = None
         self._counts = np.zeros(n_e)  # entity mode's feedback statistics: slots used, sum of observed utilities
         self._utility_sums = np.zeros(n_e)
+        # entity mode: the current padded rows (max_edges, N_FEATURES), kept up to date by a kernel each slot
+        self._rows: np.ndarray | None = None
+        # action_mode="scores" with repair: the requested edges and the priority, read by one kernel into these
+        self._scores_repair = config.action_mode == "scores" and config.invalid_action == "repair"
+        self._requested, self._priority = np.zeros(n_e, dtype=bool), np.zeros(n_e, dtype=np.int64)
 
     # -- what ClusterGang-v0 overrides ---------------------------------------------------------------
 
@@ -322,6 +335,11 @@ class ClusterMultiServerEnv(ClusterEnv):
         self._last = None
         self._counts[:] = 0.0
         self._utility_sums[:] = 0.0
+        if self.entity is not None:
+            obs = self._dict_observation()
+            rows = self.entity.rows(obs["edge_mask"][None], obs["last_action"][None], self._counts[None],
+                                    self._utility_sums[None], obs["time"][None])  # fmt: skip
+            self._rows = rows.reshape(-1, N_FEATURES)
         self._cum = {"aou": 0.0, "expected": 0.0, "oracle": 0.0, "regret": 0.0, "dropped": 0.0}
         return {"t": 1, "arrivals": self._sim.arrivals.copy()}
 
@@ -329,10 +347,11 @@ class ClusterMultiServerEnv(ClusterEnv):
         return self._feasible_action(action)
 
     def _advance(self, action: tuple[np.ndarray, int, int]) -> None:
-        result = self._last = self._sim.execute(*action)
+        sim = self._sim
+        result = self._last = sim.execute(*action)
         if self.entity is not None:
-            self._counts += result.x
-            self._utility_sums += result.feedback
+            advance_rows(self._rows, self._counts, self._utility_sums, result.x, result.feedback, sim.edge_mask, sim.t,
+                         sim.horizon)  # fmt: skip
         cum = self._cum
         cum["aou"] += result.utility
         cum["dropped"] += result.n_dropped_arrival + result.n_dropped_capacity
@@ -382,6 +401,11 @@ class ClusterMultiServerEnv(ClusterEnv):
 
     def _feasible_action(self, action: Any) -> tuple[np.ndarray, int, int]:
         cfg, sim = self.config, self.simulator
+        if self._scores_repair:  # the check, the request and the priority in one kernel
+            arr = kernel_floats(as_real_array(action, self.action_space.shape))
+            if not score_request(arr, self._n_edges, self._requested, self._priority):
+                raise invalid_action("must be finite (no NaN or inf)")
+            return self._repair(self._requested, self._priority)
         binary = cfg.action_mode == "binary"
         arr = check_action_array(action, self.action_space.shape[0], binary)
         if self.entity is not None:
@@ -415,7 +439,10 @@ class ClusterMultiServerEnv(ClusterEnv):
 
     def _observe(self) -> Any:
         """The Dict of the state; in ``observation_format="flat"`` the Box written part by part from the state, in the
-        layout of ``gymnasium.spaces.flatten`` (no Dict built)."""
+        layout of ``gymnasium.spaces.flatten`` (no Dict built); in ``observation_mode="entity"`` the padded rows (a
+        copy of the ones the slot's kernel keeps)."""
+        if self._rows is not None:
+            return self._rows.reshape(-1).copy()
         return self._dict_observation() if self._flat_slices is None else self._flat_observation()
 
     def _dict_observation(self) -> dict[str, np.ndarray]:
@@ -452,13 +479,20 @@ class ClusterMultiServerEnv(ClusterEnv):
             out[at["static"]] = self._static_observation().ravel()
         return out
 
-    def emit(self, observation: dict[str, np.ndarray]) -> Any:
-        """As :meth:`ClusterEnv.emit`, and in ``observation_mode="entity"`` the padded edge rows."""
-        if self.entity is None:
-            return super().emit(observation)
-        self.last_observation = observation
-        return self.entity.rows(observation["edge_mask"][None], observation["last_action"][None],
-                                self._counts[None], self._utility_sums[None], observation["time"][None])[0]  # fmt: skip
+    def emit(self, observation: Any) -> Any:
+        """As :meth:`ClusterEnv.emit`; in ``observation_mode="entity"`` the padded edge rows :meth:`_observe` gives,
+        and ``last_observation`` the Dict of the same state, built when it is read."""
+        return super().emit(observation) if self.entity is None else observation
+
+    @property
+    def last_observation(self) -> Any:
+        """The observation last emitted (:meth:`ClusterEnv.emit`); in ``observation_mode="entity"`` the Dict of the
+        state it was written from (``edge_mask``, ``last_action``, ...; the state changes only in ``step``)."""
+        return self._dict_observation() if self.entity is not None else self._last_observation
+
+    @last_observation.setter
+    def last_observation(self, observation: Any) -> None:
+        self._last_observation = observation
 
     def action_masks(self) -> np.ndarray:
         """MaskablePPO mask: bool[2·|E|], pairs (value 0 allowed, value 1 allowed) per edge (per padded edge in

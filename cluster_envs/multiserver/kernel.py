@@ -73,6 +73,24 @@ def action_problem(action: np.ndarray, binary: bool) -> int:
 
 
 @cached_njit
+def score_request(action, n_edges, requested, priority) -> bool:
+    """``action_mode="scores"`` with repair, read in one call: False if an entry of the (real-valued) ``action``
+    is NaN or inf; else, over its first ``n_edges`` entries (the instance's: padding is ignored), the requested
+    edges (score > 0.5) into the bool ``requested`` and the priority, the stable argsort of the negated scores
+    (highest score first, ties by index: numpy's ``argsort(-a, kind="stable")``), into the int64 ``priority``."""
+    for a in action:
+        if not np.isfinite(np.float64(a)):
+            return False
+    keys = np.empty(n_edges)
+    for e in range(n_edges):
+        score = np.float64(action[e])
+        requested[e] = score > 0.5
+        keys[e] = -score
+    priority[:] = np.argsort(keys, kind="mergesort")  # stable: the one permutation a stable sort gives
+    return True
+
+
+@cached_njit
 def first_fit_into(requested, usable, order, A, c, x, used, wanted) -> tuple[int, int]:
     """Spec §3.6 into ``x`` (``used``: int64[K], ``wanted``: int64[|E|] scratch): drop requested bits outside
     ``usable`` (idle ports), then keep the rest along ``order`` (a permutation of the edges) while ``Ax ≤ c``

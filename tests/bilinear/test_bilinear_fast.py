@@ -1,5 +1,6 @@
-"""The compiled ClusterBilinear-v0: NumPy's draws and sums bit for bit, the minimal info and the
-batched env, which equals B single envs (SyncVectorEnv, copy i seeded s + i) step for step."""
+"""The compiled ClusterBilinear-v0: NumPy's draws and sums bit for bit, the minimal info, the compiled
+simplex_logits softmax and stats observations (equal to the numpy computation they replace) and the batched env,
+which equals B single envs (SyncVectorEnv, copy i seeded s + i) step for step."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import numpy as np
 import pytest
 from numba import njit
 
+from cluster_envs.bilinear import env as bilinear_env
+from cluster_envs.bilinear import kernel
+from cluster_envs.bilinear.env import LOGIT_SCALE, ClusterBilinearEnv
 from cluster_envs.bilinear.rng import next_double, permute, standard_normal
+from cluster_envs.bilinear.simulator import logits_to_allocation
 from cluster_envs.common.pcg import state_row
 
 ENV_ID = "ClusterBilinear-v0"
@@ -161,3 +166,90 @@ def test_split_names_every_part_of_the_observation_in_order(kwargs):
     assert {name: part.shape for name, part in parts.items()} == problem.observation_parts()
     np.testing.assert_array_equal(np.concatenate([part.ravel() for part in parts.values()]), obs)
     np.testing.assert_array_equal(parts["queues"], env.simulator.queue())
+
+
+class _Reference(ClusterBilinearEnv):
+    """The single env as it was before the compiled ``simplex_logits`` and stats-observation paths: the softmax
+    by :func:`logits_to_allocation` (numpy's exponential and row sums) and the observation by
+    :func:`kernel.stats_observation` with numpy's ``log1p``, converted to float32."""
+
+    def _advance(self, a):
+        if self.config.action_mode != "simplex_logits":
+            return super()._advance(a)
+        sim = self._sim
+        caps = sim.caps_now()
+        r_star = self._r_star if self.config.server_schedule is None else self._oracle(caps)[0]
+        logits = np.asarray(a, dtype=np.float64).reshape(len(caps), -1)
+        sim.run_classes(logits_to_allocation(logits, sim.queue() > 0, caps, LOGIT_SCALE), r_star)
+        self._slot = (r_star, caps, None)
+
+    def _observe(self):
+        sim, cfg = self._sim, self.config
+        if cfg.observation_mode == "queues":
+            return sim.obs.copy()
+        counts, sums = sim.slot_stats[kernel.TOTAL_COUNTS], sim.slot_stats[kernel.TOTAL_SUMS]
+        features = self._features if cfg.observation_mode == "full" else np.zeros(0)
+        out = kernel.stats_observation(sim.obs, sim.t, cfg.horizon, counts, np.log1p(counts), sums, features)
+        return out.astype(np.float32)
+
+
+FAST_CASES = [
+    {"preset": "rl"},
+    {"action_mode": "simplex_logits", "observation_mode": "queues_stats", "service_model": "paper"},
+    {"action_mode": "simplex_logits", "preset": "production"},
+    # 140 classes: each softmax row sums 141 exponentials (numpy's pairwise split above 128 terms)
+    {"action_mode": "simplex_logits", "observation_mode": "full", "num_job_classes": 140, "num_server_classes": 1,
+     "servers_per_class": [3], "traffic_intensity": 0.9},
+    {"action_mode": "simplex_logits", "observation_mode": "full", "server_schedule": np.tile([[2, 1], [1, 2]], (20, 1)),
+     "traffic_intensity": 0.8},
+    {"observation_mode": "full"},  # the allocation action with the compiled observation
+    {"action_mode": "server_choice", "observation_mode": "queues_stats"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kwargs", FAST_CASES)
+@pytest.mark.parametrize("big_horizon_path", [False, True])
+def test_compiled_softmax_and_stats_observation_equal_numpy_bit_for_bit(kwargs, big_horizon_path, monkeypatch):
+    """The single env's simplex_logits softmax (the exponents in a kernel, numpy's exponential, the row sums and y
+    in the slot's kernel) and its queues_stats / full observation (written in the slot's kernel, log1p from a table
+    of numpy's values; or, past the table's size, numpy's log1p of each observation) equal the numpy computation
+    they replace, bit for bit: observations, rewards, allocations and info, over episodes and their resets; actions
+    of several dtypes, logits far outside the Box, ties and empty classes."""
+    if big_horizon_path:
+        monkeypatch.setattr(bilinear_env, "LOG_TABLE_MAX", 0)
+    kwargs = {"horizon": 40, **kwargs}
+    fast, reference = ClusterBilinearEnv(**kwargs), _Reference(**kwargs)
+    assert (fast._log_table is None) == big_horizon_path
+    rng = np.random.default_rng(7)
+    fast.action_space.seed(7)
+    np.testing.assert_array_equal(fast.reset(seed=3)[0], reference.reset(seed=3)[0])
+    for t in range(2 * fast.config.horizon + 5):
+        if fast.config.action_mode == "server_choice":
+            action = fast.action_space.sample()
+        else:
+            action = rng.uniform(-1, 1, fast.action_space.shape) * rng.choice([1e-3, 1.0, 40.0])
+            if t % 5 == 0:
+                action = np.round(action)  # ties
+            action = action.astype([np.float32, np.float64, np.int64][t % 3])
+        a, b = fast.step(action), reference.step(action)
+        assert a[0].dtype == b[0].dtype == np.float32
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1:4] == b[1:4]
+        assert a[4].keys() == b[4].keys()
+        for key, value in a[4].items():
+            np.testing.assert_equal(value, b[4][key], err_msg=key)
+        np.testing.assert_array_equal(fast.simulator.slot_stats[kernel.Y], reference.simulator.slot_stats[kernel.Y])
+        if a[2] or a[3]:
+            np.testing.assert_array_equal(fast.reset()[0], reference.reset()[0])
+
+
+def test_compiled_softmax_refuses_non_finite_logits_and_leaves_the_env_unchanged():
+    env = gym.make(ENV_ID, action_mode="simplex_logits", observation_mode="full", horizon=20).unwrapped
+    obs, _ = env.reset(seed=0)
+    for bad in (np.nan, np.inf, -np.inf):
+        action = np.zeros(env.action_space.shape)
+        action[3] = bad
+        with pytest.raises(ValueError, match="finite"):
+            env.step(action)
+        assert env.simulator.t == 0
+        np.testing.assert_array_equal(env._observe(), obs)

@@ -113,3 +113,54 @@ def test_the_entity_rows_come_in_one_form_only():
     Dict form is refused by name."""
     with pytest.raises(ValueError, match="observation_format='flat'"):
         gym.make("ClusterMultiServer-v0", observation_mode="entity", observation_format="dict")
+
+
+@pytest.mark.parametrize("env_id", ["ClusterMultiServer-v0", "ClusterGang-v0"])
+def test_the_kernels_rows_equal_the_rows_of_the_dict_bit_for_bit(env_id):
+    """The rows the env keeps up to date in one kernel per slot equal ``EntityRows.rows`` of the Dict observation
+    and of the statistics summed in numpy (what the env computed before), over an episode and its reset."""
+    env = gym.make(env_id, horizon=25, **ENTITY)
+    entity = env.unwrapped.entity
+    obs, _ = env.reset(seed=4)
+    env.action_space.seed(4)
+    n_e = env.unwrapped.instance.n_edges
+    counts, sums = np.zeros(n_e), np.zeros(n_e)
+    for _ in range(40):
+        last = env.unwrapped.last_observation
+        expected = entity.rows(last["edge_mask"][None], last["last_action"][None], counts[None], sums[None],
+                               last["time"][None])[0]  # fmt: skip
+        np.testing.assert_array_equal(obs, expected)
+        obs, _, _, truncated, _ = env.step(env.action_space.sample())
+        last = env.unwrapped.last_observation
+        counts += last["last_action"]
+        sums += last["last_utility"]
+        if truncated:
+            obs, _ = env.reset()
+            counts[:], sums[:] = 0.0, 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_the_scores_kernel_gives_numpys_request_and_stable_priority(dtype):
+    """``score_request``: the requested edges (score > 0.5) and numpy's ``argsort(-score, kind="stable")`` over the
+    instance's edges (padding ignored), ties (repeated scores, 0.0 and -0.0) in index order; a non-finite entry, in
+    the padding too, refused."""
+    from cluster_envs.multiserver.kernel import score_request
+
+    rng = np.random.default_rng(0)
+    for n_edges, size in ((1, 1), (7, 7), (49, 96), (141, 256)):
+        for k in range(20):
+            if dtype == np.int64:
+                scores = rng.integers(0, 3, size)
+            else:  # ties, or distinct scores
+                scores = rng.choice([0.0, -0.0, 0.25, 0.5, 0.75, 1.0], size) if k % 2 else rng.uniform(0, 1, size)
+            scores = scores.astype(dtype)
+            requested, priority = np.zeros(n_edges, bool), np.zeros(n_edges, np.int64)
+            assert score_request(scores, n_edges, requested, priority)
+            arr = scores.astype(np.float64)[:n_edges]
+            np.testing.assert_array_equal(requested, arr > 0.5)
+            np.testing.assert_array_equal(priority, np.argsort(-arr, kind="stable"))
+    if dtype != np.int64:
+        for bad in (np.nan, np.inf):
+            scores = np.zeros(10, dtype)
+            scores[-1] = bad
+            assert not score_request(scores, 4, np.zeros(4, bool), np.zeros(4, np.int64))
