@@ -123,19 +123,16 @@ def _dynamic_columns(out, edge_mask, last_action, counts, utility_sums, time, ho
 @cached_njit
 def advance_rows(rows, counts, utility_sums, x, feedback, edge_mask, t, horizon):  # pragma: no cover (compiled)
     """One env's rows (``max_edges``, ``N_FEATURES``) after a slot, in place: the executed ``x`` and its observed
-    utilities ``feedback`` join the statistics ``counts`` and ``utility_sums`` (in place), then the dynamic columns
-    of the instance's edges as :func:`_dynamic_columns` writes them, for the slot ``t`` about to be decided
-    (``edge_mask``: its arrivals per edge; time (t − 1)/T, at most 1)."""
-    arrived, count, mean, last, now = DYNAMIC_COLUMNS
-    time = np.float32(min(1.0, (t - 1) / horizon))
-    for e in range(counts.size):
+    utilities ``feedback`` join the statistics ``counts`` and ``utility_sums`` (in place), then
+    :func:`_dynamic_columns` rewrites the instance's edges' columns for the slot ``t`` about to be decided
+    (``edge_mask``: its arrivals per edge; time (t − 1)/T, at most 1), as a batch of one."""
+    n = counts.size
+    for e in range(n):
         counts[e] += x[e]
         utility_sums[e] += feedback[e]
-        rows[e, arrived] = edge_mask[e]
-        rows[e, count] = counts[e] / horizon
-        rows[e, mean] = utility_sums[e] / counts[e] if counts[e] > 0 else 0.0
-        rows[e, last] = x[e]
-        rows[e, now] = time
+    time = np.full((1, 1), min(1.0, (t - 1) / horizon), dtype=np.float32)
+    _dynamic_columns(rows.reshape(1, rows.shape[0], rows.shape[1]), edge_mask.reshape(1, n), x.reshape(1, n),
+                     counts.reshape(1, n), utility_sums.reshape(1, n), time, horizon)  # fmt: skip
 
 
 def entity_space(config, unbounded: bool) -> spaces.Box:
