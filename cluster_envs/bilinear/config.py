@@ -8,6 +8,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from cluster_envs.bilinear.azure import NAME as AZURE
+from cluster_envs.bilinear.azure import SLOT_SECONDS, trace_arrivals
+from cluster_envs.common.azure_llm import HOW_TO_PASS
 from cluster_envs.common.domains import (
     FLAG,
     AnyOf,
@@ -26,6 +29,7 @@ from cluster_envs.common.env import INFO_LEVELS
 SERVICE_MODELS = ("paper", "exclusive")
 ACTION_MODES = ("allocation", "simplex_logits", "server_choice", "job_allocation")
 OBSERVATION_MODES = ("queues", "queues_stats", "full")
+ARRIVALS = ("bernoulli", AZURE)  # Sec. II's Bernoulli(λ) draws, or a real trace's (cluster_envs.bilinear.azure)
 REWARD_MODES = ("noisy", "mean", "expected", "cost_adjusted")
 
 
@@ -88,7 +92,8 @@ class BilinearConfig:
         "features have shapes (I, d), (J, d), (d²,) and rows of L2 norm ≤ 1; λ = Σ ρ_i μ_i ≤ 1 (one arrival per "
         "slot); ρ ≤ n servers, and ρ < n unless `allow_unstable` (Assumption II.1); a `server_schedule` array has "
         f"shape (horizon, J); max(I·J, d², `max_visible_jobs`·J) ≤ {MAX_STATE:.0e}; n = Σ `servers_per_class` ≤ "
-        f"{MAX_SERVERS:.0e}"
+        f'{MAX_SERVERS:.0e}; `arrivals="{AZURE}"` needs `trace_dir`, an even `num_job_classes` and no '
+        "`traffic_intensity` (the trace's rates give ρ), and `trace_dir` is read by no other `arrivals`"
     )
 
     DOMAINS: ClassVar[dict[str, Domain]] = {
@@ -100,7 +105,9 @@ class BilinearConfig:
         "server_features": Given("None, or a (num_server_classes, feature_dim) array of rows with L2 norm ≤ 1"),
         "theta": Given("None, or a (feature_dim²,) array with L2 norm ≤ 1"),
         "instance_seed": Number(low=0, integer=True, none=True),
-        "traffic_intensity": AnyOf((_TRAFFIC, Sequence(_TRAFFIC, length="num_job_classes"))),
+        "traffic_intensity": AnyOf((Number(low=MIN_RATE, none=True), Sequence(_TRAFFIC, length="num_job_classes"))),
+        "arrivals": Choice(ARRIVALS),
+        "trace_dir": Given(f"None, or with arrivals={AZURE!r} the folder of the Azure LLM inference 2023 trace's CSVs"),
         "service_rate": AnyOf((_CLASS_RATE, Sequence(_CLASS_RATE, length="num_job_classes"))),
         "noise_std": Number(low=0.0, high=MAX_MAGNITUDE),
         "holding_costs": AnyOf((_COST, Sequence(_COST, length="num_job_classes"))),
@@ -127,7 +134,9 @@ class BilinearConfig:
     server_features: Any = None
     theta: Any = None
     instance_seed: int | None = None
-    traffic_intensity: float | tuple[float, ...] = 1.0
+    traffic_intensity: float | tuple[float, ...] | None = None  # None: 1.0 (Bernoulli), the trace's rates (a trace)
+    arrivals: str = "bernoulli"
+    trace_dir: Any = None  # the folder of the trace CSVs (arrivals="azure_llm_2023")
     service_rate: float | tuple[float, ...] = 1.0
     noise_std: float = 0.1
     holding_costs: float | tuple[float, ...] = 1.0
@@ -165,9 +174,8 @@ class BilinearConfig:
         object.__setattr__(self, "servers_per_class", servers)
         for name, shape in (("job_features", (n_i, d)), ("server_features", (n_j, d)), ("theta", (d * d,))):
             _unit_bounded(name, getattr(self, name), shape)
-        rho = _per_class(self.traffic_intensity, 1 if np.isscalar(self.traffic_intensity) else n_i)
-        rho = (rho[0] / n_i,) * n_i if len(rho) == 1 else rho  # a scalar is the total ρ, split evenly
         mu = _per_class(self.service_rate, n_i)
+        rho = self._trace_traffic(mu) if self.arrivals == AZURE else self._given_traffic()
         object.__setattr__(self, "traffic_intensity", rho)
         object.__setattr__(self, "service_rate", mu)
         lam = sum(r * m for r, m in zip(rho, mu, strict=True))
@@ -184,12 +192,41 @@ class BilinearConfig:
                     f"server_schedule must be callable t -> n(t) or of shape (horizon, J), got {sched.shape}"
                 )
 
+    def _given_traffic(self) -> tuple[float, ...]:
+        if self.trace_dir is not None:
+            raise ValueError(f"trace_dir is only read by arrivals={AZURE!r}, not by arrivals={self.arrivals!r}")
+        given = 1.0 if self.traffic_intensity is None else self.traffic_intensity
+        rho = _per_class(given, 1 if np.isscalar(given) else self.num_job_classes)
+        return (rho[0] / self.num_job_classes,) * self.num_job_classes if len(rho) == 1 else rho  # a scalar: the total
+
+    def _trace_traffic(self, mu: tuple[float, ...]) -> tuple[float, ...]:
+        """ρ_i = λ_i / μ_i from the trace's admitted arrivals (``cluster_envs.bilinear.azure``)."""
+        if self.traffic_intensity is not None:
+            raise ValueError(f"traffic_intensity={self.traffic_intensity!r} with arrivals={AZURE!r}: the trace's "
+                             "arrival rates give ρ; leave traffic_intensity unset (None)")  # fmt: skip
+        if self.trace_dir is None:
+            raise ValueError(f"arrivals={AZURE!r} (the {AZURE} preset) needs its data: {HOW_TO_PASS}")
+        trace = trace_arrivals(self.trace_dir, self.num_job_classes)
+        if self.horizon >= trace.classes.size:
+            raise ValueError(f"horizon={self.horizon}: the Azure LLM inference 2023 trace has {trace.classes.size} "
+                             f"slots of {SLOT_SECONDS} s; allowed: horizon ≤ {trace.classes.size - 1}")  # fmt: skip
+        rates = trace.rates
+        return tuple(float(lam / m) for lam, m in zip(rates, mu, strict=True))
+
 
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {},
     "paper_holding": {"holding_costs": (1.75,) * 5 + (0.25,) * 5},
     # production scale: 40 job classes on 8 server classes (16 servers), the default's load per server
     "production": {"num_job_classes": 40, "num_server_classes": 8},
+    # the trace's requests as the jobs: 2 services × 3 size classes, slots of 0.1 s, one job at a time per server
+    AZURE: {
+        "arrivals": AZURE,
+        "num_job_classes": 6,
+        "horizon": 2000,
+        "service_rate": 0.22,
+        "service_model": "exclusive",
+    },  # fmt: skip
     "rl": {
         "service_model": "exclusive",
         "action_mode": "simplex_logits",
@@ -201,3 +238,4 @@ PRESETS: dict[str, dict[str, Any]] = {
 # presets an order of magnitude past the papers: timed by `cluster-envs bench --scaling-only` and built by
 # tests/test_production_presets.py, not played by every agent in the tests
 PRODUCTION_PRESETS = ("production",)
+TRACE_PRESETS = (AZURE,)  # presets that read user data (trace_dir): not built without it

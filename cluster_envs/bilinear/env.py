@@ -8,6 +8,8 @@ import numpy as np
 from gymnasium import spaces
 
 from cluster_envs.bilinear import kernel
+from cluster_envs.bilinear.azure import NAME as AZURE
+from cluster_envs.bilinear.azure import trace_arrivals
 from cluster_envs.bilinear.config import PRESETS, BilinearConfig, check_capacity
 from cluster_envs.bilinear.kernel import NOISE_CLIP
 from cluster_envs.bilinear.model import BilinearProblem, mean_rewards, oracle_lp, sample_arrivals, sample_instance
@@ -42,6 +44,11 @@ class ClusterBilinearEnv(ClusterEnv):
     ``allow_unstable``, ρ ≥ n (Assumption II.1; 2λ/μ_min − ρ ≥ n for heterogeneous μ). ``server_schedule``
     (callable t ↦ n(t), or a (T, J) array) makes only the first n_j(t) servers of class j available in slot t;
     capacities and r*(t) follow it; reset checks it at n_min = min_t n(t) in the same way (App. D.2).
+    ``arrivals="azure_llm_2023"`` (with ``trace_dir``, the folder of the trace's CSVs) replaces the Bernoulli
+    draws by the requests of the Azure LLM inference trace of 2023, one job per request, of class service × size
+    class, at most one admitted per slot of 0.1 s in the trace's order; each reset replays a window of T + 1
+    slots from an offset drawn from its arrivals stream; ρ_i is the trace's admitted rate of class i over μ_i
+    (``cluster_envs.bilinear.azure``).
 
     **Observation** ``Box(float32)``, parts in order (``env.unwrapped.problem.split(obs)`` names them):
     ``"queues"`` (default): Q(t) (I); the last slot's feedback, N_ij selection counts (I·J) and summed
@@ -94,7 +101,10 @@ class ClusterBilinearEnv(ClusterEnv):
     **Presets**: ``default`` (Sec. V: I = 10, J = 2, n_j = 2, d = 2, ρ = 1, μ = 1, σ = 0.1, T = 500, c = 1),
     ``paper_holding`` (Fig. 4: c = 7/4 for classes 1–5, 1/4 for 6–10), ``rl`` (exclusive service,
     ``simplex_logits``, ``full`` observation, κ = 0.01), ``production`` (I = 40 job classes on J = 8 server
-    classes, n_j = 2: four times the default's classes at its load per server). ``instance_seed=None`` draws a new
+    classes, n_j = 2: four times the default's classes at its load per server), ``azure_llm_2023`` (the trace's
+    arrivals, ``trace_dir`` required: I = 6, the code and conversation services in three size classes each,
+    μ = 0.22, exclusive service, T = 2000 slots of 0.1 s; ρ = λ/μ below the n = 4 servers, read from the trace at
+    construction). ``instance_seed=None`` draws a new
     instance (u, v, θ: U[0,1] entries, unit-normalised) from each reset seed; an int fixes it.
 
     **Other options**: explicit ``job_features``, ``server_features``, ``theta``, ``traffic_intensity`` (total ρ or
@@ -129,6 +139,8 @@ class ClusterBilinearEnv(ClusterEnv):
         self._rho = np.asarray(config.traffic_intensity)
         self._mu = np.asarray(config.service_rate)
         self._costs = np.asarray(config.holding_costs)
+        # the replayed trace (read once per process by the config's check), or None for Bernoulli arrivals
+        self._trace = trace_arrivals(config.trace_dir, n_i) if config.arrivals == AZURE else None
         k = config.max_visible_jobs
         self.action_space = {
             "allocation": lambda: spaces.Box(0.0, 1.0, shape=(n_i * n_j,), dtype=np.float32),
@@ -266,7 +278,7 @@ class ClusterBilinearEnv(ClusterEnv):
             self._caps.astype(np.int64),
             cfg.noise_std,
             cfg.service_model,
-            sample_arrivals(streams["arrivals"], self._rho * self._mu, t_max + 1),
+            self.draw_arrivals(streams["arrivals"]),
             streams,
             schedule,
             costs=self._costs,
@@ -287,6 +299,14 @@ class ClusterBilinearEnv(ClusterEnv):
             "oracle_allocation": self.oracle_allocation.copy(),
             "queue_total": float(q.sum()),
         }
+
+    def draw_arrivals(self, rng: np.random.Generator) -> np.ndarray:
+        """The classes of A(1) … A(T+1) (-1: none) from the episode's arrivals stream: Bernoulli(λ) draws, or a
+        window of the trace's admitted arrivals from an offset drawn from it."""
+        t_max = self.config.horizon
+        if self._trace is not None:
+            return self._trace.window(rng, t_max)
+        return sample_arrivals(rng, self._rho * self._mu, t_max + 1)
 
     def _schedule(self) -> np.ndarray | None:
         sched = self.config.server_schedule

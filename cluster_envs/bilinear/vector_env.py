@@ -164,6 +164,10 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         u, v, theta = np.zeros((copies.size, n_i, d)), np.zeros((copies.size, n_j, d)), np.zeros((copies.size, d * d))
         episodes.draw_episodes(copies, entropies, self._cdf, self._arrival_rate, self._streams, u, v, theta,
                                batch["rng"], batch["arrivals"])  # fmt: skip
+        if cfg.arrivals != "bernoulli":  # a trace's window, drawn from the arrivals stream as the env's reset does
+            for c, entropy in zip(copies, entropies, strict=True):
+                child = np.random.SeedSequence(int(entropy)).spawn(episodes.ARRIVALS_CHILD + 1)[-1]
+                batch["arrivals"][c] = self.envs[c].draw_arrivals(np.random.Generator(np.random.PCG64(child)))
         if self._seeded_instance is None:
             u, v, theta = normalised(u), normalised(v), normalised(theta)
         else:
