@@ -21,6 +21,8 @@ from baselines.eval.outputs import provenance, run_facts
 from baselines.eval.progress import progress_bar
 from baselines.eval.protocol import env_setting
 from baselines.reproduce import _episodes as episodes
+from cluster_envs.bilinear.azure import SLOT_SECONDS
+from cluster_envs.bilinear.azure import binding_share as arrivals_service_binding_share
 from cluster_envs.common.alibaba_gpu import NODE_FILE
 from cluster_envs.common.azure_llm import FILES
 from cluster_envs.multiserver.alibaba import binding_share as arrivals_binding_share
@@ -32,6 +34,7 @@ TRACE_FOLDERS = {"alibaba": ("alibaba-gpu-v2023", NODE_FILE), "azure": ("azure-l
 SLA_AGENTS = ("mwu_extended", "mwu", "proportional", "owm", "static", "pg")  # mwu: the paper's Alg. 1, no heuristic
 MULTISERVER_AGENTS = ("esdp_aa", "hauf", "lcf", "lwtf", "random", "oracle")
 GANG_AGENTS = ("esdp_gang", "random", "oracle")  # the paper defines no gang heuristic: random is the anchor
+BILINEAR_AGENTS = ("sabr", "greedy", "uniform", "random", "clairvoyant")
 
 
 @dataclass(frozen=True)
@@ -51,25 +54,51 @@ ROWS = (
              "time compressed 5× (T = 400 for 2,000) and capacity β = 0.1 (a fifth of 0.5)"),
     TraceRow("ClusterGang-v0", "alibaba_gpu_2023_binding", "alibaba",
              "time compressed 10× (T = 200 for 2,000), every hosting node adjacent and capacity_scale = 0.2"),
+    TraceRow("ClusterBilinear-v0", "azure_llm_2023", "azure",
+             f"slots of {SLOT_SECONDS} s (T = 2,000 slots replay 200 s of the hour, one admitted request a slot) and "
+             "mean service 1/μ = 1/0.22 slots on the n = 4 servers"),
 )  # fmt: skip
-AGENTS = {"ClusterSLA-v1": SLA_AGENTS, "ClusterMultiServer-v0": MULTISERVER_AGENTS, "ClusterGang-v0": GANG_AGENTS}
+AGENTS = {"ClusterSLA-v1": SLA_AGENTS, "ClusterMultiServer-v0": MULTISERVER_AGENTS, "ClusterGang-v0": GANG_AGENTS,
+          "ClusterBilinear-v0": BILINEAR_AGENTS}  # fmt: skip
 BINDING_SHARE = {"ClusterSLA-v1": lambda env: loads_binding_share(env.loads),
                  "ClusterMultiServer-v0": lambda env: arrivals_binding_share(env.instance),
-                 "ClusterGang-v0": lambda env: gang_binding_share(env.instance)}  # fmt: skip
+                 "ClusterGang-v0": lambda env: gang_binding_share(env.instance),
+                 "ClusterBilinear-v0": lambda env: arrivals_service_binding_share(
+                     env.simulator.arrivals, env.mu, env.problem.n_servers)}  # fmt: skip
+PAPER_METRIC = {"ClusterMultiServer-v0": "aou", "ClusterGang-v0": "aou"}  # else the protocol's headline
 
 
-def _binding_share(env_id: str, env_kwargs: dict) -> float:
+def row_metric(env_id: str) -> str:
+    """The metric a trace row reports: the multi-server paper's Table I metric, else the protocol's headline."""
+    return PAPER_METRIC.get(env_id) or env_setting(env_id).headline
+
+
+WINDOWED = ("ClusterBilinear-v0",)  # each seed replays another window of the trace; elsewhere every seed the same
+
+
+def _binding_share(env_id: str, env_kwargs: dict, seeds: list[int]) -> float:
+    """The share of slots in which capacity binds in seed 0's episode (the trace's arrivals whatever the seed), or
+    over the seeds' episodes where each replays its own window."""
     env = gym.make(env_id, **env_kwargs).unwrapped
-    env.reset(seed=0)
-    return BINDING_SHARE[env_id](env)
+    shares = []
+    for seed in seeds if env_id in WINDOWED else seeds[:1]:
+        env.reset(seed=seed)
+        shares.append(BINDING_SHARE[env_id](env))
+    return float(np.mean(shares))
 
 
+BILINEAR_V = 11.0  # a tenth of SABR's V = √(IT) on the Azure preset (I = 6, T = 2,000): the backlog's weight ×10
 # The reading each surprise was traced to, run beside the default as an ablation row: name -> (kwargs, why).
 ABLATIONS = {
     "ClusterMultiServer-v0": {
         name: ({"stop_rule": "skip"}, "the paper's heuristics stop at the first job that does not fit "
                "(`stop_rule=\"first_fail\"`); `\"skip\"` goes on to the next job in the order")
         for name in ("hauf", "lcf", "lwtf")
+    },
+    "ClusterBilinear-v0": {
+        "sabr": ({"V": BILINEAR_V}, "problem (3) gives class i about Q_i / (V (γ − r̃_ij)) servers, so with V = √(IT) "
+                 "its servers fill only once its queues hold about V (γ − r̃) jobs per server (the O(V) backlog of "
+                 f"Thm III.1); V = {BILINEAR_V:g} weighs the backlog more"),
     },
     "ClusterGang-v0": {
         "esdp_gang": ({"arrival_aware": True}, "ESDP-Gang as printed solves its MILPs over every port and then "
@@ -89,7 +118,8 @@ def replay_facts(env_id: str, env_kwargs: dict, agent: str, agent_kwargs: dict |
     beyond what it could use (``alloc − work``) summed over the steps in which some tenant's work was left waiting
     (capacity a better split would have turned into work), the allocations and the final queues. The
     multi-server envs: the share of slots in which the executed action places a job, the edges per slot and the
-    realised utility per placed edge."""
+    realised utility per placed edge. ClusterBilinear-v0: the mean queue, and the share of the servers serving a
+    job in the slots in which at least as many jobs as servers wait (work-conserving: every one)."""
     env, built, observation = harness.start(env_id, agent, 0, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
     steps: list[dict] = []
 
@@ -98,14 +128,22 @@ def replay_facts(env_id: str, env_kwargs: dict, agent: str, agent_kwargs: dict |
             waiting = step.info["queue"].sum() > 1e-9
             unused = np.maximum(step.info["alloc"] - step.info["work"], 0.0) * waiting
             steps.append({"unused": unused, "alloc": np.array(step.info["alloc"]), "queue": step.info["queue"]})
+        elif env_id == "ClusterBilinear-v0":
+            steps.append({"queue": float(step.info["queue_total"]), "serving": float(np.sum(step.info["N"]))})
         else:
             steps.append({"edges": int(np.sum(step.info["x"])), "utility": float(step.info["utility"])})
 
     with env:
         harness.play(env, built, observation, on_step=record)
+        n_servers = env.unwrapped.problem.n_servers if env_id == "ClusterBilinear-v0" else 0
     if env_id == "ClusterSLA-v1":
         return {"unused": np.sum([s["unused"] for s in steps], axis=0), "alloc": np.array([s["alloc"] for s in steps]),
                 "queue": np.array(steps[-1]["queue"])}  # fmt: skip
+    if env_id == "ClusterBilinear-v0":
+        queue, serving = np.array([s["queue"] for s in steps]), np.array([s["serving"] for s in steps])
+        full = queue >= n_servers
+        busy = float(serving[full].mean() / n_servers) if full.any() else float("nan")
+        return {"queue": float(queue.mean()), "busy": busy, "V": getattr(built, "v_param", None)}
     edges = np.array([s["edges"] for s in steps])
     per_edge = sum(s["utility"] for s in steps) / max(int(edges.sum()), 1)
     return {"placing": float(np.mean(edges > 0)), "edges": float(edges.mean()), "per_edge": per_edge}
@@ -132,28 +170,43 @@ def _sla_near_ties(per_seed: dict, facts: dict) -> list[str]:
 
 
 def _placements(fact: dict) -> str:
-    return f"{fact['placing']:.1%} of the slots, {fact['edges']:.2f} edges a slot at {fact['per_edge']:.3f} an edge"
+    """What the multi-server replays measured: where the agent places jobs."""
+    text = f"{fact['placing']:.1%} of the slots, {fact['edges']:.2f} edges a slot at {fact['per_edge']:.3f} an edge"
+    return "places a job in " + text
 
 
-def _below_naive(rows: dict, naive: str, sign: int, facts: dict, ablated: dict) -> list[str]:
-    """A sentence per row that scores worse than the naive anchor, with what the replay of seed 0 measured (where
-    it places jobs, how many edges, their utility) and the ablation row of the reading it was traced to: whether
-    that reading closes the gap, and if not, whether what is left is the number of edges or their value."""
+def _service(fact: dict) -> str:
+    """What the bilinear replays measured: how busy the servers are while jobs wait."""
+    v = f" (its V = {fact['V']:.4g})" if fact["V"] is not None else ""
+    return (f"keeps {fact['busy']:.1%} of the servers serving in the slots where at least as many jobs as servers "
+            f"wait, with {fact['queue']:,.1f} jobs waiting on average{v}")  # fmt: skip
+
+
+def _below_naive(rows: dict, naive: str, sign: int, facts: dict, ablated: dict, describe) -> list[str]:
+    """A sentence per row that scores worse than the naive anchor, with what the replay of seed 0 measured
+    (``describe(fact)``: where it places jobs, how many edges, their utility; or how busy its servers are) and the
+    ablation row of the reading it was traced to: whether that reading closes the gap, and if not, for the
+    multi-server envs, whether what is left is the number of edges or their value."""
     lines, ablation_rows = [], {again for again, _ in ablated.values()}
     floor, base = rows[naive].mean(), facts[naive]
     for name, values in rows.items():
         if sign * (values.mean() - floor) >= 0 or name in ablation_rows:
             continue
         text = (f"{name} scores below the naive anchor {naive} ({values.mean():,.4g} against {floor:,.4g}). On seed "
-                f"0 it places a job in {_placements(facts[name])} ({naive}: {_placements(base)}).")  # fmt: skip
+                f"0 it {describe(facts[name])} ({naive}: {describe(base)}).")  # fmt: skip
         if name in ablated:
             row, why = ablated[name]
             again, fact = rows[row].mean(), facts[row]
             closed = sign * (again - floor) >= 0
             where = "above" if closed else "still below"
             text += (f" Traced to the reading: {why}. So run ({row}), it scores {again:,.4g}, {where} {naive}, "
-                     f"and places a job in {_placements(fact)}.")  # fmt: skip
-            if not closed and fact["edges"] >= 0.98 * base["edges"] and fact["per_edge"] < base["per_edge"]:
+                     f"and {describe(fact)}.")  # fmt: skip
+            if (
+                not closed
+                and "edges" in fact
+                and fact["edges"] >= 0.98 * base["edges"]
+                and (fact["per_edge"] < base["per_edge"])
+            ):
                 text += (" What is left of the gap is the value of the edges it picks, not their number: its "
                          f"priority order places as many edges as {naive}, of lower utility.")  # fmt: skip
         lines += ["", text]
@@ -168,9 +221,9 @@ def row_report(row: TraceRow, trace_dir: Path, seeds: list[int], progress: bool)
     setting = env_setting(row.env_id)
     agents = AGENTS[row.env_id]
     start = time.perf_counter()
-    share = _binding_share(row.env_id, env_kwargs)
+    share = _binding_share(row.env_id, env_kwargs, seeds)
     table = evaluate(row.env_id, agents, seeds, env_kwargs=env_kwargs, progress=progress)
-    metric = "regret" if row.env_id == "ClusterSLA-v1" else "aou"
+    metric = row_metric(row.env_id)
     sign = setting.metrics[metric]  # +1: higher is better
     heuristics = [a for a in agents if a not in (setting.paper_agent, setting.oracle_agent, "random", "mwu")]
     per_seed = {label(a): table.values(a, metric) for a in agents}
@@ -190,7 +243,9 @@ def row_report(row: TraceRow, trace_dir: Path, seeds: list[int], progress: bool)
     lines = [
         f"### {row.env_id}, preset `{row.preset}`",
         "",
-        f"Scaling: {row.scaling}. **Capacity binds in {share:.1%} of the slots** "
+        f"Scaling: {row.scaling}. **Capacity binds in {share:.1%} of the slots**"
+        + (" (the mean over the seeds' windows)" if row.env_id in WINDOWED else "")
+        + " "
         f"({'at least' if share >= 0.5 else 'less than'} half). {metric} per agent, mean "
         f"[min, max] over seeds {seeds} ({'lower' if sign < 0 else 'higher'} is better; `{setting.oracle_agent}` "
         "is privileged; a row with arguments is an ablation):",
@@ -211,12 +266,20 @@ def row_report(row: TraceRow, trace_dir: Path, seeds: list[int], progress: bool)
                   "capacity a tenant was given beyond its queue and arrivals, summed over the steps in which another "
                   "tenant's work was left waiting. The agents see only which queues are non-empty (binary "
                   "feedback), never how much they hold."]  # fmt: skip
+    elif row.env_id == "ClusterBilinear-v0":
+        lines += [f"| agent | {metric} | mean queue, servers serving while ≥ n jobs wait (seed 0) |", "|---|---:|---|"]
+        lines += [f"| {a} | {v.mean():,.4g} [{v.min():,.4g}, {v.max():,.4g}] | {facts[a]['queue']:,.1f}, "
+                  f"{facts[a]['busy']:.1%} |" for a, v in per_seed.items()]  # fmt: skip
+        lines += _below_naive(per_seed, label(setting.naive_agent), sign, facts, ablated, _service)
+        lines += ["", "The regret is against r* T with r* the fluid optimum (eq. 1) at the trace's mean rates: a "
+                  "window busier than the hour's mean lets every agent earn more than r* a slot, so a seed's regret "
+                  "can be negative; the agents are compared on the same windows (paired)."]  # fmt: skip
     else:
         lines += [f"| agent | {metric} | slots with a placement, edges a slot (seed 0) |", "|---|---:|---|"]
         lines += [f"| {a} | {v.mean():,.4g} [{v.min():,.4g}, {v.max():,.4g}] | {facts[a]['placing']:.1%}, "
                   f"{facts[a]['edges']:.2f} |" for a, v in per_seed.items()]  # fmt: skip
-        lines += _below_naive(per_seed, label(setting.naive_agent), sign, facts, ablated)
-    relative = gain / np.abs(per_seed[label(best)]) if metric == "aou" else None
+        lines += _below_naive(per_seed, label(setting.naive_agent), sign, facts, ablated, _placements)
+    relative = gain / np.abs(per_seed[label(best)]) if metric == "aou" else None  # regrets can be near 0 or negative
     lines += [
         "",
         f"The paper's algorithm `{setting.paper_agent}` against {against}, paired per seed "
@@ -259,9 +322,12 @@ def run(
         "together, for more than the capacity `c` of some device type, so no scheduler admits them all",
         "(`cluster_envs.multiserver.alibaba.binding_share`); in ClusterGang-v0 no feasible placement runs every task",
         "of the arrived jobs that could each run alone (`cluster_envs.multiserver.gang.binding_share`, one MILP per",
-        "arrival pattern). The presets without a scaling are listed for comparison, except ClusterGang-v0's",
-        "`alibaba_gpu_2023`, where no slot binds (tests/multiserver/test_multiserver_trace.py): ESDP-Gang solves",
-        "MILPs in every one of its 2,000 slots. The Azure LLM inference 2023 trace is Patel et al., *Splitwise*,",
+        "arrival pattern); in ClusterBilinear-v0 a fluid version of the n servers, fed with each arriving job's",
+        "mean work 1/μ_i, still has work at the end of the slot: the work arrived so far exceeds what the servers",
+        "can have done, however they were scheduled (`cluster_envs.bilinear.azure.binding_share`). The presets",
+        "without a scaling are listed for comparison, except ClusterGang-v0's `alibaba_gpu_2023`, where no slot",
+        "binds (tests/multiserver/test_multiserver_trace.py): ESDP-Gang solves MILPs in every one of its 2,000",
+        "slots. The Azure LLM inference 2023 trace is Patel et al., *Splitwise*,",
         "ISCA 2024 (CC-BY 4.0); the Alibaba GPU 2023 trace Weng et al., USENIX ATC '23.",
         "",
     ]
