@@ -118,8 +118,9 @@ def replay_facts(env_id: str, env_kwargs: dict, agent: str, agent_kwargs: dict |
     beyond what it could use (``alloc − work``) summed over the steps in which some tenant's work was left waiting
     (capacity a better split would have turned into work), the allocations and the final queues. The
     multi-server envs: the share of slots in which the executed action places a job, the edges per slot and the
-    realised utility per placed edge. ClusterBilinear-v0: the mean queue, and the share of the servers serving a
-    job in the slots in which at least as many jobs as servers wait (work-conserving: every one)."""
+    realised utility per placed edge. ClusterBilinear-v0: the mean queue, the share of the servers serving a job
+    in the slots in which at least as many jobs as servers wait (work-conserving: every one) and the collisions a
+    slot (under exclusive service a server whose job another server took first serves nothing)."""
     env, built, observation = harness.start(env_id, agent, 0, env_kwargs=env_kwargs, agent_kwargs=agent_kwargs)
     steps: list[dict] = []
 
@@ -129,7 +130,8 @@ def replay_facts(env_id: str, env_kwargs: dict, agent: str, agent_kwargs: dict |
             unused = np.maximum(step.info["alloc"] - step.info["work"], 0.0) * waiting
             steps.append({"unused": unused, "alloc": np.array(step.info["alloc"]), "queue": step.info["queue"]})
         elif env_id == "ClusterBilinear-v0":
-            steps.append({"queue": float(step.info["queue_total"]), "serving": float(np.sum(step.info["N"]))})
+            steps.append({"queue": float(step.info["queue_total"]), "serving": float(np.sum(step.info["N"])),
+                          "collisions": float(step.info["n_collisions"])})  # fmt: skip
         else:
             steps.append({"edges": int(np.sum(step.info["x"])), "utility": float(step.info["utility"])})
 
@@ -143,7 +145,9 @@ def replay_facts(env_id: str, env_kwargs: dict, agent: str, agent_kwargs: dict |
         queue, serving = np.array([s["queue"] for s in steps]), np.array([s["serving"] for s in steps])
         full = queue >= n_servers
         busy = float(serving[full].mean() / n_servers) if full.any() else float("nan")
-        return {"queue": float(queue.mean()), "busy": busy, "V": getattr(built, "v_param", None)}
+        collisions = float(np.mean([s["collisions"] for s in steps]))
+        v = getattr(built, "v_param", None)  # SABR's V
+        return {"queue": float(queue.mean()), "busy": busy, "collisions": collisions, "V": v}
     edges = np.array([s["edges"] for s in steps])
     per_edge = sum(s["utility"] for s in steps) / max(int(edges.sum()), 1)
     return {"placing": float(np.mean(edges > 0)), "edges": float(edges.mean()), "per_edge": per_edge}
@@ -179,7 +183,8 @@ def _service(fact: dict) -> str:
     """What the bilinear replays measured: how busy the servers are while jobs wait."""
     v = f" (its V = {fact['V']:.4g})" if fact["V"] is not None else ""
     return (f"keeps {fact['busy']:.1%} of the servers serving in the slots where at least as many jobs as servers "
-            f"wait, with {fact['queue']:,.1f} jobs waiting on average{v}")  # fmt: skip
+            f"wait, with {fact['queue']:,.1f} jobs waiting on average and {fact['collisions']:.3f} collisions a slot "
+            f"(a server whose job another server took first serves nothing){v}")  # fmt: skip
 
 
 def _below_naive(rows: dict, naive: str, sign: int, facts: dict, ablated: dict, describe) -> list[str]:

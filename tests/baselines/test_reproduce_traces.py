@@ -39,15 +39,17 @@ def test_bilinear_replay_measures_how_busy_the_servers_are_while_jobs_wait(azure
     kwargs = {"preset": "azure_llm_2023", "trace_dir": str(azure_trace_dir), "horizon": 200}
     greedy, sabr = (traces.replay_facts("ClusterBilinear-v0", kwargs, agent) for agent in ("greedy", "sabr"))
     assert greedy["busy"] == 1.0 and greedy["V"] is None  # work-conserving: every server serves when n jobs wait
+    assert greedy["collisions"] == 0.0  # its servers take distinct jobs
     assert sabr["V"] > 0 and 0 <= sabr["busy"] <= 1 and sabr["queue"] > 0
 
 
 def test_a_row_below_the_naive_anchor_gets_the_replay_s_measurements_and_its_ablation():
-    facts = {"`a`": {"busy": 0.5, "queue": 90.0, "V": 100.0}, "`a` (V=1.0)": {"busy": 0.9, "queue": 10.0, "V": 1.0},
-             "`n`": {"busy": 1.0, "queue": 7.0, "V": None}}  # fmt: skip
+    facts = {"`a`": {"busy": 0.5, "queue": 90.0, "collisions": 0.25, "V": 100.0},
+             "`a` (V=1.0)": {"busy": 0.9, "queue": 10.0, "collisions": 0.0, "V": 1.0},
+             "`n`": {"busy": 1.0, "queue": 7.0, "collisions": 0.0, "V": None}}  # fmt: skip
     rows = {"`a`": np.array([9.0]), "`a` (V=1.0)": np.array([4.0]), "`n`": np.array([5.0])}
     lines = traces._below_naive(rows, "`n`", -1, facts, {"`a`": ("`a` (V=1.0)", "why")}, traces._service)
     text = " ".join(lines)
     assert "`a` scores below the naive anchor `n` (9 against 5)" in text
-    assert "keeps 50.0% of the servers serving" in text and "(its V = 100)" in text
+    assert "keeps 50.0% of the servers serving" in text and "(its V = 100)" in text and "0.250 collisions" in text
     assert "So run (`a` (V=1.0)), it scores 4, above `n`" in text and "`a` (V=1.0) scores below" not in text
