@@ -254,7 +254,7 @@ class _ApproxEnvCore(ClusterEnv):
         self._sim = ApproxSimulator(self.problem, instance, budget_mode=cfg.budget_mode, opt_per_job=opt)
         info = {"n_jobs": self._sim.n_jobs, "arrivals": [int(j) for j in np.flatnonzero(instance.jobs.arrival == 0)]}
         if opt is not None:
-            info["oracle_total"] = float(opt.sum())
+            info["oracle_total"] = info["benchmark_total"] = float(opt.sum())  # benchmark_total: deprecated alias
         return info
 
     def _check_oracle(self, jobs: Jobs) -> None:
@@ -379,7 +379,7 @@ class _ApproxEnvCore(ClusterEnv):
             "departures": s["departures"],
         }
         if sim.opt_per_job is not None:
-            info["oracle_total"] = float(sim.opt_per_job.sum())
+            info["oracle_total"] = info["benchmark_total"] = float(sim.opt_per_job.sum())  # deprecated alias
             info["regret"] = sim.oracle_accrued - sim.utility_approx
         if self.config.expose_oracle:
             info["oracle"] = {"rates": s["rates"].copy(), "means": self._instance.means.copy()}
@@ -566,8 +566,8 @@ class ClusterApproxEnv(_ApproxEnvCore):
     - Running totals: `utility_true`, `utility_approx`.
     - `fit`: Eq. 8 summed over the departed jobs. `fit_positive` counts only the overruns.
     - With `compute_regret=True`:
-      - `oracle_total` (the offline optimum's utility) and the cumulative `regret`, which equals Eq. 6's Reg_T at
-        the end;
+      - `oracle_total` (the offline optimum's utility; also under its former name `benchmark_total`, deprecated and
+        removed in 0.3) and the cumulative `regret`, which equals Eq. 6's Reg_T at the end;
       - `oracle_kind` selects the offline optimum: `"eq6"` (default), `"p1"` or `"thm3"`;
       - the oracle is the fractional offline optimum with the true means, from scipy's SLSQP over the segment-aggregated
         program. It is meant for small instances: its memory and time are estimated at construction (instance of
@@ -579,7 +579,7 @@ class ClusterApproxEnv(_ApproxEnvCore):
       it skips the per-slot arrays.
     - At the end, `episode_summary` holds:
       - utility and utility_approx;
-      - regret and oracle_total (with `compute_regret=True`);
+      - regret and oracle_total (and benchmark_total; with `compute_regret=True`);
       - fit and fit_positive;
       - mean_migrations;
       - the shares of jobs with C_j/B_j < 0.9 and with C_j/f_j(X_j) < 50;

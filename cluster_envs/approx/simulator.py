@@ -207,6 +207,6 @@ class ApproxSimulator(HoldsRecord):
             "n_waited_slots": float(c[kernel.N_WAITED]),
         }
         if self.opt_per_job is not None:
-            out["oracle_total"] = float(self.opt_per_job.sum())
+            out["oracle_total"] = out["benchmark_total"] = float(self.opt_per_job.sum())  # deprecated alias
             out["regret"] = self.oracle_accrued - self.utility_approx
         return out
