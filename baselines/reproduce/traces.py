@@ -187,11 +187,12 @@ def _service(fact: dict) -> str:
             f"(a server whose job another server took first serves nothing){v}")  # fmt: skip
 
 
-def _below_naive(rows: dict, naive: str, sign: int, facts: dict, ablated: dict, describe) -> list[str]:
+def _below_naive(rows: dict, naive: str, sign: int, facts: dict, ablated: dict, describe=None) -> list[str]:
     """A sentence per row that scores worse than the naive anchor, with what the replay of seed 0 measured
     (``describe(fact)``: where it places jobs, how many edges, their utility; or how busy its servers are) and the
     ablation row of the reading it was traced to: whether that reading closes the gap, and if not, for the
     multi-server envs, whether what is left is the number of edges or their value."""
+    describe = describe or _placements  # the multi-server envs' measurements
     lines, ablation_rows = [], {again for again, _ in ablated.values()}
     floor, base = rows[naive].mean(), facts[naive]
     for name, values in rows.items():
@@ -283,7 +284,7 @@ def row_report(row: TraceRow, trace_dir: Path, seeds: list[int], progress: bool)
         lines += [f"| agent | {metric} | slots with a placement, edges a slot (seed 0) |", "|---|---:|---|"]
         lines += [f"| {a} | {v.mean():,.4g} [{v.min():,.4g}, {v.max():,.4g}] | {facts[a]['placing']:.1%}, "
                   f"{facts[a]['edges']:.2f} |" for a, v in per_seed.items()]  # fmt: skip
-        lines += _below_naive(per_seed, label(setting.naive_agent), sign, facts, ablated, _placements)
+        lines += _below_naive(per_seed, label(setting.naive_agent), sign, facts, ablated)
     relative = gain / np.abs(per_seed[label(best)]) if metric == "aou" else None  # regrets can be near 0 or negative
     lines += [
         "",

@@ -54,7 +54,7 @@ def test_a_row_below_the_naive_anchor_is_explained_with_its_ablation():
     ablated = {"`esdp_gang`": ("`esdp_gang` (arrival_aware=True)", "it solves over every port")}
     (_, text) = traces._below_naive(rows, "`random`", +1, facts, ablated)
     assert text.startswith("`esdp_gang` scores below the naive anchor `random` (13.5 against 278)")
-    assert "4.5% of the slots, 0.18 edges a slot at 0.400 an edge (`random`: 90.0% of the slots, 3.60 edges" in text
+    assert "4.5% of the slots, 0.18 edges a slot at 0.400 an edge (`random`: places a job in 90.0% of the slots" in text
     assert "it solves over every port. So run (`esdp_gang` (arrival_aware=True)), it scores 290, above `random`" in text
     assert "value of the edges" not in text
     rows["`esdp_gang`"] = np.array([280.0])
