@@ -20,16 +20,18 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-from cluster_envs.common.azure_llm import SERVICES, LLMTrace, load_llm_trace
+from cluster_envs.common.azure_llm import HOW_TO_PASS, SERVICES, LLMTrace, load_llm_trace
+from cluster_envs.common.fluid import capped_cumulative_work
+from cluster_envs.common.traces import trace_folder
 
 NAME = "azure_llm_2023"
 # seconds per slot: the time compression of the preset, chosen by measurement so that the fluid servers are busy
 # for the whole slot in at least half of the slots (docs/results/traces/report.md measures the share per preset)
 SLOT_SECONDS = 0.1
+BACKLOG_TOL = 1e-9  # relative to a slot's capacity: the rounding of the cumulative sums, not work left
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,9 +71,8 @@ def trace_arrivals(trace_dir: str | os.PathLike | None, num_job_classes: int) ->
     """The admitted arrivals of the trace in ``trace_dir`` for ``num_job_classes`` classes (two per size class:
     one per service); a ``ValueError`` naming ``num_job_classes`` when it is odd. Read once per process for a
     folder and class count (every env of a run builds its config from it)."""
-    if not isinstance(trace_dir, str | os.PathLike):  # unhashable or not a path: the reader's error
-        load_llm_trace(trace_dir)
-    return _trace_arrivals(str(Path(trace_dir).resolve()), num_job_classes)
+    folder = trace_folder(trace_dir, NAME, HOW_TO_PASS)
+    return _trace_arrivals(str(folder.resolve()), num_job_classes)
 
 
 @functools.lru_cache(maxsize=4)
@@ -91,8 +92,5 @@ def binding_share(arrivals: np.ndarray, mu: np.ndarray, n_servers: int) -> float
     fed with each arriving job's mean work 1/μ_i, still has work at the end of the slot (so every server was busy
     for the whole slot, whatever the schedule). Arrivals of -1 bring none."""
     work = np.where(arrivals >= 0, 1.0 / mu[np.maximum(arrivals, 0)], 0.0)
-    backlog, busy = 0.0, 0
-    for w in work:
-        backlog = max(backlog + w - n_servers, 0.0)
-        busy += backlog > 0
-    return busy / work.size
+    backlog = np.cumsum(work) - capped_cumulative_work(work, n_servers)
+    return float(np.mean(backlog > BACKLOG_TOL * n_servers))

@@ -7,9 +7,11 @@ from typing import Any
 import numpy as np
 
 from cluster_envs.bilinear import episodes, kernel
+from cluster_envs.bilinear.azure import NAME as AZURE
 from cluster_envs.bilinear.env import LOGIT_SCALE, MINIMAL_INFO_KEYS, ClusterBilinearEnv
 from cluster_envs.bilinear.model import assignment_optima, mean_rewards, normalised, oracle_lp, sample_instance
 from cluster_envs.bilinear.simulator import ARRAYS, SHARED_ARRAYS, episode_summary, logits_to_allocation
+from cluster_envs.common.seeding import streams_from_entropy
 from cluster_envs.common.vector import BatchedCopies
 
 BATCHED_ACTION_MODES = ("allocation", "simplex_logits")
@@ -164,10 +166,10 @@ class ClusterBilinearVectorEnv(BatchedCopies):
         u, v, theta = np.zeros((copies.size, n_i, d)), np.zeros((copies.size, n_j, d)), np.zeros((copies.size, d * d))
         episodes.draw_episodes(copies, entropies, self._cdf, self._arrival_rate, self._streams, u, v, theta,
                                batch["rng"], batch["arrivals"])  # fmt: skip
-        if cfg.arrivals != "bernoulli":  # a trace's window, drawn from the arrivals stream as the env's reset does
+        if cfg.arrivals == AZURE:  # a trace's window, drawn from the arrivals stream as the env's reset does
             for c, entropy in zip(copies, entropies, strict=True):
-                child = np.random.SeedSequence(int(entropy)).spawn(episodes.ARRIVALS_CHILD + 1)[-1]
-                batch["arrivals"][c] = self.envs[c].draw_arrivals(np.random.Generator(np.random.PCG64(child)))
+                arrivals = streams_from_entropy(entropy, self.envs[c].stream_names)["arrivals"]
+                batch["arrivals"][c] = self.envs[c].draw_arrivals(arrivals)
         if self._seeded_instance is None:
             u, v, theta = normalised(u), normalised(v), normalised(theta)
         else:

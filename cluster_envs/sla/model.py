@@ -2,7 +2,8 @@
 (:class:`SLAProblem`), the load scenarios that generate an instance (spec §3.8: the paper's synthetic
 experiments, a trace loader, a synthetic stand-in for the proprietary Azure traces, the GPU demand of the
 Alibaba GPU 2023 trace's QoS classes and the token arrivals of the public Azure LLM inference 2023 trace), and
-the offline optimum and static SLA reference in closed form (:func:`capped_cumulative_work`, Proposition 2).
+the offline optimum and static SLA reference in closed form (Proposition 2, by
+:func:`~cluster_envs.common.fluid.capped_cumulative_work`).
 
 ``make_scenario(name, n_users, horizon, sla, kwargs, trace_dir)`` returns a picklable :class:`Scenario`, for
 arguments the config has checked (``SCENARIO_DOMAINS`` in ``sla/config.py``): the tenants' public mean shares
@@ -35,6 +36,7 @@ from cluster_envs.common.alibaba_gpu import POD_FILE, RESOURCES, load_gpu_trace
 from cluster_envs.common.azure_llm import NAME as AZURE
 from cluster_envs.common.azure_llm import SERVICES, load_llm_trace
 from cluster_envs.common.config import check_choice
+from cluster_envs.common.fluid import capped_cumulative_work
 from cluster_envs.common.traces import read_table
 
 LoadGenerator = Callable[..., np.ndarray]  # generate(rng, shares) -> loads (N, T)
@@ -341,24 +343,6 @@ class SLAProblem:
         """s = β / max(1, Σβ): the static SLA reference's share (β̄ under over-commitment, A26)."""
         beta = self.sla_array
         return beta / max(1.0, float(beta.sum()))
-
-
-def capped_cumulative_work(loads: np.ndarray, capacity: float | np.ndarray) -> np.ndarray:
-    """Cumulative work of a work-conserving server of rate ``capacity`` fed by ``loads``, for every prefix.
-
-    ``loads`` has time on its last axis; ``capacity`` broadcasts against the leading axes. This is
-    Proposition 2 of the paper, OPT_c(t) = min_{0≤s≤t} [Σ_{r≤s} ℓ_r + c (t - s)], evaluated for all t at
-    once as c·t + cummin_s (S_s - c·s). Applied to the aggregate load it gives the offline optimum
-    OPT_c(t); applied per user with c = s_i it gives the static SLA reference W'_t(i).
-    """
-    loads = np.asarray(loads, dtype=np.float64)
-    horizon = loads.shape[-1]
-    capacity = np.asarray(capacity, dtype=np.float64)
-    steps = np.arange(horizon + 1, dtype=np.float64)
-    cum = np.concatenate([np.zeros(loads.shape[:-1] + (1,)), np.cumsum(loads, axis=-1)], axis=-1)
-    scaled_steps = capacity[..., None] * steps
-    best = np.minimum.accumulate(cum - scaled_steps, axis=-1)
-    return (scaled_steps + best)[..., 1:]
 
 
 def binding_share(loads: np.ndarray, capacity: float = 1.0) -> float:

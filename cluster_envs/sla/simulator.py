@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cluster_envs.common.fluid import capped_cumulative_work
 from cluster_envs.common.record import HoldsRecord
 from cluster_envs.sla.kernel import (
     ACTIVE,
@@ -32,7 +33,7 @@ from cluster_envs.sla.kernel import (
     batch_record,
     step_copies,
 )
-from cluster_envs.sla.model import SLAProblem, capped_cumulative_work
+from cluster_envs.sla.model import SLAProblem
 
 
 def feedback_vector(active: np.ndarray, alloc: np.ndarray, sla_bar: np.ndarray) -> np.ndarray:

@@ -10,7 +10,8 @@ from scipy.optimize import linprog, minimize
 
 from agents.sla.oracles import water_fill
 from agents.sla.projection import kl_project
-from cluster_envs.sla.model import capped_cumulative_work, windowed_sla_gap
+from cluster_envs.common.fluid import capped_cumulative_work
+from cluster_envs.sla.model import windowed_sla_gap
 
 
 def _kl(x, y):
