@@ -115,3 +115,10 @@ def test_a_missing_column_names_the_file_and_column(azure_trace_dir, tmp_path):
     broken.write_text("\n".join([lines[0].replace("GeneratedTokens", "Generated")] + lines[1:50]) + "\n")
     with pytest.raises(ValueError, match=f"{FILES['conv']}.*GeneratedTokens"):
         gym.make(ENV, preset=PRESET, trace_dir=tmp_path)
+
+
+def test_binding_share_counts_no_backlog_at_an_exact_tie():
+    # 22 jobs of mean work 1/0.22 bring exactly 100 = 25 slots of 4 servers: the backlog (0.55, 1.09, …, 12 after
+    # slot 22, then 8, 4) is exactly 0 from slot 25 on, whatever the rounding of the sums of 1/0.22
+    arrivals = np.array([0] * 22 + [-1] * 10)
+    assert binding_share(arrivals, np.array([0.22]), 4) == pytest.approx(24 / 32)
